@@ -1,0 +1,82 @@
+/**
+ * The one closed set of error types Tollgate answers with, the HTTP status of each, and the
+ * envelope every service writes: {"error": {"code", "message", "metadata": {"error_type", ...}}}.
+ * Routes throw AppError; one express error handler (in @tollgate/http) writes the envelope.
+ */
+export const errorStatus = {
+  bad_request: 400,
+  unauthorized: 401,
+  payment_required: 402,
+  forbidden: 403,
+  key_limit_exceeded: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal: 500,
+  provider_error: 502,
+  service_unavailable: 503,
+  timeout: 504,
+} as const;
+
+export type ErrorType = keyof typeof errorStatus;
+
+export type ErrorMetadata = { [key: string]: string | number | boolean | null | undefined };
+
+export interface ErrorBody {
+  code: number;
+  message: string;
+  metadata: { error_type: string } & ErrorMetadata;
+}
+
+export interface ErrorEnvelope {
+  error: ErrorBody;
+}
+
+export class AppError extends Error {
+  readonly type: ErrorType;
+  readonly status: number;
+  readonly metadata: ErrorMetadata;
+
+  constructor(type: ErrorType, message: string, metadata: ErrorMetadata = {}, status?: number) {
+    super(message);
+    this.name = 'AppError';
+    this.type = type;
+    this.status = status ?? errorStatus[type];
+    this.metadata = metadata;
+  }
+
+  toBody(): ErrorBody {
+    return { code: this.status, message: this.message, metadata: { ...this.metadata, error_type: this.type } };
+  }
+
+  toEnvelope(): ErrorEnvelope {
+    return { error: this.toBody() };
+  }
+}
+
+export const isAppError = (err: unknown): err is AppError => err instanceof AppError;
+
+export const badRequest = (message: string, metadata?: ErrorMetadata) =>
+  new AppError('bad_request', message, metadata);
+export const notFound = (message = 'Not found', metadata?: ErrorMetadata) =>
+  new AppError('not_found', message, metadata);
+export const unauthorized = (message = 'Missing or invalid API key') => new AppError('unauthorized', message);
+export const forbiddenScope = (requiredScope: string) =>
+  new AppError('forbidden', `This endpoint requires a key with scope '${requiredScope}'`, {
+    required_scope: requiredScope,
+  });
+
+/** The generic body for an unexpected failure: never err.message. */
+export const internalErrorEnvelope = (): ErrorEnvelope =>
+  new AppError('internal', 'Internal server error').toEnvelope();
+
+/** Builds the `field` message zod issues turn into: "limit: expected a number". */
+export function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>) {
+  const first = issues[0];
+  if (!first) return 'Invalid request';
+  const field = first.path.map(String).join('.');
+  return field ? `${field}: ${first.message}` : first.message;
+}

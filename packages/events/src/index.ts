@@ -1,0 +1,2 @@
+export * from './topology';
+export * from './usage-event';

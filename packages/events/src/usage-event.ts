@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/**
+ * The usage event: one per chat completion request, published by the proxy, consumed by billing.
+ * Versioned JSON; consumers validate with `parseUsageEvent` and dead-letter what does not parse.
+ * Money is a decimal string (USD), never a float.
+ */
+const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'expected a non-negative decimal string');
+const count = z.number().int().min(0);
+
+export const usageEventV1 = z.object({
+  type: z.literal('usage'),
+  version: z.literal(1),
+  /** The request id (`gen-…`): completion id, generation record id, idempotency key. */
+  id: z.string().regex(/^gen-\d+-[A-Za-z0-9]{20}$/),
+  account_id: z.string().uuid(),
+  key_id: z.string().uuid(),
+  /** Catalog model id (`vendor/name`). */
+  model: z.string().min(1),
+  provider_name: z.string().min(1),
+  upstream_model: z.string().min(1),
+  /** The provider's own response id, when it sent one. */
+  upstream_id: z.string().nullable(),
+  /** X-Title of the request. */
+  app: z.string().nullable(),
+  streamed: z.boolean(),
+  cancelled: z.boolean(),
+  finish_reason: z.string().nullable(),
+  /** `provider`: the provider reported usage; `estimated`: counted by the proxy's tokenizer. */
+  usage_source: z.enum(['provider', 'estimated']),
+  tokens: z.object({
+    prompt: count,
+    completion: count,
+    cached: count,
+    cache_write: count,
+    reasoning: count,
+  }),
+  /** Total cost in USD. */
+  cost: decimal,
+  is_byok: z.boolean(),
+  /** The upstream error that ended the request, if any. */
+  error: z.object({ code: z.number().int(), message: z.string() }).nullable(),
+  started_at: z.string().datetime(),
+  finished_at: z.string().datetime(),
+  /** Request start to first byte from the provider. */
+  latency_ms: count,
+  /** Request start to end of generation. */
+  generation_time_ms: count,
+});
+
+export type UsageEventV1 = z.infer<typeof usageEventV1>;
+export type UsageEvent = UsageEventV1;
+
+/** The catalog of message types on the usage exchange: type → schema. */
+export const usageEventSchemas = { 'usage.v1': usageEventV1 } as const;
+
+export type ParseResult = { ok: true; event: UsageEvent } | { ok: false; reason: string };
+
+export function parseUsageEvent(body: Buffer | string): ParseResult {
+  let json: unknown;
+  try {
+    json = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+  } catch {
+    return { ok: false, reason: 'body is not JSON' };
+  }
+  const result = usageEventV1.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    return { ok: false, reason: `${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}` };
+  }
+  return { ok: true, event: result.data };
+}

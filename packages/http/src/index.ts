@@ -1,0 +1,123 @@
+import type { Server } from 'node:http';
+import { AppError, badRequest, describeIssues, internalErrorEnvelope } from '@tollgate/errors';
+import type { Logger } from '@tollgate/logger';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import type { z } from 'zod';
+
+/** JSON body parsing with the errors mapped into the envelope by errorHandler. */
+export const jsonBody = (limit = '1mb'): RequestHandler => express.json({ limit, strict: false });
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+}
+
+/** Maps express/body-parser failures to AppErrors; everything else stays unknown (500). */
+export function toAppError(err: unknown): AppError | null {
+  if (err instanceof AppError) return err;
+  const e = err as BodyParserError | null;
+  switch (e?.type) {
+    case 'entity.parse.failed':
+      return badRequest('Request body is not valid JSON');
+    case 'entity.too.large':
+      return new AppError('payload_too_large', 'Request body is too large');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new AppError('unsupported_media_type', 'Unsupported body encoding or charset');
+    case 'request.aborted':
+      return badRequest('Request aborted');
+    default:
+      if (e && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+        return new AppError('bad_request', 'Malformed request', {}, e.status);
+      }
+      return null;
+  }
+}
+
+/** The one error handler: writes the envelope; unknown errors are logged with stack, answered generically. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const appError = toAppError(err);
+    if (res.headersSent) {
+      logger.error({ err, path: req.path }, 'error after response started');
+      res.destroy();
+      return;
+    }
+    if (appError) {
+      res.status(appError.status).json(appError.toEnvelope());
+      return;
+    }
+    (req as { log?: Logger }).log?.error({ err }, 'unhandled error') ?? logger.error({ err }, 'unhandled error');
+    res.status(500).json(internalErrorEnvelope());
+  };
+}
+
+export const notFoundHandler: RequestHandler = (req, _res, next) => {
+  next(new AppError('not_found', `No route for ${req.method} ${req.path}`));
+};
+
+/** Parses input with a zod schema; a failure is a 400 whose message names the field. */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw badRequest(describeIssues(result.error.issues));
+  return result.data;
+}
+
+export type ReadinessCheck = () => Promise<void>;
+
+/** GET /healthz (process is up) and GET /readyz (dependencies answer). */
+export function healthRoutes(checks: Record<string, ReadinessCheck>): Router {
+  const router = express.Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  router.get('/readyz', async (_req, res) => {
+    const results: Record<string, string> = {};
+    let ok = true;
+    await Promise.all(
+      Object.entries(checks).map(async ([name, check]) => {
+        try {
+          await check();
+          results[name] = 'ok';
+        } catch {
+          ok = false;
+          results[name] = 'unavailable';
+        }
+      }),
+    );
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks: results });
+  });
+  return router;
+}
+
+export function listen(app: express.Express, port: number, host = '0.0.0.0'): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host, (err?: Error) => (err ? reject(err) : resolve(server)));
+    server.keepAliveTimeout = 65_000;
+  });
+}
+
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
+
+/** Runs `stop` once on SIGTERM/SIGINT, then exits. */
+export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop()
+      .then(() => process.exit(0))
+      .catch((err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.once('SIGTERM', () => handler('SIGTERM'));
+  process.once('SIGINT', () => handler('SIGINT'));
+}

@@ -1,0 +1,113 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * The Redis key cache: the one module that defines how an API key's record is cached, used by the
+ * keys service (writes) and the proxy (reads). Keyed by the key's SHA-256 digest.
+ *
+ * Layout: HASH `<prefix>key:<digest>` with fields
+ *   v  version (the key row's `version`, bumped by every change in Postgres)
+ *   s  state: `ok` (d holds the record), `pending` (a change is being committed; do not trust any
+ *      cached copy, ask the keys service), `absent` (negative cache: no such key)
+ *   d  JSON CachedKey when s = ok
+ *
+ * Every write is a compare-and-set on the version (Lua), so a cache fill that read Postgres before a
+ * change can never overwrite the change: the keys service marks the entry `pending` at the new
+ * version before committing, and fills carrying an older version are refused.
+ */
+export interface CachedKey {
+  id: string;
+  accountId: string;
+  scope: 'inference' | 'management';
+  disabled: boolean;
+  revoked: boolean;
+  /** USD decimal string, or null for no limit. */
+  limit: string | null;
+  limitReset: 'daily' | 'weekly' | 'monthly' | null;
+  version: number;
+}
+
+export type CacheLookup =
+  | { state: 'hit'; key: CachedKey }
+  | { state: 'absent' }
+  | { state: 'pending' }
+  | { state: 'miss' };
+
+export interface KeyCacheOptions {
+  prefix: string;
+  /** How long a filled record lives before it is refetched (default 1 day). */
+  recordTtlSeconds?: number;
+  /** How long a negative entry lives (default 60 s). */
+  absentTtlSeconds?: number;
+  /** How long a pending marker lives if its change never completes (default 30 s). */
+  pendingTtlSeconds?: number;
+}
+
+// ARGV: version, state, data, ttl, mode. mode 'cas': write if no entry or entry version <= ARGV version.
+// mode 'nx': write only if there is no entry (negative cache).
+const WRITE_SCRIPT = `
+local cur = redis.call('HGET', KEYS[1], 'v')
+if ARGV[5] == 'nx' then
+  if cur then return 0 end
+elseif cur and tonumber(cur) > tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 's', ARGV[2], 'd', ARGV[3])
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
+return 1
+`;
+
+// Removes a pending marker left by a change that rolled back (only if still at that version).
+const CLEAR_PENDING_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'v') == ARGV[1] and redis.call('HGET', KEYS[1], 's') == 'pending' then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`;
+
+export interface KeyCache {
+  redisKey(digest: string): string;
+  /** One round trip. Throws if Redis is unreachable: callers must then ask the keys service. */
+  get(digest: string): Promise<CacheLookup>;
+  /** Cache fill after reading Postgres; refused (false) if a newer version is cached or pending. */
+  fill(digest: string, key: CachedKey): Promise<boolean>;
+  /** Negative entry for a digest no key has. Never overwrites an existing entry. */
+  fillAbsent(digest: string): Promise<boolean>;
+  /** Before committing a change at `version`: makes every reader bypass the cache. */
+  markPending(digest: string, version: number): Promise<boolean>;
+  /** After committing: the new record, visible to the very next lookup. */
+  commit(digest: string, key: CachedKey): Promise<boolean>;
+  /** After a change rolled back: drop the pending marker so fills work again. */
+  clearPending(digest: string, version: number): Promise<void>;
+}
+
+export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache {
+  const recordTtl = options.recordTtlSeconds ?? 86_400;
+  const absentTtl = options.absentTtlSeconds ?? 60;
+  const pendingTtl = options.pendingTtlSeconds ?? 30;
+  const redisKey = (digest: string) => `${options.prefix}key:${digest}`;
+
+  const write = async (digest: string, version: number, state: string, data: string, ttl: number, mode: string) =>
+    (await redis.eval(WRITE_SCRIPT, 1, redisKey(digest), version, state, data, ttl, mode)) === 1;
+
+  return {
+    redisKey,
+    async get(digest) {
+      const [v, s, d] = await redis.hmget(redisKey(digest), 'v', 's', 'd');
+      if (v === null || s === null) return { state: 'miss' };
+      if (s === 'absent') return { state: 'absent' };
+      if (s === 'pending' || !d) return { state: 'pending' };
+      return { state: 'hit', key: JSON.parse(d) as CachedKey };
+    },
+    fill: (digest, key) => write(digest, key.version, 'ok', JSON.stringify(key), recordTtl, 'cas'),
+    fillAbsent: (digest) => write(digest, 0, 'absent', '', absentTtl, 'nx'),
+    markPending: (digest, version) => write(digest, version, 'pending', '', pendingTtl, 'cas'),
+    commit: (digest, key) => write(digest, key.version, 'ok', JSON.stringify(key), recordTtl, 'cas'),
+    async clearPending(digest, version) {
+      await redis.eval(CLEAR_PENDING_SCRIPT, 1, redisKey(digest), String(version));
+    },
+  };
+}
+
+/** Where the proxy records successful authentications; the keys service flushes them to Postgres. */
+export const lastUsedHashKey = (prefix: string) => `${prefix}key-last-used`;

@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import amqp from 'amqplib';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { runId, testInfra } from './infra';
+
+export { dockerAvailable, LOCAL_INFRA, runId, type TestInfra, testInfra } from './infra';
+
+const suffix = () => randomBytes(4).toString('hex');
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty Postgres database for one test file (or test). Dropped by drop() or at run end. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const { databaseUrl } = testInfra();
+  const name = `tgt_${runId()}_${suffix()}`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: databaseUrl });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+export interface TestRedis {
+  url: string;
+  /** Key prefix for this test: pass it as REDIS_PREFIX to the code under test. */
+  prefix: string;
+  /** A client for assertions (no key prefix applied: use `prefix` yourself). */
+  client: Redis;
+  cleanup(): Promise<void>;
+}
+
+export async function createTestRedis(): Promise<TestRedis> {
+  const { redisUrl } = testInfra();
+  const prefix = `tgt:${runId()}:${suffix()}:`;
+  const client = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+  return {
+    url: redisUrl,
+    prefix,
+    client,
+    async cleanup() {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length) await client.del(...keys);
+      } while (cursor !== '0');
+      client.disconnect();
+    },
+  };
+}
+
+export interface TestAmqp {
+  url: string;
+  /** Name prefix for exchanges and queues: pass it as AMQP_PREFIX to the code under test. */
+  prefix: string;
+  /** Deletes the named queues and exchanges (those the code under test declared). */
+  cleanup(names: { queues?: string[]; exchanges?: string[] }): Promise<void>;
+}
+
+export function createTestAmqp(): TestAmqp {
+  const { amqpUrl } = testInfra();
+  const prefix = `tgt.${runId()}.${suffix()}`;
+  return {
+    url: amqpUrl,
+    prefix,
+    async cleanup({ queues = [], exchanges = [] }) {
+      const conn = await amqp.connect(amqpUrl);
+      try {
+        for (const q of queues) {
+          const ch = await conn.createChannel();
+          await ch.deleteQueue(q).catch(() => {});
+          await ch.close().catch(() => {});
+        }
+        for (const e of exchanges) {
+          const ch = await conn.createChannel();
+          await ch.deleteExchange(e).catch(() => {});
+          await ch.close().catch(() => {});
+        }
+      } finally {
+        await conn.close().catch(() => {});
+      }
+    },
+  };
+}
