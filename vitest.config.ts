@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     globalSetup: ['packages/testkit/src/global-setup.ts'],
     pool: 'forks',
+    reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },
 });

@@ -1,0 +1,49 @@
+# Tollgate — the two commands a newcomer needs: `make dev` and `make test`.
+SHELL := /bin/bash
+PNPM_VERSION := 12.21.0
+export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(PATH)
+
+.PHONY: dev test install pnpm servers lint typecheck check demo migrate bench clean
+
+## Installs pnpm (if missing) and every dependency, Node 24 included (root devDependency `node`).
+install: pnpm
+	@pnpm install --frozen-lockfile --reporter=append-only >/dev/null || pnpm install --frozen-lockfile
+
+pnpm:
+	@command -v pnpm >/dev/null 2>&1 || npm install -g pnpm@$(PNPM_VERSION) >/dev/null 2>&1 \
+	  || npm install --prefix $(CURDIR)/.tools pnpm@$(PNPM_VERSION) >/dev/null
+	@command -v pnpm >/dev/null 2>&1 || { mkdir -p .tools/bin && ln -sf ../node_modules/.bin/pnpm .tools/bin/pnpm; }
+
+## Starts PostgreSQL, Redis and RabbitMQ if they are not running.
+servers:
+	@bash infra/dev/ensure-servers.sh
+
+## Runs the whole gateway (provider-sim, keys, billing, proxy) against the local servers. Ctrl-C stops it.
+dev: install servers
+	@pnpm exec tsx infra/dev/run.ts
+
+## Bootstraps a demo account with a management key, credits and an inference key (stack must be running).
+demo: install
+	@pnpm exec tsx infra/dev/demo.ts
+
+## Runs every test (unit + integration against real Postgres, Redis, RabbitMQ).
+test: install servers
+	@pnpm test
+
+lint: install
+	@pnpm lint
+
+typecheck: install
+	@pnpm typecheck
+
+## Lint, typecheck and tests: what CI runs.
+check: lint typecheck test
+
+migrate: install
+	@pnpm --filter @tollgate/keys migrate && pnpm --filter @tollgate/billing migrate
+
+bench: install servers
+	@pnpm exec tsx bench/proxy-latency.ts && pnpm exec tsx bench/billing-throughput.ts
+
+clean:
+	rm -rf node_modules packages/*/node_modules services/*/node_modules .tools .vitest-report.json
