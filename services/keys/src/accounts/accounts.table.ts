@@ -1,0 +1,12 @@
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+export interface AccountsTable {
+  id: Generated<string>;
+  /** Lowercase [a-z0-9-] handle used by the admin CLI (`--account acme`). */
+  slug: string;
+  name: string;
+  created_at: ColumnType<Date, never, never>;
+}
+
+export type Account = Selectable<AccountsTable>;
+export type NewAccount = Insertable<AccountsTable>;

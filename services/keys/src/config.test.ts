@@ -1,0 +1,58 @@
+import { ConfigError, defaults } from '@tollgate/config';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config';
+
+describe('keys config', () => {
+  it('defaults to the local services', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      PORT: 8081,
+      HOST: '0.0.0.0',
+      DATABASE_URL: defaults.databaseUrl,
+      REDIS_URL: defaults.redisUrl,
+      REDIS_PREFIX: 'tg:',
+      LAST_USED_FLUSH_MS: 5000,
+      LOG_LEVEL: 'info',
+      LOG_PRETTY: false,
+    });
+    expect(c.BILLING_URL).toBeUndefined();
+  });
+
+  it('coerces numbers and booleans and trims the billing url', () => {
+    const c = loadConfig({
+      PORT: '0',
+      LAST_USED_FLUSH_MS: '250',
+      LOG_PRETTY: 'false',
+      BILLING_URL: 'http://billing:8082/',
+    });
+    expect(c.PORT).toBe(0);
+    expect(c.LAST_USED_FLUSH_MS).toBe(250);
+    expect(c.LOG_PRETTY).toBe(false);
+    expect(c.BILLING_URL).toBe('http://billing:8082');
+  });
+
+  it('treats an empty BILLING_URL as unset', () => {
+    expect(loadConfig({ BILLING_URL: '' }).BILLING_URL).toBeUndefined();
+  });
+
+  it('rejects invalid values naming each variable', () => {
+    expect(() => loadConfig({ PORT: 'abc', LAST_USED_FLUSH_MS: '-1', BILLING_URL: 'not a url' })).toThrow(
+      ConfigError,
+    );
+    try {
+      loadConfig({ PORT: 'abc', LAST_USED_FLUSH_MS: '-1', BILLING_URL: 'not a url' });
+    } catch (err) {
+      const message = (err as Error).message;
+      expect(message).toContain('PORT');
+      expect(message).toContain('LAST_USED_FLUSH_MS');
+      expect(message).toContain('BILLING_URL');
+    }
+  });
+
+  it('refuses the development service secret in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
+    expect(
+      loadConfig({ NODE_ENV: 'production', SERVICE_JWT_SECRET: 'a-real-secret-of-32-characters!!' }).NODE_ENV,
+    ).toBe('production');
+  });
+});

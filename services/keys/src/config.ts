@@ -1,0 +1,36 @@
+import { commonEnv, defaults, envPort, loadConfig as load, redisEnv, serviceJwtEnv } from '@tollgate/config';
+import { z } from 'zod';
+
+const optionalUrl = z
+  .string()
+  .optional()
+  .transform((v) => (v?.trim() ? v.trim().replace(/\/+$/, '') : undefined))
+  .pipe(z.string().url().optional());
+
+export const keysConfigSchema = z
+  .object({
+    ...commonEnv,
+    ...redisEnv,
+    ...serviceJwtEnv,
+    PORT: envPort(8081),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    DATABASE_URL: z.string().url().default(defaults.databaseUrl),
+    /** Billing's internal API, for usage figures on key objects. Unset: usage figures are zero. */
+    BILLING_URL: optionalUrl,
+    /** How often pending `last_used_at` values are moved from Redis to Postgres. */
+    LAST_USED_FLUSH_MS: z.coerce.number().int().min(50).max(3_600_000).default(5000),
+  })
+  .superRefine((c, ctx) => {
+    if (c.NODE_ENV === 'production' && c.SERVICE_JWT_SECRET === defaults.serviceJwtSecret) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SERVICE_JWT_SECRET'],
+        message: 'must be set in production (the development default is public)',
+      });
+    }
+  });
+
+export type KeysConfig = z.output<typeof keysConfigSchema>;
+
+/** Parses the keys service's environment. Throws ConfigError listing every problem. */
+export const loadConfig = (env: NodeJS.ProcessEnv = process.env): KeysConfig => load(keysConfigSchema, env);

@@ -1,0 +1,36 @@
+import { randomUUID } from 'node:crypto';
+import { errorHandler, healthRoutes, jsonBody, notFoundHandler, type ReadinessCheck } from '@tollgate/http';
+import type { Logger } from '@tollgate/logger';
+import express from 'express';
+import type { KeyPresenter } from '../keys/key-view';
+import { keysRoutes } from '../keys/keys.routes';
+import type { KeyService } from '../keys/keys.service';
+import { resolveRoutes } from '../resolve/resolve.routes';
+
+export interface KeysAppDeps {
+  keys: KeyService;
+  presenter: KeyPresenter;
+  secret: string;
+  logger: Logger;
+  readiness: Record<string, ReadinessCheck>;
+}
+
+/** The keys service's express app: health, the proxy's resolve endpoint, the management API. */
+export function createKeysApp(deps: KeysAppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('x-request-id', id);
+    (req as { log?: Logger }).log = deps.logger.child({ reqId: id });
+    next();
+  });
+  app.use(healthRoutes(deps.readiness));
+  app.use(jsonBody('64kb'));
+  app.use(resolveRoutes(deps));
+  app.use(keysRoutes(deps));
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

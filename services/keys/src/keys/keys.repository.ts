@@ -1,0 +1,82 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../database';
+import type { ApiKey, ApiKeyUpdate, NewApiKey } from './keys.table';
+
+type Db = Kysely<Database>;
+
+export const PAGE_SIZE = 100;
+
+export async function insertKey(db: Db, input: NewApiKey): Promise<ApiKey> {
+  return db.insertInto('keys.api_keys').values(input).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findKeyInAccount(db: Db, accountId: string, id: string): Promise<ApiKey | undefined> {
+  return db
+    .selectFrom('keys.api_keys')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+}
+
+/** Same as findKeyInAccount, locking the row until the transaction ends (serialises changes). */
+export async function lockKeyInAccount(db: Db, accountId: string, id: string): Promise<ApiKey | undefined> {
+  return db
+    .selectFrom('keys.api_keys')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function findKeyByDigest(db: Db, digest: string): Promise<ApiKey | undefined> {
+  return db.selectFrom('keys.api_keys').selectAll().where('digest', '=', digest).executeTakeFirst();
+}
+
+export interface ListKeysQuery {
+  accountId: string;
+  includeRevoked: boolean;
+  scope?: ApiKey['scope'];
+  offset?: number;
+  limit?: number;
+}
+
+/** Newest first. */
+export async function listKeys(db: Db, q: ListKeysQuery): Promise<ApiKey[]> {
+  let query = db.selectFrom('keys.api_keys').selectAll().where('account_id', '=', q.accountId);
+  if (!q.includeRevoked) query = query.where('revoked', '=', false);
+  if (q.scope) query = query.where('scope', '=', q.scope);
+  return query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .offset(q.offset ?? 0)
+    .limit(q.limit ?? PAGE_SIZE)
+    .execute();
+}
+
+/** Applies a change and bumps `version` (the cache CAS) and `updated_at`. */
+export async function updateKey(db: Db, id: string, changes: ApiKeyUpdate): Promise<ApiKey> {
+  return db
+    .updateTable('keys.api_keys')
+    .set({ ...changes, version: sql<number>`version + 1`, updated_at: sql<Date>`clock_timestamp()` })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** One batched UPDATE: last_used_at = greatest(existing, value). Returns the number of rows touched. */
+export async function touchLastUsed(
+  db: Db,
+  entries: ReadonlyArray<{ id: string; at: Date }>,
+): Promise<number> {
+  if (entries.length === 0) return 0;
+  const ids = entries.map((e) => e.id);
+  const ats = entries.map((e) => e.at.toISOString());
+  const result = await sql`
+    update keys.api_keys k
+    set last_used_at = greatest(k.last_used_at, v.at)
+    from unnest(${ids}::uuid[], ${ats}::timestamptz[]) as v(id, at)
+    where k.id = v.id`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

@@ -1,0 +1,65 @@
+import { Router } from 'express';
+import { callerOf, keyCaller } from '../http/caller';
+import type { KeyPresenter } from './key-view';
+import { createKeyBody, parseBody, parseHash, parseListQuery, updateKeyBody } from './keys.schemas';
+import type { KeyService } from './keys.service';
+
+/** The management API (spec §4.1) and GET /key, as forwarded by the proxy with the prefix stripped. */
+export function keysRoutes(deps: { keys: KeyService; presenter: KeyPresenter; secret: string }): Router {
+  const { keys, presenter } = deps;
+  const management = keyCaller(deps, 'management');
+  const anyScope = keyCaller(deps, 'any');
+  const router = Router();
+
+  router.post('/keys', management, async (req, res) => {
+    const body = parseBody(createKeyBody, req.body);
+    const { row, key } = await keys.create(callerOf(res).account_id, {
+      name: body.name,
+      scope: 'inference',
+      limit: body.limit,
+      limitReset: body.limit_reset,
+    });
+    const [object] = await presenter.present([row], 'zero');
+    res.status(201).json({ data: { ...object, key } });
+  });
+
+  router.get('/keys', management, async (req, res) => {
+    const q = parseListQuery(req.query as Record<string, unknown>);
+    const rows = await keys.list(callerOf(res).account_id, {
+      includeRevoked: q.includeRevoked,
+      offset: q.offset,
+    });
+    res.json({ data: await presenter.present(rows, 'read') });
+  });
+
+  router.get('/keys/:hash', management, async (req, res) => {
+    const row = await keys.get(callerOf(res).account_id, parseHash(req.params.hash));
+    const [object] = await presenter.present([row], 'read');
+    res.json({ data: object });
+  });
+
+  router.patch('/keys/:hash', management, async (req, res) => {
+    const hash = parseHash(req.params.hash);
+    const body = parseBody(updateKeyBody, req.body);
+    const row = await keys.update(callerOf(res).account_id, hash, {
+      name: body.name,
+      disabled: body.disabled,
+      limit: body.limit,
+      limitReset: body.limit_reset,
+    });
+    const [object] = await presenter.present([row], 'best-effort');
+    res.json({ data: object });
+  });
+
+  router.delete('/keys/:hash', management, async (req, res) => {
+    const caller = callerOf(res);
+    const row = await keys.revoke(caller.account_id, parseHash(req.params.hash), { callerKeyId: caller.id });
+    res.json({ data: { hash: row.id, deleted: true } });
+  });
+
+  router.get('/key', anyScope, async (_req, res) => {
+    res.json({ data: await presenter.presentCaller(callerOf(res)) });
+  });
+
+  return router;
+}

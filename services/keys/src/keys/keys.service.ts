@@ -1,0 +1,160 @@
+import { digestKey, generateKey, type KeyScope, keyLabel } from '@tollgate/auth';
+import { AppError, badRequest, notFound, unauthorized } from '@tollgate/errors';
+import type { CachedKey } from '@tollgate/key-cache';
+import { type LimitReset, toUnits } from '@tollgate/money';
+import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-cache-sync';
+import {
+  findKeyByDigest,
+  findKeyInAccount,
+  insertKey,
+  listKeys,
+  lockKeyInAccount,
+  PAGE_SIZE,
+  updateKey,
+} from './keys.repository';
+import type { ApiKey, ApiKeyUpdate } from './keys.table';
+
+export interface CreateKeyInput {
+  name: string;
+  scope: KeyScope;
+  /** USD decimal string, validated by the caller. */
+  limit?: string | null;
+  limitReset?: LimitReset | null;
+}
+
+export interface UpdateKeyInput {
+  name?: string;
+  disabled?: boolean;
+  limit?: string | null;
+  limitReset?: LimitReset | null;
+}
+
+export interface KeyService {
+  /** The caller named by a proxy-issued identity; 401 unless that key exists, is usable, and matches. */
+  authenticateCaller(claims: { keyId: string; accountId: string; scope: KeyScope }): Promise<ApiKey>;
+  /** Returns the row and the plaintext key (the only time it exists outside the caller). */
+  create(accountId: string, input: CreateKeyInput): Promise<{ row: ApiKey; key: string }>;
+  get(accountId: string, id: string): Promise<ApiKey>;
+  list(
+    accountId: string,
+    q: { includeRevoked: boolean; offset?: number; scope?: KeyScope },
+  ): Promise<ApiKey[]>;
+  update(accountId: string, id: string, input: UpdateKeyInput): Promise<ApiKey>;
+  /** Idempotent. `callerKeyId`: the management key asking (it may not revoke itself); omitted for the dashboard. */
+  revoke(accountId: string, id: string, options?: { callerKeyId?: string }): Promise<ApiKey>;
+  /** The proxy's cache miss: the record (also cached with the version CAS), or null (negative cache). */
+  resolve(digest: string): Promise<CachedKey | null>;
+}
+
+export type KeyServiceDeps = KeyChangeDeps;
+
+const keyNotFound = () => notFound('No such key');
+
+export function createKeyService(deps: KeyServiceDeps): KeyService {
+  const { db, cache, logger } = deps;
+
+  return {
+    async authenticateCaller(claims) {
+      const row = await findKeyInAccount(db, claims.accountId, claims.keyId);
+      if (!row || row.revoked || row.disabled || row.scope !== claims.scope) throw unauthorized();
+      return row;
+    },
+
+    async create(accountId, input) {
+      if (input.scope === 'management' && (input.limit != null || input.limitReset != null)) {
+        throw badRequest('limit: management keys carry no spend limit');
+      }
+      const key = generateKey();
+      const { row } = await applyKeyChange(deps, async (trx) => ({
+        changed: true,
+        row: await insertKey(trx, {
+          account_id: accountId,
+          name: input.name,
+          label: keyLabel(key),
+          scope: input.scope,
+          digest: digestKey(key),
+          limit: input.limit ?? null,
+          limit_reset: input.limitReset ?? null,
+        }),
+      }));
+      return { row, key };
+    },
+
+    async get(accountId, id) {
+      const row = await findKeyInAccount(db, accountId, id);
+      if (!row) throw keyNotFound();
+      return row;
+    },
+
+    list(accountId, q) {
+      return listKeys(db, {
+        accountId,
+        includeRevoked: q.includeRevoked,
+        offset: q.offset,
+        scope: q.scope,
+        limit: PAGE_SIZE,
+      });
+    },
+
+    async update(accountId, id, input) {
+      const { row } = await applyKeyChange(deps, async (trx) => {
+        const current = await lockKeyInAccount(trx, accountId, id);
+        if (!current) throw keyNotFound();
+        if (current.revoked)
+          throw new AppError('conflict', 'This key is revoked; revoked keys cannot be modified');
+        if (current.scope === 'management') {
+          if (input.limit != null) throw badRequest('limit: management keys carry no spend limit');
+          if (input.limitReset != null) throw badRequest('limit_reset: management keys carry no spend limit');
+        }
+        const changes: ApiKeyUpdate = {};
+        if (input.name !== undefined && input.name !== current.name) changes.name = input.name;
+        if (input.disabled !== undefined && input.disabled !== current.disabled)
+          changes.disabled = input.disabled;
+        if (input.limit !== undefined && !sameDecimal(input.limit, current.limit))
+          changes.limit = input.limit;
+        if (input.limitReset !== undefined && input.limitReset !== current.limit_reset) {
+          changes.limit_reset = input.limitReset;
+        }
+        if (Object.keys(changes).length === 0) return { row: current, changed: false };
+        return { row: await updateKey(trx, current.id, changes), changed: true };
+      });
+      return row;
+    },
+
+    async revoke(accountId, id, options = {}) {
+      const { row } = await applyKeyChange(deps, async (trx) => {
+        const current = await lockKeyInAccount(trx, accountId, id);
+        if (!current) throw keyNotFound();
+        if (options.callerKeyId === current.id) {
+          throw new AppError(
+            'forbidden',
+            'A management key cannot revoke itself; revoke it in the dashboard (pnpm tollgate keys revoke-management)',
+          );
+        }
+        if (current.revoked) return { row: current, changed: false };
+        return { row: await updateKey(trx, current.id, { revoked: true, disabled: true }), changed: true };
+      });
+      return row;
+    },
+
+    async resolve(digest) {
+      const row = await findKeyByDigest(db, digest);
+      try {
+        if (!row) {
+          await cache.fillAbsent(digest);
+          return null;
+        }
+        await cache.fill(digest, toCachedKey(row));
+      } catch (err) {
+        // The answer is still right; the proxy will ask again next time.
+        logger.warn({ err }, 'key cache fill failed');
+      }
+      return row ? toCachedKey(row) : null;
+    },
+  };
+}
+
+function sameDecimal(a: string | null, b: string | null): boolean {
+  if (a === null || b === null) return a === b;
+  return toUnits(a) === toUnits(b);
+}

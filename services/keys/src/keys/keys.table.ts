@@ -1,0 +1,28 @@
+import type { KeyScope } from '@tollgate/auth';
+import type { LimitReset } from '@tollgate/money';
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+export interface ApiKeysTable {
+  /** The spec's `hash`: the key id. */
+  id: Generated<string>;
+  account_id: string;
+  name: string;
+  label: string;
+  scope: KeyScope;
+  /** SHA-256 hex of the plaintext key; the plaintext is never stored. */
+  digest: string;
+  /** USD as a numeric decimal string; null = no limit. */
+  limit: string | null;
+  limit_reset: LimitReset | null;
+  disabled: Generated<boolean>;
+  revoked: Generated<boolean>;
+  /** Bumped by every change; the key cache compares it (CAS). */
+  version: Generated<number>;
+  last_used_at: ColumnType<Date | null, never, Date | null>;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+}
+
+export type ApiKey = Selectable<ApiKeysTable>;
+export type NewApiKey = Insertable<ApiKeysTable>;
+export type ApiKeyUpdate = Updateable<ApiKeysTable>;

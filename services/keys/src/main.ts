@@ -1,0 +1,10 @@
+import { onShutdown } from '@tollgate/http';
+import { createLogger } from '@tollgate/logger';
+import { loadConfig } from './config';
+import { startKeysService } from './service';
+
+// Keys service: config → logger → (migrate, Postgres, Redis, last_used flusher, HTTP) → graceful stop.
+const config = loadConfig();
+const logger = createLogger({ name: 'keys', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+const service = await startKeysService(config, { logger });
+onShutdown(logger, () => service.close());
