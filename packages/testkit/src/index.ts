@@ -5,6 +5,7 @@ import pg from 'pg';
 import { runId, testInfra } from './infra';
 
 export { dockerAvailable, LOCAL_INFRA, runId, type TestInfra, testInfra } from './infra';
+export { createTcpProxy, hostPortOf, type TcpProxy } from './tcp-proxy';
 
 const suffix = () => randomBytes(4).toString('hex');
 

@@ -1,0 +1,329 @@
+import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
+import type { EventsLogger } from './logger';
+import { declareUsageTopology, type UsageTopology } from './topology';
+import { parseUsageEvent, type UsageEvent } from './usage-event';
+
+export interface UsageConsumerOptions {
+  /** AMQP_URL. */
+  url: string;
+  topology: UsageTopology;
+  logger: EventsLogger;
+  /** Unacknowledged messages the broker may push to this consumer; keep it ≥ 2 × batchSize. */
+  prefetch: number;
+  /** Handles one batch; the batch is acked only after this resolves, nacked (requeued) if it throws. */
+  handle: (batch: UsageEvent[]) => Promise<void>;
+  /** Most events per batch. Default min(100, prefetch). */
+  batchSize?: number;
+  /** Longest wait, from a batch's first event, before handling an incomplete batch. Default 50 ms. */
+  batchTimeoutMs?: number;
+  /** Wait after a failed batch before it is requeued (grows per consecutive failure). 500 ms → 30 s. */
+  retryBackoff?: { initialDelayMs?: number; maxDelayMs?: number };
+  /** Reconnect backoff after losing the broker. 200 ms → 10 s. */
+  reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
+  /** Declare the topology on every (re)connect (idempotent). Default true. */
+  declareTopology?: boolean;
+  /** Shown in the RabbitMQ management UI. Default `tollgate-usage-consumer`. */
+  connectionName?: string;
+}
+
+export interface ConsumerStats {
+  connected: boolean;
+  /** Events acked after a successful `handle`. */
+  handled: number;
+  /** Messages rejected to the dead-letter queue (undecodable or invalid). */
+  deadLettered: number;
+  /** Batches whose `handle` threw (requeued). */
+  failedBatches: number;
+}
+
+export interface UsageConsumer {
+  stats(): ConsumerStats;
+  /** Resolves once consuming (for readiness checks and tests); rejects after `timeoutMs`. */
+  ready(timeoutMs?: number): Promise<void>;
+  /** Stops consuming, waits for the batch in `handle`, handles what was already received, closes. */
+  close(): Promise<void>;
+}
+
+interface Batch {
+  events: UsageEvent[];
+  last: ConsumeMessage;
+  channel: Channel;
+}
+
+/**
+ * Billing's usage-event consumer: manual acks, prefetch, validation with `parseUsageEvent`,
+ * batches of up to `batchSize` events or `batchTimeoutMs`, one batch in `handle` at a time.
+ * Invalid messages are rejected without requeue (→ dead-letter queue) with an error log.
+ * Delivery is at-least-once: a batch can come again (handler failure, lost connection), so
+ * `handle` must be idempotent on the event id.
+ */
+export function createUsageConsumer(options: UsageConsumerOptions): UsageConsumer {
+  const { url, topology, logger, handle } = options;
+  const prefetch = Math.max(1, options.prefetch);
+  const batchSize = Math.max(1, Math.min(options.batchSize ?? 100, prefetch));
+  const batchTimeoutMs = options.batchTimeoutMs ?? 50;
+  const retry = {
+    initialMs: options.retryBackoff?.initialDelayMs ?? 500,
+    maxMs: options.retryBackoff?.maxDelayMs ?? 30_000,
+  };
+  const reconnect = {
+    initialMs: options.reconnect?.initialDelayMs ?? 200,
+    maxMs: options.reconnect?.maxDelayMs ?? 10_000,
+  };
+  const declare = options.declareTopology ?? true;
+  const log = logger.child({ component: 'usage-consumer' });
+
+  let connection: ChannelModel | null = null;
+  let channel: Channel | null = null;
+  let consumerTag: string | null = null;
+  let stopping = false;
+  let connecting = false;
+  let downLogged = false;
+  let wakeSleep: (() => void) | null = null;
+
+  let collecting: Batch | null = null; // being filled
+  let collectTimer: NodeJS.Timeout | null = null;
+  const ready: Batch[] = []; // full or timed out, waiting for `handle`
+  let inFlight: Promise<void> | null = null; // the batch in `handle` (incl. its retry backoff)
+  let consecutiveFailures = 0;
+
+  const counters = { handled: 0, deadLettered: 0, failedBatches: 0 };
+  const readyWaiters = new Set<() => void>();
+
+  const settle = (fn: () => void) => {
+    try {
+      fn();
+    } catch {
+      // The channel died: the broker requeues every unacked message by itself.
+    }
+  };
+
+  const sealBatch = () => {
+    if (collectTimer) clearTimeout(collectTimer);
+    collectTimer = null;
+    if (collecting) ready.push(collecting);
+    collecting = null;
+    drive();
+  };
+
+  function drive() {
+    if (inFlight) return;
+    const batch = ready.shift();
+    if (!batch) return;
+    inFlight = runBatch(batch).finally(() => {
+      inFlight = null;
+      drive();
+    });
+  }
+
+  async function runBatch(batch: Batch): Promise<void> {
+    if (batch.channel !== channel) return; // its channel died: the broker redelivers it
+    // A publisher retry after a lost confirm can put the same event in twice: hand each id once.
+    const seen = new Set<string>();
+    const events = batch.events.filter((e) => {
+      if (seen.has(e.id)) return false;
+      seen.add(e.id);
+      return true;
+    });
+    try {
+      await handle(events);
+    } catch (err) {
+      counters.failedBatches++;
+      consecutiveFailures++;
+      const delay = backoffDelay(consecutiveFailures, retry);
+      log.error(
+        { err, events: events.length, attempt: consecutiveFailures, retryInMs: delay },
+        'usage batch handler failed; requeueing the batch after a backoff',
+      );
+      if (!stopping) {
+        const sleep = interruptibleSleep(delay);
+        wakeSleep = sleep.wake;
+        await sleep.promise;
+        wakeSleep = null;
+      }
+      if (batch.channel === channel) settle(() => batch.channel.nack(batch.last, true, true));
+      return;
+    }
+    consecutiveFailures = 0;
+    if (batch.channel !== channel) {
+      log.warn(
+        { events: events.length },
+        'connection lost while handling a usage batch; it will be redelivered',
+      );
+      return;
+    }
+    settle(() => batch.channel.ack(batch.last, true));
+    counters.handled += events.length;
+  }
+
+  const onMessage = (ch: Channel, msg: ConsumeMessage | null) => {
+    if (msg === null) {
+      // The broker cancelled us (queue deleted?): start over.
+      if (channel === ch) lost(new Error('consumer cancelled by the broker'));
+      return;
+    }
+    if (channel !== ch) return;
+    const parsed = parseUsageEvent(msg.content);
+    if (!parsed.ok) {
+      counters.deadLettered++;
+      log.error(
+        {
+          reason: parsed.reason,
+          messageId: msg.properties.messageId,
+          type: msg.properties.type,
+          redelivered: msg.fields.redelivered,
+          bytes: msg.content.length,
+        },
+        `invalid usage event sent to the dead-letter queue ${topology.deadLetterQueue}: ${parsed.reason}`,
+      );
+      // Not "nack multiple": earlier valid deliveries still belong to a batch.
+      settle(() => ch.nack(msg, false, false));
+      return;
+    }
+    if (!collecting) {
+      collecting = { events: [], last: msg, channel: ch };
+      collectTimer = setTimeout(sealBatch, batchTimeoutMs);
+    }
+    collecting.events.push(parsed.event);
+    collecting.last = msg;
+    if (collecting.events.length >= batchSize) sealBatch();
+  };
+
+  function dropUnhandled() {
+    if (collectTimer) clearTimeout(collectTimer);
+    collectTimer = null;
+    collecting = null;
+    ready.length = 0;
+  }
+
+  function lost(err: Error) {
+    const conn = connection;
+    channel = null;
+    connection = null;
+    consumerTag = null;
+    dropUnhandled(); // unacked: the broker redelivers them
+    conn?.close().catch(() => {});
+    if (stopping) return;
+    log.warn({ err: errorMessage(err) }, 'lost RabbitMQ; usage consumer reconnecting');
+    downLogged = true;
+    void connectLoop();
+  }
+
+  async function open(): Promise<void> {
+    const conn = await amqp.connect(url, {
+      timeout: 5000,
+      clientProperties: { connection_name: options.connectionName ?? 'tollgate-usage-consumer' },
+    });
+    let ch: Channel;
+    try {
+      conn.on('error', () => {});
+      ch = await conn.createChannel();
+      ch.on('error', () => {});
+      if (declare) await declareUsageTopology(ch, topology);
+      await ch.prefetch(prefetch);
+    } catch (err) {
+      await conn.close().catch(() => {});
+      throw err;
+    }
+    if (stopping) {
+      await conn.close().catch(() => {});
+      return;
+    }
+    conn.on('close', (err?: Error) => {
+      if (connection === conn) lost(err ?? new Error('connection closed'));
+    });
+    ch.on('close', () => {
+      if (channel === ch) lost(new Error('channel closed'));
+    });
+    connection = conn;
+    channel = ch;
+    try {
+      const reply = await ch.consume(topology.queue, (msg) => onMessage(ch, msg), { noAck: false });
+      consumerTag = reply.consumerTag;
+    } catch (err) {
+      if (channel === ch) {
+        channel = null;
+        connection = null;
+      }
+      await conn.close().catch(() => {});
+      throw err;
+    }
+    if (downLogged) log.info('RabbitMQ connection restored; consuming usage events again');
+    else log.info({ queue: topology.queue, prefetch, batchSize }, 'consuming usage events');
+    downLogged = false;
+    for (const resolve of readyWaiters) resolve();
+    readyWaiters.clear();
+  }
+
+  async function connectLoop(): Promise<void> {
+    if (connecting) return;
+    connecting = true;
+    try {
+      // A batch still in `handle` from the previous connection finishes first (one at a time, always).
+      if (inFlight) await inFlight;
+      for (let attempt = 0; !stopping && !channel; attempt++) {
+        if (attempt > 0) {
+          const sleep = interruptibleSleep(backoffDelay(attempt, reconnect));
+          wakeSleep = sleep.wake;
+          await sleep.promise;
+          wakeSleep = null;
+          if (stopping) break;
+        }
+        try {
+          await open();
+        } catch (err) {
+          if (!downLogged) {
+            log.warn({ err: errorMessage(err) }, 'RabbitMQ unreachable; usage consumer retrying');
+            downLogged = true;
+          } else {
+            log.debug({ err: errorMessage(err), attempt }, 'usage consumer reconnect attempt failed');
+          }
+        }
+      }
+    } finally {
+      connecting = false;
+    }
+  }
+
+  void connectLoop();
+
+  return {
+    stats: () => ({ connected: consumerTag !== null, ...counters }),
+
+    ready(timeoutMs = 10_000) {
+      if (consumerTag !== null) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const done = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          readyWaiters.delete(done);
+          reject(new Error(`usage consumer not connected after ${timeoutMs} ms`));
+        }, timeoutMs);
+        readyWaiters.add(done);
+      });
+    },
+
+    async close(): Promise<void> {
+      stopping = true;
+      wakeSleep?.();
+      const ch = channel;
+      const tag = consumerTag;
+      consumerTag = null;
+      if (ch && tag) await ch.cancel(tag).catch(() => {});
+      // What was already received is handled too (no needless redelivery), then the batch in flight.
+      if (collecting) sealBatch();
+      while (inFlight || ready.length > 0) {
+        if (!inFlight) drive();
+        await inFlight;
+      }
+      const conn = connection;
+      channel = null;
+      connection = null;
+      await ch?.close().catch(() => {});
+      await conn?.close().catch(() => {});
+    },
+  };
+}

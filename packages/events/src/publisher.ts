@@ -1,0 +1,449 @@
+import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
+import { Fifo } from './fifo';
+import type { EventsLogger } from './logger';
+import { declareUsageTopology, type UsageTopology } from './topology';
+import type { UsageEvent } from './usage-event';
+
+/** AMQP `type` property of version-1 usage events (the key of `usageEventSchemas`). */
+export const USAGE_MESSAGE_TYPE = 'usage.v1';
+
+export interface PublisherStats {
+  /** Events held in memory: not yet confirmed by the broker (includes those sent, awaiting confirm). */
+  buffered: number;
+  /** Events the broker confirmed (persisted to the queue), since start. */
+  published: number;
+  /** Events discarded, since start: oldest dropped because the buffer was full, or published after close. */
+  dropped: number;
+  /** A confirm channel to the broker is open. */
+  connected: boolean;
+  /** Confirmed but routed to no queue (someone deleted the queue or binding); logged as errors. */
+  unroutable: number;
+}
+
+/** Change notifications for metrics (counters take the deltas, gauges read `stats`). */
+export type PublisherMetric =
+  | { type: 'published'; count: number }
+  | { type: 'dropped'; count: number }
+  | { type: 'connection'; connected: boolean };
+
+export interface UsagePublisherOptions {
+  /** AMQP_URL. */
+  url: string;
+  topology: UsageTopology;
+  logger: EventsLogger;
+  /** Bound of the in-memory buffer; when full the OLDEST unsent event is dropped. */
+  maxBuffered?: number;
+  /** Events sent and awaiting their confirm at any time (the confirm window). Default 5000. */
+  maxInFlight?: number;
+  /** Reconnect backoff (capped exponential with jitter). Default 100 ms doubling up to 10 s. */
+  reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
+  /** Declare the topology on every (re)connect (idempotent). Default true. */
+  declareTopology?: boolean;
+  /** Shown in the RabbitMQ management UI. Default `tollgate-usage-publisher`. */
+  connectionName?: string;
+  /** AMQP `app_id` property of each message. Default `tollgate-proxy`. */
+  appId?: string;
+  onMetrics?: (metric: PublisherMetric, stats: PublisherStats) => void;
+}
+
+export interface CloseResult {
+  /** Every buffered event was confirmed before the connection closed. */
+  drained: boolean;
+  /** Events still buffered (lost) when the drain timeout expired. */
+  remaining: number;
+}
+
+export interface UsagePublisher {
+  /** Queues the event for publishing; synchronous, never waits for the broker, never throws. */
+  publish(event: UsageEvent): void;
+  stats(): PublisherStats;
+  /** Resolves when every event buffered so far is confirmed (or `timeoutMs` passed: resolves false). */
+  flush(timeoutMs?: number): Promise<boolean>;
+  /** Flushes (waiting for confirms, reconnecting if needed) up to `drainTimeoutMs`, then closes. */
+  close(options?: { drainTimeoutMs?: number }): Promise<CloseResult>;
+}
+
+interface Entry {
+  id: string;
+  body: Buffer;
+  timestamp: number;
+  confirmed: boolean;
+  dropped: boolean;
+}
+
+const DROP_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * The proxy's usage-event publisher: an in-memory FIFO drained into a RabbitMQ confirm channel.
+ * An event leaves the buffer only when the broker confirmed it; a nack or a lost connection puts
+ * every unconfirmed event back at the front, in order, and they are sent again after reconnecting
+ * (at-least-once: consumers dedupe on the event id).
+ */
+export function createUsagePublisher(options: UsagePublisherOptions): UsagePublisher {
+  const { url, topology, logger } = options;
+  const maxBuffered = Math.max(1, options.maxBuffered ?? 100_000);
+  const maxInFlight = Math.max(1, Math.min(options.maxInFlight ?? 5000, Math.floor(maxBuffered / 2)));
+  const backoff = {
+    initialMs: options.reconnect?.initialDelayMs ?? 100,
+    maxMs: options.reconnect?.maxDelayMs ?? 10_000,
+  };
+  const declare = options.declareTopology ?? true;
+  const appId = options.appId ?? 'tollgate-proxy';
+  const log = logger.child({ component: 'usage-publisher' });
+
+  const pending = new Fifo<Entry>(); // not sent on the current channel, oldest first
+  const inflight = new Fifo<Entry>(); // sent on the current channel, in send order
+  let inflightOpen = 0; // entries of `inflight` neither confirmed nor dropped
+  let buffered = 0;
+  let published = 0;
+  let dropped = 0;
+  let unroutable = 0;
+
+  let connection: ChannelModel | null = null;
+  let channel: ConfirmChannel | null = null;
+  let generation = 0;
+  let waitingDrain = false;
+  let pumpScheduled = false;
+  let stopped = false; // close() finished draining: no new events, no reconnects
+  let connecting = false;
+  let everConnected = false;
+  let downSince: number | null = Date.now();
+  let downLogged = false;
+  let wakeReconnect: (() => void) | null = null;
+
+  let pendingPublishedDelta = 0;
+  let pendingDroppedDelta = 0;
+  let metricsScheduled = false;
+  let droppedSinceLog = 0;
+  let lastDropLog = 0;
+  const idleWaiters = new Set<() => void>();
+
+  const stats = (): PublisherStats => ({
+    buffered,
+    published,
+    dropped,
+    connected: channel !== null,
+    unroutable,
+  });
+
+  const emit = (metric: PublisherMetric) => {
+    if (!options.onMetrics) return;
+    try {
+      options.onMetrics(metric, stats());
+    } catch (err) {
+      log.error({ err }, 'usage publisher onMetrics callback threw');
+    }
+  };
+
+  const flushMetrics = () => {
+    metricsScheduled = false;
+    if (pendingPublishedDelta > 0) {
+      const count = pendingPublishedDelta;
+      pendingPublishedDelta = 0;
+      emit({ type: 'published', count });
+    }
+    if (pendingDroppedDelta > 0) {
+      const count = pendingDroppedDelta;
+      pendingDroppedDelta = 0;
+      emit({ type: 'dropped', count });
+    }
+  };
+  const scheduleMetrics = () => {
+    if (metricsScheduled || !options.onMetrics) return;
+    metricsScheduled = true;
+    setImmediate(flushMetrics);
+  };
+
+  const notifyIdle = () => {
+    if (buffered !== 0) return;
+    for (const resolve of idleWaiters) resolve();
+    idleWaiters.clear();
+  };
+
+  const recordDrop = (count: number, reason: string) => {
+    dropped += count;
+    pendingDroppedDelta += count;
+    droppedSinceLog += count;
+    scheduleMetrics();
+    const now = Date.now();
+    // One error line per 10 s at most: a broker outage at thousands of requests per second must not
+    // turn into thousands of log lines per second.
+    if (now - lastDropLog >= DROP_LOG_INTERVAL_MS) {
+      log.error(
+        { droppedEvents: droppedSinceLog, droppedTotal: dropped, buffered, maxBuffered },
+        `usage events dropped: ${reason}`,
+      );
+      lastDropLog = now;
+      droppedSinceLog = 0;
+    }
+  };
+
+  const dropOldest = () => {
+    let victim = pending.shift();
+    if (!victim) {
+      // Only when maxBuffered is tiny: the oldest is already on the wire; forget it.
+      for (const entry of inflight.toArray()) {
+        if (!entry.confirmed && !entry.dropped) {
+          victim = entry;
+          entry.dropped = true;
+          inflightOpen--;
+          break;
+        }
+      }
+    }
+    if (!victim) return;
+    buffered--;
+    recordDrop(1, 'buffer full, dropping the oldest (RabbitMQ unreachable or too slow)');
+  };
+
+  const schedulePump = () => {
+    if (pumpScheduled || !channel || waitingDrain) return;
+    pumpScheduled = true;
+    setImmediate(pump);
+  };
+
+  const onConfirm = (entry: Entry, gen: number, err: unknown) => {
+    if (gen !== generation || entry.confirmed) return; // stale channel: the entry was requeued
+    if (err) {
+      channelLost(err instanceof Error ? err : new Error(String(err)), 'broker nacked a usage event');
+      return;
+    }
+    entry.confirmed = true;
+    if (!entry.dropped) {
+      inflightOpen--;
+      buffered--;
+      published++;
+      pendingPublishedDelta++;
+      scheduleMetrics();
+    }
+    while (inflight.peek()?.confirmed) inflight.shift();
+    schedulePump();
+    notifyIdle();
+  };
+
+  function pump() {
+    pumpScheduled = false;
+    const ch = channel;
+    if (!ch || waitingDrain) return;
+    const gen = generation;
+    while (pending.length > 0 && inflightOpen < maxInFlight) {
+      const entry = pending.shift() as Entry;
+      inflight.push(entry);
+      inflightOpen++;
+      let writable: boolean;
+      try {
+        writable = ch.publish(
+          topology.exchange,
+          topology.routingKey,
+          entry.body,
+          {
+            persistent: true,
+            mandatory: true,
+            contentType: 'application/json',
+            messageId: entry.id,
+            type: USAGE_MESSAGE_TYPE,
+            timestamp: entry.timestamp,
+            appId,
+          },
+          (err) => onConfirm(entry, gen, err),
+        );
+      } catch (err) {
+        channelLost(err instanceof Error ? err : new Error(String(err)), 'publish failed');
+        return;
+      }
+      if (!writable) {
+        // The socket buffer is full: wait for the channel's 'drain' before writing more.
+        waitingDrain = true;
+        return;
+      }
+    }
+  }
+
+  /** The current channel or connection failed: requeue the unconfirmed, reconnect. */
+  function channelLost(err: Error, why: string) {
+    if (!channel && !connection) return;
+    const conn = connection;
+    generation++;
+    channel = null;
+    connection = null;
+    waitingDrain = false;
+    const unconfirmed = inflight.toArray().filter((e) => !e.confirmed && !e.dropped);
+    inflight.clear();
+    inflightOpen = 0;
+    pending.prepend(unconfirmed);
+    conn?.close().catch(() => {});
+    downSince = Date.now();
+    if (!stopped) {
+      log.warn(
+        { err: errorMessage(err), buffered },
+        `RabbitMQ connection lost (${why}); buffering usage events until it is back`,
+      );
+      downLogged = true;
+    }
+    emit({ type: 'connection', connected: false });
+    if (!stopped) void connectLoop();
+  }
+
+  async function openChannel(): Promise<void> {
+    const conn = await amqp.connect(url, {
+      timeout: 5000,
+      clientProperties: { connection_name: options.connectionName ?? 'tollgate-usage-publisher' },
+    });
+    let ch: ConfirmChannel;
+    try {
+      conn.on('error', () => {}); // the 'close' that follows carries the handling
+      ch = await conn.createConfirmChannel();
+      ch.on('error', () => {});
+      if (declare) await declareUsageTopology(ch, topology);
+    } catch (err) {
+      await conn.close().catch(() => {});
+      throw err;
+    }
+    if (stopped) {
+      await conn.close().catch(() => {});
+      return;
+    }
+    conn.on('close', (err?: Error) => {
+      if (connection === conn) channelLost(err ?? new Error('connection closed'), 'connection closed');
+    });
+    conn.on('blocked', (reason: string) =>
+      log.warn({ reason }, 'RabbitMQ blocked publishing (resource alarm)'),
+    );
+    conn.on('unblocked', () => log.info('RabbitMQ unblocked publishing'));
+    ch.on('close', () => {
+      if (channel === ch) channelLost(new Error('channel closed'), 'channel closed');
+    });
+    ch.on('drain', () => {
+      if (channel !== ch) return;
+      waitingDrain = false;
+      schedulePump();
+    });
+    ch.on('return', (msg: { properties: { messageId?: unknown } }) => {
+      unroutable++;
+      log.error(
+        { messageId: msg.properties.messageId, exchange: topology.exchange, routingKey: topology.routingKey },
+        'usage event was routed to no queue (queue or binding missing); it is lost',
+      );
+    });
+    connection = conn;
+    channel = ch;
+    generation++;
+    waitingDrain = false;
+    const wasDown = downLogged;
+    const downFor = downSince === null ? 0 : Date.now() - downSince;
+    downSince = null;
+    downLogged = false;
+    if (wasDown) {
+      log.info(
+        { buffered, downMs: downFor },
+        `RabbitMQ connection restored; sending ${buffered} buffered usage events`,
+      );
+    } else if (!everConnected) {
+      log.info({ buffered }, 'connected to RabbitMQ');
+    }
+    everConnected = true;
+    emit({ type: 'connection', connected: true });
+    schedulePump();
+  }
+
+  async function connectLoop(): Promise<void> {
+    if (connecting) return;
+    connecting = true;
+    try {
+      for (let attempt = 0; !stopped && !channel; attempt++) {
+        if (attempt > 0) {
+          const sleep = interruptibleSleep(backoffDelay(attempt, backoff));
+          wakeReconnect = sleep.wake;
+          await sleep.promise;
+          wakeReconnect = null;
+          if (stopped) break;
+        }
+        try {
+          await openChannel();
+        } catch (err) {
+          if (!downLogged) {
+            log.warn(
+              { err: errorMessage(err), buffered },
+              `RabbitMQ unreachable${everConnected ? '' : ' at startup'}; buffering usage events and retrying`,
+            );
+            downLogged = true;
+          } else {
+            log.debug({ err: errorMessage(err), attempt }, 'RabbitMQ reconnect attempt failed');
+          }
+        }
+      }
+    } finally {
+      connecting = false;
+    }
+  }
+
+  const flush = (timeoutMs = 30_000): Promise<boolean> => {
+    if (buffered === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        idleWaiters.delete(done);
+        resolve(buffered === 0);
+      }, timeoutMs);
+      idleWaiters.add(done);
+    });
+  };
+
+  void connectLoop();
+
+  return {
+    publish(event: UsageEvent): void {
+      if (stopped) {
+        recordDrop(1, 'published after the publisher was closed');
+        return;
+      }
+      let body: Buffer;
+      try {
+        body = Buffer.from(JSON.stringify(event));
+      } catch (err) {
+        log.error({ err, eventId: event?.id }, 'usage event is not serialisable; dropped');
+        dropped++;
+        return;
+      }
+      if (buffered >= maxBuffered) dropOldest();
+      pending.push({
+        id: event.id,
+        body,
+        timestamp: Math.floor(Date.now() / 1000),
+        confirmed: false,
+        dropped: false,
+      });
+      buffered++;
+      schedulePump();
+    },
+
+    stats,
+    flush,
+
+    async close({ drainTimeoutMs = 10_000 } = {}): Promise<CloseResult> {
+      const drained = await flush(drainTimeoutMs);
+      stopped = true;
+      wakeReconnect?.();
+      const remaining = buffered;
+      if (!drained) {
+        log.error(
+          { remaining, drainTimeoutMs },
+          `usage publisher closed with ${remaining} unconfirmed usage events (RabbitMQ unreachable); they are lost`,
+        );
+      }
+      const conn = connection;
+      const ch = channel;
+      channel = null;
+      connection = null;
+      generation++;
+      await ch?.close().catch(() => {});
+      await conn?.close().catch(() => {});
+      flushMetrics();
+      return { drained, remaining };
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import amqp from 'amqplib';
+import type { EventsLogger } from './logger';
+import type { UsageEvent } from './usage-event';
+
+/** Test helpers (not exported from the package). */
+
+export interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  msg: string;
+  fields: Record<string, unknown>;
+}
+
+/** A logger that records every line (to assert on what the operator would see). */
+export function recordingLogger(): EventsLogger & {
+  lines: LogLine[];
+  messages(level?: LogLine['level']): string[];
+} {
+  const lines: LogLine[] = [];
+  const make = (bindings: Record<string, unknown>): EventsLogger => {
+    const at =
+      (level: LogLine['level']) =>
+      (a: object | string, b?: string): void => {
+        if (typeof a === 'string') lines.push({ level, msg: a, fields: { ...bindings } });
+        else lines.push({ level, msg: b ?? '', fields: { ...bindings, ...(a as Record<string, unknown>) } });
+      };
+    return {
+      debug: at('debug'),
+      info: at('info'),
+      warn: at('warn'),
+      error: at('error'),
+      child: (more) => make({ ...bindings, ...more }),
+    };
+  };
+  return Object.assign(make({}), {
+    lines,
+    messages: (level?: LogLine['level']) =>
+      lines.filter((l) => !level || l.level === level).map((l) => l.msg),
+  });
+}
+
+const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+export function requestId(): string {
+  const bytes = randomBytes(20);
+  let tail = '';
+  for (const b of bytes) tail += ALNUM[b % ALNUM.length];
+  return `gen-${Math.floor(Date.now() / 1000)}-${tail}`;
+}
+
+export function sampleEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
+  const now = new Date().toISOString();
+  return {
+    type: 'usage',
+    version: 1,
+    id: requestId(),
+    account_id: '7f1c2a9e-3b4d-4e5f-8a6b-1c2d3e4f5a6b',
+    key_id: '0b9a8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d',
+    model: 'openai/gpt-4o-mini',
+    provider_name: 'openai',
+    upstream_model: 'gpt-4o-mini',
+    upstream_id: 'chatcmpl-123',
+    app: null,
+    streamed: true,
+    cancelled: false,
+    finish_reason: 'stop',
+    usage_source: 'provider',
+    tokens: { prompt: 12, completion: 34, cached: 0, cache_write: 0, reasoning: 0 },
+    cost: '0.0000222',
+    is_byok: false,
+    error: null,
+    started_at: now,
+    finished_at: now,
+    latency_ms: 120,
+    generation_time_ms: 900,
+    ...overrides,
+  };
+}
+
+/** Reads (and acks) every message currently in `queue`. */
+export async function drainQueue(url: string, queue: string): Promise<amqp.GetMessage[]> {
+  const conn = await amqp.connect(url);
+  try {
+    const ch = await conn.createChannel();
+    const out: amqp.GetMessage[] = [];
+    for (;;) {
+      const msg = await ch.get(queue, { noAck: true });
+      if (msg === false) break;
+      out.push(msg);
+    }
+    return out;
+  } finally {
+    await conn.close().catch(() => {});
+  }
+}
+
+export async function queueDepth(url: string, queue: string): Promise<number> {
+  const conn = await amqp.connect(url);
+  try {
+    const ch = await conn.createChannel();
+    return (await ch.checkQueue(queue)).messageCount;
+  } finally {
+    await conn.close().catch(() => {});
+  }
+}
