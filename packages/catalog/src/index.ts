@@ -1,0 +1,15 @@
+export type {
+  Catalog,
+  CatalogFormat,
+  CatalogModel,
+  CatalogProvider,
+  ModelPricing,
+  ParseCatalogOptions,
+} from './catalog';
+export { CatalogError, loadCatalog, parseCatalog } from './catalog';
+export type { TokenCounts } from './cost';
+export { computeCost, worstCaseCost } from './cost';
+export { substituteEnv } from './env';
+export type { ModelsEntry } from './models-entry';
+export { toModelsEntry } from './models-entry';
+export { DEFAULT_SUPPORTED_PARAMETERS } from './schema';

@@ -1,0 +1,80 @@
+import { MoneyError, toUnits } from '@tollgate/money';
+import { z } from 'zod';
+
+/** The file format of a catalog (see README.md for the documented schema). */
+export const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]*$/;
+export const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const DEFAULT_SUPPORTED_PARAMETERS = [
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'stop',
+  'seed',
+  'frequency_penalty',
+  'presence_penalty',
+  'response_format',
+  'tools',
+  'tool_choice',
+] as const;
+
+/** A per-token USD price: a quoted, non-negative decimal string with at most 10 decimal places. */
+export const priceString = z.unknown().transform((v, ctx) => {
+  if (typeof v !== 'string') {
+    ctx.addIssue({
+      code: 'custom',
+      message: `price must be a quoted decimal string such as "0.0000025", got ${typeof v === 'number' ? `the number ${v}` : (JSON.stringify(v) ?? 'nothing')}`,
+    });
+    return z.NEVER;
+  }
+  if (!/^\d+(\.\d+)?$/.test(v.trim())) {
+    ctx.addIssue({ code: 'custom', message: `"${v}" is not a non-negative decimal USD amount` });
+    return z.NEVER;
+  }
+  try {
+    return { text: v.trim(), units: toUnits(v) };
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof MoneyError ? err.message : `bad price "${v}"` });
+    return z.NEVER;
+  }
+});
+
+const positiveInt = z.number().int().positive();
+
+export const providerSchema = z.strictObject({
+  name: z.string().regex(PROVIDER_NAME, 'provider name must be lowercase letters, digits, ".", "_" or "-"'),
+  base_url: z.string().min(1),
+  api_key_env: z.string().regex(ENV_NAME, 'api_key_env must be an environment variable name').optional(),
+  /** When true, loading fails if the env var named by api_key_env is unset or empty. */
+  api_key_required: z.boolean().default(false),
+  format: z.literal('openai').default('openai'),
+});
+
+export const modelSchema = z.strictObject({
+  id: z.string().regex(MODEL_ID, 'model id must look like "vendor/name"'),
+  name: z.string().min(1),
+  description: z.string().default(''),
+  context_length: positiveInt,
+  max_output_tokens: positiveInt.optional(),
+  created: z.number().int().nonnegative(),
+  providers: z
+    .array(z.strictObject({ provider: z.string().min(1), model: z.string().min(1) }))
+    .min(1, 'a model needs at least one provider'),
+  pricing: z.strictObject({
+    prompt: priceString,
+    completion: priceString,
+    cache_read: priceString.optional(),
+    cache_write: priceString.optional(),
+    request: priceString.optional(),
+  }),
+  supported_parameters: z.array(z.string().min(1)).optional(),
+});
+
+export const catalogFileSchema = z.strictObject({
+  providers: z.array(providerSchema).min(1, 'at least one provider is required'),
+  models: z.array(modelSchema).min(1, 'at least one model is required'),
+});
+
+export type CatalogFile = z.output<typeof catalogFileSchema>;

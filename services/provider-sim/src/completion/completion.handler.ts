@@ -1,0 +1,196 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { upstreamError } from '../http/openai-error';
+import { defaultCompletionLength, generatePieces, PIECES_JSON, piecesText, promptSeed } from './generator';
+import { countPromptTokens } from './prompt-tokens';
+import type { CompletionRequest } from './request';
+
+export interface SimDefaults {
+  ttftMs: number;
+  interTokenMs: number;
+}
+
+/** What one request will produce: every number the response reports. */
+export interface CompletionPlan {
+  pieces: Uint16Array;
+  finishReason: 'stop' | 'length';
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number | undefined;
+  reasoningTokens: number;
+}
+
+export function planCompletion(req: CompletionRequest): CompletionPlan {
+  const { sim, maxTokens } = req;
+  const promptTokens = countPromptTokens(req.messages);
+  const seed = promptSeed(req.messages);
+  let target = sim.completionTokens ?? defaultCompletionLength(seed);
+  let reasoning = sim.reasoningTokens;
+  let finishReason: 'stop' | 'length' = 'stop';
+  if (maxTokens !== undefined) {
+    // Like max_completion_tokens on reasoning models: the limit covers reasoning + visible tokens.
+    if (reasoning > maxTokens) reasoning = maxTokens;
+    const budget = maxTokens - reasoning;
+    if (target > budget) {
+      target = budget;
+      finishReason = 'length';
+    }
+  }
+  const cachedTokens = Math.min(sim.cachedTokens, promptTokens);
+  const cacheWriteTokens =
+    sim.cacheWriteTokens === undefined
+      ? undefined
+      : Math.min(sim.cacheWriteTokens, promptTokens - cachedTokens);
+  return {
+    pieces: generatePieces(seed, target),
+    finishReason,
+    promptTokens,
+    completionTokens: target + reasoning,
+    cachedTokens,
+    cacheWriteTokens,
+    reasoningTokens: reasoning,
+  };
+}
+
+export function usageJson(plan: CompletionPlan): string {
+  const cacheWrite =
+    plan.cacheWriteTokens === undefined ? '' : `,"cache_write_tokens":${plan.cacheWriteTokens}`;
+  return (
+    `{"prompt_tokens":${plan.promptTokens},"completion_tokens":${plan.completionTokens},` +
+    `"total_tokens":${plan.promptTokens + plan.completionTokens},` +
+    `"prompt_tokens_details":{"cached_tokens":${plan.cachedTokens},"audio_tokens":0${cacheWrite}},` +
+    `"completion_tokens_details":{"reasoning_tokens":${plan.reasoningTokens},"audio_tokens":0,` +
+    `"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`
+  );
+}
+
+const FINGERPRINT = 'fp_tollgate_sim';
+const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+let idCounter = 0;
+
+/** `chatcmpl-` + 24 characters, unique per process without a CSPRNG call per request. */
+export function completionId(): string {
+  let s = 'chatcmpl-';
+  for (let i = 0; i < 16; i++) s += ID_ALPHABET[Math.floor(Math.random() * 62)];
+  idCounter = (idCounter + 1) % 62 ** 8;
+  let c = idCounter;
+  for (let i = 0; i < 8; i++) {
+    s += ID_ALPHABET[c % 62];
+    c = Math.floor(c / 62);
+  }
+  return s;
+}
+
+function writeError(res: ServerResponse, status: number, message?: string): void {
+  const body = JSON.stringify(upstreamError(status, message).toJSON());
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Waits `ms` unless the client went away; false means stop. */
+async function wait(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (ms <= 0) return !signal.aborted;
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function clientGone(req: IncomingMessage, res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  const abort = () => {
+    if (!res.writableFinished) ac.abort();
+  };
+  res.once('close', abort);
+  req.once('aborted', abort);
+  return ac.signal;
+}
+
+export async function completeJson(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: CompletionRequest,
+  defaults: SimDefaults,
+): Promise<void> {
+  const { sim } = body;
+  const plan = planCompletion(body);
+  const ttft = sim.ttftMs ?? defaults.ttftMs;
+  const inter = sim.interTokenMs ?? defaults.interTokenMs;
+  const delay = ttft + inter * Math.max(plan.pieces.length - 1, 0);
+  if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
+  if (sim.errorStatus !== undefined) return writeError(res, sim.errorStatus, sim.errorMessage);
+  if (sim.errorAfterChunks !== undefined) return writeError(res, 500, sim.errorMessage);
+  if (sim.cutAfterChunks !== undefined) {
+    res.destroy();
+    return;
+  }
+  const usage = sim.omitUsage ? '' : `,"usage":${usageJson(plan)}`;
+  const json =
+    `{"id":"${completionId()}","object":"chat.completion","created":${Math.floor(Date.now() / 1000)},` +
+    `"model":${JSON.stringify(body.model)},"choices":[{"index":0,"message":{"role":"assistant",` +
+    `"content":${JSON.stringify(piecesText(plan.pieces))},"refusal":null,"annotations":[]},"logprobs":null,` +
+    `"finish_reason":"${plan.finishReason}"}]${usage},"service_tier":"default","system_fingerprint":"${FINGERPRINT}"}`;
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
+  res.end(json);
+}
+
+const MID_STREAM_ERROR = (message?: string) =>
+  `data: ${JSON.stringify(upstreamError(500, message).toJSON())}\n\n`;
+
+export async function completeStream(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: CompletionRequest,
+  defaults: SimDefaults,
+): Promise<void> {
+  const { sim } = body;
+  const plan = planCompletion(body);
+  const ttft = sim.ttftMs ?? defaults.ttftMs;
+  const inter = sim.interTokenMs ?? defaults.interTokenMs;
+  const signal = ttft > 0 || inter > 0 ? clientGone(req, res) : undefined;
+
+  if (ttft > 0 && !(await wait(ttft, signal!))) return;
+  if (sim.errorStatus !== undefined) return writeError(res, sim.errorStatus, sim.errorMessage);
+
+  const usageNull = body.includeUsage ? ',"usage":null' : '';
+  const meta =
+    `"id":"${completionId()}","object":"chat.completion.chunk","created":${Math.floor(Date.now() / 1000)},` +
+    `"model":${JSON.stringify(body.model)},"service_tier":"default","system_fingerprint":"${FINGERPRINT}"`;
+  const head = `data: {${meta},"choices":[{"index":0,"delta":`;
+  const tail = `,"logprobs":null,"finish_reason":null}]${usageNull}}\n\n`;
+
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  let out = `${head}{"role":"assistant"}${tail}`;
+
+  const pieces = plan.pieces;
+  const stopAt = Math.min(sim.errorAfterChunks ?? Infinity, sim.cutAfterChunks ?? Infinity, pieces.length);
+  for (let i = 0; i < stopAt; i++) {
+    if (i > 0 && inter > 0) {
+      res.write(out);
+      out = '';
+      if (!(await wait(inter, signal!))) return;
+    }
+    out += `${head}{"content":${PIECES_JSON[pieces[i]!]}}${tail}`;
+  }
+
+  const errorFirst =
+    sim.errorAfterChunks !== undefined &&
+    (sim.cutAfterChunks === undefined || sim.errorAfterChunks <= sim.cutAfterChunks);
+  if (sim.errorAfterChunks !== undefined && errorFirst) {
+    res.end(out + MID_STREAM_ERROR(sim.errorMessage));
+    return;
+  }
+  if (sim.cutAfterChunks !== undefined) {
+    // Flush what was produced, then kill the socket: no finish chunk, no usage, no [DONE].
+    res.write(out, () => res.destroy());
+    return;
+  }
+  out += `${head}{},"logprobs":null,"finish_reason":"${plan.finishReason}"}]${usageNull}}\n\n`;
+  if (body.includeUsage && !sim.omitUsage) {
+    out += `data: {${meta},"choices":[],"usage":${usageJson(plan)}}\n\n`;
+  }
+  res.end(`${out}data: [DONE]\n\n`);
+}

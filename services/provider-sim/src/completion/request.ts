@@ -1,0 +1,206 @@
+import { OpenAIError } from '../http/openai-error';
+import type { SimMessage } from './prompt-tokens';
+
+/** Per-request behaviour, from the optional `sim` object of the body (see README). */
+export interface SimOptions {
+  completionTokens?: number;
+  errorStatus?: number;
+  errorMessage?: string;
+  errorAfterChunks?: number;
+  cutAfterChunks?: number;
+  omitUsage: boolean;
+  cachedTokens: number;
+  cacheWriteTokens?: number;
+  reasoningTokens: number;
+  ttftMs?: number;
+  interTokenMs?: number;
+}
+
+export interface CompletionRequest {
+  model: string;
+  messages: SimMessage[];
+  stream: boolean;
+  includeUsage: boolean;
+  /** The lower of max_tokens and max_completion_tokens, when given. */
+  maxTokens?: number;
+  sim: SimOptions;
+}
+
+const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+const ROLE_LIST = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'";
+
+const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`);
+
+const invalidType = (param: string, expected: string, v: unknown) =>
+  new OpenAIError(
+    400,
+    `Invalid type for '${param}': expected ${expected}, but got ${typeName(v)} instead.`,
+    'invalid_request_error',
+    param,
+    'invalid_type',
+  );
+
+function intParam(
+  obj: Record<string, unknown>,
+  key: string,
+  param: string,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
+  const v = obj[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw invalidType(param, 'an integer', v);
+  if (v < min) {
+    throw new OpenAIError(
+      400,
+      `Invalid '${param}': integer below minimum value. Expected a value >= ${min}, but got ${v} instead.`,
+      'invalid_request_error',
+      param,
+      'integer_below_min_value',
+    );
+  }
+  if (v > max) {
+    throw new OpenAIError(
+      400,
+      `Invalid '${param}': integer above maximum value. Expected a value <= ${max}, but got ${v} instead.`,
+      'invalid_request_error',
+      param,
+      'integer_above_max_value',
+    );
+  }
+  return v;
+}
+
+function boolParam(obj: Record<string, unknown>, key: string, param: string): boolean | undefined {
+  const v = obj[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw invalidType(param, 'a boolean', v);
+  return v;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function parseMessages(raw: unknown): SimMessage[] {
+  if (raw === undefined) {
+    throw new OpenAIError(
+      400,
+      "Missing required parameter: 'messages'.",
+      'invalid_request_error',
+      'messages',
+      'missing_required_parameter',
+    );
+  }
+  if (!Array.isArray(raw)) throw invalidType('messages', 'an array', raw);
+  if (raw.length === 0) {
+    throw new OpenAIError(
+      400,
+      "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      'invalid_request_error',
+      'messages',
+      'empty_array',
+    );
+  }
+  for (let i = 0; i < raw.length; i++) {
+    const m: unknown = raw[i];
+    const at = `messages[${i}]`;
+    if (!isObject(m)) throw invalidType(at, 'an object', m);
+    if (m.role === undefined) {
+      throw new OpenAIError(
+        400,
+        `Missing required parameter: '${at}.role'.`,
+        'invalid_request_error',
+        `${at}.role`,
+        'missing_required_parameter',
+      );
+    }
+    if (typeof m.role !== 'string' || !ROLES.has(m.role)) {
+      throw new OpenAIError(
+        400,
+        `Invalid value: '${String(m.role)}'. Supported values are: ${ROLE_LIST}.`,
+        'invalid_request_error',
+        `${at}.role`,
+        'invalid_value',
+      );
+    }
+    const c = m.content;
+    const nullable = m.role === 'assistant';
+    if (c === undefined && !nullable) {
+      throw new OpenAIError(
+        400,
+        `Missing required parameter: '${at}.content'.`,
+        'invalid_request_error',
+        `${at}.content`,
+        'missing_required_parameter',
+      );
+    }
+    if (c !== undefined && typeof c !== 'string' && !Array.isArray(c) && !(c === null && nullable)) {
+      throw invalidType(`${at}.content`, 'one of a string or array of objects', c);
+    }
+  }
+  return raw as SimMessage[];
+}
+
+function parseSim(raw: unknown): SimOptions {
+  if (raw === undefined || raw === null) return { omitUsage: false, cachedTokens: 0, reasoningTokens: 0 };
+  if (!isObject(raw)) throw invalidType('sim', 'an object', raw);
+  const errorMessage = raw.error_message;
+  if (errorMessage !== undefined && typeof errorMessage !== 'string')
+    throw invalidType('sim.error_message', 'a string', errorMessage);
+  return {
+    completionTokens: intParam(raw, 'completion_tokens', 'sim.completion_tokens', 0, 100_000),
+    errorStatus: intParam(raw, 'error_status', 'sim.error_status', 400, 599),
+    errorMessage,
+    errorAfterChunks: intParam(raw, 'error_after_chunks', 'sim.error_after_chunks', 0),
+    cutAfterChunks: intParam(raw, 'cut_after_chunks', 'sim.cut_after_chunks', 0),
+    omitUsage: boolParam(raw, 'omit_usage', 'sim.omit_usage') ?? false,
+    cachedTokens: intParam(raw, 'cached_tokens', 'sim.cached_tokens', 0) ?? 0,
+    cacheWriteTokens: intParam(raw, 'cache_write_tokens', 'sim.cache_write_tokens', 0),
+    reasoningTokens: intParam(raw, 'reasoning_tokens', 'sim.reasoning_tokens', 0, 1_000_000) ?? 0,
+    ttftMs: intParam(raw, 'ttft_ms', 'sim.ttft_ms', 0, 600_000),
+    interTokenMs: intParam(raw, 'inter_token_ms', 'sim.inter_token_ms', 0, 60_000),
+  };
+}
+
+/** Validates a chat completion body the way the OpenAI API does; throws OpenAIError (400). */
+export function parseCompletionRequest(body: unknown): CompletionRequest {
+  if (!isObject(body)) {
+    throw new OpenAIError(
+      400,
+      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)",
+      'invalid_request_error',
+    );
+  }
+  const model = body.model;
+  if (model === undefined || model === null || model === '') {
+    throw new OpenAIError(400, 'you must provide a model parameter', 'invalid_request_error', null, null);
+  }
+  if (typeof model !== 'string') throw invalidType('model', 'a string', model);
+  const messages = parseMessages(body.messages);
+  const stream = boolParam(body, 'stream', 'stream') ?? false;
+  let includeUsage = false;
+  const so = body.stream_options;
+  if (so !== undefined && so !== null) {
+    if (!isObject(so)) throw invalidType('stream_options', 'an object', so);
+    if (!stream) {
+      throw new OpenAIError(
+        400,
+        "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+        'invalid_request_error',
+        'stream_options',
+        null,
+      );
+    }
+    includeUsage = boolParam(so, 'include_usage', 'stream_options.include_usage') ?? false;
+  }
+  intParam(body, 'n', 'n', 1, 1); // the simulator generates a single choice
+  const maxTokens = intParam(body, 'max_tokens', 'max_tokens', 1);
+  const maxCompletionTokens = intParam(body, 'max_completion_tokens', 'max_completion_tokens', 1);
+  const limit =
+    maxTokens === undefined
+      ? maxCompletionTokens
+      : maxCompletionTokens === undefined
+        ? maxTokens
+        : Math.min(maxTokens, maxCompletionTokens);
+  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim) };
+}

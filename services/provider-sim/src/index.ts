@@ -1,0 +1,3 @@
+export { countPromptTokens } from './completion/prompt-tokens';
+export type { ProviderSim, ProviderSimOptions } from './http/app';
+export { createProviderSimHandler, DEFAULT_MODELS, startProviderSim } from './http/app';
