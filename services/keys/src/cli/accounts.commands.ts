@@ -1,0 +1,39 @@
+import type { Account } from '../accounts/accounts.table';
+import { type CommandGroup, defineCommand } from './command';
+
+const accountJson = (a: Account) => ({
+  id: a.id,
+  slug: a.slug,
+  name: a.name,
+  created_at: a.created_at.toISOString(),
+});
+const columns = ['id', 'slug', 'name', 'created_at'];
+const row = (a: Account) => [a.id, a.slug, a.name, a.created_at.toISOString()];
+
+export const accountsCommands: CommandGroup = {
+  name: 'accounts',
+  summary: 'Accounts (tenants owning keys, credits and usage)',
+  commands: [
+    defineCommand({
+      name: 'create',
+      summary: 'Create an account',
+      options: {
+        slug: { type: 'string', required: true, description: 'lowercase handle [a-z0-9-], e.g. acme' },
+        name: { type: 'string', required: true, description: 'display name' },
+      },
+      async run({ runtime }, o) {
+        const account = await runtime.accounts.create({ slug: o.slug, name: o.name });
+        return { data: accountJson(account), table: { columns, rows: [row(account)] } };
+      },
+    }),
+    defineCommand({
+      name: 'list',
+      summary: 'List accounts',
+      options: {},
+      async run({ runtime }) {
+        const accounts = await runtime.accounts.list();
+        return { data: accounts.map(accountJson), table: { columns, rows: accounts.map(row) } };
+      },
+    }),
+  ],
+};
