@@ -13,8 +13,8 @@ export const REPLY_PRIMING_TOKENS = 3;
 export const TOKENS_PER_IMAGE = 85;
 
 const cache = new Map<string, number>();
-const CACHE_MAX_ENTRIES = 5_000;
-const CACHE_MAX_TEXT = 32_768;
+const CACHE_MAX_ENTRIES = 2_000;
+const CACHE_MAX_TEXT = 4_096;
 
 export function countText(text: string): number {
   if (text.length === 0) return 0;

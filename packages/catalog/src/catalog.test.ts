@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import { CatalogError, parseCatalog } from './catalog';
+
+const valid = `
+providers:
+  - name: sim
+    base_url: \${SIM_URL:-http://127.0.0.1:8090}/v1/
+    api_key_env: SIM_KEY
+  - name: local
+    base_url: http://localhost:11434/v1
+models:
+  - id: openai/gpt-4o-mini
+    name: GPT-4o mini
+    context_length: 128000
+    max_output_tokens: 16384
+    created: 1721260800
+    providers: [{ provider: sim, model: gpt-4o-mini }, { provider: local, model: llama }]
+    pricing: { prompt: "0.00000015", completion: "0.0000006", cache_read: "0.000000075" }
+`;
+
+function problemsOf(
+  text: string,
+  env: Record<string, string | undefined> = {},
+  format: 'yaml' | 'json' = 'yaml',
+) {
+  try {
+    parseCatalog(text, { env, format });
+  } catch (err) {
+    expect(err).toBeInstanceOf(CatalogError);
+    return (err as CatalogError).problems;
+  }
+  throw new Error('expected the catalog to be rejected');
+}
+
+describe('parseCatalog', () => {
+  it('builds models and providers with defaults, env substitution and normalized prices', () => {
+    const c = parseCatalog(valid, { env: { SIM_KEY: 'sk-up' } });
+    const sim = c.provider('sim')!;
+    expect(sim).toEqual({
+      name: 'sim',
+      baseUrl: 'http://127.0.0.1:8090/v1',
+      apiKeyEnv: 'SIM_KEY',
+      apiKey: 'sk-up',
+      format: 'openai',
+    });
+    expect(c.provider('local')!.apiKey).toBeUndefined();
+    const m = c.model('openai/gpt-4o-mini')!;
+    expect(m.description).toBe('');
+    expect(m.pricing).toEqual({
+      prompt: '0.00000015',
+      completion: '0.0000006',
+      cacheRead: '0.000000075',
+      cacheWrite: '0.00000015',
+      request: '0',
+    });
+    expect(m.priceUnits).toEqual({
+      prompt: 1500n,
+      completion: 6000n,
+      cacheRead: 750n,
+      cacheWrite: 1500n,
+      request: 0n,
+    });
+    expect(m.providers.map((p) => [p.provider.name, p.upstreamModel])).toEqual([
+      ['sim', 'gpt-4o-mini'],
+      ['local', 'llama'],
+    ]);
+    expect(c.models()).toHaveLength(1);
+    expect(c.model('nope/nope')).toBeUndefined();
+  });
+
+  it('substitutes ${VAR:-default} from env when set', () => {
+    const c = parseCatalog(valid, { env: { SIM_URL: 'http://sim.internal:9000' } });
+    expect(c.provider('sim')!.baseUrl).toBe('http://sim.internal:9000/v1');
+  });
+
+  it('reads JSON catalogs', () => {
+    const json = JSON.stringify({
+      providers: [{ name: 'p', base_url: 'https://api.example.com/v1' }],
+      models: [
+        {
+          id: 'v/m',
+          name: 'M',
+          context_length: 1000,
+          created: 0,
+          providers: [{ provider: 'p', model: 'm' }],
+          pricing: { prompt: '1', completion: '2', request: '0.5' },
+        },
+      ],
+    });
+    const m = parseCatalog(json, { format: 'json', env: {} }).model('v/m')!;
+    expect(m.priceUnits.request).toBe(5_000_000_000n);
+    expect(m.maxOutputTokens).toBeUndefined();
+  });
+
+  it('lists every problem at once', () => {
+    const bad = `
+providers:
+  - name: sim
+    base_url: \${MISSING_URL}/v1
+    api_key_env: SIM_KEY
+    api_key_required: true
+  - name: sim
+    base_url: ftp://nowhere
+models:
+  - id: no-slash
+    name: A
+    context_length: 100
+    created: 0
+    providers: [{ provider: ghost, model: a }]
+    pricing: { prompt: "abc", completion: 0.000001 }
+  - id: v/b
+    name: B
+    context_length: 100
+    max_output_tokens: 200
+    created: 0
+    providers: [{ provider: sim, model: b }]
+    pricing: { prompt: "0.00000000001", completion: "-1" }
+  - id: v/b
+    name: B again
+    context_length: 100
+    created: 0
+    providers: [{ provider: sim, model: b }]
+    pricing: { prompt: "0", completion: "0", surprise: "1" }
+`;
+    const problems = problemsOf(bad);
+    const text = problems.join('\n');
+    expect(text).toMatch(/models\[0\] \(no-slash\)\.id: model id must look like "vendor\/name"/);
+    expect(text).toMatch(
+      /models\[0\] \(no-slash\)\.pricing\.prompt: "abc" is not a non-negative decimal USD amount/,
+    );
+    expect(text).toMatch(
+      /models\[0\] \(no-slash\)\.pricing\.completion: price must be a quoted decimal string/,
+    );
+    expect(text).toMatch(/models\[0\] \(no-slash\)\.providers\[0\]\.provider: unknown provider "ghost"/);
+    expect(text).toMatch(/models\[1\] \(v\/b\)\.pricing\.prompt: more than 10 decimal places/);
+    expect(text).toMatch(/models\[1\] \(v\/b\)\.pricing\.completion: "-1" is not a non-negative/);
+    expect(text).toMatch(/models\[1\] \(v\/b\)\.max_output_tokens: 200 is larger than context_length 100/);
+    expect(text).toMatch(/models\[2\] \(v\/b\)\.id: duplicate model id "v\/b"/);
+    expect(text).toMatch(/models\[2\] \(v\/b\)\.pricing: .*surprise/);
+    expect(text).toMatch(/providers\[0\] \(sim\)\.base_url: environment variable MISSING_URL is not set/);
+    expect(text).toMatch(/providers\[0\] \(sim\)\.api_key_env: required API key variable SIM_KEY is not set/);
+    expect(text).toMatch(/providers\[1\] \(sim\)\.name: duplicate provider name "sim"/);
+    expect(text).toMatch(/providers\[1\] \(sim\)\.base_url: "ftp:\/\/nowhere" is not an http\(s\) URL/);
+    expect(problems.length).toBeGreaterThanOrEqual(13);
+  });
+
+  it('names missing required fields and wrong types', () => {
+    const problems = problemsOf(
+      `providers: [{ name: p, base_url: "http://x" }]\nmodels: [{ id: a/b, providers: [], pricing: {} }]`,
+    ).join('\n');
+    expect(problems).toMatch(/models\[0\] \(a\/b\)\.name:/);
+    expect(problems).toMatch(/models\[0\] \(a\/b\)\.context_length:/);
+    expect(problems).toMatch(/models\[0\] \(a\/b\)\.created:/);
+    expect(problems).toMatch(/models\[0\] \(a\/b\)\.providers: a model needs at least one provider/);
+    expect(problems).toMatch(/models\[0\] \(a\/b\)\.pricing\.prompt: price must be a quoted decimal string/);
+  });
+
+  it('reports unparsable YAML and JSON, and an empty file', () => {
+    expect(problemsOf('providers: [unclosed')[0]).toMatch(/cannot parse yaml/);
+    expect(problemsOf('{"providers":', {}, 'json')[0]).toMatch(/cannot parse json/);
+    expect(problemsOf('').join('\n')).toMatch(/\(root\)/);
+  });
+
+  it('accepts a keyed provider whose key is set when required', () => {
+    const text = valid.replace('api_key_env: SIM_KEY', 'api_key_env: SIM_KEY\n    api_key_required: true');
+    expect(problemsOf(text, {})).toEqual([
+      'providers[0] (sim).api_key_env: required API key variable SIM_KEY is not set',
+    ]);
+    expect(parseCatalog(text, { env: { SIM_KEY: 'k' } }).provider('sim')!.apiKey).toBe('k');
+  });
+});
