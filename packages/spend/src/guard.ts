@@ -1,0 +1,156 @@
+import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { AppError } from '@tollgate/errors';
+import type { CachedKey } from '@tollgate/key-cache';
+import { type LimitReset, periodKey, toUnits } from '@tollgate/money';
+import type { Redis } from 'ioredis';
+import { createSpendStore, type SpendTimings } from './store';
+
+/** What admit hands back and settle takes: which holds were made for the request. */
+export interface SpendReservation {
+  keyId: string;
+  accountId: string;
+  requestId: string;
+  /** A hold was made on the key's hash (the key has a limit). */
+  keyTracked: boolean;
+  /** A hold was made on the account's hash (the account is prepaid). */
+  accountTracked: boolean;
+}
+
+/** Same shape as the proxy's `SpendGuard` (services/proxy/src/spend/guard.ts). */
+export interface SpendGuard {
+  /** Before forwarding. Throws AppError('key_limit_exceeded' | 'payment_required'). */
+  admit(input: {
+    key: CachedKey;
+    worstCaseCostUnits: bigint;
+    requestId: string;
+  }): Promise<SpendReservation | null>;
+  /** Exactly once after the request ends (success, error, cancel) with its final cost in units. */
+  settle(reservation: SpendReservation | null, costUnits: bigint): Promise<void>;
+}
+
+export interface RedisSpendGuardOptions {
+  redis: Redis;
+  prefix: string;
+  /** Billing's base URL, for `POST /internal/spend/rebuild` when a counter is missing. */
+  billingUrl: string;
+  serviceJwtSecret: string;
+  clock?: () => Date;
+  timings?: Partial<SpendTimings>;
+  /** Name in the service token (default `proxy`). */
+  serviceName?: string;
+  /** Rebuild request timeout (default 5 s). */
+  rebuildTimeoutMs?: number;
+  /** Called with background refresh failures (they never fail a request). */
+  onBackgroundError?: (err: unknown) => void;
+}
+
+const PERIOD_WORD: Record<string, string> = {
+  daily: 'daily',
+  weekly: 'weekly',
+  monthly: 'monthly',
+  null: 'total',
+};
+
+export const keyLimitExceeded = (reset: LimitReset | null) => {
+  const word = PERIOD_WORD[String(reset)] ?? 'total';
+  return new AppError('key_limit_exceeded', `This key has reached its ${word} spend limit`, {
+    limit_reset: reset,
+    period: word,
+  });
+};
+
+export const paymentRequired = () =>
+  new AppError('payment_required', 'The account has no credits left: add credits to continue');
+
+/**
+ * The spend guard the proxy calls around every chat completion. One Lua call per admit (checks the
+ * key's limit for its current period and the account's credits, then reserves the worst case), one
+ * per settle (turns the reservation into a pending cost until the billing worker counts it).
+ * A missing hash (Redis flushed, evicted, expired) is rebuilt from Postgres through billing before
+ * deciding; if billing cannot be reached the request is refused with 503, never admitted on a
+ * counter read as zero.
+ */
+export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGuard {
+  const clock = options.clock ?? (() => new Date());
+  const store = createSpendStore(options.redis, { prefix: options.prefix, timings: options.timings });
+  const base = options.billingUrl.replace(/\/+$/, '');
+  const inflight = new Map<string, Promise<void>>();
+
+  const callRebuild = async (accountId: string, keyId: string | null, at: Date) => {
+    const token = signServiceToken(
+      { kind: 'service', service: options.serviceName ?? 'proxy' },
+      options.serviceJwtSecret,
+    );
+    let res: Response;
+    try {
+      res = await fetch(`${base}/internal/spend/rebuild`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [SERVICE_TOKEN_HEADER]: token },
+        body: JSON.stringify({ account_id: accountId, key_id: keyId, at: at.toISOString() }),
+        signal: AbortSignal.timeout(options.rebuildTimeoutMs ?? 5_000),
+      });
+    } catch {
+      throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
+    }
+    await res.body?.cancel();
+    if (!res.ok) throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
+  };
+
+  /** One rebuild at a time per (account, key) in this process; concurrent callers share it. */
+  const rebuild = (accountId: string, keyId: string | null, at: Date): Promise<void> => {
+    const id = `${accountId}:${keyId ?? ''}`;
+    let p = inflight.get(id);
+    if (!p) {
+      p = callRebuild(accountId, keyId, at).finally(() => inflight.delete(id));
+      inflight.set(id, p);
+    }
+    return p;
+  };
+
+  const refreshInBackground = (accountId: string, keyId: string | null, at: Date) => {
+    rebuild(accountId, keyId, at).catch((err: unknown) => options.onBackgroundError?.(err));
+  };
+
+  return {
+    async admit({ key, worstCaseCostUnits, requestId }) {
+      // Management keys carry no spend limit (spec §8.2).
+      const limitUnits = key.limit !== null && key.scope !== 'management' ? toUnits(key.limit) : null;
+      for (let attempt = 0; ; attempt++) {
+        const at = clock();
+        const outcome = await store.admit({
+          keyId: key.id,
+          accountId: key.accountId,
+          requestId,
+          worstCaseUnits: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits,
+          limitUnits,
+          period: periodKey(key.limitReset, at),
+          now: at.getTime(),
+        });
+        if (outcome.code === 'rebuild') {
+          if (attempt >= 2)
+            throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
+          await rebuild(key.accountId, outcome.key ? key.id : null, at);
+          continue;
+        }
+        if (outcome.staleKey || outcome.staleAccount) {
+          refreshInBackground(key.accountId, outcome.staleKey ? key.id : null, at);
+        }
+        if (outcome.code === 'key_limit') throw keyLimitExceeded(key.limitReset);
+        if (outcome.code === 'credits') throw paymentRequired();
+        if (!outcome.keyTracked && !outcome.accountTracked) return null;
+        return {
+          keyId: key.id,
+          accountId: key.accountId,
+          requestId,
+          keyTracked: outcome.keyTracked,
+          accountTracked: outcome.accountTracked,
+        };
+      }
+    },
+
+    async settle(reservation, costUnits) {
+      if (!reservation) return;
+      await store.settle({ ...reservation, costUnits, now: clock().getTime() });
+    },
+  };
+}

@@ -1,0 +1,246 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/**
+ * The Lua scripts of the spend layout (see README.md for the design). Every amount is a
+ * non-negative integer count of money units (1e-10 USD) written as a decimal string; the scripts
+ * never do arithmetic on amounts in Lua numbers except for the admission comparison itself (exact
+ * below 2^53 units, about 900k USD), so stored values stay exact int64s.
+ *
+ * Owner hash fields (one hash per key, one per account):
+ *   _ok      epoch ms the hash was (re)built from Postgres; absent = unknown, must be rebuilt
+ *   _rb      a rebuild is under way (placeholder written before Postgres is read)
+ *   _held    sum of the amounts of live r:/p: fields
+ *   _gc      epoch ms of the next sweep for expired holds
+ *   r:<req>  "<units>|<expires ms>" reservation made by admit (worst case)
+ *   p:<req>  "<units>|<expires ms>" pending cost left by settle until the worker counts it
+ *   t:<req>  "0|<expires ms>" tombstone: the worker counted <req> before the proxy settled it
+ *   key hash:     <period> (d2026-11-20, w2026-W47, m2026-11, all) -> committed spend
+ *   account hash: usage, credits, postpaid (0/1), _v (settings version in Postgres)
+ */
+const PRELUDE = `
+local function gt(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+local function setmax(h, f, v)
+  local cur = redis.call('HGET', h, f)
+  if (not cur) or gt(v, cur) then redis.call('HSET', h, f, v) end
+end
+local function split(v)
+  local i = string.find(v, '|', 1, true)
+  return string.sub(v, 1, i - 1), tonumber(string.sub(v, i + 1))
+end
+local function drop(h, f)
+  local v = redis.call('HGET', h, f)
+  if not v then return false end
+  local c = string.sub(f, 1, 2)
+  if c == 'r:' or c == 'p:' then
+    local amt = split(v)
+    if amt ~= '0' then redis.call('HINCRBY', h, '_held', '-' .. amt) end
+  end
+  redis.call('HDEL', h, f)
+  return true
+end
+local function hold(h, f, amt, expires)
+  drop(h, f)
+  if amt == '0' then return end
+  redis.call('HSET', h, f, amt .. '|' .. string.format('%d', expires))
+  redis.call('HINCRBY', h, '_held', amt)
+end
+local function gc(h, now, every)
+  local nxt = redis.call('HGET', h, '_gc')
+  if nxt and tonumber(nxt) > now then return end
+  redis.call('HSET', h, '_gc', string.format('%d', now + every))
+  local all = redis.call('HGETALL', h)
+  for i = 1, #all, 2 do
+    local f = all[i]
+    local c = string.sub(f, 1, 2)
+    if c == 'r:' or c == 'p:' or c == 't:' then
+      local _, exp = split(all[i + 1])
+      if exp <= now then drop(h, f) end
+    end
+  end
+end
+`;
+
+/**
+ * KEYS: key hash, account hash.
+ * ARGV: now, request id, worst case units, limit units ('' = no limit), period field,
+ *       reservation ttl ms, key refresh ms, account refresh ms, gc interval ms, hash ttl s.
+ * Returns {code, keyTracked, accountTracked, keyFlag, accountFlag}:
+ *   code 0 admitted (flags = stale, refresh in background), 1 key limit reached,
+ *   2 credits exhausted, 3 rebuild needed (flags = which hash is missing).
+ */
+const ADMIT = `${PRELUDE}
+local now = tonumber(ARGV[1])
+local req = ARGV[2]
+local worst = ARGV[3]
+local limited = ARGV[4] ~= ''
+local every = tonumber(ARGV[9])
+local a = redis.call('HMGET', KEYS[2], '_ok', 'postpaid', 'credits', 'usage')
+local k = {false, false}
+if limited then k = redis.call('HMGET', KEYS[1], '_ok', ARGV[5]) end
+local needKey = limited and not k[1]
+local needAcct = not a[1]
+if needKey or needAcct then return {3, 0, 0, needKey and 1 or 0, needAcct and 1 or 0} end
+local staleKey = (limited and now - tonumber(k[1]) > tonumber(ARGV[7])) and 1 or 0
+local staleAcct = (now - tonumber(a[1]) > tonumber(ARGV[8])) and 1 or 0
+local postpaid = a[2] == '1'
+if limited then
+  gc(KEYS[1], now, every)
+  local held = tonumber(redis.call('HGET', KEYS[1], '_held') or '0')
+  if tonumber(k[2] or '0') + held + tonumber(worst) > tonumber(ARGV[4]) then
+    return {1, 0, 0, staleKey, staleAcct}
+  end
+end
+if not postpaid then
+  gc(KEYS[2], now, every)
+  local held = tonumber(redis.call('HGET', KEYS[2], '_held') or '0')
+  if tonumber(a[4] or '0') + held >= tonumber(a[3] or '0') then
+    return {2, 0, 0, staleKey, staleAcct}
+  end
+end
+local expires = now + tonumber(ARGV[6])
+local ttl = tonumber(ARGV[10])
+if limited then
+  hold(KEYS[1], 'r:' .. req, worst, expires)
+  redis.call('EXPIRE', KEYS[1], ttl)
+end
+if not postpaid then
+  hold(KEYS[2], 'r:' .. req, worst, expires)
+  redis.call('EXPIRE', KEYS[2], ttl)
+end
+return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct}
+`;
+
+/**
+ * KEYS: key hash, account hash. ARGV: now, request id, cost units, pending ttl ms, key tracked (0/1),
+ * account tracked (0/1), hash ttl s. Turns the reservation into a pending cost (or drops it when the
+ * worker already counted the request).
+ */
+const SETTLE = `${PRELUDE}
+local now = tonumber(ARGV[1])
+local req = ARGV[2]
+local cost = ARGV[3]
+local function settle(h)
+  drop(h, 'r:' .. req)
+  if drop(h, 't:' .. req) then return end
+  hold(h, 'p:' .. req, cost, now + tonumber(ARGV[4]))
+  redis.call('EXPIRE', h, tonumber(ARGV[7]))
+end
+if ARGV[5] == '1' then settle(KEYS[1]) end
+if ARGV[6] == '1' then settle(KEYS[2]) end
+return 0
+`;
+
+/**
+ * The billing worker, after its transaction committed. KEYS: one owner hash.
+ * ARGV: now, tombstone ttl ms, hash ttl s, n, then n field/value pairs (committed totals, raised
+ * monotonically), then request ids of the batch for this owner. Skips a missing hash: it is rebuilt
+ * from Postgres (which already holds this commit) before anyone reads it.
+ */
+const COMMIT = `${PRELUDE}
+local h = KEYS[1]
+if redis.call('EXISTS', h) == 0 then return 0 end
+local now = tonumber(ARGV[1])
+local n = tonumber(ARGV[4])
+for i = 0, n - 1 do
+  setmax(h, ARGV[5 + 2 * i], ARGV[6 + 2 * i])
+end
+local tomb = string.format('%d', now + tonumber(ARGV[2]))
+for i = 5 + 2 * n, #ARGV do
+  local req = ARGV[i]
+  drop(h, 'p:' .. req)
+  if drop(h, 'r:' .. req) then redis.call('HSET', h, 't:' .. req, '0|' .. tomb) end
+end
+redis.call('EXPIRE', h, tonumber(ARGV[3]))
+return 1
+`;
+
+/** Rebuild step 1. KEYS: owner hash. ARGV: at ms, hash ttl s. */
+const BEGIN_REBUILD = `
+redis.call('HSET', KEYS[1], '_rb', ARGV[1])
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[2]))
+return 0
+`;
+
+/**
+ * Rebuild step 2 for a key. KEYS: key hash. ARGV: at ms, hash ttl s, current day/week/month period,
+ * n, then n period/total pairs read from Postgres after step 1. Old period fields are pruned.
+ */
+const LOAD_KEY = `
+local h = KEYS[1]
+local function gt(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+local cur = { d = ARGV[3], w = ARGV[4], m = ARGV[5] }
+local fields = redis.call('HKEYS', h)
+for _, f in ipairs(fields) do
+  local c = string.sub(f, 1, 1)
+  local p = cur[c]
+  if p and string.sub(f, 2, 2) ~= ':' and #f == #p and f < p then redis.call('HDEL', h, f) end
+end
+local n = tonumber(ARGV[6])
+for i = 0, n - 1 do
+  local f, v = ARGV[7 + 2 * i], ARGV[8 + 2 * i]
+  local old = redis.call('HGET', h, f)
+  if (not old) or gt(v, old) then redis.call('HSET', h, f, v) end
+end
+redis.call('HSET', h, '_ok', ARGV[1])
+redis.call('HDEL', h, '_rb')
+redis.call('EXPIRE', h, tonumber(ARGV[2]))
+return 0
+`;
+
+/**
+ * Rebuild step 2 for an account, and every credits/postpaid change. KEYS: account hash.
+ * ARGV: mode ('load' | 'settings'), at ms, hash ttl s, usage units, credits units, postpaid 0/1, version.
+ * Settings only move forward (version); usage only grows. 'settings' leaves a missing hash alone.
+ */
+const ACCOUNT = `
+local h = KEYS[1]
+local function gt(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+if ARGV[1] == 'settings' and redis.call('EXISTS', h) == 0 then return 0 end
+local v = redis.call('HGET', h, '_v')
+if (not v) or tonumber(ARGV[7]) >= tonumber(v) then
+  redis.call('HSET', h, 'credits', ARGV[5], 'postpaid', ARGV[6], '_v', ARGV[7])
+end
+if ARGV[1] == 'load' then
+  local u = redis.call('HGET', h, 'usage')
+  if (not u) or gt(ARGV[4], u) then redis.call('HSET', h, 'usage', ARGV[4]) end
+  redis.call('HSET', h, '_ok', ARGV[2])
+  redis.call('HDEL', h, '_rb')
+  redis.call('EXPIRE', h, tonumber(ARGV[3]))
+end
+return 1
+`;
+
+export class Script {
+  readonly sha: string;
+  constructor(readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run(redis: Redis, keys: string[], args: Array<string | number>): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!String((err as Error).message).includes('NOSCRIPT')) throw err;
+      return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+export const scripts = {
+  admit: new Script(ADMIT),
+  settle: new Script(SETTLE),
+  commit: new Script(COMMIT),
+  beginRebuild: new Script(BEGIN_REBUILD),
+  loadKey: new Script(LOAD_KEY),
+  account: new Script(ACCOUNT),
+} as const;

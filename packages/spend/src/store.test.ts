@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { toUnits } from '@tollgate/money';
+import { createTestRedis, type TestRedis } from '@tollgate/testkit';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createSpendStore, type SpendStore, spendAccountHash, spendKeyHash } from './store';
+
+let r: TestRedis;
+let store: SpendStore;
+let keyId: string;
+let accountId: string;
+const NOW = Date.UTC(2026, 10, 20, 12);
+const DAY = 'd2026-11-20';
+const usd = (s: string) => toUnits(s);
+
+beforeAll(async () => {
+  r = await createTestRedis();
+  store = createSpendStore(r.client, { prefix: r.prefix, timings: { gcIntervalMs: 0 } });
+});
+afterAll(async () => {
+  await r.cleanup();
+});
+beforeEach(() => {
+  keyId = randomUUID();
+  accountId = randomUUID();
+});
+
+const current = { d: DAY, w: 'w2026-W47', m: 'm2026-11' };
+const loadBoth = async (spent: string, credits: string, postpaid = false, usage = '0') => {
+  await store.beginRebuild({ keyId, accountId }, NOW);
+  await store.loadKey(keyId, NOW, current, [
+    [DAY, usd(spent)],
+    ['all', usd(spent)],
+  ]);
+  await store.loadAccount(accountId, NOW, {
+    usageUnits: usd(usage),
+    creditsUnits: usd(credits),
+    postpaid,
+    version: 1,
+  });
+};
+const admit = (
+  worst: string,
+  limit: string | null,
+  requestId = `gen-1-${randomUUID().slice(0, 20)}`,
+  now = NOW,
+) =>
+  store.admit({
+    keyId,
+    accountId,
+    requestId,
+    worstCaseUnits: usd(worst),
+    limitUnits: limit === null ? null : usd(limit),
+    period: DAY,
+    now,
+  });
+const field = (hash: string, f: string) => r.client.hget(hash, f);
+const keyHash = () => spendKeyHash(r.prefix, keyId);
+const acctHash = () => spendAccountHash(r.prefix, accountId);
+
+describe('spend store (Lua scripts on a real Redis)', () => {
+  it('asks for a rebuild when the hashes are missing, never reading them as zero', async () => {
+    expect(await admit('1', '10')).toEqual({ code: 'rebuild', key: true, account: true });
+    await store.loadAccount(accountId, NOW, {
+      usageUnits: 0n,
+      creditsUnits: usd('5'),
+      postpaid: false,
+      version: 1,
+    });
+    expect(await admit('1', '10')).toEqual({ code: 'rebuild', key: true, account: false });
+    // A key without a limit needs only the account hash.
+    expect((await admit('1', null)).code).toBe('admitted');
+  });
+
+  it('admits while spent + held + worst case stays within the limit, then refuses', async () => {
+    await loadBoth('9', '100');
+    expect((await admit('0.5', '10')).code).toBe('admitted');
+    expect((await admit('0.5', '10')).code).toBe('admitted'); // 9 + 0.5 + 0.5 = 10
+    expect((await admit('0.0000000001', '10')).code).toBe('key_limit');
+    expect(await field(keyHash(), '_held')).toBe(String(usd('1')));
+  });
+
+  it('turns a reservation into a pending cost on settle and clears it when the worker commits', async () => {
+    await loadBoth('0', '100');
+    const req = 'gen-1-aaaaaaaaaaaaaaaaaaaa';
+    await admit('2', '10', req);
+    await store.settle({
+      keyId,
+      accountId,
+      requestId: req,
+      costUnits: usd('0.25'),
+      keyTracked: true,
+      accountTracked: true,
+      now: NOW,
+    });
+    expect(await field(keyHash(), '_held')).toBe(String(usd('0.25')));
+    expect(await field(acctHash(), '_held')).toBe(String(usd('0.25')));
+    await store.applyCommitted(
+      NOW,
+      [{ keyId, totals: [[DAY, usd('0.25')]], requestIds: [req] }],
+      [{ accountId, usageUnits: usd('0.25'), requestIds: [req] }],
+    );
+    expect(await field(keyHash(), '_held')).toBe('0');
+    expect(await field(keyHash(), DAY)).toBe(String(usd('0.25')));
+    expect(await field(acctHash(), 'usage')).toBe(String(usd('0.25')));
+    expect(await field(keyHash(), `p:${req}`)).toBeNull();
+  });
+
+  it('leaves a tombstone when the worker counts a request before the proxy settles it', async () => {
+    await loadBoth('0', '100');
+    const req = 'gen-1-bbbbbbbbbbbbbbbbbbbb';
+    await admit('2', '10', req);
+    await store.applyCommitted(NOW, [{ keyId, totals: [[DAY, usd('1')]], requestIds: [req] }], []);
+    expect(await field(keyHash(), '_held')).toBe('0');
+    await store.settle({
+      keyId,
+      accountId,
+      requestId: req,
+      costUnits: usd('1'),
+      keyTracked: true,
+      accountTracked: false,
+      now: NOW,
+    });
+    expect(await field(keyHash(), '_held')).toBe('0');
+    expect(await field(keyHash(), `t:${req}`)).toBeNull();
+  });
+
+  it('raises counters monotonically: an older total never lowers a newer one', async () => {
+    await loadBoth('0', '100');
+    await store.applyCommitted(NOW, [{ keyId, totals: [[DAY, usd('5')]], requestIds: [] }], []);
+    await store.applyCommitted(NOW, [{ keyId, totals: [[DAY, usd('3')]], requestIds: [] }], []);
+    expect(await field(keyHash(), DAY)).toBe(String(usd('5')));
+    await store.loadKey(keyId, NOW, current, [[DAY, usd('4')]]);
+    expect(await field(keyHash(), DAY)).toBe(String(usd('5')));
+  });
+
+  it('does not create a hash the worker finds missing (it is rebuilt from Postgres instead)', async () => {
+    await store.applyCommitted(NOW, [{ keyId, totals: [[DAY, usd('5')]], requestIds: [] }], []);
+    expect(await r.client.exists(keyHash())).toBe(0);
+  });
+
+  it('releases reservations whose request never settled once they expire', async () => {
+    await loadBoth('0', '100');
+    await admit('6', '10');
+    expect((await admit('6', '10')).code).toBe('key_limit');
+    expect((await admit('6', '10', undefined, NOW + 16 * 60_000)).code).toBe('admitted');
+  });
+
+  it('refuses with credits when usage plus holds reach the credits, unless postpaid', async () => {
+    await loadBoth('0', '1', false, '0.5');
+    expect((await admit('0.4', null)).code).toBe('admitted'); // 0.5 + 0 < 1
+    expect((await admit('0.4', null)).code).toBe('admitted'); // 0.5 + 0.4 < 1
+    expect((await admit('0.4', null)).code).toBe('credits'); // 0.5 + 0.8 >= 1
+    await store.updateAccountSettings(accountId, { creditsUnits: usd('1'), postpaid: true, version: 2 });
+    const postpaid = await admit('0.4', null);
+    expect(postpaid).toMatchObject({ code: 'admitted', keyTracked: false, accountTracked: false });
+  });
+
+  it('applies account settings in version order only', async () => {
+    await loadBoth('0', '1');
+    await store.updateAccountSettings(accountId, { creditsUnits: usd('30'), postpaid: false, version: 3 });
+    await store.updateAccountSettings(accountId, { creditsUnits: usd('20'), postpaid: false, version: 2 });
+    expect(await field(acctHash(), 'credits')).toBe(String(usd('30')));
+  });
+
+  it('prunes periods older than the current ones on rebuild', async () => {
+    await loadBoth('1', '10');
+    await store.loadKey(keyId, NOW + 86_400_000, { ...current, d: 'd2026-11-21' }, [
+      ['d2026-11-21', usd('2')],
+    ]);
+    expect(await field(keyHash(), DAY)).toBeNull();
+    expect(await field(keyHash(), 'all')).toBe(String(usd('1')));
+    expect(await field(keyHash(), 'd2026-11-21')).toBe(String(usd('2')));
+  });
+});

@@ -1,0 +1,243 @@
+import type { Redis } from 'ioredis';
+import { scripts } from './scripts';
+
+/** Redis key of a key's spend hash and of an account's hash. Everything lives under the prefix. */
+export const spendKeyHash = (prefix: string, keyId: string) => `${prefix}spend:key:${keyId}`;
+export const spendAccountHash = (prefix: string, accountId: string) => `${prefix}spend:acct:${accountId}`;
+
+export interface SpendTimings {
+  /** How long an admit reservation lives if settle never comes (proxy crash). Default 15 min. */
+  reservationTtlMs: number;
+  /** How long a settled cost is held while the billing worker has not counted it. Default 1 h. */
+  pendingTtlMs: number;
+  /** A key hash older than this is refreshed from Postgres in the background (prunes old periods). */
+  keyRefreshMs: number;
+  /** An account hash older than this is refreshed from Postgres in the background. */
+  accountRefreshMs: number;
+  /** Sweep interval for expired holds. */
+  gcIntervalMs: number;
+  /** Idle hashes expire after this (then they are rebuilt on next use). */
+  hashTtlSeconds: number;
+}
+
+export const defaultTimings: SpendTimings = {
+  reservationTtlMs: 15 * 60_000,
+  pendingTtlMs: 60 * 60_000,
+  keyRefreshMs: 24 * 3_600_000,
+  accountRefreshMs: 5 * 60_000,
+  gcIntervalMs: 60_000,
+  hashTtlSeconds: 35 * 86_400,
+};
+
+export type AdmitOutcome =
+  | {
+      code: 'admitted';
+      keyTracked: boolean;
+      accountTracked: boolean;
+      staleKey: boolean;
+      staleAccount: boolean;
+    }
+  | { code: 'key_limit'; staleKey: boolean; staleAccount: boolean }
+  | { code: 'credits'; staleKey: boolean; staleAccount: boolean }
+  | { code: 'rebuild'; key: boolean; account: boolean };
+
+export interface AdmitArgs {
+  keyId: string;
+  accountId: string;
+  requestId: string;
+  worstCaseUnits: bigint;
+  /** Limit in units, or null when the key has no limit. */
+  limitUnits: bigint | null;
+  /** Period field of the key's current limit period (`periodKey(limitReset, now)`). */
+  period: string;
+  now: number;
+}
+
+export interface SettleArgs {
+  keyId: string;
+  accountId: string;
+  requestId: string;
+  costUnits: bigint;
+  keyTracked: boolean;
+  accountTracked: boolean;
+  now: number;
+}
+
+/** What the billing worker committed for one key or account, as Postgres totals after the commit. */
+export interface CommittedKey {
+  keyId: string;
+  /** period -> total spend in Postgres (units), read inside or after the committing transaction. */
+  totals: Array<[period: string, units: bigint]>;
+  requestIds: string[];
+}
+export interface CommittedAccount {
+  accountId: string;
+  usageUnits: bigint;
+  requestIds: string[];
+}
+
+export interface AccountState {
+  usageUnits: bigint;
+  creditsUnits: bigint;
+  postpaid: boolean;
+  /** account_settings.version in Postgres; settings in Redis only move forward. */
+  version: number;
+}
+
+/** Typed access to the spend layout; used by the guard (proxy side) and by billing (worker, rebuild). */
+export interface SpendStore {
+  admit(args: AdmitArgs): Promise<AdmitOutcome>;
+  settle(args: SettleArgs): Promise<void>;
+  /** Billing worker, after commit: raise counters to the committed totals, clear holds of the batch. */
+  applyCommitted(now: number, keys: CommittedKey[], accounts: CommittedAccount[]): Promise<void>;
+  /** Rebuild step 1: placeholder so worker updates racing with the Postgres read are not lost. */
+  beginRebuild(target: { keyId?: string; accountId?: string }, at: number): Promise<void>;
+  /** Rebuild step 2 for a key: totals of the current (and later) periods, read after beginRebuild. */
+  loadKey(
+    keyId: string,
+    at: number,
+    current: { d: string; w: string; m: string },
+    totals: Array<[string, bigint]>,
+  ): Promise<void>;
+  /** Rebuild step 2 for an account. */
+  loadAccount(accountId: string, at: number, state: AccountState): Promise<void>;
+  /** After a committed credits/postpaid change (ignored when the hash is missing or newer). */
+  updateAccountSettings(accountId: string, state: Omit<AccountState, 'usageUnits'>): Promise<void>;
+}
+
+export function createSpendStore(
+  redis: Redis,
+  options: { prefix: string; timings?: Partial<SpendTimings> },
+): SpendStore {
+  const t = { ...defaultTimings, ...options.timings };
+  const keyHash = (id: string) => spendKeyHash(options.prefix, id);
+  const acctHash = (id: string) => spendAccountHash(options.prefix, id);
+
+  return {
+    async admit(a) {
+      const r = (await scripts.admit.run(
+        redis,
+        [keyHash(a.keyId), acctHash(a.accountId)],
+        [
+          a.now,
+          a.requestId,
+          a.worstCaseUnits.toString(),
+          a.limitUnits === null ? '' : a.limitUnits.toString(),
+          a.period,
+          t.reservationTtlMs,
+          t.keyRefreshMs,
+          t.accountRefreshMs,
+          t.gcIntervalMs,
+          t.hashTtlSeconds,
+        ],
+      )) as number[];
+      const [code, k, acc, f1, f2] = r;
+      switch (code) {
+        case 0:
+          return {
+            code: 'admitted',
+            keyTracked: k === 1,
+            accountTracked: acc === 1,
+            staleKey: f1 === 1,
+            staleAccount: f2 === 1,
+          };
+        case 1:
+          return { code: 'key_limit', staleKey: f1 === 1, staleAccount: f2 === 1 };
+        case 2:
+          return { code: 'credits', staleKey: f1 === 1, staleAccount: f2 === 1 };
+        default:
+          return { code: 'rebuild', key: f1 === 1, account: f2 === 1 };
+      }
+    },
+
+    async settle(s) {
+      if (!s.keyTracked && !s.accountTracked) return;
+      await scripts.settle.run(
+        redis,
+        [keyHash(s.keyId), acctHash(s.accountId)],
+        [
+          s.now,
+          s.requestId,
+          (s.costUnits < 0n ? 0n : s.costUnits).toString(),
+          t.pendingTtlMs,
+          s.keyTracked ? 1 : 0,
+          s.accountTracked ? 1 : 0,
+          t.hashTtlSeconds,
+        ],
+      );
+    },
+
+    async applyCommitted(now, keys, accounts) {
+      const calls: Array<Promise<unknown>> = [];
+      for (const k of keys) {
+        const pairs = k.totals.flatMap(([p, u]) => [p, u.toString()]);
+        calls.push(
+          scripts.commit.run(
+            redis,
+            [keyHash(k.keyId)],
+            [now, t.reservationTtlMs, t.hashTtlSeconds, k.totals.length, ...pairs, ...k.requestIds],
+          ),
+        );
+      }
+      for (const a of accounts) {
+        calls.push(
+          scripts.commit.run(
+            redis,
+            [acctHash(a.accountId)],
+            [now, t.reservationTtlMs, t.hashTtlSeconds, 1, 'usage', a.usageUnits.toString(), ...a.requestIds],
+          ),
+        );
+      }
+      await Promise.all(calls);
+    },
+
+    async beginRebuild(target, at) {
+      const calls: Array<Promise<unknown>> = [];
+      if (target.keyId)
+        calls.push(scripts.beginRebuild.run(redis, [keyHash(target.keyId)], [at, t.hashTtlSeconds]));
+      if (target.accountId)
+        calls.push(scripts.beginRebuild.run(redis, [acctHash(target.accountId)], [at, t.hashTtlSeconds]));
+      await Promise.all(calls);
+    },
+
+    async loadKey(keyId, at, current, totals) {
+      await scripts.loadKey.run(
+        redis,
+        [keyHash(keyId)],
+        [
+          at,
+          t.hashTtlSeconds,
+          current.d,
+          current.w,
+          current.m,
+          totals.length,
+          ...totals.flatMap(([p, u]) => [p, u.toString()]),
+        ],
+      );
+    },
+
+    async loadAccount(accountId, at, s) {
+      await scripts.account.run(
+        redis,
+        [acctHash(accountId)],
+        [
+          'load',
+          at,
+          t.hashTtlSeconds,
+          s.usageUnits.toString(),
+          s.creditsUnits.toString(),
+          s.postpaid ? 1 : 0,
+          s.version,
+        ],
+      );
+    },
+
+    async updateAccountSettings(accountId, s) {
+      await scripts.account.run(
+        redis,
+        [acctHash(accountId)],
+        ['settings', 0, t.hashTtlSeconds, '0', s.creditsUnits.toString(), s.postpaid ? 1 : 0, s.version],
+      );
+    },
+  };
+}

@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely/migration';
+import * as createBilling from './2026_11_20_130000_create_billing';
+
+/** Every billing migration, in order (names sort chronologically). */
+export const migrations: Record<string, Migration> = {
+  '2026_11_20_130000_create_billing': createBilling,
+};

@@ -1,0 +1,58 @@
+import { ConfigError, defaults } from '@tollgate/config';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config';
+
+describe('billing config', () => {
+  it('defaults to the local services', () => {
+    expect(loadConfig({})).toMatchObject({
+      PORT: 8082,
+      HOST: '0.0.0.0',
+      DATABASE_URL: defaults.databaseUrl,
+      REDIS_URL: defaults.redisUrl,
+      REDIS_PREFIX: 'tg:',
+      AMQP_URL: defaults.amqpUrl,
+      AMQP_PREFIX: 'tollgate',
+      BATCH_SIZE: 200,
+      BATCH_TIMEOUT_MS: 50,
+      PREFETCH: 500,
+      WORKER_ENABLED: true,
+    });
+  });
+
+  it('coerces numbers and booleans', () => {
+    const c = loadConfig({
+      PORT: '0',
+      BATCH_SIZE: '50',
+      BATCH_TIMEOUT_MS: '20',
+      PREFETCH: '100',
+      WORKER_ENABLED: 'false',
+    });
+    expect(c).toMatchObject({
+      PORT: 0,
+      BATCH_SIZE: 50,
+      BATCH_TIMEOUT_MS: 20,
+      PREFETCH: 100,
+      WORKER_ENABLED: false,
+    });
+  });
+
+  it('rejects invalid values naming each variable', () => {
+    let message = '';
+    try {
+      loadConfig({ PORT: 'x', BATCH_SIZE: '0', BATCH_TIMEOUT_MS: '5000', AMQP_URL: 'nope' });
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      message = (err as Error).message;
+    }
+    for (const name of ['PORT', 'BATCH_SIZE', 'BATCH_TIMEOUT_MS', 'AMQP_URL'])
+      expect(message).toContain(name);
+  });
+
+  it('wants PREFETCH at least BATCH_SIZE', () => {
+    expect(() => loadConfig({ BATCH_SIZE: '300', PREFETCH: '100' })).toThrow(/PREFETCH/);
+  });
+
+  it('refuses the development service secret in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
+  });
+});

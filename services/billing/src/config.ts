@@ -1,0 +1,49 @@
+import {
+  commonEnv,
+  defaults,
+  envBoolean,
+  envPort,
+  loadConfig as load,
+  redisEnv,
+  serviceJwtEnv,
+} from '@tollgate/config';
+import { z } from 'zod';
+
+export const billingConfigSchema = z
+  .object({
+    ...commonEnv,
+    ...redisEnv,
+    ...serviceJwtEnv,
+    PORT: envPort(8082),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    DATABASE_URL: z.string().url().default(defaults.databaseUrl),
+    AMQP_URL: z.string().url().default(defaults.amqpUrl),
+    /** Prefix of the RabbitMQ exchange and queue names (must match the proxy's). */
+    AMQP_PREFIX: z.string().min(1).default('tollgate'),
+    /** Most usage events written per Postgres transaction. */
+    BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(200),
+    /** Longest wait for a batch to fill before it is written anyway (records visible within ~this). */
+    BATCH_TIMEOUT_MS: z.coerce.number().int().min(1).max(1000).default(50),
+    /** Unacknowledged deliveries the broker may push; at least 2 × BATCH_SIZE keeps the pipe full. */
+    PREFETCH: z.coerce.number().int().min(1).max(10_000).default(500),
+    /** Run the usage-event worker in this process (false: read API only). */
+    WORKER_ENABLED: envBoolean(true),
+  })
+  .superRefine((c, ctx) => {
+    if (c.NODE_ENV === 'production' && c.SERVICE_JWT_SECRET === defaults.serviceJwtSecret) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SERVICE_JWT_SECRET'],
+        message: 'must be set in production (the development default is public)',
+      });
+    }
+    if (c.PREFETCH < c.BATCH_SIZE) {
+      ctx.addIssue({ code: 'custom', path: ['PREFETCH'], message: 'must be at least BATCH_SIZE' });
+    }
+  });
+
+export type BillingConfig = z.output<typeof billingConfigSchema>;
+
+/** Parses billing's environment. Throws ConfigError listing every problem. */
+export const loadConfig = (env: NodeJS.ProcessEnv = process.env): BillingConfig =>
+  load(billingConfigSchema, env);

@@ -1,0 +1,73 @@
+import type { Logger } from '@tollgate/logger';
+import { toDecimal, toUnits } from '@tollgate/money';
+import type { SpendStore } from '@tollgate/spend';
+import type { BillingDb } from '../database';
+import { accountUsage } from '../spend/spend.repository';
+import { bumpSettings, creditTotal, insertCredit } from './credits.repository';
+
+export interface CreditsService {
+  /** Appends to the ledger; returns the new credit total (decimal USD). */
+  addCredits(accountId: string, amountUnits: bigint, note: string | null): Promise<{ totalCredits: string }>;
+  setPostpaid(accountId: string, postpaid: boolean): Promise<{ postpaid: boolean }>;
+  /** Credits granted and spend recorded, exact. */
+  balance(accountId: string): Promise<{ totalCredits: bigint; totalUsage: bigint }>;
+}
+
+/**
+ * Credits and postpaid live in Postgres; after each committed change the account's Redis hash gets
+ * the new state, guarded by the settings version so an older write never overwrites a newer one.
+ */
+export function createCreditsService(deps: {
+  db: BillingDb;
+  spend: SpendStore;
+  logger: Logger;
+}): CreditsService {
+  const publish = async (
+    accountId: string,
+    s: { creditsUnits: bigint; postpaid: boolean; version: number },
+  ) => {
+    // Best effort: a missed write is fixed by the guard's periodic account refresh (minutes).
+    await deps.spend.updateAccountSettings(accountId, s).catch((err: unknown) => {
+      deps.logger.warn({ err, accountId }, 'account settings not pushed to Redis; the guard refreshes them');
+    });
+  };
+
+  return {
+    async addCredits(accountId, amountUnits, note) {
+      const result = await deps.db.transaction().execute(async (trx) => {
+        const settings = await bumpSettings(trx, accountId); // row lock: concurrent adds serialise here
+        await insertCredit(trx, accountId, toDecimal(amountUnits), note);
+        const total = toUnits(await creditTotal(trx, accountId));
+        return { total, postpaid: settings.postpaid, version: Number(settings.version) };
+      });
+      await publish(accountId, {
+        creditsUnits: result.total,
+        postpaid: result.postpaid,
+        version: result.version,
+      });
+      return { totalCredits: toDecimal(result.total) };
+    },
+
+    async setPostpaid(accountId, postpaid) {
+      const result = await deps.db.transaction().execute(async (trx) => {
+        const settings = await bumpSettings(trx, accountId, postpaid);
+        const total = toUnits(await creditTotal(trx, accountId));
+        return { total, postpaid: settings.postpaid, version: Number(settings.version) };
+      });
+      await publish(accountId, {
+        creditsUnits: result.total,
+        postpaid: result.postpaid,
+        version: result.version,
+      });
+      return { postpaid: result.postpaid };
+    },
+
+    async balance(accountId) {
+      const [credits, usage] = await Promise.all([
+        creditTotal(deps.db, accountId),
+        accountUsage(deps.db, accountId),
+      ]);
+      return { totalCredits: toUnits(credits), totalUsage: toUnits(usage) };
+    },
+  };
+}

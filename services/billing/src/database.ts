@@ -1,0 +1,26 @@
+import { createDb, migrateToLatest } from '@tollgate/db';
+import type { Kysely } from 'kysely';
+import { migrations } from '../migrations';
+import type { AccountSettingsTable, CreditLedgerTable } from './credits/credits.table';
+import type { GenerationsTable } from './generations/generations.table';
+import type { AccountUsageTable, KeySpendTable } from './spend/spend.table';
+
+/** Postgres schema owned by billing. */
+export const BILLING_SCHEMA = 'billing';
+
+export interface Database {
+  'billing.generations': GenerationsTable;
+  'billing.key_spend': KeySpendTable;
+  'billing.account_usage': AccountUsageTable;
+  'billing.credit_ledger': CreditLedgerTable;
+  'billing.account_settings': AccountSettingsTable;
+}
+
+export type BillingDb = Kysely<Database>;
+
+export const createBillingDb = (url: string, options: { max?: number } = {}): BillingDb =>
+  createDb<Database>(url, options);
+
+/** Idempotent; safe when several instances start at once. */
+export const migrateBillingDb = (db: BillingDb) =>
+  migrateToLatest(db as Kysely<unknown>, BILLING_SCHEMA, migrations);

@@ -1,0 +1,53 @@
+import { REQUEST_ID_PATTERN } from '@tollgate/auth';
+import { notFound } from '@tollgate/errors';
+import { parseInput } from '@tollgate/http';
+import { toNumber, toUnits } from '@tollgate/money';
+import { Router } from 'express';
+import { z } from 'zod';
+import type { BillingDb } from '../database';
+import { callerOf, keyCaller } from '../http/caller';
+import { findGeneration } from './generations.repository';
+import type { Generation } from './generations.table';
+
+const query = z.object({
+  id: z.string({ error: 'is required' }).regex(REQUEST_ID_PATTERN, 'expected a request id (gen-…)'),
+});
+
+/** The generation record of DESIGN.md. */
+export function generationView(g: Generation) {
+  return {
+    id: g.id,
+    model: g.model,
+    provider_name: g.provider_name,
+    upstream_id: g.upstream_id,
+    created_at: g.created_at.toISOString(),
+    streamed: g.streamed,
+    cancelled: g.cancelled,
+    finish_reason: g.finish_reason,
+    tokens_prompt: Number(g.tokens_prompt),
+    tokens_completion: Number(g.tokens_completion),
+    tokens_cached: Number(g.tokens_cached),
+    tokens_cache_write: Number(g.tokens_cache_write),
+    tokens_reasoning: Number(g.tokens_reasoning),
+    total_cost: toNumber(toUnits(g.total_cost)),
+    is_byok: g.is_byok,
+    usage_source: g.usage_source,
+    app: g.app,
+    latency_ms: Number(g.latency_ms),
+    generation_time_ms: Number(g.generation_time_ms),
+  };
+}
+
+/** GET /generation?id=gen-…: the caller's own record; 404 until recorded or if another account's. */
+export function generationsRoutes(deps: { db: BillingDb; secret: string }): Router {
+  const router = Router();
+  router.get('/generation', keyCaller(deps.secret, 'inference'), async (req, res) => {
+    const { id } = parseInput(query, { id: typeof req.query.id === 'string' ? req.query.id : undefined });
+    const row = await findGeneration(deps.db, id);
+    if (!row || row.account_id !== callerOf(res).accountId) {
+      throw notFound(`No generation with id ${id} (it may not be recorded yet)`);
+    }
+    res.json({ data: generationView(row) });
+  });
+  return router;
+}

@@ -1,0 +1,38 @@
+import type { ColumnType, Insertable, Selectable } from 'kysely';
+
+/** int8 columns come back from pg as strings; we write numbers. */
+type Int8 = ColumnType<string, number | string, number | string>;
+/** numeric columns: exact decimal strings both ways. */
+export type Numeric = ColumnType<string, string, string>;
+
+/** One row per chat completion request, keyed by the request id (idempotency key of the event). */
+export interface GenerationsTable {
+  id: string;
+  account_id: string;
+  key_id: string;
+  model: string;
+  provider_name: string;
+  upstream_model: string;
+  upstream_id: string | null;
+  app: string | null;
+  streamed: boolean;
+  cancelled: boolean;
+  finish_reason: string | null;
+  tokens_prompt: Int8;
+  tokens_completion: Int8;
+  tokens_cached: Int8;
+  tokens_cache_write: Int8;
+  tokens_reasoning: Int8;
+  total_cost: Numeric;
+  is_byok: boolean;
+  usage_source: 'provider' | 'estimated';
+  latency_ms: Int8;
+  generation_time_ms: Int8;
+  error: ColumnType<{ code: number; message: string } | null, string | null, string | null>;
+  created_at: ColumnType<Date, Date | string, never>;
+  finished_at: ColumnType<Date, Date | string, never>;
+  recorded_at: ColumnType<Date, never, never>;
+}
+
+export type Generation = Selectable<GenerationsTable>;
+export type NewGeneration = Insertable<GenerationsTable>;

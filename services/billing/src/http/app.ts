@@ -1,0 +1,41 @@
+import { randomUUID } from 'node:crypto';
+import { errorHandler, healthRoutes, jsonBody, notFoundHandler, type ReadinessCheck } from '@tollgate/http';
+import type { Logger } from '@tollgate/logger';
+import express from 'express';
+import { creditsRoutes } from '../credits/credits.routes';
+import type { CreditsService } from '../credits/credits.service';
+import type { BillingDb } from '../database';
+import { generationsRoutes } from '../generations/generations.routes';
+import { spendRoutes } from '../spend/spend.routes';
+import type { SpendService } from '../spend/spend.service';
+
+export interface BillingAppDeps {
+  db: BillingDb;
+  credits: CreditsService;
+  spend: SpendService;
+  secret: string;
+  clock: () => Date;
+  logger: Logger;
+  readiness: Record<string, ReadinessCheck>;
+}
+
+/** Billing's express app: health, caller routes (/generation, /credits), internal routes. */
+export function createBillingApp(deps: BillingAppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('x-request-id', id);
+    (req as { log?: Logger }).log = deps.logger.child({ reqId: id });
+    next();
+  });
+  app.use(healthRoutes(deps.readiness));
+  app.use(jsonBody('256kb'));
+  app.use(generationsRoutes({ db: deps.db, secret: deps.secret }));
+  app.use(creditsRoutes({ credits: deps.credits, secret: deps.secret }));
+  app.use(spendRoutes({ spend: deps.spend, secret: deps.secret, clock: deps.clock }));
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

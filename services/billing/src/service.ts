@@ -1,0 +1,129 @@
+import type { AddressInfo } from 'node:net';
+import { sql } from '@tollgate/db';
+import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgate/events';
+import { closeServer, listen } from '@tollgate/http';
+import { createLogger, type Logger } from '@tollgate/logger';
+import { createSpendStore, type SpendTimings } from '@tollgate/spend';
+import { Redis } from 'ioredis';
+import type { BillingConfig } from './config';
+import { createCreditsService } from './credits/credits.service';
+import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
+import { createBillingApp } from './http/app';
+import { createSpendService } from './spend/spend.service';
+import { createUsageRecorder, type UsageRecorder } from './usage/usage.recorder';
+
+export interface BillingHandle {
+  /** e.g. http://127.0.0.1:8082 */
+  url: string;
+  port: number;
+  db: BillingDb;
+  redis: Redis;
+  recorder: UsageRecorder;
+  /** null when WORKER_ENABLED=false. */
+  consumer: UsageConsumer | null;
+  /** Stops HTTP, lets the worker finish (and ack) its batch, closes Postgres and Redis. */
+  close(): Promise<void>;
+}
+
+export interface BillingOptions {
+  clock?: () => Date;
+  logger?: Logger;
+  timings?: Partial<SpendTimings>;
+}
+
+/** Starts billing in-process (migrates first): HTTP API + usage worker. `PORT=0` picks a free port. */
+export async function startBilling(
+  config: BillingConfig,
+  options: BillingOptions = {},
+): Promise<BillingHandle> {
+  const logger =
+    options.logger ?? createLogger({ name: 'billing', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+  const clock = options.clock ?? (() => new Date());
+  const db = createBillingDb(config.DATABASE_URL, { max: 10 });
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: false });
+  redis.on('error', (err) => logger.debug({ err: err.message }, 'redis error'));
+  try {
+    await migrateBillingDb(db);
+  } catch (err) {
+    await db.destroy();
+    redis.disconnect();
+    throw err;
+  }
+
+  const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
+  const recorder = createUsageRecorder({ db, spend: spendStore, logger, clock });
+  const credits = createCreditsService({ db, spend: spendStore, logger });
+  const spend = createSpendService({ db, spend: spendStore, clock });
+
+  const consumer = config.WORKER_ENABLED
+    ? createUsageConsumer({
+        url: config.AMQP_URL,
+        topology: usageTopology(config.AMQP_PREFIX),
+        logger,
+        prefetch: config.PREFETCH,
+        batchSize: config.BATCH_SIZE,
+        batchTimeoutMs: config.BATCH_TIMEOUT_MS,
+        connectionName: 'tollgate-billing',
+        handle: async (batch) => {
+          const r = await recorder.record(batch);
+          if (r.duplicates > 0) logger.info(r, 'usage batch contained already recorded events (redelivery)');
+        },
+      })
+    : null;
+
+  const app = createBillingApp({
+    db,
+    credits,
+    spend,
+    secret: config.SERVICE_JWT_SECRET,
+    clock,
+    logger,
+    readiness: {
+      postgres: async () => {
+        await sql`select 1`.execute(db);
+      },
+      redis: async () => {
+        await redis.ping();
+      },
+      ...(consumer
+        ? {
+            rabbitmq: async () => {
+              if (!consumer.stats().connected) throw new Error('not consuming');
+            },
+          }
+        : {}),
+    },
+  });
+
+  let server: Awaited<ReturnType<typeof listen>>;
+  try {
+    server = await listen(app, config.PORT, config.HOST);
+  } catch (err) {
+    await consumer?.close();
+    await db.destroy();
+    redis.disconnect();
+    throw err;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  logger.info({ port, worker: Boolean(consumer) }, 'billing listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    db,
+    redis,
+    recorder,
+    consumer,
+    close() {
+      closing ??= (async () => {
+        await closeServer(server);
+        await consumer?.close();
+        await db.destroy();
+        redis.disconnect();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,15 @@
+import type { Numeric } from '../generations/generations.table';
+
+/** Spend per key per period (`d2026-11-20`, `w2026-W47`, `m2026-11`, `all`), the truth behind Redis. */
+export interface KeySpendTable {
+  key_id: string;
+  account_id: string;
+  period: string;
+  amount: Numeric;
+}
+
+/** All-time spend per account (compared with the credit total). */
+export interface AccountUsageTable {
+  account_id: string;
+  amount: Numeric;
+}
