@@ -1,0 +1,89 @@
+import { digestKey, type KeyScope, looksLikeKey } from '@tollgate/auth';
+import { forbiddenScope, unauthorized } from '@tollgate/errors';
+import type { CachedKey, KeyCache } from '@tollgate/key-cache';
+import type { Logger } from '@tollgate/logger';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Redis } from 'ioredis';
+import type { KeyResolver } from './key-resolver';
+
+/**
+ * Authentication on the hot path: sha256 of the bearer key, one Redis HMGET through the key cache,
+ * and only on a miss/pending/Redis failure a call to the keys service. No in-process cache of key
+ * records: a disabled or revoked key is refused on its very next request.
+ */
+export interface Authenticator {
+  authenticate(authorization: string | undefined): Promise<CachedKey>;
+}
+
+export interface AuthDeps {
+  keyCache: KeyCache;
+  resolver: KeyResolver;
+  /** For the fire-and-forget last-used write. */
+  redis: Redis;
+  lastUsedKey: string;
+  logger: Logger;
+}
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+export function bearerKey(authorization: string | undefined): string | null {
+  if (!authorization) return null;
+  const m = BEARER.exec(authorization);
+  return m?.[1] ?? null;
+}
+
+export function createAuthenticator(deps: AuthDeps): Authenticator {
+  const { keyCache, resolver, redis, lastUsedKey, logger } = deps;
+  const onLastUsedError = (err: unknown) => logger.warn({ err }, 'could not record key last use');
+
+  async function lookup(digest: string): Promise<CachedKey | null> {
+    try {
+      const hit = await keyCache.get(digest);
+      if (hit.state === 'hit') return hit.key;
+      if (hit.state === 'absent') return null;
+    } catch (err) {
+      logger.warn({ err }, 'key cache unavailable, asking the keys service');
+    }
+    return resolver.resolve(digest);
+  }
+
+  return {
+    async authenticate(authorization) {
+      const key = bearerKey(authorization);
+      if (key === null)
+        throw unauthorized('Missing or malformed Authorization header (expected "Bearer <key>")');
+      if (!looksLikeKey(key)) throw unauthorized('Invalid API key');
+      const record = await lookup(digestKey(key));
+      if (record === null) throw unauthorized('Invalid API key');
+      if (record.revoked) throw unauthorized('This API key has been revoked');
+      if (record.disabled) throw unauthorized('This API key is disabled');
+      // Fire-and-forget (auto-pipelined by ioredis); the keys service flushes it to last_used_at.
+      redis.hset(lastUsedKey, record.id, Date.now()).catch(onLastUsedError);
+      return record;
+    },
+  };
+}
+
+/** res.locals of an authenticated request. */
+export interface AuthLocals {
+  key: CachedKey;
+}
+
+export const authenticatedKey = (res: Response): CachedKey => (res.locals as AuthLocals).key;
+
+export function authMiddleware(auth: Authenticator): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    auth.authenticate(req.headers.authorization).then((key) => {
+      (res.locals as AuthLocals).key = key;
+      next();
+    }, next);
+  };
+}
+
+/** Spec §5: the wrong kind of key gets 403 forbidden with required_scope. */
+export function requireScope(scope: KeyScope): RequestHandler {
+  return (_req, res, next) => {
+    if (authenticatedKey(res).scope !== scope) next(forbiddenScope(scope));
+    else next();
+  };
+}

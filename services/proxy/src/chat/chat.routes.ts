@@ -1,0 +1,208 @@
+import { newRequestId } from '@tollgate/auth';
+import { type Catalog, worstCaseCost } from '@tollgate/catalog';
+import { AppError, badRequest } from '@tollgate/errors';
+import type { Logger } from '@tollgate/logger';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { authenticatedKey } from '../auth/authenticate';
+import type { SpendGuard } from '../spend/guard';
+import { parseChatRequest } from './chat.validation';
+import { Completion, type TokenEstimator, type UsageSink } from './completion';
+import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
+import { isAbortError, readSome, transportError, type Upstreams, upstreamHttpError } from './upstream';
+import { completeUsage, isProviderUsage, messageText, tokensFromUsage } from './usage';
+
+export interface ChatDeps {
+  catalog: Catalog;
+  upstreams: Upstreams;
+  guard: SpendGuard;
+  sink: UsageSink;
+  estimator: TokenEstimator;
+  keepAliveIntervalMs: number;
+  logger: Logger;
+}
+
+const X_TITLE_MAX = 200;
+
+/** POST /chat/completions: validate, admit, forward, relay (JSON or SSE), settle, publish. */
+export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
+  const { catalog, upstreams, guard, sink, estimator, keepAliveIntervalMs, logger } = deps;
+
+  async function handle(req: Request, res: Response): Promise<void> {
+    const key = authenticatedKey(res);
+    const chat = parseChatRequest(req.body);
+    const model = catalog.model(chat.model);
+    if (!model) throw badRequest(`model: '${chat.model}' is not a model of this gateway (see GET /models)`);
+    const route = model.providers[0];
+    if (!route)
+      throw new AppError('service_unavailable', `model: '${chat.model}' has no provider configured`);
+
+    const requestId = newRequestId();
+    res.setHeader('X-Generation-Id', requestId);
+    const log = logger.child({ requestId, keyId: key.id });
+    const promptEstimate = estimator.estimatePromptTokens(chat.messages);
+    const reservation = await guard.admit({
+      key,
+      worstCaseCostUnits: worstCaseCost(model, promptEstimate, chat.maxTokens ?? undefined),
+      requestId,
+    });
+
+    const title = req.headers['x-title'];
+    const c = new Completion(
+      {
+        requestId,
+        key,
+        chat,
+        model,
+        provider: route.provider,
+        upstreamModel: route.upstreamModel,
+        app: typeof title === 'string' && title.length > 0 ? title.slice(0, X_TITLE_MAX) : null,
+        log,
+        promptEstimate,
+        reservation,
+      },
+      guard,
+      sink,
+    );
+    // The client going away aborts the upstream request (and whatever the relay is waiting for).
+    res.once('close', () => {
+      if (!res.writableFinished) {
+        c.cancelled = true;
+        c.abort.abort();
+      }
+    });
+
+    const body = chat.body;
+    body.model = route.upstreamModel;
+    if (chat.stream) {
+      body.stream_options = {
+        ...((body.stream_options as object | null | undefined) ?? {}),
+        include_usage: true,
+      };
+      await relayStream(c, res);
+    } else {
+      await relayJson(c, res);
+    }
+  }
+
+  /** Request start → provider response; errors before any byte are ordinary HTTP errors. */
+  async function send(c: Completion) {
+    const target = upstreams.target(c.provider);
+    return target.pool.request({
+      method: 'POST',
+      path: target.path,
+      headers: target.headers,
+      body: JSON.stringify(c.chat.body),
+      signal: c.abort.signal,
+    });
+  }
+
+  /** Cancelled before the provider answered: the prompt was sent, bill its estimate. */
+  function endCancelledEarly(c: Completion): void {
+    const tokens = c.estimate(estimator, '');
+    c.end(tokens, 'estimated', c.cost(tokens));
+  }
+
+  async function relayJson(c: Completion, res: Response): Promise<void> {
+    let up: Awaited<ReturnType<typeof send>>;
+    try {
+      up = await send(c);
+    } catch (err) {
+      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
+      c.end(null, 'estimated', 0n);
+      throw transportError(err, c.provider.name);
+    }
+    c.markFirstByte();
+    let text: string;
+    try {
+      if (up.statusCode < 200 || up.statusCode >= 300) {
+        const errorText = await readSome(up.body);
+        c.end(null, 'estimated', 0n);
+        throw upstreamHttpError(up.statusCode, errorText, c.provider.name);
+      }
+      text = await up.body.text();
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
+      // The provider accepted the request and broke off while sending the answer: it did work.
+      const e = transportError(err, c.provider.name);
+      c.error = completionErrorOf(e);
+      endCancelledEarly(c);
+      throw e;
+    }
+    let json: Record<string, unknown>;
+    try {
+      json = JSON.parse(text) as Record<string, unknown>;
+      if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('not an object');
+    } catch {
+      const e = new AppError('provider_error', `Provider ${c.provider.name} returned an invalid response`, {
+        provider_name: c.provider.name,
+      });
+      c.error = completionErrorOf(e);
+      endCancelledEarly(c);
+      throw e;
+    }
+    const providerUsage = json.usage;
+    const fromProvider = isProviderUsage(providerUsage);
+    const tokens = fromProvider ? tokensFromUsage(providerUsage) : c.estimate(estimator, messageText(json));
+    const cost = c.cost(tokens);
+    c.upstreamId = typeof json.id === 'string' ? json.id : null;
+    const choices = Array.isArray(json.choices) ? (json.choices as { finish_reason?: unknown }[]) : [];
+    const reason = choices.find((ch) => typeof ch?.finish_reason === 'string')?.finish_reason;
+    c.finishReason = typeof reason === 'string' ? reason : null;
+    json.id = c.requestId;
+    json.model = c.model.id;
+    json.usage = completeUsage(providerUsage, tokens, cost);
+    if (!c.cancelled) res.status(200).json(json);
+    c.end(tokens, fromProvider ? 'provider' : 'estimated', cost);
+  }
+
+  async function relayStream(c: Completion, res: Response): Promise<void> {
+    const relay = new StreamRelay(c, res, estimator);
+    relay.startKeepAlive(keepAliveIntervalMs);
+    let up: Awaited<ReturnType<typeof send>>;
+    try {
+      up = await send(c);
+    } catch (err) {
+      relay.stopKeepAlive();
+      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
+      return refuseStream(c, res, transportError(err, c.provider.name));
+    }
+    if (up.statusCode < 200 || up.statusCode >= 300) {
+      relay.stopKeepAlive();
+      const errorText = await readSome(up.body);
+      return refuseStream(c, res, upstreamHttpError(up.statusCode, errorText, c.provider.name));
+    }
+    writeSseHead(res);
+    try {
+      for await (const bytes of up.body) {
+        c.markFirstByte();
+        await relay.push(bytes as Uint8Array);
+        if (relay.terminated) break;
+      }
+      if (!relay.terminated) relay.endOfInput();
+    } catch (err) {
+      if (!(c.cancelled || isAbortError(err)))
+        relay.fail(completionErrorOf(transportError(err, c.provider.name)));
+    } finally {
+      if (relay.terminated) up.body.destroy();
+    }
+    relay.finish();
+  }
+
+  /**
+   * The provider refused the request before producing anything: nothing is billed, no event. If the
+   * 200 was already committed (keep-alive comments during a slow start), the refusal becomes the
+   * §6 error chunk; otherwise it is an ordinary HTTP error.
+   */
+  function refuseStream(c: Completion, res: Response, err: AppError): void {
+    c.end(null, 'estimated', 0n);
+    if (!res.headersSent) throw err;
+    if (!res.writableEnded && !res.destroyed) {
+      res.end(`data: ${errorChunk(completionErrorOf(err), c.provider.name)}\n\ndata: [DONE]\n\n`);
+    }
+  }
+
+  return (req: Request, res: Response, next: NextFunction) => {
+    handle(req, res).catch(next);
+  };
+}

@@ -1,0 +1,70 @@
+import { badRequest } from '@tollgate/errors';
+
+/**
+ * Validation of POST /chat/completions. Only the fields the gateway relies on are checked; every other
+ * field passes through to the provider untouched (including the simulator's `sim` object).
+ * Hand-written rather than zod: it runs on every request and the messages name the field exactly.
+ */
+export interface ChatMessage {
+  role: string;
+  content: string | unknown[] | null;
+  [field: string]: unknown;
+}
+
+export interface ChatRequest {
+  /** The parsed body, mutated in place into the upstream body. */
+  body: Record<string, unknown>;
+  model: string;
+  messages: ChatMessage[];
+  stream: boolean;
+  /** The lower of max_completion_tokens and max_tokens, when given (what the provider honours). */
+  maxTokens: number | null;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function parseChatRequest(body: unknown): ChatRequest {
+  if (!isObject(body)) throw badRequest('Request body must be a JSON object');
+  const { model, messages, stream } = body;
+  if (model === undefined) throw badRequest('model: required');
+  if (typeof model !== 'string' || model.length === 0) throw badRequest('model: expected a non-empty string');
+  if (messages === undefined) throw badRequest('messages: required');
+  if (!Array.isArray(messages)) throw badRequest('messages: expected an array');
+  if (messages.length === 0) throw badRequest('messages: must contain at least one message');
+  for (let i = 0; i < messages.length; i++) {
+    const m: unknown = messages[i];
+    if (!isObject(m)) throw badRequest(`messages.${i}: expected an object`);
+    if (typeof m.role !== 'string' || m.role.length === 0)
+      throw badRequest(`messages.${i}.role: expected a string`);
+    const c = m.content;
+    if (
+      !(
+        typeof c === 'string' ||
+        c === null ||
+        Array.isArray(c) ||
+        (c === undefined && m.role === 'assistant')
+      )
+    ) {
+      throw badRequest(`messages.${i}.content: expected a string, an array of content parts or null`);
+    }
+  }
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+    throw badRequest('stream: expected a boolean');
+  }
+  if (body.stream_options !== undefined && body.stream_options !== null && !isObject(body.stream_options)) {
+    throw badRequest('stream_options: expected an object');
+  }
+  const a = optionalCount(body, 'max_completion_tokens');
+  const b = optionalCount(body, 'max_tokens');
+  const maxTokens = a !== null && b !== null ? Math.min(a, b) : (a ?? b);
+  return { body, model, messages: messages as ChatMessage[], stream: stream === true, maxTokens };
+}
+
+function optionalCount(body: Record<string, unknown>, field: string): number | null {
+  const v = body[field];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
+    throw badRequest(`${field}: expected a positive integer`);
+  return v;
+}

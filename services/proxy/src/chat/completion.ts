@@ -1,0 +1,169 @@
+import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
+import { computeCost } from '@tollgate/catalog';
+import type { UsageEvent } from '@tollgate/events';
+import type { CachedKey } from '@tollgate/key-cache';
+import type { Logger } from '@tollgate/logger';
+import { toDecimal } from '@tollgate/money';
+import type { SpendGuard, SpendReservation } from '../spend/guard';
+import type { ChatRequest } from './chat.validation';
+import type { TokenCounts } from './usage';
+
+/** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
+export interface UsageSink {
+  publish(event: UsageEvent): void;
+}
+
+/** Token estimates for requests the provider did not report usage for (@tollgate/tokens). */
+export interface TokenEstimator {
+  estimatePromptTokens(messages: readonly unknown[]): number;
+  estimateCompletionTokens(text: string): number;
+}
+
+export interface CompletionError {
+  code: number;
+  message: string;
+  errorType: string;
+}
+
+export type UsageSource = 'provider' | 'estimated';
+
+export interface CompletionInit {
+  requestId: string;
+  key: CachedKey;
+  chat: ChatRequest;
+  model: CatalogModel;
+  provider: CatalogProvider;
+  upstreamModel: string;
+  app: string | null;
+  log: Logger;
+  promptEstimate: number;
+  reservation: SpendReservation | null;
+}
+
+/**
+ * The state of one chat completion request after it was admitted: what the provider produced, and
+ * the single place it ends (settle the spend reservation exactly once, publish at most one event).
+ */
+export class Completion {
+  readonly startedAt = Date.now();
+  readonly abort = new AbortController();
+  firstByteAt = 0;
+  upstreamId: string | null = null;
+  finishReason: string | null = null;
+  cancelled = false;
+  error: CompletionError | null = null;
+  private ended = false;
+
+  readonly requestId: string;
+  readonly key: CachedKey;
+  readonly chat: ChatRequest;
+  readonly model: CatalogModel;
+  readonly provider: CatalogProvider;
+  readonly upstreamModel: string;
+  readonly app: string | null;
+  readonly log: Logger;
+  readonly promptEstimate: number;
+  readonly reservation: SpendReservation | null;
+
+  constructor(
+    init: CompletionInit,
+    private readonly guard: SpendGuard,
+    private readonly sink: UsageSink,
+  ) {
+    this.requestId = init.requestId;
+    this.key = init.key;
+    this.chat = init.chat;
+    this.model = init.model;
+    this.provider = init.provider;
+    this.upstreamModel = init.upstreamModel;
+    this.app = init.app;
+    this.log = init.log;
+    this.promptEstimate = init.promptEstimate;
+    this.reservation = init.reservation;
+  }
+
+  markFirstByte(): void {
+    if (this.firstByteAt === 0) this.firstByteAt = Date.now();
+  }
+
+  cost(tokens: TokenCounts): bigint {
+    return computeCost(this.model, tokens);
+  }
+
+  /**
+   * Ends the request: settles the reservation with the final cost and publishes the usage event.
+   * `tokens` null means nothing was consumed (the provider refused the request before producing
+   * anything): cost 0, no event.
+   */
+  end(tokens: TokenCounts | null, source: UsageSource, costUnits: bigint): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.guard.settle(this.reservation, costUnits).catch((err: unknown) => {
+      this.log.error({ err }, 'spend settle failed');
+    });
+    if (tokens === null) return;
+    const finishedAt = Date.now();
+    const event: UsageEvent = {
+      type: 'usage',
+      version: 1,
+      id: this.requestId,
+      account_id: this.key.accountId,
+      key_id: this.key.id,
+      model: this.model.id,
+      provider_name: this.provider.name,
+      upstream_model: this.upstreamModel,
+      upstream_id: this.upstreamId,
+      app: this.app,
+      streamed: this.chat.stream,
+      cancelled: this.cancelled,
+      finish_reason: this.error ? 'error' : this.finishReason,
+      usage_source: source,
+      tokens: {
+        prompt: tokens.prompt,
+        completion: tokens.completion,
+        cached: tokens.cached,
+        cache_write: tokens.cacheWrite,
+        reasoning: tokens.reasoning,
+      },
+      cost: toDecimal(costUnits),
+      is_byok: false,
+      error: this.error ? { code: this.error.code, message: this.error.message } : null,
+      started_at: new Date(this.startedAt).toISOString(),
+      finished_at: new Date(finishedAt).toISOString(),
+      latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),
+      generation_time_ms: Math.max(0, finishedAt - this.startedAt),
+    };
+    try {
+      this.sink.publish(event);
+    } catch (err) {
+      this.log.error({ err }, 'usage event publish failed');
+    }
+    this.log.info(
+      {
+        model: this.model.id,
+        provider: this.provider.name,
+        streamed: event.streamed,
+        cancelled: event.cancelled,
+        usageSource: source,
+        promptTokens: tokens.prompt,
+        completionTokens: tokens.completion,
+        cost: event.cost,
+        finishReason: event.finish_reason,
+        error: event.error?.code,
+        ms: event.generation_time_ms,
+      },
+      'completion finished',
+    );
+  }
+
+  /** Estimated counts: prompt from the request messages, completion from the text actually produced. */
+  estimate(estimator: TokenEstimator, producedText: string): TokenCounts {
+    return {
+      prompt: this.promptEstimate,
+      completion: producedText.length === 0 ? 0 : estimator.estimateCompletionTokens(producedText),
+      cached: 0,
+      cacheWrite: 0,
+      reasoning: 0,
+    };
+  }
+}

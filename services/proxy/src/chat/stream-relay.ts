@@ -1,0 +1,246 @@
+import { once } from 'node:events';
+import type { AppError } from '@tollgate/errors';
+import type { Response } from 'express';
+import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from './chunk';
+import type { Completion, CompletionError, TokenEstimator, UsageSource } from './completion';
+import { SseReader } from './sse';
+import { completeUsage, isProviderUsage, streamedText, type TokenCounts, tokensFromUsage } from './usage';
+
+const SSE_HEAD = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  'x-accel-buffering': 'no',
+};
+const KEEP_ALIVE = ': keep-alive\n\n';
+const DONE = 'data: [DONE]\n\n';
+
+type Json = Record<string, unknown>;
+
+/** Commits the 200 and the SSE headers (the X-Generation-Id header was set earlier). */
+export function writeSseHead(res: Response): void {
+  if (res.headersSent) return;
+  res.writeHead(200, SSE_HEAD);
+  res.flushHeaders();
+}
+
+/** The §6 error chunk. */
+export function errorChunk(error: CompletionError, providerName: string): string {
+  return JSON.stringify({
+    id: null,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    choices: [{ index: 0, delta: {}, finish_reason: 'error' }],
+    error: {
+      code: error.code,
+      message: error.message,
+      metadata: { error_type: error.errorType, provider_name: providerName },
+    },
+  });
+}
+
+export const completionErrorOf = (err: AppError): CompletionError => ({
+  code: err.status,
+  message: err.message,
+  errorType: err.status === 504 ? 'timeout' : err.status >= 500 ? 'server' : err.type,
+});
+
+/**
+ * Relays one provider event stream to the client as it arrives. Content chunks are forwarded the
+ * moment their event is complete, with only `id` (and `model`) rewritten by string surgery; the
+ * usage chunk is held back, completed (cost, is_byok, zero-filled details) and sent last before
+ * [DONE]. A provider error event ends the relay with the §6 error chunk.
+ */
+export class StreamRelay {
+  private readonly reader = new SseReader();
+  /** Raw data of the content chunks, parsed only if the provider reports no usage (estimate). */
+  private readonly contentChunks: string[] = [];
+  private usageChunk: Json | null = null;
+  private lastFinishChunk: string | null = null;
+  private sawDone = false;
+  /** A provider error event arrived: stop reading. */
+  terminated = false;
+  lastWriteAt = Date.now();
+  private keepAliveTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly c: Completion,
+    private readonly res: Response,
+    private readonly estimator: TokenEstimator,
+  ) {}
+
+  /** SSE comments while nothing else is written; the first one also commits the 200 + SSE headers. */
+  startKeepAlive(intervalMs: number): void {
+    this.keepAliveTimer = setInterval(this.keepAlive, intervalMs, intervalMs);
+    this.keepAliveTimer.unref();
+  }
+
+  private readonly keepAlive = (intervalMs: number): void => {
+    if (this.res.writableEnded || this.res.destroyed) return;
+    if (Date.now() - this.lastWriteAt < intervalMs - 5) return;
+    writeSseHead(this.res);
+    this.write(KEEP_ALIVE);
+  };
+
+  stopKeepAlive(): void {
+    if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
+    this.keepAliveTimer = null;
+  }
+
+  /** Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect). */
+  async push(bytes: Uint8Array): Promise<void> {
+    const events = this.reader.push(bytes);
+    if (events.length === 0) return;
+    const out = this.handle(events);
+    if (out.length > 0 && !this.write(out)) {
+      await once(this.res, 'drain', { signal: this.c.abort.signal });
+    }
+  }
+
+  /** Upstream body ended cleanly. */
+  endOfInput(): void {
+    const out = this.handle(this.reader.end());
+    if (out.length > 0) this.write(out);
+    if (!this.terminated && !this.sawDone && this.lastFinishChunk === null) {
+      this.c.error = {
+        code: 502,
+        message: `Provider ${this.c.provider.name} ended the stream before it finished`,
+        errorType: 'server',
+      };
+    }
+  }
+
+  private write(text: string): boolean {
+    this.lastWriteAt = Date.now();
+    return this.res.write(text);
+  }
+
+  private handle(events: { type: string; data: string }[]): string {
+    const c = this.c;
+    let out = '';
+    for (const { type, data } of events) {
+      if (this.terminated) break;
+      if (data === '[DONE]') {
+        this.sawDone = true;
+        continue;
+      }
+      if ((type === 'error' || mayHaveError(data)) && this.providerError(data, type === 'error')) {
+        this.terminated = true;
+        break;
+      }
+      if (hasUsage(data)) {
+        const emitted = this.takeUsage(data);
+        if (emitted !== null) out += `data: ${emitted}\n\n`;
+        continue;
+      }
+      const rewritten = rewriteChunk(data, c.requestId, c.model.id);
+      if (rewritten === null) {
+        // Not JSON: relayed as it came (one data line per line).
+        out += `data: ${data.replaceAll('\n', '\ndata: ')}\n\n`;
+        continue;
+      }
+      if (c.upstreamId === null) c.upstreamId = rewritten.upstreamId;
+      this.contentChunks.push(data);
+      if (hasFinishReason(data)) this.lastFinishChunk = data;
+      out += `data: ${rewritten.text}\n\n`;
+    }
+    return out;
+  }
+
+  /** Returns true when the event is a provider error (`{"error": {...}}`), recording it. */
+  private providerError(data: string, declared: boolean): boolean {
+    let parsed: Json;
+    try {
+      parsed = JSON.parse(data) as Json;
+    } catch {
+      if (!declared) return false;
+      parsed = { error: { message: data } };
+    }
+    const e = parsed.error;
+    if (typeof e !== 'object' || e === null) return false;
+    const err = e as Json;
+    const numeric = [err.code, err.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as
+      | number
+      | undefined;
+    const message =
+      typeof err.message === 'string' && err.message.length > 0 ? err.message : 'Provider error';
+    const code = numeric ?? 502;
+    this.c.error = {
+      code,
+      message: `Provider ${this.c.provider.name} failed mid-stream: ${message.slice(0, 500)}`,
+      errorType: code === 504 ? 'timeout' : code >= 500 ? 'server' : 'provider_error',
+    };
+    return true;
+  }
+
+  /** Holds the usage back; a chunk that also carries choices is forwarded without its usage. */
+  private takeUsage(data: string): string | null {
+    let chunk: Json;
+    try {
+      chunk = JSON.parse(data) as Json;
+    } catch {
+      return null;
+    }
+    const c = this.c;
+    if (c.upstreamId === null && typeof chunk.id === 'string') c.upstreamId = chunk.id;
+    this.usageChunk = chunk;
+    const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+    if (choices.length === 0) return null;
+    const content: Json = { ...chunk, id: c.requestId, model: c.model.id };
+    delete content.usage;
+    const text = JSON.stringify(content);
+    this.contentChunks.push(text);
+    if (hasFinishReason(text)) this.lastFinishChunk = text;
+    return text;
+  }
+
+  /** Stream failed at the transport level (cut, timeout). */
+  fail(error: CompletionError): void {
+    if (this.c.error === null) this.c.error = error;
+  }
+
+  /**
+   * Ends the response (usage chunk, error chunk if any, [DONE]) unless the client is gone, then ends
+   * the completion (settle + event). Without provider usage, the estimate is billed.
+   */
+  finish(): void {
+    this.stopKeepAlive();
+    const c = this.c;
+    c.finishReason = this.finishReason();
+    let tokens: TokenCounts;
+    let source: UsageSource;
+    const providerUsage = this.usageChunk?.usage;
+    if (isProviderUsage(providerUsage)) {
+      tokens = tokensFromUsage(providerUsage);
+      source = 'provider';
+    } else {
+      tokens = c.estimate(this.estimator, streamedText(this.contentChunks));
+      source = 'estimated';
+    }
+    const cost = c.cost(tokens);
+    if (!c.cancelled && !this.res.writableEnded && !this.res.destroyed) {
+      writeSseHead(this.res);
+      const usageChunk = {
+        ...(this.usageChunk ?? { object: 'chat.completion.chunk', created: Math.floor(c.startedAt / 1000) }),
+        id: c.requestId,
+        model: c.model.id,
+        choices: [],
+        usage: completeUsage(providerUsage, tokens, cost),
+      };
+      let out = `data: ${JSON.stringify(usageChunk)}\n\n`;
+      if (c.error) out += `data: ${errorChunk(c.error, c.provider.name)}\n\n`;
+      this.res.end(out + DONE);
+    }
+    c.end(tokens, source, cost);
+  }
+
+  private finishReason(): string | null {
+    if (this.lastFinishChunk === null) return null;
+    try {
+      const chunk = JSON.parse(this.lastFinishChunk) as { choices?: { finish_reason?: unknown }[] };
+      const reason = chunk.choices?.find((ch) => typeof ch?.finish_reason === 'string')?.finish_reason;
+      return typeof reason === 'string' ? reason : null;
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import { AppError } from '@tollgate/errors';
+import { Pool } from 'undici';
+
+/**
+ * One keep-alive undici Pool per provider origin. The provider's base URL may carry a path
+ * (`https://api.openai.com/v1`); requests go to `<base path>/chat/completions`.
+ */
+export interface ProviderEndpoint {
+  name: string;
+  baseUrl: string;
+  apiKey?: string | undefined;
+}
+
+export interface UpstreamTarget {
+  pool: Pool;
+  path: string;
+  /** Request headers, built once per provider. */
+  headers: Record<string, string>;
+}
+
+export interface UpstreamOptions {
+  timeoutMs: number;
+  connections?: number;
+}
+
+export class Upstreams {
+  private readonly pools = new Map<string, Pool>();
+  private readonly targets = new Map<string, UpstreamTarget>();
+
+  constructor(private readonly options: UpstreamOptions) {}
+
+  target(provider: ProviderEndpoint): UpstreamTarget {
+    const cacheKey = `${provider.name}\u0000${provider.baseUrl}`;
+    let target = this.targets.get(cacheKey);
+    if (target) return target;
+    const base = new URL(provider.baseUrl);
+    let pool = this.pools.get(base.origin);
+    if (!pool) {
+      pool = new Pool(base.origin, {
+        connections: this.options.connections ?? 512,
+        keepAliveTimeout: 30_000,
+        headersTimeout: this.options.timeoutMs,
+        bodyTimeout: this.options.timeoutMs,
+        connectTimeout: Math.min(this.options.timeoutMs, 10_000),
+      });
+      this.pools.set(base.origin, pool);
+    }
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+    };
+    if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
+    target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers };
+    this.targets.set(cacheKey, target);
+    return target;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((p) => p.close()));
+  }
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
+export const isAbortError = (err: unknown): boolean =>
+  (err as { name?: string } | null)?.name === 'AbortError' ||
+  (err as { code?: string } | null)?.code === 'UND_ERR_ABORTED';
+
+/** Maps an undici failure (connect, timeout, socket) to the gateway error of DESIGN.md (502/504). */
+export function transportError(err: unknown, providerName: string): AppError {
+  const code = (err as { code?: string } | null)?.code;
+  if (code && TIMEOUT_CODES.has(code)) {
+    return new AppError('timeout', `Provider ${providerName} timed out`, { provider_name: providerName });
+  }
+  return new AppError('provider_error', `Provider ${providerName} is unreachable or closed the connection`, {
+    provider_name: providerName,
+  });
+}
+
+/**
+ * Maps an upstream HTTP error response (before any byte was sent to the client): 4xx are relayed with
+ * their status, except 401/403/404 which mean the gateway's own provider configuration is wrong (502);
+ * everything else is 502. The provider's message is kept when it sent one.
+ */
+export function upstreamHttpError(status: number, bodyText: string, providerName: string): AppError {
+  let message = `Provider ${providerName} returned HTTP ${status}`;
+  try {
+    const parsed = JSON.parse(bodyText) as { error?: { message?: unknown } | string; message?: unknown };
+    const m =
+      typeof parsed.error === 'object' && parsed.error !== null
+        ? parsed.error.message
+        : (parsed.error ?? parsed.message);
+    if (typeof m === 'string' && m.length > 0) message = `${message}: ${m.slice(0, 500)}`;
+  } catch {
+    // not JSON: keep the generic message
+  }
+  const relay = status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 404;
+  return new AppError(
+    'provider_error',
+    message,
+    { provider_name: providerName, upstream_status: status },
+    relay ? status : 502,
+  );
+}
+
+/** Reads at most `limit` bytes of an error body (it is only used for its message). */
+export async function readSome(body: AsyncIterable<Uint8Array> & { destroy?(): void }, limit = 64 * 1024) {
+  const parts: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      parts.push(Buffer.from(chunk));
+      size += chunk.length;
+      if (size >= limit) break;
+    }
+  } catch {
+    // a broken error body still yields the status
+  }
+  return Buffer.concat(parts).toString('utf8');
+}

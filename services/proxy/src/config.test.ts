@@ -1,0 +1,39 @@
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CATALOG_PATH, loadConfig } from './config';
+
+describe('proxy config', () => {
+  it('works with no env at all, against local services', () => {
+    const c = loadConfig({});
+    expect(c.PORT).toBe(8080);
+    expect(c.HOST).toBe('0.0.0.0');
+    expect(c.AMQP_PREFIX).toBe('tollgate');
+    expect(c.REDIS_PREFIX).toBe('tg:');
+    expect(c.KEYS_URL).toBe('http://127.0.0.1:8081');
+    expect(c.BILLING_URL).toBe('http://127.0.0.1:8082');
+    expect(c.WORKERS).toBe(1);
+    expect(c.LOG_PRETTY).toBe(false);
+  });
+
+  it('defaults the catalog to the repo dev catalog, whatever the cwd', () => {
+    expect(loadConfig({}).CATALOG_PATH).toBe(DEFAULT_CATALOG_PATH);
+    expect(DEFAULT_CATALOG_PATH).toMatch(/infra\/catalog\/dev\.yaml$/);
+    expect(existsSync(new URL('../../../infra', import.meta.url))).toBe(true);
+  });
+
+  it('coerces numbers and parses booleans for real', () => {
+    const c = loadConfig({ PORT: '9000', KEEPALIVE_INTERVAL_MS: '250', WORKERS: '4', LOG_PRETTY: 'false' });
+    expect(c.PORT).toBe(9000);
+    expect(c.KEEPALIVE_INTERVAL_MS).toBe(250);
+    expect(c.WORKERS).toBe(4);
+    expect(c.LOG_PRETTY).toBe(false);
+  });
+
+  it('names every invalid variable', () => {
+    expect(() => loadConfig({ PORT: 'x', KEYS_URL: 'not a url', UPSTREAM_TIMEOUT_MS: '-1' })).toThrow(
+      /PORT[\s\S]*KEYS_URL[\s\S]*UPSTREAM_TIMEOUT_MS|PORT[\s\S]*UPSTREAM_TIMEOUT_MS[\s\S]*KEYS_URL/,
+    );
+    expect(() => loadConfig({ SERVICE_JWT_SECRET: 'short' })).toThrow(/SERVICE_JWT_SECRET/);
+    expect(() => loadConfig({ WORKERS: '0' })).toThrow(/WORKERS/);
+  });
+});

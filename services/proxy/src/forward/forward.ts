@@ -1,0 +1,79 @@
+import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { AppError } from '@tollgate/errors';
+import type { Request, RequestHandler, Response } from 'express';
+import { Pool } from 'undici';
+import { authenticatedKey } from '../auth/authenticate';
+
+/**
+ * Forwards an account call (`/keys…`, `/key`, `/credits`, `/generation`) to the owning service with a
+ * short-lived service JWT carrying the caller's identity. Request body and response body are streamed
+ * (never parsed here); the mount prefix is stripped, the query string kept, status and body relayed.
+ */
+export interface Forwarder {
+  handler(serviceName: string): RequestHandler;
+  close(): Promise<void>;
+}
+
+const RELAYED_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'retry-after'] as const;
+
+export function createForwarder(options: { url: string; secret: string; timeoutMs: number }): Forwarder {
+  const pool = new Pool(options.url, {
+    connections: 32,
+    keepAliveTimeout: 30_000,
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+    connectTimeout: options.timeoutMs,
+  });
+
+  async function forward(serviceName: string, req: Request, res: Response): Promise<void> {
+    const key = authenticatedKey(res);
+    const token = signServiceToken(
+      { kind: 'key', keyId: key.id, accountId: key.accountId, scope: key.scope },
+      options.secret,
+    );
+    const headers: Record<string, string> = { [SERVICE_TOKEN_HEADER]: token, accept: 'application/json' };
+    const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+    if (hasBody) {
+      const type = req.headers['content-type'];
+      if (type) headers['content-type'] = type;
+      const length = req.headers['content-length'];
+      if (length) headers['content-length'] = length;
+    }
+    // req.url is relative to the mount point (`/api/v1` or `/v1` stripped) and keeps the query string.
+    let upstream: Awaited<ReturnType<Pool['request']>>;
+    try {
+      upstream = await pool.request({
+        method: req.method as 'GET',
+        path: req.url,
+        headers,
+        body: hasBody && (headers['content-length'] || req.headers['transfer-encoding']) ? req : undefined,
+      });
+    } catch {
+      throw new AppError(
+        'service_unavailable',
+        `The ${serviceName} service is unavailable, try again shortly`,
+        {
+          service: serviceName,
+        },
+      );
+    }
+    res.status(upstream.statusCode);
+    for (const name of RELAYED_RESPONSE_HEADERS) {
+      const value = upstream.headers[name];
+      if (value !== undefined) res.setHeader(name, value);
+    }
+    for await (const chunk of upstream.body) {
+      if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
+    }
+    res.end();
+  }
+
+  return {
+    handler(serviceName) {
+      return (req, res, next) => {
+        forward(serviceName, req, res).catch(next);
+      };
+    },
+    close: () => pool.close(),
+  };
+}

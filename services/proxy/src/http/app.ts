@@ -1,0 +1,252 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Catalog, loadCatalog } from '@tollgate/catalog';
+import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
+import { errorHandler, healthRoutes, jsonBody, listen, notFoundHandler } from '@tollgate/http';
+import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
+import { createLogger, type Logger } from '@tollgate/logger';
+import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
+import express, { type RequestHandler, type Response } from 'express';
+import { Redis } from 'ioredis';
+import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
+import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
+import { chatCompletionsHandler } from '../chat/chat.routes';
+import type { TokenEstimator, UsageSink } from '../chat/completion';
+import { Upstreams } from '../chat/upstream';
+import type { ProxyConfig } from '../config';
+import { createForwarder } from '../forward/forward';
+import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
+import { modelsHandler } from '../models/models.routes';
+import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
+
+/** What tests (and main.ts) may inject; everything else is built from the config. */
+export interface ProxyDeps {
+  logger?: Logger;
+  catalog?: Catalog;
+  guard?: SpendGuard;
+  /** Usage publisher; default: a RabbitMQ publisher on AMQP_URL / AMQP_PREFIX. */
+  publisher?: UsagePublisher;
+  redis?: Redis;
+  resolver?: KeyResolver;
+  estimator?: TokenEstimator;
+}
+
+export interface ProxyHandle {
+  /** e.g. http://127.0.0.1:8080 (API base: `${url}/api/v1`). */
+  url: string;
+  port: number;
+  server: Server;
+  metrics: ProxyMetrics;
+  publisher: UsagePublisher;
+  /** Requests being served right now. */
+  inFlight(): number;
+  /** SIGTERM path: stop accepting, drain in-flight requests (deadline), close the publisher (drains). */
+  close(): Promise<void>;
+}
+
+export const defaultEstimator: TokenEstimator = { estimatePromptTokens, estimateCompletionTokens };
+
+export interface ProxyAppParts {
+  app: express.Express;
+  inFlight(): number;
+  setDraining(): void;
+}
+
+/** Builds the express app: health, metrics, then the API under /api/v1 and /v1. */
+export function createProxyApp(deps: {
+  config: ProxyConfig;
+  logger: Logger;
+  catalog: Catalog;
+  guard: SpendGuard;
+  sink: UsageSink;
+  redis: Redis;
+  resolver: KeyResolver;
+  estimator: TokenEstimator;
+  upstreams: Upstreams;
+  metrics: ProxyMetrics;
+  forwarders: { keys: RequestHandler; billing: RequestHandler };
+}): ProxyAppParts {
+  const { config, logger, redis } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', false);
+
+  let draining = false;
+  let inFlight = 0;
+  function onDone(this: Response) {
+    inFlight--;
+  }
+  app.use((_req, res, next) => {
+    inFlight++;
+    res.once('close', onDone);
+    if (draining) res.setHeader('connection', 'close');
+    next();
+  });
+
+  app.use(
+    healthRoutes({
+      redis: async () => {
+        await redis.ping();
+      },
+      accepting: async () => {
+        if (draining) throw new Error('shutting down');
+      },
+    }),
+  );
+  app.get('/metrics', async (_req, res, next) => {
+    try {
+      res.setHeader('content-type', deps.metrics.registry.contentType);
+      res.end(await deps.metrics.registry.metrics());
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  const auth = authMiddleware(
+    createAuthenticator({
+      keyCache: createKeyCache(redis, { prefix: config.REDIS_PREFIX }),
+      resolver: deps.resolver,
+      redis,
+      lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
+      logger,
+    }),
+  );
+  const inference = requireScope('inference');
+  const management = requireScope('management');
+
+  const api = express.Router();
+  api.use(deps.metrics.track, auth);
+  api.post(
+    '/chat/completions',
+    routeName('chat'),
+    inference,
+    jsonBody(config.BODY_LIMIT),
+    chatCompletionsHandler({
+      catalog: deps.catalog,
+      upstreams: deps.upstreams,
+      guard: deps.guard,
+      sink: deps.sink,
+      estimator: deps.estimator,
+      keepAliveIntervalMs: config.KEEPALIVE_INTERVAL_MS,
+      logger,
+    }),
+  );
+  api.get('/models', routeName('models'), inference, modelsHandler(deps.catalog));
+  api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys);
+  api.get('/key', routeName('key'), deps.forwarders.keys);
+  api.get('/credits', routeName('credits'), deps.forwarders.billing);
+  api.get('/generation', routeName('generation'), inference, deps.forwarders.billing);
+  api.use(notFoundHandler);
+
+  app.use('/api/v1', api);
+  app.use('/v1', api);
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  return {
+    app,
+    inFlight: () => inFlight,
+    setDraining: () => {
+      draining = true;
+    },
+  };
+}
+
+/** Starts the proxy in-process (tests, bench, main.ts). PORT=0 picks a free port. */
+export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Promise<ProxyHandle> {
+  const logger =
+    deps.logger ?? createLogger({ name: 'proxy', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+  const catalog = deps.catalog ?? loadCatalog(config.CATALOG_PATH);
+  const ownsRedis = !deps.redis;
+  const redis =
+    deps.redis ??
+    new Redis(config.REDIS_URL, {
+      enableAutoPipelining: true,
+      // Fail fast when Redis is down: auth then falls back to the keys service.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 1_000,
+      lazyConnect: false,
+    });
+  redis.on('error', (err: unknown) => logger.debug({ err }, 'redis error'));
+  const resolver =
+    deps.resolver ??
+    createKeyResolver({
+      url: config.KEYS_URL,
+      secret: config.SERVICE_JWT_SECRET,
+      timeoutMs: config.SERVICE_TIMEOUT_MS,
+    });
+  const metrics = createMetrics({ defaultMetrics: true });
+  const publisher =
+    deps.publisher ??
+    createUsagePublisher({
+      url: config.AMQP_URL,
+      topology: usageTopology(config.AMQP_PREFIX),
+      logger,
+      maxBuffered: config.PUBLISHER_MAX_BUFFERED,
+    });
+  metrics.watchPublisher(publisher);
+  const upstreams = new Upstreams({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+  const forwardOptions = { secret: config.SERVICE_JWT_SECRET, timeoutMs: config.SERVICE_TIMEOUT_MS };
+  const keysForwarder = createForwarder({ url: config.KEYS_URL, ...forwardOptions });
+  const billingForwarder = createForwarder({ url: config.BILLING_URL, ...forwardOptions });
+
+  const parts = createProxyApp({
+    config,
+    logger,
+    catalog,
+    guard: deps.guard ?? allowAllSpendGuard,
+    sink: publisher,
+    redis,
+    resolver,
+    estimator: deps.estimator ?? defaultEstimator,
+    upstreams,
+    metrics,
+    forwarders: { keys: keysForwarder.handler('keys'), billing: billingForwarder.handler('billing') },
+  });
+  const server = await listen(parts.app, config.PORT, config.HOST);
+  const port = (server.address() as AddressInfo).port;
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  logger.info({ port, models: catalog.models().length }, 'proxy listening');
+
+  let closing: Promise<void> | undefined;
+  async function shutdown(): Promise<void> {
+    parts.setDraining();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const deadline = Date.now() + config.SHUTDOWN_TIMEOUT_MS;
+    while (parts.inFlight() > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 25));
+      server.closeIdleConnections();
+    }
+    if (parts.inFlight() > 0)
+      logger.warn({ inFlight: parts.inFlight() }, 'shutdown deadline: cutting requests');
+    server.closeAllConnections();
+    await closed;
+    // Cut streams end (and publish) on their close event; give them that tick before closing the publisher.
+    await new Promise((r) => setImmediate(r));
+    const result = await publisher.close({ drainTimeoutMs: Math.max(1_000, deadline - Date.now()) });
+    if (!result.drained) logger.error({ remaining: result.remaining }, 'usage events lost at shutdown');
+    await Promise.allSettled([
+      upstreams.close(),
+      keysForwarder.close(),
+      billingForwarder.close(),
+      resolver.close(),
+    ]);
+    if (ownsRedis) redis.disconnect();
+    logger.info('proxy stopped');
+  }
+
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    server,
+    metrics,
+    publisher,
+    inFlight: parts.inFlight,
+    close() {
+      closing ??= shutdown();
+      return closing;
+    },
+  };
+}

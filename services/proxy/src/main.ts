@@ -1,0 +1,38 @@
+import cluster from 'node:cluster';
+import { onShutdown } from '@tollgate/http';
+import { createLogger } from '@tollgate/logger';
+import { loadConfig } from './config';
+import { startProxy } from './http/app';
+
+// Table of contents: config → logger → (cluster primary forks workers) → proxy → SIGTERM drain.
+const config = loadConfig();
+const logger = createLogger({ name: 'proxy', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+
+if (config.WORKERS > 1 && cluster.isPrimary) {
+  // Each worker is a full, stateless proxy on the shared port; the primary only supervises.
+  logger.info({ workers: config.WORKERS }, 'starting proxy workers');
+  for (let i = 0; i < config.WORKERS; i++) cluster.fork();
+  let stopping = false;
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    logger.error({ pid: worker.process.pid, code, signal }, 'proxy worker died, restarting');
+    cluster.fork();
+  });
+  onShutdown(logger, async () => {
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {});
+    await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            if (!w || w.isDead()) return resolve();
+            w.once('exit', () => resolve());
+            w.process.kill('SIGTERM');
+          }),
+      ),
+    );
+  });
+} else {
+  const proxy = await startProxy(config, { logger });
+  onShutdown(logger, () => proxy.close());
+}

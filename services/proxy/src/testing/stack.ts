@@ -1,0 +1,163 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SERVICE_TOKEN_HEADER, verifyServiceToken } from '@tollgate/auth';
+import { loadCatalog } from '@tollgate/catalog';
+import { declareUsageTopology, parseUsageEvent, type UsageEvent, usageTopology } from '@tollgate/events';
+import {
+  startTestKeysService,
+  type TestAccount,
+  type TestKey,
+  type TestKeysService,
+} from '@tollgate/keys/testing';
+import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
+import { createTestAmqp } from '@tollgate/testkit';
+import amqp from 'amqplib';
+import { DEFAULT_CATALOG_PATH, loadConfig, type ProxyConfig } from '../config';
+import { type ProxyDeps, type ProxyHandle, startProxy } from '../http/app';
+
+/**
+ * The real stack for the proxy's integration tests: Postgres + Redis (through an in-process keys
+ * service), RabbitMQ (a consumer on the usage queue collects every event), the provider simulator
+ * (with a record of upstream requests that ended before their response did), a billing stand-in
+ * that echoes what it was forwarded, and the proxy itself.
+ */
+export interface ProxyStack {
+  proxy: ProxyHandle;
+  config: ProxyConfig;
+  /** `${proxy.url}/api/v1` */
+  api: string;
+  keys: TestKeysService;
+  sim: ProviderSim;
+  billing: { url: string; requests: ForwardedRequest[] };
+  account: TestAccount;
+  /** An inference key of `account`. */
+  inference: TestKey;
+  /** Usage events consumed from the queue, in arrival order. */
+  events: UsageEvent[];
+  /** Upstream requests whose connection closed before the simulator finished its response. */
+  upstreamAborts: number;
+  eventFor(requestId: string): UsageEvent | undefined;
+  close(): Promise<void>;
+}
+
+export interface ForwardedRequest {
+  method: string;
+  url: string;
+  claims: unknown;
+  body: string;
+}
+
+async function startBillingStandIn(secret: string) {
+  const requests: ForwardedRequest[] = [];
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const token = req.headers[SERVICE_TOKEN_HEADER];
+      const claims = typeof token === 'string' ? verifyServiceToken(token, secret) : null;
+      const record = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        claims,
+        body: Buffer.concat(parts).toString(),
+      };
+      requests.push(record);
+      const body = JSON.stringify({ data: { echo: record } });
+      res.writeHead(req.url?.startsWith('/generation?id=missing') ? 404 : 200, {
+        'content-type': 'application/json',
+      });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+export async function startProxyStack(
+  options: { env?: Record<string, string>; deps?: ProxyDeps } = {},
+): Promise<ProxyStack> {
+  const amqpInfo = createTestAmqp();
+  const topology = usageTopology(amqpInfo.prefix);
+  const [keys, sim] = await Promise.all([startTestKeysService(), startProviderSim()]);
+  const secret = keys.config.SERVICE_JWT_SECRET;
+  const billing = await startBillingStandIn(secret);
+
+  let upstreamAborts = 0;
+  sim.server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    res.once('close', () => {
+      if (!res.writableFinished) upstreamAborts++;
+    });
+  });
+
+  // Collect every usage event the proxy publishes.
+  const conn = await amqp.connect(amqpInfo.url);
+  const channel = await conn.createChannel();
+  await declareUsageTopology(channel, topology);
+  const events: UsageEvent[] = [];
+  await channel.consume(topology.queue, (msg) => {
+    if (!msg) return;
+    const parsed = parseUsageEvent(msg.content);
+    if (parsed.ok) events.push(parsed.event);
+    else events.push({ invalid: parsed.reason } as unknown as UsageEvent);
+    channel.ack(msg);
+  });
+
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    REDIS_URL: keys.redis.url,
+    REDIS_PREFIX: keys.redis.prefix,
+    AMQP_URL: amqpInfo.url,
+    AMQP_PREFIX: amqpInfo.prefix,
+    KEYS_URL: keys.url,
+    BILLING_URL: billing.url,
+    SERVICE_JWT_SECRET: secret,
+    LOG_LEVEL: 'silent',
+    KEEPALIVE_INTERVAL_MS: '15000',
+    SHUTDOWN_TIMEOUT_MS: '5000',
+    ...options.env,
+  });
+  const catalog = loadCatalog(DEFAULT_CATALOG_PATH, { ...process.env, PROVIDER_SIM_URL: sim.url });
+  const proxy = await startProxy(config, { catalog, ...options.deps });
+  const inference = await keys.createKey(keys.account.id, { name: 'inference' });
+
+  const stack: ProxyStack = {
+    proxy,
+    config,
+    api: `${proxy.url}/api/v1`,
+    keys,
+    sim,
+    billing,
+    account: keys.account,
+    inference,
+    events,
+    get upstreamAborts() {
+      return upstreamAborts;
+    },
+    eventFor: (id) => events.find((e) => e.id === id),
+    async close() {
+      await proxy.close();
+      await channel.close().catch(() => {});
+      await conn.close().catch(() => {});
+      await Promise.all([sim.close(), billing.close(), keys.close()]);
+      await amqpInfo.cleanup({
+        queues: [topology.queue, topology.deadLetterQueue],
+        exchanges: [topology.exchange, topology.deadLetterExchange],
+      });
+    },
+  };
+  return stack;
+}
+
+export const bearer = (key: { key: string } | string) => ({
+  authorization: `Bearer ${typeof key === 'string' ? key : key.key}`,
+  'content-type': 'application/json',
+});
