@@ -34,7 +34,7 @@ export interface UsagePublisherOptions {
   logger: EventsLogger;
   /** Bound of the in-memory buffer; when full the OLDEST unsent event is dropped. */
   maxBuffered?: number;
-  /** Events sent and awaiting their confirm at any time (the confirm window). Default 5000. */
+  /** Events sent and awaiting their confirm at any time (the confirm window). Default 10 000. */
   maxInFlight?: number;
   /** Reconnect backoff (capped exponential with jitter). Default 100 ms doubling up to 10 s. */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
@@ -83,7 +83,7 @@ const DROP_LOG_INTERVAL_MS = 10_000;
 export function createUsagePublisher(options: UsagePublisherOptions): UsagePublisher {
   const { url, topology, logger } = options;
   const maxBuffered = Math.max(1, options.maxBuffered ?? 100_000);
-  const maxInFlight = Math.max(1, Math.min(options.maxInFlight ?? 5000, Math.floor(maxBuffered / 2)));
+  const maxInFlight = Math.max(1, Math.min(options.maxInFlight ?? 10_000, Math.floor(maxBuffered / 2)));
   const backoff = {
     initialMs: options.reconnect?.initialDelayMs ?? 100,
     maxMs: options.reconnect?.maxDelayMs ?? 10_000,

@@ -77,17 +77,24 @@ export function sampleEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
   };
 }
 
-/** Reads (and acks) every message currently in `queue`. */
-export async function drainQueue(url: string, queue: string): Promise<amqp.GetMessage[]> {
+/** Reads (and removes) every message currently in `queue`, in queue order. */
+export async function drainQueue(url: string, queue: string): Promise<amqp.ConsumeMessage[]> {
   const conn = await amqp.connect(url);
   try {
     const ch = await conn.createChannel();
-    const out: amqp.GetMessage[] = [];
-    for (;;) {
-      const msg = await ch.get(queue, { noAck: true });
-      if (msg === false) break;
-      out.push(msg);
-    }
+    const { messageCount } = await ch.checkQueue(queue);
+    const out: amqp.ConsumeMessage[] = [];
+    if (messageCount === 0) return out;
+    await new Promise<void>((resolve) => {
+      void ch.consume(
+        queue,
+        (msg) => {
+          if (msg) out.push(msg);
+          if (!msg || out.length >= messageCount) resolve();
+        },
+        { noAck: true },
+      );
+    });
     return out;
   } finally {
     await conn.close().catch(() => {});

@@ -1,0 +1,240 @@
+import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
+import amqplib from 'amqplib';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createUsageConsumer, type UsageConsumer, type UsageConsumerOptions } from './consumer';
+import { createUsagePublisher, type UsagePublisher } from './publisher';
+import { drainQueue, queueDepth, recordingLogger, sampleEvent } from './test-support';
+import { declareUsageTopology, topologyNames, type UsageTopology, usageTopology } from './topology';
+import type { UsageEvent } from './usage-event';
+
+let amqp: TestAmqp;
+let topology: UsageTopology;
+let proxy: TcpProxy | null;
+let publisher: UsagePublisher;
+const consumers: UsageConsumer[] = [];
+
+beforeEach(() => {
+  amqp = createTestAmqp();
+  topology = usageTopology(amqp.prefix);
+  proxy = null;
+  publisher = createUsagePublisher({ url: amqp.url, topology, logger: recordingLogger() });
+});
+
+afterEach(async () => {
+  for (const c of consumers.splice(0)) await c.close();
+  await publisher.close({ drainTimeoutMs: 1000 });
+  await proxy?.close();
+  await amqp.cleanup(topologyNames(topology));
+});
+
+type Handle = UsageConsumerOptions['handle'];
+
+function consume(handle: Handle, options: Partial<UsageConsumerOptions> = {}) {
+  const logger = recordingLogger();
+  const consumer = createUsageConsumer({
+    url: amqp.url,
+    topology,
+    logger,
+    prefetch: 20,
+    batchSize: 10,
+    batchTimeoutMs: 30,
+    retryBackoff: { initialDelayMs: 20, maxDelayMs: 100 },
+    reconnect: { initialDelayMs: 20, maxDelayMs: 200 },
+    handle,
+    ...options,
+  });
+  consumers.push(consumer);
+  return { consumer, logger };
+}
+
+async function publishEvents(n: number): Promise<UsageEvent[]> {
+  const events = Array.from({ length: n }, () => sampleEvent());
+  for (const e of events) publisher.publish(e);
+  expect(await publisher.flush(10_000)).toBe(true);
+  return events;
+}
+
+/** Publishes a raw body straight to the exchange (what a buggy or foreign producer could send). */
+async function publishRaw(bodies: string[]) {
+  const conn = await amqplib.connect(amqp.url);
+  try {
+    const ch = await conn.createConfirmChannel();
+    await declareUsageTopology(ch, topology);
+    for (const body of bodies)
+      ch.publish(topology.exchange, topology.routingKey, Buffer.from(body), { persistent: true });
+    await ch.waitForConfirms();
+  } finally {
+    await conn.close();
+  }
+}
+
+describe('usage consumer', () => {
+  it('hands valid events to handle in batches of at most batchSize and acks them after handle resolves', async () => {
+    const batches: UsageEvent[][] = [];
+    const { consumer } = consume(async (batch) => {
+      batches.push(batch);
+    });
+    await consumer.ready();
+    const events = await publishEvents(35);
+
+    await vi.waitFor(() => expect(batches.flat()).toHaveLength(35), { timeout: 10_000 });
+    expect(Math.max(...batches.map((b) => b.length))).toBeLessThanOrEqual(10);
+    expect(batches.length).toBeGreaterThanOrEqual(4);
+    expect(batches.flat().map((e) => e.id)).toEqual(events.map((e) => e.id));
+    await vi.waitFor(() => expect(consumer.stats().handled).toBe(35));
+
+    await consumer.close();
+    expect(await queueDepth(amqp.url, topology.queue)).toBe(0); // acked, nothing comes back
+  });
+
+  it('hands over an incomplete batch once batchTimeoutMs has passed', async () => {
+    const batches: UsageEvent[][] = [];
+    const { consumer } = consume(async (batch) => void batches.push(batch), {
+      batchSize: 100,
+      prefetch: 200,
+    });
+    await consumer.ready();
+    await publishEvents(3);
+    await vi.waitFor(() => expect(batches).toHaveLength(1));
+    expect(batches[0]).toHaveLength(3);
+  });
+
+  it('does not ack a batch before handle resolves: a lost connection redelivers it', async () => {
+    proxy = await createTcpProxy(hostPortOf(amqp.url));
+    const seen: string[][] = [];
+    let release: () => void = () => {};
+    const first = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { consumer } = consume(
+      async (batch) => {
+        seen.push(batch.map((e) => e.id));
+        if (seen.length === 1) await first; // hold the first batch while the connection dies
+      },
+      { url: proxy.url(amqp.url) },
+    );
+    await consumer.ready();
+    const events = await publishEvents(5);
+    await vi.waitFor(() => expect(seen).toHaveLength(1));
+
+    await proxy.stop();
+    await vi.waitFor(() => expect(consumer.stats().connected).toBe(false));
+    await proxy.start();
+    release();
+
+    await vi.waitFor(() => expect(consumer.stats()).toMatchObject({ connected: true, handled: 5 }), {
+      timeout: 10_000,
+    });
+    // The held batch was not acked: every event of it came again after the reconnect.
+    const again = new Set(seen.slice(1).flat());
+    for (const id of seen[0] ?? []) expect(again.has(id)).toBe(true);
+    expect([...again].sort()).toEqual(events.map((e) => e.id).sort());
+    await consumer.close();
+    expect(await queueDepth(amqp.url, topology.queue)).toBe(0);
+  });
+
+  it('requeues a batch whose handler failed and hands it over again after a backoff', async () => {
+    const calls: string[][] = [];
+    const { consumer, logger } = consume(async (batch) => {
+      calls.push(batch.map((e) => e.id));
+      if (calls.length === 1) throw new Error('database unavailable');
+    });
+    await consumer.ready();
+    const events = await publishEvents(4);
+
+    await vi.waitFor(() => expect(consumer.stats().handled).toBe(4), { timeout: 10_000 });
+    expect(calls[0]).toEqual(events.map((e) => e.id));
+    expect(calls.slice(1).flat().sort()).toEqual(events.map((e) => e.id).sort());
+    expect(consumer.stats().failedBatches).toBe(1);
+    expect(logger.messages('error')).toContain(
+      'usage batch handler failed; requeueing the batch after a backoff',
+    );
+  });
+
+  it('dead-letters undecodable and schema-invalid messages, logging the reason, and keeps consuming', async () => {
+    const handled: UsageEvent[] = [];
+    const { consumer, logger } = consume(async (batch) => void handled.push(...batch));
+    await consumer.ready();
+    const valid = sampleEvent();
+    await publishRaw(['{not json', JSON.stringify({ ...sampleEvent(), cost: -1 }), JSON.stringify(valid)]);
+
+    await vi.waitFor(() => expect(handled.map((e) => e.id)).toEqual([valid.id]));
+    await vi.waitFor(() => expect(consumer.stats().deadLettered).toBe(2));
+    const errors = logger.lines.filter((l) => l.level === 'error');
+    expect(errors.map((l) => l.fields.reason)).toEqual([
+      'body is not JSON',
+      expect.stringMatching(/^cost: /),
+    ]);
+
+    const dead = await vi.waitFor(
+      async () => {
+        const messages = await drainQueue(amqp.url, topology.deadLetterQueue);
+        expect(messages).toHaveLength(2);
+        return messages;
+      },
+      { timeout: 5000 },
+    );
+    expect(dead[0]?.content.toString()).toBe('{not json');
+    expect(dead[1]?.properties.headers?.['x-death']?.[0]).toMatchObject({
+      reason: 'rejected',
+      queue: topology.queue,
+    });
+  });
+
+  it('hands duplicate deliveries of one event id to handle once per batch', async () => {
+    const handled: UsageEvent[][] = [];
+    const { consumer } = consume(async (batch) => void handled.push(batch), {
+      batchSize: 100,
+      prefetch: 200,
+    });
+    await consumer.ready();
+    const event = sampleEvent();
+    await publishRaw([JSON.stringify(event), JSON.stringify(event)]);
+    await vi.waitFor(() => expect(consumer.stats().handled).toBe(1));
+    expect(handled).toEqual([[event]]);
+  });
+
+  it('close() waits for the batch being handled and acks it', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = false;
+    const { consumer } = consume(async () => {
+      started = true;
+      await gate;
+    });
+    await consumer.ready();
+    await publishEvents(3);
+    await vi.waitFor(() => expect(started).toBe(true));
+
+    let closed = false;
+    const closing = consumer.close().then(() => {
+      closed = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(closed).toBe(false);
+    release();
+    await closing;
+    expect(consumer.stats().handled).toBe(3);
+    expect(await queueDepth(amqp.url, topology.queue)).toBe(0);
+  });
+
+  it('reconnects after losing the broker and keeps consuming', async () => {
+    proxy = await createTcpProxy(hostPortOf(amqp.url));
+    const handled: UsageEvent[] = [];
+    const { consumer, logger } = consume(async (batch) => void handled.push(...batch), {
+      url: proxy.url(amqp.url),
+    });
+    await consumer.ready();
+    await proxy.stop();
+    await vi.waitFor(() => expect(consumer.stats().connected).toBe(false));
+    const events = await publishEvents(3); // straight to the broker, while the consumer cannot reach it
+    await proxy.start();
+
+    await vi.waitFor(() => expect(handled.map((e) => e.id)).toEqual(events.map((e) => e.id)), {
+      timeout: 10_000,
+    });
+    expect(logger.messages('info')).toContain('RabbitMQ connection restored; consuming usage events again');
+  });
+});
