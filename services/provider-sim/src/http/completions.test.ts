@@ -1,7 +1,7 @@
 import { encode } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countPromptTokens } from '../completion/prompt-tokens';
-import { chat, parseSse } from '../testing/sse';
+import { chat, type Json, parseSse } from '../testing/sse';
 import { type ProviderSim, startProviderSim } from './app';
 
 let sim: ProviderSim;
@@ -17,10 +17,10 @@ async function post(body: unknown) {
     body: JSON.stringify(body),
   });
   const text = await res.text();
-  return { res, text, json: () => JSON.parse(text) as Record<string, any> };
+  return { res, text, json: () => JSON.parse(text) as Record<string, Json> };
 }
 
-const contentOf = (chunks: Record<string, any>[]) =>
+const contentOf = (chunks: Record<string, Json>[]) =>
   chunks
     .filter((c) => c.choices?.[0]?.delta?.content !== undefined)
     .map((c) => c.choices[0].delta.content as string);
@@ -110,7 +110,7 @@ describe('POST /v1/chat/completions (streamed)', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const sse = parseSse(text);
     expect(sse.done, text).toBe(true);
-    const chunks = sse.json as Record<string, any>[];
+    const chunks = sse.json as Record<string, Json>[];
     const id = chunks[0]!.id;
     expect(id).toMatch(/^chatcmpl-/);
     for (const c of chunks) {
@@ -132,7 +132,7 @@ describe('POST /v1/chat/completions (streamed)', () => {
   it('adds a usage chunk with empty choices before [DONE] only when include_usage is true', async () => {
     const { text } = await post(chat('Stream me', { stream: true, stream_options: { include_usage: true } }));
     const sse = parseSse(text);
-    const chunks = sse.json as Record<string, any>[];
+    const chunks = sse.json as Record<string, Json>[];
     const usageChunk = chunks.at(-1)!;
     expect(usageChunk.choices, text).toEqual([]);
     expect(usageChunk.id).toBe(chunks[0]!.id);
@@ -152,7 +152,7 @@ describe('POST /v1/chat/completions (streamed)', () => {
     const { text } = await post(
       chat('Stream me', { stream: true, max_tokens: 4, stream_options: { include_usage: true } }),
     );
-    const chunks = parseSse(text).json as Record<string, any>[];
+    const chunks = parseSse(text).json as Record<string, Json>[];
     expect(contentOf(chunks)).toHaveLength(4);
     expect(chunks.at(-2)!.choices[0].finish_reason).toBe('length');
     expect(chunks.at(-1)!.usage.completion_tokens).toBe(4);
@@ -172,6 +172,6 @@ describe('other routes', () => {
     expect((await fetch(`${sim.url}/healthz`)).status).toBe(200);
     const res = await fetch(`${sim.baseUrl}/embeddings`, { method: 'POST', body: '{}' });
     expect(res.status).toBe(404);
-    expect(((await res.json()) as any).error.type).toBe('invalid_request_error');
+    expect(((await res.json()) as Json).error.type).toBe('invalid_request_error');
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, parseSse, readUntilCut } from '../testing/sse';
+import { chat, type Json, parseSse, readUntilCut } from '../testing/sse';
 import { type ProviderSim, startProviderSim } from './app';
 
 let sim: ProviderSim;
@@ -17,7 +17,7 @@ const send = (body: unknown) =>
 const streamed = (sim: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   chat('fault please', { stream: true, stream_options: { include_usage: true }, sim, ...extra });
 const plain = (sim: Record<string, unknown>) => chat('fault please', { sim });
-const contentChunks = (json: Record<string, any>[]) =>
+const contentChunks = (json: Record<string, Json>[]) =>
   json.filter((c) => c.choices?.[0]?.delta?.content !== undefined);
 
 describe('sim.error_status', () => {
@@ -31,7 +31,7 @@ describe('sim.error_status', () => {
 
   it('answers the status with an OpenAI error body (not streamed), with a custom message', async () => {
     const res = await send(plain({ error_status: 429, error_message: 'slow down' }));
-    const body = (await res.json()) as any;
+    const body = (await res.json()) as Json;
     expect(res.status, JSON.stringify(body)).toBe(429);
     expect(body.error).toEqual({
       message: 'slow down',
@@ -44,7 +44,7 @@ describe('sim.error_status', () => {
   it('relays 4xx statuses too', async () => {
     const res = await send(plain({ error_status: 400 }));
     expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error.type).toBe('invalid_request_error');
+    expect(((await res.json()) as Json).error.type).toBe('invalid_request_error');
   });
 });
 
@@ -56,10 +56,10 @@ describe('sim.error_after_chunks', () => {
     const sse = parseSse(text);
     expect(sse.done, text).toBe(false);
     expect(contentChunks(sse.json)).toHaveLength(3);
-    const last = sse.json.at(-1) as any;
+    const last = sse.json.at(-1) as Json;
     expect(last.error, text).toMatchObject({ type: 'server_error', param: null, code: null });
     expect(typeof last.error.message).toBe('string');
-    expect(sse.json.some((c: any) => c.usage)).toBe(false);
+    expect(sse.json.some((c: Json) => c.usage)).toBe(false);
   });
 
   it('errors after the last content chunk when N exceeds the completion', async () => {
@@ -67,13 +67,13 @@ describe('sim.error_after_chunks', () => {
       await (await send(streamed({ error_after_chunks: 1000, completion_tokens: 5 }))).text(),
     );
     expect(contentChunks(sse.json)).toHaveLength(5);
-    expect((sse.json.at(-1) as any).error).toBeDefined();
+    expect((sse.json.at(-1) as Json).error).toBeDefined();
   });
 
   it('answers 500 server_error when not streamed', async () => {
     const res = await send(plain({ error_after_chunks: 2 }));
     expect(res.status).toBe(500);
-    expect(((await res.json()) as any).error.type).toBe('server_error');
+    expect(((await res.json()) as Json).error.type).toBe('server_error');
   });
 });
 
@@ -86,8 +86,8 @@ describe('sim.cut_after_chunks', () => {
     const sse = parseSse(raw);
     expect(sse.done).toBe(false);
     expect(contentChunks(sse.json)).toHaveLength(4);
-    expect(sse.json.some((c: any) => c.choices?.[0]?.finish_reason)).toBe(false);
-    expect(sse.json.some((c: any) => c.usage)).toBe(false);
+    expect(sse.json.some((c: Json) => c.choices?.[0]?.finish_reason)).toBe(false);
+    expect(sse.json.some((c: Json) => c.usage)).toBe(false);
   });
 
   it('cuts before the first content chunk with N = 0', async () => {
@@ -112,14 +112,14 @@ describe('sim.omit_usage', () => {
     const sse = parseSse(text);
     expect(sse.done).toBe(true);
     expect(
-      sse.json.some((c: any) => Array.isArray(c.choices) && c.choices.length === 0),
+      sse.json.some((c: Json) => Array.isArray(c.choices) && c.choices.length === 0),
       text,
     ).toBe(false);
-    expect((sse.json.at(-1) as any).choices[0].finish_reason).toBe('stop');
+    expect((sse.json.at(-1) as Json).choices[0].finish_reason).toBe('stop');
   });
 
   it('answers without a usage field when not streamed', async () => {
-    const body = (await (await send(plain({ omit_usage: true }))).json()) as any;
+    const body = (await (await send(plain({ omit_usage: true }))).json()) as Json;
     expect(body.choices[0].message.content.length).toBeGreaterThan(0);
     expect('usage' in body).toBe(false);
   });
@@ -133,7 +133,7 @@ describe('cached, cache-write and reasoning tokens', () => {
           sim: { cached_tokens: 5, cache_write_tokens: 3, reasoning_tokens: 7, completion_tokens: 10 },
         }),
       )
-    ).json()) as any;
+    ).json()) as Json;
     expect(body.usage.prompt_tokens_details.cached_tokens).toBe(5);
     expect(body.usage.prompt_tokens_details.cache_write_tokens).toBe(3);
     expect(body.usage.completion_tokens_details.reasoning_tokens).toBe(7);
@@ -145,7 +145,7 @@ describe('cached, cache-write and reasoning tokens', () => {
     const sse = parseSse(
       await (await send(streamed({ cached_tokens: 4, reasoning_tokens: 2, completion_tokens: 3 }))).text(),
     );
-    const usage = (sse.json.at(-1) as any).usage;
+    const usage = (sse.json.at(-1) as Json).usage;
     expect(usage.prompt_tokens_details.cached_tokens).toBe(4);
     expect('cache_write_tokens' in usage.prompt_tokens_details).toBe(false);
     expect(usage.completion_tokens_details.reasoning_tokens).toBe(2);
@@ -156,7 +156,7 @@ describe('cached, cache-write and reasoning tokens', () => {
   it('clamps cached and cache-write tokens to the prompt', async () => {
     const body = (await (
       await send(chat('hi', { sim: { cached_tokens: 1000, cache_write_tokens: 1000 } }))
-    ).json()) as any;
+    ).json()) as Json;
     expect(body.usage.prompt_tokens_details.cached_tokens).toBe(body.usage.prompt_tokens);
     expect(body.usage.prompt_tokens_details.cache_write_tokens).toBe(0);
   });
@@ -164,7 +164,7 @@ describe('cached, cache-write and reasoning tokens', () => {
   it('counts reasoning against max_tokens like max_completion_tokens does', async () => {
     const body = (await (
       await send(chat('x', { max_completion_tokens: 10, sim: { reasoning_tokens: 8, completion_tokens: 5 } }))
-    ).json()) as any;
+    ).json()) as Json;
     expect(body.usage.completion_tokens).toBe(10);
     expect(body.usage.completion_tokens_details.reasoning_tokens).toBe(8);
     expect(body.choices[0].finish_reason).toBe('length');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat } from '../testing/sse';
+import { chat, type Json } from '../testing/sse';
 import { type ProviderSim, startProviderSim } from './app';
 
 let sim: ProviderSim;
@@ -109,13 +109,13 @@ describe('SIM_API_KEY', () => {
   it('refuses a request without the key with 401', async () => {
     const res = await call();
     expect(res.status).toBe(401);
-    expect(((await res.json()) as any).error.type).toBe('invalid_request_error');
+    expect(((await res.json()) as Json).error.type).toBe('invalid_request_error');
   });
 
   it('refuses a wrong key with 401 invalid_api_key', async () => {
     const res = await call('Bearer sk-wrong');
     expect(res.status).toBe(401);
-    expect(((await res.json()) as any).error.code).toBe('invalid_api_key');
+    expect(((await res.json()) as Json).error.code).toBe('invalid_api_key');
   });
 
   it('accepts the configured key, and protects /v1/models but not health checks', async () => {

@@ -41,3 +41,7 @@ export const chat = (content: string, extra: Record<string, unknown> = {}) => ({
   messages: [{ role: 'user', content }],
   ...extra,
 });
+
+/** Response JSON probed field by field in assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: tests walk arbitrary response JSON; a failing probe fails the test
+export type Json = any;
