@@ -68,7 +68,7 @@ describe('parseCatalog', () => {
     expect(c.model('nope/nope')).toBeUndefined();
   });
 
-  it('substitutes ${VAR:-default} from env when set', () => {
+  it('substitutes an env placeholder with its value when the variable is set', () => {
     const c = parseCatalog(valid, { env: { SIM_URL: 'http://sim.internal:9000' } });
     expect(c.provider('sim')!.baseUrl).toBe('http://sim.internal:9000/v1');
   });
