@@ -1,0 +1,156 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { signServiceToken } from '@tollgate/auth';
+import { declareUsageTopology, type UsageEvent, type UsageTopology, usageTopology } from '@tollgate/events';
+import { createLogger } from '@tollgate/logger';
+import {
+  createTestAmqp,
+  createTestDatabase,
+  createTestRedis,
+  type TestAmqp,
+  type TestDatabase,
+  type TestRedis,
+} from '@tollgate/testkit';
+import amqp from 'amqplib';
+import { type BillingConfig, loadConfig } from './config';
+import { type BillingHandle, type BillingOptions, startBilling } from './service';
+
+/**
+ * Test helpers for billing and for other services' tests that need a real billing (not exported
+ * from the package root). Everything is isolated: own database, Redis prefix, queue names.
+ */
+export interface TestBillingStack {
+  billing: BillingHandle;
+  config: BillingConfig;
+  db: TestDatabase;
+  redis: TestRedis;
+  amqp: TestAmqp;
+  topology: UsageTopology;
+  secret: string;
+  /** Publishes raw bodies (persistent, confirmed) to the usage exchange. */
+  publish(...bodies: Array<UsageEvent | string | Buffer>): Promise<void>;
+  /** Restarts billing against the same database, Redis prefix and queue. */
+  restart(options?: BillingOptions): Promise<BillingHandle>;
+  /** Stops billing and removes the database, Redis keys and queues. */
+  cleanup(): Promise<void>;
+}
+
+export const TEST_SECRET = 'billing-test-secret-0123456789';
+
+export async function startTestBilling(
+  env: Record<string, string> = {},
+  options: BillingOptions = {},
+): Promise<TestBillingStack> {
+  const [db, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+  const testAmqp = createTestAmqp();
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db.url,
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: redis.prefix,
+    AMQP_URL: testAmqp.url,
+    AMQP_PREFIX: testAmqp.prefix,
+    SERVICE_JWT_SECRET: TEST_SECRET,
+    LOG_LEVEL: 'silent',
+    BATCH_TIMEOUT_MS: '20',
+    ...env,
+  });
+  const topology = usageTopology(config.AMQP_PREFIX);
+  const logger = createLogger({ name: 'billing-test', level: config.LOG_LEVEL });
+  let billing = await startBilling(config, { logger, ...options });
+  await billing.consumer?.ready();
+
+  const conn = await amqp.connect(config.AMQP_URL);
+  const ch = await conn.createConfirmChannel();
+  await declareUsageTopology(ch, topology);
+
+  const stack: TestBillingStack = {
+    billing,
+    config,
+    db,
+    redis,
+    amqp: testAmqp,
+    topology,
+    secret: TEST_SECRET,
+    async publish(...bodies) {
+      for (const b of bodies) {
+        const buf = Buffer.isBuffer(b) ? b : Buffer.from(typeof b === 'string' ? b : JSON.stringify(b));
+        ch.publish(topology.exchange, topology.routingKey, buf, {
+          persistent: true,
+          contentType: 'application/json',
+        });
+      }
+      await ch.waitForConfirms();
+    },
+    async restart(opts = {}) {
+      await billing.close();
+      billing = await startBilling(config, { logger, ...options, ...opts });
+      await billing.consumer?.ready();
+      stack.billing = billing;
+      return billing;
+    },
+    async cleanup() {
+      await billing.close();
+      await conn.close().catch(() => {});
+      await testAmqp.cleanup({
+        queues: [topology.queue, topology.deadLetterQueue],
+        exchanges: [topology.exchange, topology.deadLetterExchange],
+      });
+      await redis.cleanup();
+      await db.drop();
+    },
+  };
+  return stack;
+}
+
+const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+export function testRequestId(at = new Date()): string {
+  let tail = '';
+  for (const b of randomBytes(20)) tail += ALNUM[b % ALNUM.length];
+  return `gen-${Math.floor(at.getTime() / 1000)}-${tail}`;
+}
+
+/** A valid v1 usage event; `cost` and `finished_at` are what billing charges and where. */
+export function usageEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
+  const finished = overrides.finished_at ?? new Date().toISOString();
+  return {
+    type: 'usage',
+    version: 1,
+    id: testRequestId(new Date(finished)),
+    account_id: randomUUID(),
+    key_id: randomUUID(),
+    model: 'openai/gpt-4o-mini',
+    provider_name: 'sim',
+    upstream_model: 'gpt-4o-mini',
+    upstream_id: 'chatcmpl-test',
+    app: null,
+    streamed: false,
+    cancelled: false,
+    finish_reason: 'stop',
+    usage_source: 'provider',
+    tokens: { prompt: 10, completion: 20, cached: 0, cache_write: 0, reasoning: 0 },
+    cost: '0.001',
+    is_byok: false,
+    error: null,
+    started_at: finished,
+    finished_at: finished,
+    latency_ms: 100,
+    generation_time_ms: 400,
+    ...overrides,
+  };
+}
+
+/** Headers of a caller (as the proxy forwards them) or of a service. */
+export const keyHeaders = (
+  secret: string,
+  caller: { keyId: string; accountId: string; scope?: 'inference' | 'management' },
+) => ({
+  'x-service-token': signServiceToken(
+    { kind: 'key', keyId: caller.keyId, accountId: caller.accountId, scope: caller.scope ?? 'inference' },
+    secret,
+  ),
+});
+export const serviceHeaders = (secret: string, service = 'test') => ({
+  'x-service-token': signServiceToken({ kind: 'service', service }, secret),
+  'content-type': 'application/json',
+});

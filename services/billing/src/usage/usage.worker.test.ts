@@ -1,0 +1,259 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { createUsageConsumer } from '@tollgate/events';
+import { createLogger } from '@tollgate/logger';
+import { toUnits } from '@tollgate/money';
+import { createSpendStore, spendAccountHash, spendKeyHash } from '@tollgate/spend';
+import amqp from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { keyHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../testing';
+import { createUsageRecorder } from './usage.recorder';
+
+let s: TestBillingStack;
+type ErrorJson = { error: { message: string; metadata: { error_type: string } } };
+
+beforeAll(async () => {
+  s = await startTestBilling();
+});
+afterAll(async () => {
+  await s.cleanup();
+});
+
+const spendOf = async (keyId: string) =>
+  Object.fromEntries(
+    (
+      await s.billing.db
+        .selectFrom('billing.key_spend')
+        .select(['period', 'amount'])
+        .where('key_id', '=', keyId)
+        .execute()
+    ).map((r) => [r.period, Number(r.amount)]),
+  );
+const countOf = async (id: string) =>
+  Number(
+    (
+      await s.billing.db
+        .selectFrom('billing.generations')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+const getGeneration = (id: string, caller: { keyId: string; accountId: string }) =>
+  fetch(`${s.billing.url}/generation?id=${id}`, { headers: keyHeaders(s.secret, caller) });
+
+describe('usage worker', () => {
+  it('records a published event with its spend in all four periods, visible through GET /generation', async () => {
+    const e = usageEvent({
+      cost: '0.0125',
+      finished_at: '2026-11-20T10:00:00.000Z',
+      app: 'My App',
+      streamed: true,
+    });
+    await s.publish(e);
+    await vi.waitFor(
+      async () =>
+        expect((await getGeneration(e.id, { keyId: e.key_id, accountId: e.account_id })).status).toBe(200),
+      {
+        timeout: 5000,
+      },
+    );
+    const body = (await (await getGeneration(e.id, { keyId: e.key_id, accountId: e.account_id })).json()) as {
+      data: Record<string, unknown>;
+    };
+    expect(body).toEqual({
+      data: {
+        id: e.id,
+        model: 'openai/gpt-4o-mini',
+        provider_name: 'sim',
+        upstream_id: 'chatcmpl-test',
+        created_at: '2026-11-20T10:00:00.000Z',
+        streamed: true,
+        cancelled: false,
+        finish_reason: 'stop',
+        tokens_prompt: 10,
+        tokens_completion: 20,
+        tokens_cached: 0,
+        tokens_cache_write: 0,
+        tokens_reasoning: 0,
+        total_cost: 0.0125,
+        is_byok: false,
+        usage_source: 'provider',
+        app: 'My App',
+        latency_ms: 100,
+        generation_time_ms: 400,
+      },
+    });
+    expect(await spendOf(e.key_id)).toEqual({
+      'd2026-11-20': 0.0125,
+      'w2026-W47': 0.0125,
+      'm2026-11': 0.0125,
+      all: 0.0125,
+    });
+  });
+
+  it('marks a request billed from an estimate as usage_source estimated', async () => {
+    const e = usageEvent({
+      usage_source: 'estimated',
+      cancelled: true,
+      finish_reason: null,
+      upstream_id: null,
+    });
+    await s.publish(e);
+    await vi.waitFor(async () => expect(await countOf(e.id)).toBe(1), { timeout: 5000 });
+    const body = (await (await getGeneration(e.id, { keyId: e.key_id, accountId: e.account_id })).json()) as {
+      data: Record<string, unknown>;
+    };
+    expect(body.data).toMatchObject({
+      usage_source: 'estimated',
+      cancelled: true,
+      finish_reason: null,
+      upstream_id: null,
+    });
+  });
+
+  it('records an event published twice once and charges it once', async () => {
+    const e = usageEvent({ cost: '0.5' });
+    await s.publish(e, e);
+    const later = usageEvent({ key_id: e.key_id, account_id: e.account_id, cost: '0.25' });
+    await s.publish(e, later); // a third copy in a later batch, then a marker event
+    await vi.waitFor(async () => expect(await countOf(later.id)).toBe(1), { timeout: 5000 });
+    expect(await countOf(e.id)).toBe(1);
+    expect((await spendOf(e.key_id)).all).toBe(0.75);
+  });
+
+  it('dead-letters an undecodable or invalid event and keeps recording valid ones', async () => {
+    const good = usageEvent();
+    await s.publish('not json', JSON.stringify({ ...usageEvent(), cost: -1 }), good);
+    await vi.waitFor(async () => expect(await countOf(good.id)).toBe(1), { timeout: 5000 });
+    const conn = await amqp.connect(s.config.AMQP_URL);
+    try {
+      const ch = await conn.createChannel();
+      await vi.waitFor(
+        async () => expect((await ch.checkQueue(s.topology.deadLetterQueue)).messageCount).toBe(2),
+        {
+          timeout: 5000,
+        },
+      );
+    } finally {
+      await conn.close();
+    }
+  });
+
+  it('never bills twice when the batch is requeued after the commit (handler fails before the ack)', async () => {
+    // A second consumer on the same queue whose handle commits and then throws once: nack + requeue.
+    await s.billing.consumer?.close();
+    const logger = createLogger({ name: 't', level: 'silent' });
+    const recorder = createUsageRecorder({
+      db: s.billing.db,
+      spend: createSpendStore(s.billing.redis, { prefix: s.config.REDIS_PREFIX }),
+      logger,
+      clock: () => new Date(),
+    });
+    let failures = 0;
+    const consumer = createUsageConsumer({
+      url: s.config.AMQP_URL,
+      topology: s.topology,
+      logger,
+      prefetch: 10,
+      batchSize: 10,
+      batchTimeoutMs: 10,
+      retryBackoff: { initialDelayMs: 10, maxDelayMs: 10 },
+      handle: async (batch) => {
+        await recorder.record(batch);
+        if (failures++ === 0) throw new Error('crash after commit');
+      },
+    });
+    try {
+      await consumer.ready();
+      const e = usageEvent({ cost: '1.5' });
+      await s.publish(e);
+      await vi.waitFor(() => expect(consumer.stats().handled).toBe(1), { timeout: 5000 });
+      expect(consumer.stats().failedBatches).toBe(1);
+      expect(await countOf(e.id)).toBe(1);
+      expect((await spendOf(e.key_id)).all).toBe(1.5);
+    } finally {
+      await consumer.close();
+      await s.restart();
+    }
+  });
+
+  it('a worker process killed after commit and before ack: after restart one record, one charge, Redis counters right', async () => {
+    await s.billing.consumer?.close();
+    const e = usageEvent({ cost: '2' });
+    // Redis hashes for the key and account exist (as after an admit), so the worker must update them.
+    const store = createSpendStore(s.billing.redis, { prefix: s.config.REDIS_PREFIX });
+    const now = Date.now();
+    await store.beginRebuild({ keyId: e.key_id, accountId: e.account_id }, now);
+    await store.loadKey(e.key_id, now, { d: 'd0', w: 'w0', m: 'm0' }, []);
+    await store.loadAccount(e.account_id, now, {
+      usageUnits: 0n,
+      creditsUnits: 0n,
+      postpaid: true,
+      version: 0,
+    });
+
+    try {
+      await crashAfterCommit(e);
+    } finally {
+      await s.restart();
+    }
+    const units = String(toUnits('2'));
+    await vi.waitFor(
+      async () =>
+        expect(await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, e.key_id), 'all')).toBe(units),
+      { timeout: 10_000 },
+    );
+    expect(await s.redis.client.hget(spendAccountHash(s.config.REDIS_PREFIX, e.account_id), 'usage')).toBe(
+      units,
+    );
+    expect(await countOf(e.id)).toBe(1);
+    expect((await spendOf(e.key_id)).all).toBe(2);
+  });
+
+  async function crashAfterCommit(e: ReturnType<typeof usageEvent>) {
+    const fixture = fileURLToPath(new URL('./fixtures/crash-after-commit.ts', import.meta.url));
+    const child = spawn('pnpm', ['exec', 'tsx', fixture], {
+      env: {
+        ...process.env,
+        DATABASE_URL: s.config.DATABASE_URL,
+        REDIS_URL: s.config.REDIS_URL,
+        REDIS_PREFIX: s.config.REDIS_PREFIX,
+        AMQP_URL: s.config.AMQP_URL,
+        AMQP_PREFIX: s.config.AMQP_PREFIX,
+        LOG_LEVEL: 'silent',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += String(d)));
+    child.stderr.on('data', (d) => (output += String(d)));
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+      child.on('exit', (code, signal) => resolve(signal ?? code)),
+    );
+    await vi.waitFor(() => expect(output).toContain('consuming'), { timeout: 15_000 });
+    await s.publish(e);
+    const exit = await exited;
+    expect(['SIGKILL', 137], output).toContain(exit); // 137 when pnpm reports its killed child
+    // Committed, never acked, Redis never updated.
+    expect(await countOf(e.id)).toBe(1);
+    expect(await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, e.key_id), 'all')).toBeNull();
+  }
+
+  it('keeps GET /generation at 404 for another account and for an unknown id, 400 for a malformed one', async () => {
+    const e = usageEvent();
+    await s.publish(e);
+    await vi.waitFor(async () => expect(await countOf(e.id)).toBe(1), { timeout: 5000 });
+    const other = { keyId: randomUUID(), accountId: randomUUID() };
+    const res = await getGeneration(e.id, other);
+    expect(res.status, await res.clone().text()).toBe(404);
+    expect(((await res.json()) as ErrorJson).error.metadata.error_type).toBe('not_found');
+    expect((await getGeneration(usageEvent().id, { keyId: e.key_id, accountId: e.account_id })).status).toBe(
+      404,
+    );
+    const bad = await getGeneration('nope', { keyId: e.key_id, accountId: e.account_id });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as ErrorJson).error.message).toMatch(/^id:/);
+  });
+});
