@@ -67,8 +67,9 @@ export async function applyKeyChange(
     result = await db.transaction().execute(async (trx) => {
       const r = await change(trx);
       if (r.changed) {
-        await markPending(deps, r.row.digest, r.row.version);
+        // Set first: a write whose reply was lost may still have marked the entry.
         pending = { digest: r.row.digest, version: r.row.version };
+        await markPending(deps, r.row.digest, r.row.version);
       }
       return r;
     });
