@@ -1,0 +1,359 @@
+/**
+ * Static checks of docker-compose.yml and the service Dockerfiles (there is no Docker engine in CI):
+ * every service builds from a node:24 multi-stage Dockerfile running as a non-root user, gets every
+ * variable its own config schema needs, talks to the others by compose service name and the right
+ * port, waits for healthy dependencies, and the proxy is published on 8080.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadCatalog, substituteEnv } from '@tollgate/catalog';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { billingConfigSchema, loadConfig as loadBillingConfig } from '../services/billing/src/config';
+import { keysConfigSchema, loadConfig as loadKeysConfig } from '../services/keys/src/config';
+import {
+  loadConfig as loadSimConfig,
+  configSchema as simConfigSchema,
+} from '../services/provider-sim/src/config';
+import { loadConfig as loadProxyConfig, proxyEnv } from '../services/proxy/src/config';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+interface ComposeService {
+  image?: string;
+  build?: { context: string; dockerfile?: string } | string;
+  environment?: Record<string, string | number | boolean> | string[];
+  depends_on?: Record<string, { condition?: string }> | string[];
+  ports?: Array<string | { target: number; published: string | number }>;
+  volumes?: Array<string | { type: string; source: string; target: string; read_only?: boolean }>;
+  healthcheck?: { test: string[] | string; disable?: boolean };
+  user?: string;
+}
+
+const composeText = readFileSync(resolve(root, 'docker-compose.yml'), 'utf8');
+const compose = parse(composeText, { merge: true }) as { services: Record<string, ComposeService> };
+const services = compose.services;
+
+/** Compose-style interpolation with an empty shell environment: `${VAR:-default}` → default. */
+function interpolate(value: string): string {
+  const { value: out, missing } = substituteEnv(value, {});
+  if (missing.length) throw new Error(`compose needs ${missing.join(', ')} from the shell: ${value}`);
+  return out;
+}
+
+function environment(name: string): Record<string, string> {
+  const env = services[name]?.environment ?? {};
+  const entries = Array.isArray(env)
+    ? env.map((e) => {
+        const i = e.indexOf('=');
+        return [e.slice(0, i), e.slice(i + 1)] as const;
+      })
+    : Object.entries(env).map(([k, v]) => [k, String(v)] as const);
+  return Object.fromEntries(entries.map(([k, v]) => [k, interpolate(v)]));
+}
+
+/** The part of a zod object schema these checks use (each service's env schema). */
+interface EnvField {
+  safeParse(value: unknown): { success: boolean; data?: unknown };
+}
+interface EnvSchema {
+  shape: Record<string, EnvField>;
+}
+
+interface StackService {
+  name: string;
+  pkg: string;
+  port: number;
+  schema: EnvSchema;
+  load: (env: NodeJS.ProcessEnv) => unknown;
+}
+
+const stack: StackService[] = [
+  { name: 'keys', pkg: '@tollgate/keys', port: 8081, schema: keysConfigSchema, load: loadKeysConfig },
+  {
+    name: 'billing',
+    pkg: '@tollgate/billing',
+    port: 8082,
+    schema: billingConfigSchema,
+    load: loadBillingConfig,
+  },
+  {
+    name: 'provider-sim',
+    pkg: '@tollgate/provider-sim',
+    port: 8090,
+    schema: simConfigSchema,
+    load: loadSimConfig,
+  },
+  { name: 'proxy', pkg: '@tollgate/proxy', port: 8080, schema: proxyEnv, load: loadProxyConfig },
+];
+
+const infra: Record<string, { image: RegExp; port: number }> = {
+  postgres: { image: /^postgres:16(\b|-)/, port: 5432 },
+  redis: { image: /^redis:7(\b|-|\.)/, port: 6379 },
+  rabbitmq: { image: /^rabbitmq:3\.13-management/, port: 5672 },
+};
+
+function dockerfileOf(service: ComposeService): { path: string; text: string } {
+  const build = typeof service.build === 'string' ? { context: service.build } : service.build;
+  if (!build) throw new Error('service has no build section');
+  const path = resolve(root, build.context, build.dockerfile ?? 'Dockerfile');
+  return { path, text: existsSync(path) ? readFileSync(path, 'utf8') : '' };
+}
+
+/** Instructions of a Dockerfile with continuation lines joined and comments dropped. */
+function instructions(text: string): Array<{ op: string; args: string }> {
+  return text
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => {
+      const [op = '', ...rest] = l.split(/\s+/);
+      return { op: op.toUpperCase(), args: rest.join(' ') };
+    });
+}
+
+/** The stages of a Dockerfile with their base image (ARG defaults substituted). */
+function stages(text: string): Array<{ from: string; body: Array<{ op: string; args: string }> }> {
+  const args: Record<string, string> = {};
+  const out: Array<{ from: string; body: Array<{ op: string; args: string }> }> = [];
+  for (const ins of instructions(text)) {
+    if (ins.op === 'ARG' && out.length === 0) {
+      const [k, v = ''] = ins.args.split('=');
+      if (k) args[k] = v;
+    } else if (ins.op === 'FROM') {
+      const image = (ins.args.split(/\s+/)[0] ?? '').replace(
+        /\$\{?(\w+)\}?/g,
+        (_m, n: string) => args[n] ?? '',
+      );
+      out.push({ from: image, body: [] });
+    } else {
+      out.at(-1)?.body.push(ins);
+    }
+  }
+  return out;
+}
+
+function urlHostPort(value: string): { host: string; port: number } | null {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return null;
+  const u = new URL(value);
+  const defaults: Record<string, number> = { 'http:': 80, 'https:': 443, 'amqp:': 5672, 'redis:': 6379 };
+  return { host: u.hostname, port: u.port ? Number(u.port) : (defaults[u.protocol] ?? 0) };
+}
+
+/** Which port a compose service listens on: its PORT variable, or the well-known port of the infra image. */
+function listenPort(name: string): number | undefined {
+  const s = stack.find((x) => x.name === name);
+  if (s) return Number(environment(name).PORT ?? s.port);
+  return infra[name]?.port;
+}
+
+describe('docker-compose.yml', () => {
+  it('defines the infrastructure on the agreed images, each with a health check', () => {
+    for (const [name, spec] of Object.entries(infra)) {
+      const s = services[name];
+      expect(s, `service ${name}`).toBeDefined();
+      expect(s?.image).toMatch(spec.image);
+      expect(s?.healthcheck?.test, `${name} healthcheck`).toBeTruthy();
+      expect(s?.healthcheck?.disable).not.toBe(true);
+    }
+  });
+
+  describe.each(stack)('$name', (svc) => {
+    const service = services[svc.name] as ComposeService;
+    const env = () => environment(svc.name);
+
+    it('is built from the repository root with its own Dockerfile', () => {
+      expect(service, `compose service ${svc.name}`).toBeDefined();
+      const { path, text } = dockerfileOf(service);
+      expect(path).toBe(resolve(root, 'services', svc.name, 'Dockerfile'));
+      expect(text, `${path} exists`).not.toBe('');
+      expect(text).toContain(`--filter ${svc.pkg}`);
+    });
+
+    it('uses a multi-stage node:24 Dockerfile whose runtime stage runs as a non-root user', () => {
+      const all = stages(dockerfileOf(service).text);
+      expect(all.length).toBeGreaterThanOrEqual(2);
+      for (const stage of all) expect(stage.from).toMatch(/^node:24(\b|-)/);
+      const runtime = all.at(-1)!;
+      const users = runtime.body.filter((i) => i.op === 'USER').map((i) => i.args);
+      expect(users.at(-1), 'last USER of the runtime stage').toBeDefined();
+      expect(users.at(-1)).not.toMatch(/^(root|0)(:|$)/);
+      expect(service.user ?? 'node').not.toMatch(/^(root|0)(:|$)/);
+      const copies = runtime.body.filter((i) => i.op === 'COPY').map((i) => i.args);
+      expect(copies.some((c) => c.includes('--from=builder'))).toBe(true);
+      expect(runtime.body.some((i) => i.op === 'RUN' && /pnpm|npm (ci|install)/.test(i.args))).toBe(false);
+    });
+
+    it('checks its health on /healthz and starts src/main.ts', () => {
+      const runtime = stages(dockerfileOf(service).text).at(-1)!;
+      const health = runtime.body.find((i) => i.op === 'HEALTHCHECK');
+      expect(health?.args).toContain('/healthz');
+      const cmd = runtime.body.find((i) => i.op === 'CMD');
+      expect(JSON.parse(cmd?.args ?? '[]')).toEqual(['node', '--import', 'tsx', 'src/main.ts']);
+      const test = service.healthcheck?.test;
+      if (test) expect(JSON.stringify(test)).toContain('/healthz');
+    });
+
+    it('sets every variable its config schema requires and the config parses in production mode', () => {
+      const required = Object.entries(svc.schema.shape)
+        .filter(([, field]) => !field.safeParse(undefined).success)
+        .map(([key]) => key);
+      for (const key of required) expect(env(), `${svc.name} needs ${key}`).toHaveProperty(key);
+      expect(() => svc.load({ ...env() })).not.toThrow();
+      expect(env().NODE_ENV).toBe('production');
+    });
+
+    it('overrides every default that points at localhost (URLs, catalog path) and listens on its agreed port', () => {
+      const keys = Object.keys(svc.schema.shape).filter((k) => /_URL$/.test(k) || k === 'CATALOG_PATH');
+      for (const key of keys) {
+        const field = svc.schema.shape[key]!;
+        const parsed = field.safeParse(undefined);
+        const defaultValue = parsed.success ? String(parsed.data ?? '') : '';
+        if (/127\.0\.0\.1|localhost/.test(defaultValue) || key === 'CATALOG_PATH') {
+          expect(env(), `${svc.name} must set ${key} (default ${defaultValue})`).toHaveProperty(key);
+        }
+      }
+      for (const [key, value] of Object.entries(env())) {
+        if (/_URL$/.test(key)) expect(value, `${svc.name} ${key}`).not.toMatch(/127\.0\.0\.1|localhost/);
+      }
+      expect(Number(env().PORT)).toBe(svc.port);
+    });
+
+    it('reaches other services by compose service name and their listening port', () => {
+      for (const [key, value] of Object.entries(env())) {
+        const target = urlHostPort(value);
+        if (!target) continue;
+        expect(Object.keys(services), `${svc.name} ${key}=${value}: unknown host`).toContain(target.host);
+        expect(target.port, `${svc.name} ${key}=${value}: port`).toBe(listenPort(target.host));
+      }
+    });
+
+    it('waits for every service it talks to to be healthy', () => {
+      const dependsOn = service.depends_on ?? {};
+      expect(Array.isArray(dependsOn), 'depends_on uses the long form with conditions').toBe(false);
+      const targets = new Set(
+        Object.values(env())
+          .map(urlHostPort)
+          .filter((t) => t !== null)
+          .map((t) => t.host),
+      );
+      for (const host of targets) {
+        expect(dependsOn, `${svc.name} depends_on ${host}`).toHaveProperty(host);
+        expect((dependsOn as Record<string, { condition?: string }>)[host]?.condition).toBe(
+          'service_healthy',
+        );
+      }
+      for (const dep of Object.keys(dependsOn)) {
+        const s = services[dep];
+        const hasHealth =
+          Boolean(s?.healthcheck?.test) || (s?.build && /HEALTHCHECK/.test(dockerfileOf(s).text));
+        expect(hasHealth, `${dep} has a health check`).toBe(true);
+      }
+    });
+  });
+
+  it('wires each service to the services it needs', () => {
+    const wiring: Record<string, Record<string, string>> = {
+      keys: { DATABASE_URL: 'postgres', REDIS_URL: 'redis', BILLING_URL: 'billing' },
+      billing: { DATABASE_URL: 'postgres', REDIS_URL: 'redis', AMQP_URL: 'rabbitmq' },
+      proxy: {
+        REDIS_URL: 'redis',
+        AMQP_URL: 'rabbitmq',
+        KEYS_URL: 'keys',
+        BILLING_URL: 'billing',
+        PROVIDER_SIM_URL: 'provider-sim',
+      },
+    };
+    for (const [name, vars] of Object.entries(wiring)) {
+      for (const [key, host] of Object.entries(vars)) {
+        expect(urlHostPort(environment(name)[key] ?? '')?.host, `${name} ${key}`).toBe(host);
+      }
+    }
+  });
+
+  it('shares one SERVICE_JWT_SECRET, one REDIS_PREFIX and one AMQP_PREFIX, from one variable each', () => {
+    const users = ['keys', 'billing', 'proxy'];
+    const secrets = new Set(users.map((n) => environment(n).SERVICE_JWT_SECRET));
+    expect(secrets.size).toBe(1);
+    expect(composeText.match(/SERVICE_JWT_SECRET:\s*\$\{SERVICE_JWT_SECRET/g)?.length).toBe(1);
+    expect(new Set(users.map((n) => environment(n).REDIS_PREFIX)).size).toBe(1);
+    expect(environment('billing').AMQP_PREFIX).toBe(environment('proxy').AMQP_PREFIX);
+  });
+
+  it('connects to Postgres and RabbitMQ with the credentials those containers are given', () => {
+    const pg = environment('postgres');
+    for (const name of ['keys', 'billing']) {
+      const u = new URL(environment(name).DATABASE_URL ?? '');
+      expect(decodeURIComponent(u.username)).toBe(pg.POSTGRES_USER ?? 'postgres');
+      expect(decodeURIComponent(u.password)).toBe(pg.POSTGRES_PASSWORD);
+      expect(u.pathname.slice(1)).toBe(pg.POSTGRES_DB ?? pg.POSTGRES_USER ?? 'postgres');
+    }
+    const mq = environment('rabbitmq');
+    for (const name of ['billing', 'proxy']) {
+      const u = new URL(environment(name).AMQP_URL ?? '');
+      expect(decodeURIComponent(u.username)).toBe(mq.RABBITMQ_DEFAULT_USER ?? 'guest');
+      expect(decodeURIComponent(u.password)).toBe(mq.RABBITMQ_DEFAULT_PASS ?? 'guest');
+    }
+  });
+
+  it('publishes the proxy on 8080 and no other Tollgate service', () => {
+    const ports = (services.proxy?.ports ?? []).map((p) =>
+      typeof p === 'string' ? interpolate(p) : `${p.published}:${p.target}`,
+    );
+    expect(ports).toContain('8080:8080');
+    for (const name of ['keys', 'billing', 'provider-sim']) expect(services[name]?.ports ?? []).toEqual([]);
+  });
+
+  it('gives the proxy a mounted catalog whose provider is the provider-sim container', () => {
+    const env = environment('proxy');
+    const catalogPath = env.CATALOG_PATH ?? '';
+    const mounts = (services.proxy?.volumes ?? []).map((v) =>
+      typeof v === 'string' ? v.split(':') : [v.source, v.target, v.read_only ? 'ro' : 'rw'],
+    );
+    const mount = mounts.find(([, target]) => target && catalogPath.startsWith(`${target}/`));
+    expect(mount, `a volume mounts ${catalogPath}`).toBeDefined();
+    const hostFile = resolve(root, mount?.[0] ?? '', catalogPath.slice((mount?.[1] ?? '').length + 1));
+    expect(existsSync(hostFile), hostFile).toBe(true);
+
+    const catalog = loadCatalog(hostFile, env);
+    const baseUrls = new Set(catalog.models().flatMap((m) => m.providers.map((p) => p.provider.baseUrl)));
+    expect(baseUrls.size).toBeGreaterThan(0);
+    for (const baseUrl of baseUrls) {
+      const target = urlHostPort(baseUrl);
+      expect(target?.host, baseUrl).toBe('provider-sim');
+      expect(target?.port).toBe(listenPort('provider-sim'));
+      expect(services.proxy?.depends_on).toHaveProperty('provider-sim');
+    }
+  });
+});
+
+describe('.dockerignore', () => {
+  const ignore = readFileSync(resolve(root, '.dockerignore'), 'utf8')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+
+  it('keeps node_modules, git history, tests and local env files out of the build context', () => {
+    for (const entry of ['**/node_modules', '.git', '.env', 'tests', '**/*.test.ts'])
+      expect(ignore).toContain(entry);
+  });
+
+  it('does not exclude anything the Dockerfiles copy', () => {
+    const copied = new Set<string>();
+    for (const svc of stack) {
+      for (const stage of stages(dockerfileOf(services[svc.name]!).text)) {
+        for (const ins of stage.body) {
+          if (ins.op !== 'COPY' || ins.args.includes('--from=')) continue;
+          const parts = ins.args.split(/\s+/).filter((p) => !p.startsWith('--'));
+          for (const src of parts.slice(0, -1)) copied.add(src.replace(/^\.\//, ''));
+        }
+      }
+    }
+    for (const src of copied) {
+      expect(existsSync(resolve(root, src)), `${src} exists`).toBe(true);
+      expect(ignore, `${src} is copied by a Dockerfile`).not.toContain(src);
+    }
+  });
+});
