@@ -152,6 +152,21 @@ export function createProxyApp(deps: {
   };
 }
 
+function waitReady(redis: Redis, timeoutMs: number, logger: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      logger.warn('redis not ready at start: authenticating through the keys service until it is');
+      done();
+    }, timeoutMs);
+    redis.once('ready', done);
+  });
+}
+
 /** Starts the proxy in-process (tests, bench, main.ts). PORT=0 picks a free port. */
 export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Promise<ProxyHandle> {
   const logger =
@@ -169,6 +184,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       lazyConnect: false,
     });
   redis.on('error', (err: unknown) => logger.debug({ err }, 'redis error'));
+  // Without an offline queue, commands sent before the connection is ready fail: wait for it
+  // (bounded; if Redis is down the proxy starts anyway and authenticates through the keys service).
+  if (redis.status !== 'ready') await waitReady(redis, 5_000, logger);
   const resolver =
     deps.resolver ??
     createKeyResolver({
