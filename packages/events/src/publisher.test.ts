@@ -174,6 +174,18 @@ describe('usage publisher', () => {
     expect(await publisher.flush(10_000)).toBe(true);
     const ids = (await drainQueue(amqp.url, topology.queue)).map((m) => m.properties.messageId);
     expect(ids).toEqual(events.slice(15).map((e) => e.id));
+    await vi.waitFor(() =>
+      expect(
+        metrics
+          .filter((m) => m.type === 'published')
+          .reduce((n, m) => n + (m.type === 'published' ? m.count : 0), 0),
+      ).toBe(10),
+    );
+    expect(metrics.filter((m) => m.type === 'connection')).toEqual([
+      { type: 'connection', connected: true },
+      { type: 'connection', connected: false },
+      { type: 'connection', connected: true },
+    ]);
   });
 
   it('close() flushes everything buffered before closing', async () => {
