@@ -1,0 +1,314 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@tollgate/errors';
+import { type LimitReset, periodEnd, toUnits } from '@tollgate/money';
+import { createRedisSpendGuard, type SpendGuard, spendKeyHash } from '@tollgate/spend';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  keyHeaders,
+  serviceHeaders,
+  startTestBilling,
+  type TestBillingStack,
+  testRequestId,
+  usageEvent,
+} from '../testing';
+
+type CachedKey = Parameters<SpendGuard['admit']>[0]['key'];
+let s: TestBillingStack;
+let now = new Date('2026-11-20T12:00:00.000Z');
+const clock = () => now;
+let guard: SpendGuard;
+
+beforeAll(async () => {
+  s = await startTestBilling({}, { clock });
+  guard = createRedisSpendGuard({
+    redis: s.redis.client,
+    prefix: s.config.REDIS_PREFIX,
+    billingUrl: s.billing.url,
+    serviceJwtSecret: s.secret,
+    clock,
+  });
+});
+afterAll(async () => {
+  await s.cleanup();
+});
+
+const usd = (v: string) => toUnits(v);
+
+function newKey(limit: string | null, limitReset: LimitReset | null, accountId = randomUUID()): CachedKey {
+  return {
+    id: randomUUID(),
+    accountId,
+    scope: 'inference',
+    disabled: false,
+    revoked: false,
+    limit,
+    limitReset,
+    version: 1,
+  };
+}
+
+async function internal(method: string, path: string, body: unknown) {
+  const res = await fetch(`${s.billing.url}${path}`, {
+    method,
+    headers: serviceHeaders(s.secret, 'test'),
+    body: JSON.stringify(body),
+  });
+  expect(res.ok, await res.clone().text()).toBe(true);
+  return res.json();
+}
+const setPostpaid = (accountId: string, postpaid = true) =>
+  internal('PUT', `/internal/accounts/${accountId}/postpaid`, { postpaid });
+const addCredits = (accountId: string, amount: string) =>
+  internal('POST', `/internal/accounts/${accountId}/credits`, { amount, note: 'test' });
+
+async function recorded(id: string) {
+  await vi.waitFor(
+    async () => {
+      const row = await s.billing.db
+        .selectFrom('billing.generations')
+        .select('id')
+        .where('id', '=', id)
+        .executeTakeFirst();
+      expect(row).toBeDefined();
+    },
+    { timeout: 5000 },
+  );
+}
+
+/** A whole request as the proxy runs it: admit, settle with the cost, publish the usage event. */
+async function spend(key: CachedKey, cost: string, worst = cost) {
+  const requestId = testRequestId(now);
+  const reservation = await guard.admit({ key, worstCaseCostUnits: usd(worst), requestId });
+  await guard.settle(reservation, usd(cost));
+  const e = usageEvent({
+    id: requestId,
+    key_id: key.id,
+    account_id: key.accountId,
+    cost,
+    finished_at: now.toISOString(),
+  });
+  await s.publish(e);
+  await recorded(requestId);
+}
+
+async function admitError(key: CachedKey, worst = '0.01'): Promise<AppError | null> {
+  try {
+    await guard.admit({ key, worstCaseCostUnits: usd(worst), requestId: testRequestId(now) });
+    return null;
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+}
+
+describe('spend guard against a real billing', () => {
+  it.each([
+    ['daily', 'daily'],
+    ['weekly', 'weekly'],
+    ['monthly', 'monthly'],
+  ] as const)(
+    'refuses a key at its %s limit with 403 naming the period, and admits it in the next period',
+    async (reset, word) => {
+      now = new Date('2026-11-20T12:00:00.000Z');
+      const key = newKey('1', reset);
+      await setPostpaid(key.accountId);
+      await spend(key, '1');
+      const err = await admitError(key);
+      expect(err?.type).toBe('key_limit_exceeded');
+      expect(err?.status).toBe(403);
+      expect(err?.message).toContain(word);
+      // One millisecond before the period ends: still refused; at its end: admitted.
+      const end = periodEnd(reset, now) as Date;
+      now = new Date(end.getTime() - 1);
+      expect((await admitError(key))?.type).toBe('key_limit_exceeded');
+      now = end;
+      expect(await admitError(key)).toBeNull();
+    },
+  );
+
+  it('uses UTC days, ISO weeks starting Monday, calendar months', () => {
+    expect(periodEnd('weekly', new Date('2026-11-22T23:59:59Z'))?.toISOString()).toBe(
+      '2026-11-23T00:00:00.000Z',
+    );
+    expect(periodEnd('monthly', new Date('2026-11-30T23:00:00Z'))?.toISOString()).toBe(
+      '2026-12-01T00:00:00.000Z',
+    );
+  });
+
+  it('never resets a limit with limit_reset null and says "total"', async () => {
+    now = new Date('2026-11-20T12:00:00.000Z');
+    const key = newKey('0.5', null);
+    await setPostpaid(key.accountId);
+    await spend(key, '0.5');
+    now = new Date('2027-06-01T00:00:00.000Z');
+    const err = await admitError(key);
+    expect(err?.type).toBe('key_limit_exceeded');
+    expect(err?.message).toContain('total');
+  });
+
+  it('admits at once when the limit is raised or removed', async () => {
+    now = new Date('2026-11-20T12:00:00.000Z');
+    const key = newKey('1', 'daily');
+    await setPostpaid(key.accountId);
+    await spend(key, '1');
+    expect((await admitError(key))?.type).toBe('key_limit_exceeded');
+    expect(await admitError({ ...key, limit: '2', version: 2 })).toBeNull();
+    expect(await admitError({ ...key, limit: null, version: 3 })).toBeNull();
+  });
+
+  it('counts a settled cost the worker has not recorded yet (no overshoot in between)', async () => {
+    now = new Date('2026-11-20T12:00:00.000Z');
+    const key = newKey('1', 'daily');
+    await setPostpaid(key.accountId);
+    const requestId = testRequestId(now);
+    const reservation = await guard.admit({ key, worstCaseCostUnits: usd('1'), requestId });
+    await guard.settle(reservation, usd('0.9'));
+    expect((await admitError(key, '0.2'))?.type).toBe('key_limit_exceeded');
+    expect(await admitError(key, '0.1')).toBeNull(); // its reservation expires later; settle it:
+    await s.publish(
+      usageEvent({
+        id: requestId,
+        key_id: key.id,
+        account_id: key.accountId,
+        cost: '0.9',
+        finished_at: now.toISOString(),
+      }),
+    );
+    await recorded(requestId);
+    await vi.waitFor(async () =>
+      expect(await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, key.id), 'd2026-11-20')).toBe(
+        String(usd('0.9')),
+      ),
+    );
+    expect(
+      await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, key.id), `p:${requestId}`),
+    ).toBeNull();
+  });
+
+  it('lets N concurrent admits against a nearly spent key take recorded spend exactly to the limit, never over', async () => {
+    now = new Date('2026-11-20T12:00:00.000Z');
+    const key = newKey('1', 'monthly');
+    await setPostpaid(key.accountId);
+    await spend(key, '0.9');
+    const attempts = Array.from({ length: 50 }, () => testRequestId(now));
+    const results = await Promise.allSettled(
+      attempts.map((requestId) => guard.admit({ key, worstCaseCostUnits: usd('0.01'), requestId })),
+    );
+    const admitted = attempts.filter((_, i) => results[i]?.status === 'fulfilled');
+    const refused = results.filter((r) => r.status === 'rejected').map((r) => (r.reason as AppError).type);
+    expect(admitted).toHaveLength(10);
+    expect(new Set(refused)).toEqual(new Set(['key_limit_exceeded']));
+    // Every admitted request costs its full worst case.
+    await Promise.all(
+      admitted.map(async (requestId, i) => {
+        const r = results[attempts.indexOf(requestId)] as PromiseFulfilledResult<
+          Awaited<ReturnType<SpendGuard['admit']>>
+        >;
+        await guard.settle(r.value, usd('0.01'));
+        await s.publish(
+          usageEvent({
+            id: requestId,
+            key_id: key.id,
+            account_id: key.accountId,
+            cost: '0.01',
+            finished_at: now.toISOString(),
+            app: `c${i}`,
+          }),
+        );
+      }),
+    );
+    await Promise.all(admitted.map(recorded));
+    const total = await s.billing.db
+      .selectFrom('billing.key_spend')
+      .select('amount')
+      .where('key_id', '=', key.id)
+      .where('period', '=', 'm2026-11')
+      .executeTakeFirstOrThrow();
+    expect(Number(total.amount)).toBe(1);
+    expect((await admitError(key))?.type).toBe('key_limit_exceeded');
+  });
+
+  it('refuses an account without credits with 402, admits after credits are added, and always when postpaid', async () => {
+    now = new Date('2026-11-20T12:00:00.000Z');
+    const key = newKey(null, null);
+    const err = await admitError(key);
+    expect(err?.type).toBe('payment_required');
+    expect(err?.status).toBe(402);
+    expect(await addCredits(key.accountId, '1')).toEqual({
+      data: { account_id: key.accountId, total_credits: '1' },
+    });
+    expect(await admitError(key)).toBeNull(); // the guard sees the new credits at once
+    await spend(key, '1');
+    expect((await admitError(key))?.type).toBe('payment_required');
+    const credits = await fetch(`${s.billing.url}/credits`, {
+      headers: keyHeaders(s.secret, { keyId: key.id, accountId: key.accountId, scope: 'management' }),
+    });
+    expect(await credits.json()).toEqual({ data: { total_credits: 1, total_usage: 1 } });
+    await setPostpaid(key.accountId, true);
+    expect(await admitError(key)).toBeNull();
+    await setPostpaid(key.accountId, false);
+    expect((await admitError(key))?.type).toBe('payment_required');
+  });
+
+  it('keeps enforcing after Redis loses the counters (rebuilt from Postgres, never read as zero)', async () => {
+    now = new Date('2026-11-20T12:00:00.000Z');
+    const limited = newKey('1', 'daily');
+    await setPostpaid(limited.accountId);
+    await spend(limited, '1');
+    const broke = newKey(null, null);
+    await addCredits(broke.accountId, '0.5');
+    await spend(broke, '0.5');
+    // Flush everything under this stack's prefix.
+    const keys = await s.redis.client.keys(`${s.config.REDIS_PREFIX}*`);
+    if (keys.length) await s.redis.client.del(...keys);
+    expect((await admitError(limited))?.type).toBe('key_limit_exceeded');
+    expect((await admitError(broke))?.type).toBe('payment_required');
+  });
+
+  it('refuses with 503 rather than guessing when counters are missing and billing is unreachable', async () => {
+    const offline = createRedisSpendGuard({
+      redis: s.redis.client,
+      prefix: `${s.config.REDIS_PREFIX}offline:`,
+      billingUrl: 'http://127.0.0.1:9',
+      serviceJwtSecret: s.secret,
+      clock,
+    });
+    const key = newKey('1', 'daily');
+    await expect(
+      offline.admit({ key, worstCaseCostUnits: 1n, requestId: testRequestId() }),
+    ).rejects.toMatchObject({
+      type: 'service_unavailable',
+      status: 503,
+    });
+  });
+
+  it('costs one Redis call for a key without limit on a postpaid account and needs no settle', async () => {
+    const calls: string[] = [];
+    const client = s.redis.client;
+    const counted = new Proxy(client, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(prop));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const cheap = createRedisSpendGuard({
+      redis: counted,
+      prefix: s.config.REDIS_PREFIX,
+      billingUrl: s.billing.url,
+      serviceJwtSecret: s.secret,
+      clock,
+    });
+    const key = newKey(null, null);
+    await setPostpaid(key.accountId);
+    await cheap.admit({ key, worstCaseCostUnits: 1n, requestId: testRequestId(now) }); // first use loads the account
+    calls.length = 0;
+    const reservation = await cheap.admit({ key, worstCaseCostUnits: 1n, requestId: testRequestId(now) });
+    await cheap.settle(reservation, 1n);
+    expect(reservation).toBeNull();
+    expect(calls).toEqual(['evalsha']);
+  });
+});
