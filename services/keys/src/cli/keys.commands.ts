@@ -1,4 +1,4 @@
-import { notFound } from '@tollgate/errors';
+import { badRequest, notFound } from '@tollgate/errors';
 import type { KeyObject } from '../keys/key-view';
 import { parseHash } from '../keys/keys.schemas';
 import { type CommandGroup, defineCommand } from './command';
@@ -22,7 +22,7 @@ export const keysCommands: CommandGroup = {
       async run({ runtime }, o) {
         const account = await runtime.accounts.requireBySlug(o.account);
         const name = o.name.trim();
-        if (!name || name.length > 200) throw new Error('name: must be 1-200 characters');
+        if (!name || name.length > 200) throw badRequest('name: must be 1-200 characters');
         const { row: created, key } = await runtime.keys.create(account.id, { name, scope: 'management' });
         const [object] = await runtime.presenter.present([created], 'zero');
         return {
@@ -59,8 +59,8 @@ export const keysCommands: CommandGroup = {
         hash: { type: 'string', required: true, description: 'key id (uuid)' },
       },
       async run({ runtime }, o) {
-        const account = await runtime.accounts.requireBySlug(o.account);
         const hash = parseHash(o.hash);
+        const account = await runtime.accounts.requireBySlug(o.account);
         const existing = await runtime.keys.get(account.id, hash);
         if (existing.scope !== 'management')
           throw notFound(`No management key ${hash} in account "${o.account}"`);

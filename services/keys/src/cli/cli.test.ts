@@ -1,0 +1,187 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, expectStatus, isActive, proxyLookup } from '../test-client';
+import { startTestKeysService, type TestKeysService } from '../testing';
+import { runCli } from './command';
+import { commandGroups } from './main';
+
+let t: TestKeysService;
+let env: NodeJS.ProcessEnv;
+beforeAll(async () => {
+  t = await startTestKeysService();
+  env = {
+    DATABASE_URL: t.config.DATABASE_URL,
+    REDIS_URL: t.config.REDIS_URL,
+    REDIS_PREFIX: t.config.REDIS_PREFIX,
+    SERVICE_JWT_SECRET: t.config.SERVICE_JWT_SECRET,
+  };
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function cli(args: string, extraEnv: NodeJS.ProcessEnv = {}) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args.split(' ').filter(Boolean), commandGroups, {
+    stdout: (s) => {
+      stdout += s;
+    },
+    stderr: (s) => {
+      stderr += s;
+    },
+    env: { ...env, ...extraEnv },
+  });
+  const json = () => JSON.parse(stdout);
+  return { code, stdout, stderr, json };
+}
+
+let n = 0;
+const slug = () => `cli-${process.pid}-${++n}`;
+
+describe('admin CLI', () => {
+  it('creates and lists accounts (--json and table)', async () => {
+    const s = slug();
+    const created = await cli(`accounts create --slug ${s} --name Acme --json`);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.json()).toEqual({
+      data: {
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        slug: s,
+        name: 'Acme',
+        created_at: expect.any(String),
+      },
+    });
+    const listed = await cli('accounts list --json');
+    expect(listed.json().data).toContainEqual(created.json().data);
+    const table = await cli('accounts list');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^id\s+slug\s+name\s+created_at/);
+    expect(table.stdout).toContain(s);
+  });
+
+  it('refuses a duplicate or malformed slug', async () => {
+    const s = slug();
+    expect((await cli(`accounts create --slug ${s} --name A`)).code).toBe(0);
+    const dup = await cli(`accounts create --slug ${s} --name A --json`);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toMatch(/already exists/);
+    expect(dup.json().error.metadata.error_type).toBe('conflict');
+    for (const bad of ['Acme', 'a_b', '-a', 'a-']) {
+      const res = await cli(`accounts create --slug ${bad} --name A`);
+      expect(res.code, bad).toBe(2);
+      expect(res.stderr).toMatch(/slug/);
+    }
+  });
+
+  it('creates, lists and revokes management keys, updating the key cache like the API', async () => {
+    const s = slug();
+    const account = (await cli(`accounts create --slug ${s} --name Ops --json`)).json().data;
+    const created = await cli(`keys create-management --account ${s} --name ops --json`);
+    expect(created.code, created.stderr).toBe(0);
+    const key = created.json().data;
+    expect(key).toMatchObject({
+      scope: 'management',
+      name: 'ops',
+      limit: null,
+      disabled: false,
+      revoked: false,
+    });
+    expect(key.key).toMatch(/^sk-tg-v1-[0-9a-f]{64}$/);
+    expect(await proxyLookup(t, key.key)).toMatchObject({
+      id: key.hash,
+      accountId: account.id,
+      scope: 'management',
+    });
+    // The new key manages the account through the API.
+    expectStatus(
+      await api(t, 'GET', '/keys', { as: { id: key.hash, accountId: account.id, scope: 'management' } }),
+      200,
+    );
+
+    const table = await cli(`keys create-management --account ${s} --name second`);
+    expect(table.stdout).toMatch(/key: sk-tg-v1-[0-9a-f]{64}/);
+
+    const listed = await cli(`keys list-management --account ${s} --json`);
+    expect(listed.json().data.map((k: { name: string }) => k.name)).toEqual(['second', 'ops']);
+    for (const k of listed.json().data) expect(k.key).toBeUndefined();
+
+    const revoked = await cli(`keys revoke-management --account ${s} --hash ${key.hash} --json`);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.json()).toEqual({ data: { hash: key.hash, deleted: true } });
+    expect(isActive(await proxyLookup(t, key.key))).toBe(false);
+    const again = await cli(`keys revoke-management --account ${s} --hash ${key.hash} --json`);
+    expect(again.code).toBe(0);
+
+    const after = await cli(`keys list-management --account ${s}`);
+    expect(after.stdout).toMatch(new RegExp(`${key.hash}\\s+ops\\s+\\S+\\s+revoked`));
+  });
+
+  it('revoke-management does not touch inference keys or other accounts', async () => {
+    const s = slug();
+    (await cli(`accounts create --slug ${s} --name A`)).code;
+    const inference = await t.createKey(t.account.id);
+    const res = await cli(`keys revoke-management --account ${t.account.slug} --hash ${inference.id}`);
+    expect(res.code).toBe(2);
+    const foreign = await cli(`keys revoke-management --account ${s} --hash ${t.account.managementKey.id}`);
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toMatch(/No such key/);
+    expect(isActive(await proxyLookup(t, t.account.managementKey.key))).toBe(true);
+  });
+
+  it.each([
+    ['', /Usage: tollgate/],
+    ['nope', /unknown command group "nope"/],
+    ['keys', /create-management/],
+    ['keys nope', /unknown command "keys nope"/],
+    ['keys create-management --name ops', /missing required option --account/],
+    ['keys create-management --account acme --name ops --colour red', /colour/],
+    ['keys create-management --account acme --name', /--name/],
+    ['accounts list extra', /extra/],
+    ['keys revoke-management --account acme --hash not-a-uuid', /hash: must be a uuid/],
+    ['keys list-management --account no-such-account', /No account with slug "no-such-account"/],
+  ])('exits 2 with a clear message for bad arguments: %s', async (args, message) => {
+    const res = await cli(args);
+    expect(res.code, res.stderr + res.stdout).toBe(2);
+    expect(res.stderr + res.stdout).toMatch(message);
+  });
+
+  it('prints help with exit code 0 when asked', async () => {
+    for (const args of ['--help', 'keys --help', 'keys create-management --help']) {
+      const res = await cli(args);
+      expect(res.code).toBe(0);
+      expect(res.stdout).toMatch(/tollgate/);
+    }
+  });
+
+  it('refuses to create a management key when Redis is down (exit 1, nothing created)', async () => {
+    const res = await cli(`keys create-management --account ${t.account.slug} --name x --json`, {
+      REDIS_URL: 'redis://127.0.0.1:1',
+    });
+    expect(res.code).toBe(1);
+    expect(res.json().error.metadata.error_type).toBe('service_unavailable');
+    const listed = await cli(`keys list-management --account ${t.account.slug} --json`);
+    expect(listed.json().data.map((k: { name: string }) => k.name)).toEqual(['ops']);
+  });
+
+  it('runs as `pnpm --silent tollgate … --json` from the repository root', async () => {
+    const root = fileURLToPath(new URL('../../../../', import.meta.url));
+    const s = slug();
+    const run = (args: string[]) =>
+      promisify(execFile)('pnpm', ['--silent', 'tollgate', ...args], {
+        cwd: root,
+        env: { ...process.env, ...env },
+      });
+    await run(['accounts', 'create', '--slug', s, '--name', 'Acme']);
+    const { stdout } = await run(['keys', 'create-management', '--account', s, '--name', 'ops', '--json']);
+    const data = JSON.parse(stdout).data;
+    expect(data).toMatchObject({ scope: 'management', name: 'ops' });
+    expect(data.key).toMatch(/^sk-tg-v1-/);
+    const bad = await run(['keys', 'create-management', '--account', s]).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/missing required option --name/) });
+  }, 30_000);
+});

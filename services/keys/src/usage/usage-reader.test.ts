@@ -1,0 +1,114 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { SERVICE_TOKEN_HEADER, verifyServiceToken } from '@tollgate/auth';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, expectError, expectStatus } from '../test-client';
+import { startTestKeysService, type TestKeysService } from '../testing';
+
+/** Stands in for billing's POST /internal/usage/keys (contracts.md) until the real one is wired in. */
+let billing: Server;
+let billingUrl: string;
+let answer: (body: { keys: Array<{ id: string; limit_reset: string | null }> }) => {
+  status: number;
+  body: unknown;
+};
+const calls: Array<{ token: unknown; body: unknown }> = [];
+
+const readBody = async (req: IncomingMessage) => {
+  let text = '';
+  for await (const chunk of req) text += chunk;
+  return JSON.parse(text);
+};
+
+let t: TestKeysService;
+beforeAll(async () => {
+  billing = createServer(async (req, res) => {
+    const body = await readBody(req);
+    calls.push({
+      token: verifyServiceToken(String(req.headers[SERVICE_TOKEN_HEADER]), t.config.SERVICE_JWT_SECRET),
+      body,
+    });
+    const out =
+      req.url === '/internal/usage/keys' && req.method === 'POST' ? answer(body) : { status: 404, body: {} };
+    res.writeHead(out.status, { 'content-type': 'application/json' }).end(JSON.stringify(out.body));
+  });
+  await new Promise<void>((r) => billing.listen(0, '127.0.0.1', r));
+  billingUrl = `http://127.0.0.1:${(billing.address() as { port: number }).port}`;
+  t = await startTestKeysService({ env: { BILLING_URL: billingUrl } });
+});
+afterAll(async () => {
+  await t?.close();
+  await new Promise((r) => billing.close(r));
+});
+
+describe('usage figures from billing', () => {
+  it('fills usage and limit_remaining of listed keys with one call carrying a keys service token', async () => {
+    const acct = await t.createAccount();
+    const a = await t.createKey(acct.id, { limit: '10', limitReset: 'daily' });
+    const b = await t.createKey(acct.id, { limit: '1' });
+    answer = ({ keys }) => ({
+      status: 200,
+      body: {
+        data: Object.fromEntries(
+          keys.map((k) => [
+            k.id,
+            k.id === a.id
+              ? { usage: '2.5000000001', usage_daily: '2.5000000001', usage_weekly: '3', usage_monthly: '4' }
+              : { usage: '1.75', usage_daily: '0', usage_weekly: '0', usage_monthly: '1.75' },
+          ]),
+        ),
+      },
+    });
+    calls.length = 0;
+    const res = await api(t, 'GET', '/keys', { as: acct.managementKey });
+    expectStatus(res, 200);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.token).toEqual({ kind: 'service', service: 'keys' });
+    expect(calls[0]?.body).toEqual({
+      keys: expect.arrayContaining([
+        { id: a.id, limit_reset: 'daily' },
+        { id: b.id, limit_reset: null },
+      ]),
+    });
+    const byId = Object.fromEntries(res.body.data.map((k: { hash: string }) => [k.hash, k]));
+    expect(byId[a.id]).toMatchObject({ usage: 2.5000000001, limit_remaining: 7.4999999999 });
+    expect(byId[b.id]).toMatchObject({ usage: 1.75, limit_remaining: 0 }); // over the limit: never negative
+
+    const me = await api(t, 'GET', '/key', { as: a });
+    expect(me.body.data).toMatchObject({
+      usage: 2.5000000001,
+      usage_daily: 2.5000000001,
+      usage_weekly: 3,
+      usage_monthly: 4,
+    });
+  });
+
+  it('reads zero for a key billing has never seen', async () => {
+    answer = () => ({ status: 200, body: { data: {} } });
+    const key = await t.createKey(t.account.id, { limit: '5' });
+    const res = await api(t, 'GET', `/keys/${key.id}`);
+    expect(res.body.data).toMatchObject({ usage: 0, limit_remaining: 5 });
+  });
+
+  it('answers 503 on reads when billing fails, but still applies and answers a change', async () => {
+    const key = await t.createKey(t.account.id, { limit: '5' });
+    for (const failure of [
+      { status: 500, body: { error: 'boom' } },
+      { status: 200, body: { data: { [key.id]: { usage: 1 } } } },
+    ]) {
+      answer = () => failure;
+      expectError(await api(t, 'GET', `/keys/${key.id}`), 503, 'service_unavailable', /[Uu]sage/);
+      expectError(await api(t, 'GET', '/keys'), 503, 'service_unavailable');
+    }
+    const patched = await api(t, 'PATCH', `/keys/${key.id}`, { body: { disabled: true } });
+    expectStatus(patched, 200);
+    expect(patched.body.data).toMatchObject({ disabled: true, usage: 0 });
+  });
+
+  it('creating a key does not call billing (a new key has spent nothing)', async () => {
+    calls.length = 0;
+    const res = await api(t, 'POST', '/keys', { body: { name: 'fresh', limit: 3 } });
+    expectStatus(res, 201);
+    expect(res.body.data).toMatchObject({ usage: 0, limit_remaining: 3 });
+    expect(calls).toHaveLength(0);
+  });
+});
