@@ -31,7 +31,11 @@ export default async function setup() {
       process.env.DATABASE_URL = `postgres://postgres@${pgc.getHost()}:${pgc.getMappedPort(5432)}/postgres`;
       process.env.REDIS_URL = `redis://${redisc.getHost()}:${redisc.getMappedPort(6379)}`;
       process.env.AMQP_URL = `amqp://guest:guest@${rabbitc.getHost()}:${rabbitc.getMappedPort(5672)}`;
-      stops.push(() => pgc.stop(), () => redisc.stop(), () => rabbitc.stop());
+      stops.push(
+        () => pgc.stop(),
+        () => redisc.stop(),
+        () => rabbitc.stop(),
+      );
     } catch (err) {
       console.warn(`testcontainers could not start containers, using local servers: ${String(err)}`);
     }

@@ -30,6 +30,7 @@ export function dockerAvailable(env: NodeJS.ProcessEnv = process.env): boolean {
 /** The id of this test run; every database, Redis prefix and queue name of the run carries it. */
 export function runId(): string {
   const id = process.env.TOLLGATE_TEST_RUN;
-  if (!id) throw new Error('TOLLGATE_TEST_RUN is not set: run tests through vitest (its global setup sets it)');
+  if (!id)
+    throw new Error('TOLLGATE_TEST_RUN is not set: run tests through vitest (its global setup sets it)');
   return id;
 }
