@@ -6,5 +6,10 @@ import { startKeysService } from './service';
 // Keys service: config → logger → (migrate, Postgres, Redis, last_used flusher, HTTP) → graceful stop.
 const config = loadConfig();
 const logger = createLogger({ name: 'keys', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const service = await startKeysService(config, { logger });
-onShutdown(logger, () => service.close());
+try {
+  const service = await startKeysService(config, { logger });
+  onShutdown(logger, () => service.close());
+} catch (err) {
+  logger.fatal({ err }, 'keys service failed to start');
+  process.exit(1);
+}

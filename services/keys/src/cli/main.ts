@@ -1,13 +1,18 @@
 import { pathToFileURL } from 'node:url';
 import { accountsCommands } from './accounts.commands';
 import { type CommandGroup, runCli } from './command';
+import { creditsCommands, setPostpaidCommand } from './credits.commands';
 import { keysCommands } from './keys.commands';
 
 /**
  * The admin CLI (`pnpm tollgate <group> <command> … [--json]`): the dashboard functions.
  * Each group lives in its own file; register a new one with one line here.
  */
-export const commandGroups: CommandGroup[] = [accountsCommands, keysCommands];
+export const commandGroups: CommandGroup[] = [
+  { ...accountsCommands, commands: [...accountsCommands.commands, setPostpaidCommand] },
+  keysCommands,
+  creditsCommands,
+];
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   process.exitCode = await runCli(process.argv.slice(2), commandGroups);
