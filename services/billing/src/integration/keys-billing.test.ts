@@ -1,0 +1,120 @@
+import { startTestKeysService, type TestKeysService } from '@tollgate/keys/testing';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+// The admin CLI is not a package export of @tollgate/keys; its entry module is imported by path.
+import { runCli } from '../../../keys/src/cli/command';
+import { commandGroups } from '../../../keys/src/cli/main';
+import { startTestBilling, TEST_SECRET, type TestBillingStack, usageEvent } from '../testing';
+
+// keys + billing together: the keys service's usage reader against /internal/usage/keys, and the
+// admin CLI's credits / postpaid commands against billing's internal API.
+let billing: TestBillingStack;
+let keys: TestKeysService;
+
+beforeAll(async () => {
+  billing = await startTestBilling();
+  keys = await startTestKeysService({
+    env: { BILLING_URL: billing.billing.url, SERVICE_JWT_SECRET: TEST_SECRET },
+  });
+});
+afterAll(async () => {
+  await keys?.close();
+  await billing?.cleanup();
+});
+
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, commandGroups, {
+    stdout: (s) => {
+      stdout += s;
+    },
+    stderr: (s) => {
+      stderr += s;
+    },
+    env: {
+      DATABASE_URL: keys.config.DATABASE_URL,
+      REDIS_URL: keys.config.REDIS_URL,
+      REDIS_PREFIX: keys.config.REDIS_PREFIX,
+      SERVICE_JWT_SECRET: TEST_SECRET,
+      BILLING_URL: billing.billing.url,
+      ...env,
+    },
+  });
+  return { code, stdout, stderr, json: () => JSON.parse(stdout) as { data: Record<string, unknown> } };
+}
+
+describe('keys service with a real billing', () => {
+  it('shows spend recorded by billing on key objects (usage in the limit period, daily/weekly/monthly)', async () => {
+    const key = await keys.createKey(keys.account.id, { name: 'spender', limit: '5', limitReset: 'daily' });
+    const e = usageEvent({ key_id: key.id, account_id: keys.account.id, cost: '0.75' });
+    await billing.publish(e);
+    await vi.waitFor(
+      async () => {
+        const res = await fetch(`${keys.url}/keys/${key.id}`, {
+          headers: keys.callerHeaders(keys.account.managementKey),
+        });
+        const body = (await res.json()) as { data: { usage: number; limit_remaining: number } };
+        expect(body.data.usage, JSON.stringify(body)).toBe(0.75);
+        expect(body.data.limit_remaining).toBe(4.25);
+      },
+      { timeout: 5000 },
+    );
+    const own = await fetch(`${keys.url}/key`, { headers: keys.callerHeaders(key) });
+    const body = (await own.json()) as { data: Record<string, unknown> };
+    expect(body.data).toMatchObject({
+      usage: 0.75,
+      usage_daily: 0.75,
+      usage_weekly: 0.75,
+      usage_monthly: 0.75,
+    });
+  });
+});
+
+describe('admin CLI credits commands', () => {
+  it('adds credits to an account by slug and prints the new total (--json and text)', async () => {
+    const acct = await keys.createAccount();
+    const first = await cli([
+      'credits',
+      'add',
+      '--account',
+      acct.slug,
+      '--amount',
+      '25',
+      '--note',
+      'welcome',
+      '--json',
+    ]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.json()).toEqual({
+      data: { account: acct.slug, account_id: acct.id, added: '25', total_credits: '25' },
+    });
+    const second = await cli(['credits', 'add', '--account', acct.slug, '--amount', '10.50']);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toContain('total credits 35.5 USD');
+    const res = await fetch(`${billing.billing.url}/credits`, {
+      headers: keys.callerHeaders(acct.managementKey),
+    });
+    expect(await res.json()).toEqual({ data: { total_credits: 35.5, total_usage: 0 } });
+  });
+
+  it('switches an account to postpaid and back', async () => {
+    const acct = await keys.createAccount();
+    const on = await cli(['accounts', 'set-postpaid', '--account', acct.slug, '--json']);
+    expect(on.code, on.stderr).toBe(0);
+    expect(on.json().data).toEqual({ account: acct.slug, account_id: acct.id, postpaid: true });
+    const off = await cli(['accounts', 'set-postpaid', '--account', acct.slug, '--off']);
+    expect(off.code, off.stderr).toBe(0);
+    expect(off.stdout).toContain('prepaid');
+  });
+
+  it('exits 2 for an unknown account, a malformed amount, or no BILLING_URL', async () => {
+    const unknown = await cli(['credits', 'add', '--account', 'no-such-account', '--amount', '1', '--json']);
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stdout).error.metadata.error_type).toBe('not_found');
+    expect((await cli(['credits', 'add', '--account', keys.account.slug, '--amount', 'lots'])).code).toBe(2);
+    expect(
+      (await cli(['credits', 'add', '--account', keys.account.slug, '--amount', '1'], { BILLING_URL: '' }))
+        .code,
+    ).toBe(2);
+  });
+});
