@@ -26,7 +26,9 @@ export function createAccountService(db: KeysDb): AccountService {
     async create({ slug, name }) {
       validateSlug(slug);
       const trimmed = name.trim();
-      if (!trimmed || trimmed.length > 200) throw badRequest('name: must be 1-200 characters');
+      if (!trimmed || trimmed.length > 200 || trimmed.includes('\u0000')) {
+        throw badRequest('name: must be 1-200 characters (no NUL)');
+      }
       try {
         return await insertAccount(db, { slug, name: trimmed });
       } catch (err) {

@@ -4,6 +4,8 @@ import type { RequestHandler, Response } from 'express';
 import type { KeyService } from '../keys/keys.service';
 import type { ApiKey } from '../keys/keys.table';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 const tokenOf = (header: string | string[] | undefined) => (typeof header === 'string' ? header : undefined);
 
 /**
@@ -18,7 +20,9 @@ export function keyCaller(
   return async (req, res, next) => {
     const token = tokenOf(req.headers[SERVICE_TOKEN_HEADER]);
     const claims = token ? verifyServiceToken(token, deps.secret) : null;
-    if (claims?.kind !== 'key') throw unauthorized('Missing or invalid caller identity');
+    if (claims?.kind !== 'key' || !UUID.test(claims.keyId) || !UUID.test(claims.accountId)) {
+      throw unauthorized('Missing or invalid caller identity');
+    }
     const row = await deps.keys.authenticateCaller(claims);
     if (scope !== 'any' && row.scope !== scope) throw forbiddenScope(scope);
     res.locals.caller = row;

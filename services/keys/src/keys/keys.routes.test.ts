@@ -70,6 +70,8 @@ describe('authentication of every management route', () => {
         { ...acct.managementKey, accountId: other.id }, // key id of another account
         { ...acct.managementKey, id: UNKNOWN },
         { ...acct.managementKey, scope: 'inference' as const }, // scope claim does not match the key
+        { ...acct.managementKey, id: 'not-a-uuid' },
+        { ...acct.managementKey, accountId: "x' or 1=1" },
       ];
       for (const as of identities) expectError(await api(t, method, path, { as, body }), 401, 'unauthorized');
     },
@@ -481,6 +483,7 @@ describe('bad input is a 400 naming the field, never a 500', () => {
     [{ name: 42 }, /^name/],
     [{ name: null }, /^name/],
     [{ name: 'x'.repeat(201) }, /^name/],
+    [{ name: 'a\u0000b' }, /^name: must not contain NUL/],
     [{ name: 'k', limit: -1 }, /^limit/],
     [{ name: 'k', limit: '5' }, /^limit/],
     [{ name: 'k', limit: true }, /^limit/],

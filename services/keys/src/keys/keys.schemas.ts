@@ -9,7 +9,8 @@ const name = z
   .string({ error: 'expected a string' })
   .trim()
   .min(1, { error: 'must not be empty' })
-  .max(200, { error: 'must be at most 200 characters' });
+  .max(200, { error: 'must be at most 200 characters' })
+  .refine((s) => !s.includes('\u0000'), { error: 'must not contain NUL characters' });
 
 /** A USD amount as a JSON number: finite, >= 0, at most 10 decimal places; becomes a decimal string. */
 const limit = z
