@@ -117,15 +117,20 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
       const limitUnits = key.limit !== null && key.scope !== 'management' ? toUnits(key.limit) : null;
       for (let attempt = 0; ; attempt++) {
         const at = clock();
-        const outcome = await store.admit({
-          keyId: key.id,
-          accountId: key.accountId,
-          requestId,
-          worstCaseUnits: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits,
-          limitUnits,
-          period: periodKey(key.limitReset, at),
-          now: at.getTime(),
-        });
+        const outcome = await store
+          .admit({
+            keyId: key.id,
+            accountId: key.accountId,
+            requestId,
+            worstCaseUnits: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits,
+            limitUnits,
+            period: periodKey(key.limitReset, at),
+            now: at.getTime(),
+          })
+          .catch(() => {
+            // Redis unreachable: refuse (503) rather than admit unchecked spend.
+            throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
+          });
         if (outcome.code === 'rebuild') {
           if (attempt >= 2)
             throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
