@@ -34,6 +34,12 @@ export const proxyEnv = z.object({
   PUBLISHER_MAX_BUFFERED: z.coerce.number().int().positive().default(100_000),
   /** Maximum JSON body of a chat completion request. */
   BODY_LIMIT: z.string().min(1).default('10mb'),
+  /**
+   * Spend limits and credits (packages/spend): `redis` checks the Redis spend counters before each
+   * completion (rebuilt through billing at BILLING_URL when missing); `off` admits everything
+   * (tests with a billing stand-in only).
+   */
+  SPEND_GUARD: z.enum(['redis', 'off']).default('redis'),
   /** node:cluster workers (1 = no cluster). */
   WORKERS: z.coerce.number().int().min(1).max(256).default(1),
 });

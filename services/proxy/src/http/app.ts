@@ -5,6 +5,7 @@ import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollg
 import { errorHandler, healthRoutes, jsonBody, listen, notFoundHandler } from '@tollgate/http';
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
+import { createRedisSpendGuard } from '@tollgate/spend';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
 import express, { type RequestHandler, type Response } from 'express';
 import { Redis } from 'ioredis';
@@ -213,7 +214,18 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     config,
     logger,
     catalog,
-    guard: deps.guard ?? allowAllSpendGuard,
+    guard:
+      deps.guard ??
+      (config.SPEND_GUARD === 'redis'
+        ? createRedisSpendGuard({
+            redis,
+            prefix: config.REDIS_PREFIX,
+            billingUrl: config.BILLING_URL,
+            serviceJwtSecret: config.SERVICE_JWT_SECRET,
+            rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
+            onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
+          })
+        : allowAllSpendGuard),
     sink: publisher,
     redis,
     resolver,

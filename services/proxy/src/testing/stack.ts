@@ -123,6 +123,8 @@ export async function startProxyStack(
     LOG_LEVEL: 'silent',
     KEEPALIVE_INTERVAL_MS: '15000',
     SHUTDOWN_TIMEOUT_MS: '5000',
+    // The billing here is a stand-in: no spend counters to rebuild from.
+    SPEND_GUARD: 'off',
     ...options.env,
   });
   const catalog = loadCatalog(DEFAULT_CATALOG_PATH, { ...process.env, PROVIDER_SIM_URL: sim.url });
