@@ -1,0 +1,268 @@
+/**
+ * The whole Tollgate stack in this process, for root tests (OpenAPI conformance, end-to-end with real
+ * client libraries): provider-sim, billing, keys and proxy started through their exported start
+ * functions against the real Postgres/Redis/RabbitMQ of the test kit, isolated by a fresh database,
+ * a Redis prefix and AMQP names of their own. It then does what an operator does for a newcomer:
+ * an account and a management key (keys service code, the admin CLI's path), credits (billing's
+ * internal API), and an inference key through the public API with that management key.
+ *
+ *   const stack = await startStack();
+ *   const openai = new OpenAI({ baseURL: stack.baseUrl, apiKey: stack.inferenceKey });
+ *   ...
+ *   await stack.close();
+ */
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { type BillingHandle, loadConfig as loadBillingConfig, startBilling } from '@tollgate/billing';
+import { loadCatalog } from '@tollgate/catalog';
+import { usageTopology } from '@tollgate/events';
+import { type KeysServiceHandle, loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
+import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
+import { loadConfig as loadProxyConfig, type ProxyHandle, startProxy } from '@tollgate/proxy';
+import {
+  createTestAmqp,
+  createTestDatabase,
+  createTestRedis,
+  type TestAmqp,
+  type TestDatabase,
+  type TestRedis,
+} from '@tollgate/testkit';
+import { Redis } from 'ioredis';
+import { vi } from 'vitest';
+import { createRedisSpendGuard } from '../../packages/spend/src/index';
+
+const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+export const DEV_CATALOG_PATH = resolve(root, 'infra/catalog/dev.yaml');
+
+/** A cheap model of the dev catalog (served by the simulator). */
+export const MODEL = 'openai/gpt-4o-mini';
+
+export interface StackAccount {
+  id: string;
+  slug: string;
+  /** Plaintext management key of the account. */
+  managementKey: string;
+  managementKeyId: string;
+}
+
+export interface CreatedKey {
+  /** Plaintext `sk-tg-v1-…`. */
+  key: string;
+  /** The key id. */
+  hash: string;
+  body: Record<string, unknown>;
+}
+
+export interface Stack {
+  /** Proxy origin, e.g. http://127.0.0.1:41234 */
+  origin: string;
+  /** `${origin}/api/v1` */
+  baseUrl: string;
+  /** `${origin}/v1` (the alias prefix) */
+  aliasUrl: string;
+  /** The ready account (credits added). */
+  account: StackAccount;
+  /** An inference key of `account`, created through POST /keys. */
+  inferenceKey: string;
+  inferenceKeyId: string;
+  services: { sim: ProviderSim; billing: BillingHandle; keys: KeysServiceHandle; proxy: ProxyHandle };
+  /** Isolation handles (prefixes, database) of this stack. */
+  infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp; secret: string };
+  /** A new account with a management key (the admin CLI's path) and optional credits. */
+  createAccount(options?: { credits?: string; slug?: string }): Promise<StackAccount>;
+  /** Adds (or with a negative amount removes) credits through billing's internal API. */
+  addCredits(accountId: string, amount: string): Promise<void>;
+  /** POST /keys with a management key; throws with the response body unless 201. */
+  createInferenceKey(
+    managementKey: string,
+    body?: { name?: string; limit?: number | null; limit_reset?: string | null },
+  ): Promise<CreatedKey>;
+  /** `fetch` against the public API with a key: `api('/keys', {key, method, body})`. */
+  api(
+    path: string,
+    options?: {
+      key?: string;
+      method?: string;
+      body?: unknown;
+      headers?: Record<string, string>;
+      prefix?: '/api/v1' | '/v1';
+    },
+  ): Promise<ApiResponse>;
+  /** Polls GET /generation until the record exists (billing writes it asynchronously). */
+  waitForGeneration(id: string, key?: string): Promise<ApiResponse>;
+  close(): Promise<void>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON body of any shape, checked by the caller
+  body: any;
+}
+
+/** Formats a response for assertion messages: a failing assertion prints the whole response. */
+export const describeResponse = (r: ApiResponse) => `HTTP ${r.status} ${r.text.slice(0, 2000)}`;
+
+export async function startStack(options: { credits?: string } = {}): Promise<Stack> {
+  const [database, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+  const amqp = createTestAmqp();
+  const secret = `stack-secret-${randomBytes(12).toString('hex')}`;
+  const common = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.STACK_LOG_LEVEL ?? 'silent',
+    SERVICE_JWT_SECRET: secret,
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: redis.prefix,
+    HOST: '127.0.0.1',
+    PORT: '0',
+  };
+  const closers: Array<() => Promise<unknown>> = [];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close().catch(() => {});
+    const topology = usageTopology(amqp.prefix);
+    await Promise.allSettled([
+      redis.cleanup(),
+      database.drop(),
+      amqp.cleanup({
+        queues: [topology.queue, topology.deadLetterQueue],
+        exchanges: [topology.exchange, topology.deadLetterExchange],
+      }),
+    ]);
+  };
+
+  try {
+    const sim = await startProviderSim({ port: 0, host: '127.0.0.1' });
+    closers.push(() => sim.close());
+
+    const billing = await startBilling(
+      loadBillingConfig({
+        ...common,
+        DATABASE_URL: database.url,
+        AMQP_URL: amqp.url,
+        AMQP_PREFIX: amqp.prefix,
+        BATCH_TIMEOUT_MS: '10',
+      }),
+    );
+    closers.push(() => billing.close());
+
+    const keys = await startKeysService(
+      loadKeysConfig({
+        ...common,
+        DATABASE_URL: database.url,
+        BILLING_URL: billing.url,
+        LAST_USED_FLUSH_MS: '200',
+      }),
+    );
+    closers.push(() => keys.close());
+
+    const proxyConfig = loadProxyConfig({
+      ...common,
+      AMQP_URL: amqp.url,
+      AMQP_PREFIX: amqp.prefix,
+      KEYS_URL: keys.url,
+      BILLING_URL: billing.url,
+      CATALOG_PATH: DEV_CATALOG_PATH,
+      KEEPALIVE_INTERVAL_MS: '15000',
+      UPSTREAM_TIMEOUT_MS: '10000',
+      SHUTDOWN_TIMEOUT_MS: '2000',
+    });
+    const guardRedis = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    closers.push(async () => guardRedis.disconnect());
+    const proxy = await startProxy(proxyConfig, {
+      catalog: loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url }),
+      guard: createRedisSpendGuard({
+        redis: guardRedis,
+        prefix: redis.prefix,
+        billingUrl: billing.url,
+        serviceJwtSecret: secret,
+      }),
+    });
+    closers.push(() => proxy.close());
+
+    const origin = proxy.url;
+    const serviceToken = () => signServiceToken({ kind: 'service', service: 'keys' }, secret);
+
+    const addCredits = async (accountId: string, amount: string) => {
+      const res = await fetch(`${billing.url}/internal/accounts/${accountId}/credits`, {
+        method: 'POST',
+        headers: { [SERVICE_TOKEN_HEADER]: serviceToken(), 'content-type': 'application/json' },
+        body: JSON.stringify({ amount, note: 'test stack' }),
+      });
+      if (!res.ok) throw new Error(`adding credits failed: HTTP ${res.status} ${await res.text()}`);
+    };
+
+    const createAccount = async (o: { credits?: string; slug?: string } = {}): Promise<StackAccount> => {
+      const slug = o.slug ?? `acct-${randomBytes(4).toString('hex')}`;
+      const account = await keys.runtime.accounts.create({ slug, name: slug });
+      const { row, key } = await keys.runtime.keys.create(account.id, {
+        name: 'ops',
+        scope: 'management',
+        limit: null,
+        limitReset: null,
+      });
+      if (o.credits) await addCredits(account.id, o.credits);
+      return { id: account.id, slug, managementKey: key, managementKeyId: row.id };
+    };
+
+    const api: Stack['api'] = async (path, o = {}) => {
+      const headers: Record<string, string> = { ...o.headers };
+      if (o.key) headers.authorization = `Bearer ${o.key}`;
+      if (o.body !== undefined) headers['content-type'] ??= 'application/json';
+      const res = await fetch(`${origin}${o.prefix ?? '/api/v1'}${path}`, {
+        method: o.method ?? (o.body === undefined ? 'GET' : 'POST'),
+        headers,
+        body: o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body),
+      });
+      const text = await res.text();
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      return { status: res.status, headers: res.headers, text, body };
+    };
+
+    const createInferenceKey: Stack['createInferenceKey'] = async (managementKey, body = {}) => {
+      const r = await api('/keys', { key: managementKey, body: { name: 'inference', ...body } });
+      if (r.status !== 201) throw new Error(`POST /keys: ${describeResponse(r)}`);
+      return { key: r.body.data.key, hash: r.body.data.hash, body: r.body };
+    };
+
+    const account = await createAccount({ credits: options.credits ?? '100' });
+    const inference = await createInferenceKey(account.managementKey, { name: 'e2e inference' });
+
+    const waitForGeneration = (id: string, key = inference.key) =>
+      vi.waitFor(
+        async () => {
+          const r = await api(`/generation?id=${encodeURIComponent(id)}`, { key });
+          if (r.status === 404) throw new Error(`generation ${id} not recorded yet: ${describeResponse(r)}`);
+          return r;
+        },
+        { timeout: 10_000, interval: 25 },
+      );
+
+    return {
+      origin,
+      baseUrl: `${origin}/api/v1`,
+      aliasUrl: `${origin}/v1`,
+      account,
+      inferenceKey: inference.key,
+      inferenceKeyId: inference.hash,
+      services: { sim, billing, keys, proxy },
+      infra: { database, redis, amqp, secret },
+      createAccount,
+      addCredits,
+      createInferenceKey,
+      api,
+      waitForGeneration,
+      close: closeAll,
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
