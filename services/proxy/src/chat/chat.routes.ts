@@ -22,6 +22,7 @@ export interface ChatDeps {
 }
 
 const X_TITLE_MAX = 200;
+const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };
 
 /** POST /chat/completions: validate, admit, forward, relay (JSON or SSE), settle, publish. */
 export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
@@ -152,7 +153,10 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     json.id = c.requestId;
     json.model = c.model.id;
     json.usage = completeUsage(providerUsage, tokens, cost);
-    if (!c.cancelled) res.status(200).json(json);
+    if (!c.cancelled) {
+      const out = JSON.stringify(json);
+      res.writeHead(200, JSON_HEAD).end(out);
+    }
     c.end(tokens, fromProvider ? 'provider' : 'estimated', cost);
   }
 

@@ -71,13 +71,34 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
     },
   });
 
+  // Label children cached by route/status: prom-client hashes label objects on every call otherwise.
+  const requestCounters = new Map<string, { inc(): void }>();
+  const durationHistograms = new Map<string, { observe(v: number): void }>();
+  const requestCounter = (route: string, status: number) => {
+    const k = `${route} ${status}`;
+    let child = requestCounters.get(k);
+    if (!child) {
+      child = requests.labels(route, String(status));
+      requestCounters.set(k, child);
+    }
+    return child;
+  };
+  const durationHistogram = (route: string) => {
+    let child = durationHistograms.get(route);
+    if (!child) {
+      child = duration.labels(route);
+      durationHistograms.set(route, child);
+    }
+    return child;
+  };
+
   // Hoisted: one listener function for every response (reads its state from res.locals).
   function onFinish(this: Response) {
     const locals = this.locals as RouteLocals;
     const route = locals.route ?? 'other';
-    requests.inc({ route, status: String(this.statusCode) });
+    requestCounter(route, this.statusCode).inc();
     if (locals.metricsStart !== undefined) {
-      duration.observe({ route }, Number(process.hrtime.bigint() - locals.metricsStart) / 1e9);
+      durationHistogram(route).observe(Number(process.hrtime.bigint() - locals.metricsStart) / 1e9);
     }
   }
 

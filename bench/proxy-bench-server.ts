@@ -1,0 +1,56 @@
+/**
+ * Child process of bench/proxy-latency.ts: runs one side of the benchmark so the load generator,
+ * the simulator and the proxy never share an event loop.
+ *   role=sim    the provider simulator
+ *   role=proxy  keys service (fresh database, own Redis prefix) + the proxy, one inference key
+ * Reports `{url, key?}` to the parent over IPC, stops on SIGTERM.
+ */
+import { randomBytes } from 'node:crypto';
+import { loadCatalog } from '@tollgate/catalog';
+import { startTestKeysService } from '@tollgate/keys/testing';
+import { startProviderSim } from '@tollgate/provider-sim';
+import { DEFAULT_CATALOG_PATH, loadConfig } from '../services/proxy/src/config';
+import { startProxy } from '../services/proxy/src/http/app';
+
+process.env.TOLLGATE_TEST_RUN ??= `bench${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+const role = process.argv[2];
+const send = (msg: object) => process.send?.(msg);
+// CPU time of this process, for the parent's contention-independent "CPU per request" figure.
+process.on('message', (msg: { cmd?: string }) => {
+  if (msg?.cmd === 'cpu') send({ cpu: process.cpuUsage() });
+});
+
+if (role === 'sim') {
+  const sim = await startProviderSim({ port: 0 });
+  send({ url: sim.url });
+  process.once('SIGTERM', () => void sim.close().then(() => process.exit(0)));
+} else if (role === 'proxy') {
+  const simUrl = process.env.PROVIDER_SIM_URL;
+  if (!simUrl) throw new Error('PROVIDER_SIM_URL is required');
+  const keys = await startTestKeysService();
+  const key = await keys.createKey(keys.account.id, { name: 'bench' });
+  const config = loadConfig({
+    ...process.env,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    REDIS_URL: keys.redis.url,
+    REDIS_PREFIX: keys.redis.prefix,
+    KEYS_URL: keys.url,
+    SERVICE_JWT_SECRET: keys.config.SERVICE_JWT_SECRET,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    // No billing service in this benchmark: spend counters could not be rebuilt.
+    SPEND_GUARD: 'off',
+  });
+  const catalog = loadCatalog(DEFAULT_CATALOG_PATH, { ...process.env, PROVIDER_SIM_URL: simUrl });
+  const proxy = await startProxy(config, { catalog });
+  send({ url: proxy.url, key: key.key });
+  process.once('SIGTERM', () => {
+    void (async () => {
+      await proxy.close();
+      await keys.close();
+      process.exit(0);
+    })();
+  });
+} else {
+  throw new Error(`unknown role ${role}`);
+}

@@ -1,0 +1,394 @@
+/**
+ * Proxy latency benchmark: the provider simulator directly vs the same simulator through the proxy
+ * (auth via the Redis key cache, catalog, undici pool, usage event published to RabbitMQ).
+ *
+ *   pnpm exec tsx bench/proxy-latency.ts            (BENCH_SECONDS=10 per run by default)
+ *
+ * Needs the local Postgres, Redis and RabbitMQ (like the tests). Starts the simulator and the keys
+ * service + proxy in two child processes (the load generator runs here), then measures:
+ *   1. non-streamed, autocannon: fixed 500 req/s and max throughput → p50/p99/req/s (1 ms resolution)
+ *   2. non-streamed, precise open-loop client at 500 req/s (µs resolution) → p50/p99 and the added p99
+ *   3. streamed, time to first byte: open loop at 500 req/s, and closed loop at max throughput
+ * Writes bench/results/proxy-latency.json and prints a table.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { usageTopology } from '@tollgate/events';
+import amqp from 'amqplib';
+import autocannon from 'autocannon';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const RATE = Number(process.env.BENCH_RATE ?? 500);
+const MAX_CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const RESULTS = fileURLToPath(new URL('./results/proxy-latency.json', import.meta.url));
+const SERVER = fileURLToPath(new URL('./proxy-bench-server.ts', import.meta.url));
+
+process.env.TOLLGATE_TEST_RUN ??= `bench${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const AMQP_PREFIX = `bench.${process.env.TOLLGATE_TEST_RUN}`;
+
+const messages = [{ role: 'user', content: 'Hello! Summarise what a model gateway does in two sentences.' }];
+const sim = { completion_tokens: 16 };
+const body = (model: string, stream: boolean) => JSON.stringify({ model, messages, stream, sim });
+
+interface Target {
+  name: 'direct' | 'proxy';
+  url: string;
+  path: string;
+  headers: Record<string, string>;
+  model: string;
+}
+
+function startChild(
+  role: string,
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; info: { url: string; key?: string } }> {
+  return new Promise((resolve, reject) => {
+    const child = fork(SERVER, [role], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    child.once('message', (info) => resolve({ child, info: info as { url: string; key?: string } }));
+    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
+  });
+}
+
+function cpuMicros(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    const onMessage = (msg: { cpu?: { user: number; system: number } }) => {
+      if (!msg?.cpu) return;
+      child.off('message', onMessage);
+      resolve(msg.cpu.user + msg.cpu.system);
+    };
+    child.on('message', onMessage);
+    child.send({ cmd: 'cpu' });
+  });
+}
+
+const stopChild = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+  });
+
+// ---------- autocannon ----------
+
+interface CannonResult {
+  p50: number;
+  p90: number;
+  p99: number;
+  mean: number;
+  rps: number;
+  requests: number;
+  errors: number;
+  non2xx: number;
+}
+
+async function cannon(target: Target, stream: boolean, rate: number | undefined): Promise<CannonResult> {
+  const result = await autocannon({
+    url: target.url + target.path,
+    method: 'POST',
+    headers: target.headers,
+    body: body(target.model, stream),
+    connections: rate ? 50 : MAX_CONNECTIONS,
+    overallRate: rate,
+    duration: SECONDS,
+  });
+  return {
+    p50: result.latency.p50,
+    p90: result.latency.p90,
+    p99: result.latency.p99,
+    mean: result.latency.mean,
+    rps: result.requests.average,
+    requests: result.requests.total,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+// ---------- precise client (node:http keep-alive, hrtime) ----------
+
+interface Sample {
+  /** Request sent → first body byte (ms). */
+  ttfb: number;
+  /** Request sent → end of body (ms). */
+  total: number;
+  status: number;
+}
+
+function once(agent: http.Agent, target: Target, payload: string, scheduledAt: number): Promise<Sample> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(target.url + target.path);
+    const req = http.request(
+      {
+        agent,
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        headers: { ...target.headers, 'content-length': Buffer.byteLength(payload) },
+      },
+      (res) => {
+        let ttfb = 0;
+        res.on('data', () => {
+          if (ttfb === 0) ttfb = performance.now() - scheduledAt;
+        });
+        res.on('end', () =>
+          resolve({ ttfb, total: performance.now() - scheduledAt, status: res.statusCode ?? 0 }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted.length === 0
+    ? Number.NaN
+    : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+
+interface PreciseResult {
+  p50: number;
+  p90: number;
+  p99: number;
+  ttfbP50: number;
+  ttfbP90: number;
+  ttfbP99: number;
+  rps: number;
+  requests: number;
+  errors: number;
+}
+
+function summarize(samples: Sample[], errors: number, seconds: number): PreciseResult {
+  const ok = samples.filter((s) => s.status === 200);
+  const totals = ok.map((s) => s.total).sort((a, b) => a - b);
+  const ttfbs = ok.map((s) => s.ttfb).sort((a, b) => a - b);
+  const r = (n: number) => Math.round(n * 1000) / 1000;
+  return {
+    p50: r(percentile(totals, 50)),
+    p90: r(percentile(totals, 90)),
+    p99: r(percentile(totals, 99)),
+    ttfbP50: r(percentile(ttfbs, 50)),
+    ttfbP90: r(percentile(ttfbs, 90)),
+    ttfbP99: r(percentile(ttfbs, 99)),
+    rps: Math.round(ok.length / seconds),
+    requests: ok.length,
+    errors: errors + samples.length - ok.length,
+  };
+}
+
+/** Open loop: requests start on a fixed schedule (latency counted from the scheduled time). */
+async function openLoop(target: Target, stream: boolean, rate: number): Promise<PreciseResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const payload = body(target.model, stream);
+  const samples: Sample[] = [];
+  let errors = 0;
+  const inflight: Promise<void>[] = [];
+  const start = performance.now();
+  const total = rate * SECONDS;
+  const interval = 1000 / rate;
+  let sent = 0;
+  while (sent < total) {
+    const now = performance.now();
+    const due = Math.min(total, Math.floor((now - start) / interval) + 1);
+    while (sent < due) {
+      const scheduledAt = start + sent * interval;
+      inflight.push(
+        once(agent, target, payload, scheduledAt).then(
+          (s) => void samples.push(s),
+          () => void errors++,
+        ),
+      );
+      sent++;
+    }
+    await new Promise((r) => setTimeout(r, Math.max(0, start + sent * interval - performance.now())));
+  }
+  await Promise.all(inflight);
+  agent.destroy();
+  return summarize(samples, errors, SECONDS);
+}
+
+/** Closed loop: `connections` workers, each sending its next request when the previous one ended. */
+async function closedLoop(
+  target: Target,
+  stream: boolean,
+  connections: number,
+  seconds = SECONDS,
+): Promise<PreciseResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const payload = body(target.model, stream);
+  const samples: Sample[] = [];
+  let errors = 0;
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (performance.now() < end) {
+        try {
+          samples.push(await once(agent, target, payload, performance.now()));
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  agent.destroy();
+  return summarize(samples, errors, seconds);
+}
+
+// ---------- run ----------
+
+async function main() {
+  const started = Date.now();
+  const loadBefore = os.loadavg();
+  console.log(
+    `proxy-latency: ${SECONDS}s per run, ${RATE} req/s fixed rate, ${os.cpus().length} CPUs, node ${process.version}`,
+  );
+  const simChild = await startChild('sim', {});
+  const proxyChild = await startChild('proxy', {
+    PROVIDER_SIM_URL: simChild.info.url,
+    AMQP_URL,
+    AMQP_PREFIX,
+  });
+  const direct: Target = {
+    name: 'direct',
+    url: simChild.info.url,
+    path: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json' },
+    model: 'gpt-4o-mini',
+  };
+  const proxied: Target = {
+    name: 'proxy',
+    url: proxyChild.info.url,
+    path: '/api/v1/chat/completions',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${proxyChild.info.key}` },
+    model: 'openai/gpt-4o-mini',
+  };
+
+  try {
+    // Sanity + warm-up (JIT, keep-alive pools, Redis connection).
+    for (const t of [direct, proxied]) {
+      const s = await once(new http.Agent(), t, body(t.model, false), performance.now());
+      if (s.status !== 200) throw new Error(`${t.name} answered ${s.status}`);
+      await closedLoop(t, false, 8, 2);
+    }
+
+    const results: Record<string, unknown> = {};
+    const server = { direct: simChild.child, proxy: proxyChild.child };
+    const step = async <T extends { requests: number }>(
+      name: string,
+      target: Target,
+      run: () => Promise<T>,
+    ) => {
+      process.stdout.write(`  ${name} ... `);
+      const cpuBefore = await cpuMicros(server[target.name]);
+      const r = await run();
+      const cpu = (await cpuMicros(server[target.name])) - cpuBefore;
+      // CPU time the serving process spent per request: independent of what else runs on the machine.
+      const cpuUsPerRequest = Math.round(cpu / Math.max(1, r.requests));
+      console.log(
+        `done (${cpuUsPerRequest} µs CPU/request in the ${target.name === 'proxy' ? 'proxy' : 'simulator'})`,
+      );
+      results[name] = { ...r, cpuUsPerRequest };
+      return r;
+    };
+    // Each scenario runs against the simulator and then the proxy, back to back (same machine load).
+    const scenarios: [string, (t: Target) => Promise<{ requests: number }>][] = [
+      [`json.autocannon.rate${RATE}`, (t) => cannon(t, false, RATE)],
+      ['json.autocannon.max', (t) => cannon(t, false, undefined)],
+      [`json.precise.rate${RATE}`, (t) => openLoop(t, false, RATE)],
+      [`stream.precise.rate${RATE}`, (t) => openLoop(t, true, RATE)],
+      ['stream.precise.max', (t) => closedLoop(t, true, MAX_CONNECTIONS)],
+    ];
+    for (const [name, run] of scenarios) {
+      for (const t of [direct, proxied]) await step(`${t.name}.${name}`, t, () => run(t));
+    }
+
+    const get = (k: string) => results[k] as PreciseResult & CannonResult & { cpuUsPerRequest: number };
+    const d = (k: string, f: keyof PreciseResult | keyof CannonResult) =>
+      Math.round(((get(`proxy.${k}`)[f] as number) - (get(`direct.${k}`)[f] as number)) * 1000) / 1000;
+    const summary = {
+      addedP50MsJsonAt500: d(`json.precise.rate${RATE}`, 'p50'),
+      addedP99MsJsonAt500: d(`json.precise.rate${RATE}`, 'p99'),
+      addedTtfbP50MsStreamAt500: d(`stream.precise.rate${RATE}`, 'ttfbP50'),
+      addedTtfbP99MsStreamAt500: d(`stream.precise.rate${RATE}`, 'ttfbP99'),
+      maxRpsJsonDirect: get('direct.json.autocannon.max').rps,
+      maxRpsJsonProxy: get('proxy.json.autocannon.max').rps,
+      cpuUsPerRequestDirectJson: get('direct.json.autocannon.max').cpuUsPerRequest,
+      cpuUsPerRequestProxyJson: get('proxy.json.autocannon.max').cpuUsPerRequest,
+      cpuUsPerRequestProxyStream: get('proxy.stream.precise.max').cpuUsPerRequest,
+      targetAddedP99Ms: 2,
+    };
+    const out = {
+      date: new Date().toISOString(),
+      machine: {
+        cpus: os.cpus().length,
+        cpuModel: os.cpus()[0]?.model,
+        node: process.version,
+        platform: process.platform,
+        // Other work on the machine skews tails: the load average before and after the run.
+        loadAverageBefore: loadBefore.map((x) => Math.round(x * 100) / 100),
+        loadAverageAfter: os.loadavg().map((x) => Math.round(x * 100) / 100),
+      },
+      settings: {
+        secondsPerRun: SECONDS,
+        rate: RATE,
+        maxConnections: MAX_CONNECTIONS,
+        completionTokens: sim.completion_tokens,
+      },
+      summary,
+      results,
+      durationSeconds: Math.round((Date.now() - started) / 1000),
+    };
+    writeFileSync(RESULTS, `${JSON.stringify(out, null, 2)}\n`);
+    printTable(results, summary);
+    console.log(`\nwritten to ${RESULTS}`);
+  } finally {
+    await stopChild(proxyChild.child);
+    await stopChild(simChild.child);
+    await cleanupAmqp();
+  }
+}
+
+function printTable(results: Record<string, unknown>, summary: Record<string, number>) {
+  const rows: Record<string, Record<string, string | number>> = {};
+  const f = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 3 : 1) : '-');
+  for (const [name, r] of Object.entries(results)) {
+    const x = r as Partial<PreciseResult & CannonResult>;
+    rows[name] = {
+      'p50 ms': f(x.p50 ?? Number.NaN),
+      'p99 ms': f(x.p99 ?? Number.NaN),
+      'ttfb p50': x.ttfbP50 === undefined ? '' : f(x.ttfbP50),
+      'ttfb p99': x.ttfbP99 === undefined ? '' : f(x.ttfbP99),
+      'req/s': Math.round(x.rps ?? 0),
+      'CPU µs/req': (x as { cpuUsPerRequest?: number }).cpuUsPerRequest ?? '',
+      errors: (x.errors ?? 0) + (x.non2xx ?? 0),
+    };
+  }
+  console.log();
+  console.table(rows);
+  console.table(summary);
+}
+
+async function cleanupAmqp() {
+  const t = usageTopology(AMQP_PREFIX);
+  try {
+    const conn = await amqp.connect(AMQP_URL);
+    const ch = await conn.createChannel();
+    for (const q of [t.queue, t.deadLetterQueue]) await ch.deleteQueue(q).catch(() => {});
+    for (const e of [t.exchange, t.deadLetterExchange]) await ch.deleteExchange(e).catch(() => {});
+    await conn.close();
+  } catch (err) {
+    console.warn(`amqp cleanup failed: ${String(err)}`);
+  }
+}
+
+await main();

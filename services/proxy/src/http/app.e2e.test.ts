@@ -1,0 +1,106 @@
+import { loadCatalog } from '@tollgate/catalog';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
+import { readSse } from '../testing/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
+import { startProxy } from './app';
+
+let stack: ProxyStack;
+
+beforeAll(async () => {
+  stack = await startProxyStack();
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+describe('GET /models', () => {
+  it('lists the catalog in the DESIGN shape under both prefixes', async () => {
+    const catalog = loadCatalog(DEFAULT_CATALOG_PATH, { PROVIDER_SIM_URL: 'http://x' });
+    for (const base of [`${stack.proxy.url}/api/v1`, `${stack.proxy.url}/v1`]) {
+      const res = await fetch(`${base}/models`, { headers: bearer(stack.inference) });
+      const body = (await res.json()) as { data: any[] };
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      expect(body.data.map((m) => m.id)).toEqual(catalog.models().map((m) => m.id));
+      const mini = body.data.find((m) => m.id === 'openai/gpt-4o-mini');
+      expect(mini).toMatchObject({
+        name: expect.any(String),
+        created: expect.any(Number),
+        description: expect.any(String),
+        context_length: 128000,
+        pricing: { prompt: '0.00000015', completion: '0.0000006', input_cache_read: '0.000000075' },
+        top_provider: { context_length: 128000 },
+        supported_parameters: expect.any(Array),
+      });
+    }
+  });
+});
+
+describe('routing', () => {
+  it('answers 404 in the envelope for unknown routes (after authentication)', async () => {
+    const res = await fetch(`${stack.api}/nothing-here`, { headers: bearer(stack.inference) });
+    const body = (await res.json()) as any;
+    expect(res.status).toBe(404);
+    expect(body.error).toMatchObject({ code: 404, metadata: { error_type: 'not_found' } });
+    const outside = await fetch(`${stack.proxy.url}/api/v2/models`, { headers: bearer(stack.inference) });
+    expect(outside.status).toBe(404);
+  });
+});
+
+describe('health and metrics', () => {
+  it('serves /healthz and /readyz without a key', async () => {
+    expect((await fetch(`${stack.proxy.url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${stack.proxy.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ok', checks: { redis: 'ok' } });
+  });
+
+  it('exposes request counts, latency histogram and publisher gauges', async () => {
+    await fetch(`${stack.api}/models`, { headers: bearer(stack.inference) });
+    await fetch(`${stack.api}/models`);
+    const text = await (await fetch(`${stack.proxy.url}/metrics`)).text();
+    expect(text).toMatch(/tollgate_proxy_requests_total\{route="models",status="200"\} \d+/);
+    expect(text).toMatch(/tollgate_proxy_requests_total\{route="other",status="401"\} \d+/);
+    expect(text).toMatch(/tollgate_proxy_request_duration_seconds_bucket\{le="0.005",route="models"\}/);
+    expect(text).toMatch(/tollgate_proxy_publisher_buffered_events \d+/);
+    expect(text).toMatch(/tollgate_proxy_publisher_dropped_events_total \d+/);
+    expect(text).toMatch(/tollgate_proxy_publisher_connected [01]/);
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('stops accepting, lets an in-flight stream finish, and publishes its event before closing', async () => {
+    const env = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k, String(v)]));
+    const proxy = await startProxy(loadConfig({ ...env, PORT: '0' }), {
+      catalog: loadCatalog(DEFAULT_CATALOG_PATH, { PROVIDER_SIM_URL: stack.sim.url }),
+    });
+    const streaming = readSse(`${proxy.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: JSON.stringify({
+        model: 'openai/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'shutdown test' }],
+        stream: true,
+        sim: { completion_tokens: 10, inter_token_ms: 40 },
+      }),
+    });
+    await vi.waitFor(() => expect(proxy.inFlight()).toBeGreaterThan(0));
+    const closing = proxy.close();
+    // New connections are refused while the stream drains.
+    await vi.waitFor(async () => {
+      await expect(fetch(`${proxy.url}/healthz`)).rejects.toThrow();
+    });
+    const r = await streaming;
+    await closing;
+    expect(r.status).toBe(200);
+    expect(r.data.at(-1)).toBe('[DONE]');
+    const id = r.headers.get('x-generation-id')!;
+    await vi.waitFor(
+      () => expect(stack.eventFor(id)).toMatchObject({ cancelled: false, usage_source: 'provider' }),
+      {
+        timeout: 5_000,
+      },
+    );
+  });
+});

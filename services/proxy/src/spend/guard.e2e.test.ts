@@ -1,0 +1,135 @@
+import { loadCatalog, worstCaseCost } from '@tollgate/catalog';
+import { AppError } from '@tollgate/errors';
+import { toUnits } from '@tollgate/money';
+import { estimatePromptTokens } from '@tollgate/tokens';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_CATALOG_PATH } from '../config';
+import { readSse } from '../testing/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
+import type { SpendGuard } from './guard';
+
+/** A guard that records every call and refuses the keys listed in `refuse`. */
+function recordingGuard() {
+  const admits: { keyId: string; worstCaseCostUnits: bigint; requestId: string }[] = [];
+  const settles: { reservation: unknown; costUnits: bigint }[] = [];
+  const refuse = new Map<string, AppError>();
+  const guard: SpendGuard = {
+    async admit({ key, worstCaseCostUnits, requestId }) {
+      admits.push({ keyId: key.id, worstCaseCostUnits, requestId });
+      const err = refuse.get(key.id);
+      if (err) throw err;
+      return { requestId };
+    },
+    async settle(reservation, costUnits) {
+      settles.push({ reservation, costUnits });
+    },
+  };
+  return { guard, admits, settles, refuse };
+}
+
+const rec = recordingGuard();
+let stack: ProxyStack;
+const catalog = loadCatalog(DEFAULT_CATALOG_PATH, { PROVIDER_SIM_URL: 'http://x' });
+const messages = [{ role: 'user', content: 'spend guard' }];
+
+beforeAll(async () => {
+  stack = await startProxyStack({ deps: { guard: rec.guard } });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+const settlesFor = (requestId: string) =>
+  rec.settles.filter((s) => (s.reservation as { requestId?: string } | null)?.requestId === requestId);
+
+describe('spend guard seam', () => {
+  it('admits with the worst-case cost before forwarding and settles once with the final cost', async () => {
+    const res = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: JSON.stringify({
+        model: 'openai/gpt-4o-mini',
+        messages,
+        max_tokens: 50,
+        sim: { completion_tokens: 5 },
+      }),
+    });
+    const body = (await res.json()) as any;
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    const admit = rec.admits.find((a) => a.requestId === body.id);
+    expect(admit).toEqual({
+      keyId: stack.inference.id,
+      requestId: body.id,
+      worstCaseCostUnits: worstCaseCost(
+        catalog.model('openai/gpt-4o-mini')!,
+        estimatePromptTokens(messages),
+        50,
+      ),
+    });
+    await vi.waitFor(() => expect(settlesFor(body.id)).toHaveLength(1));
+    expect(settlesFor(body.id)[0]!.costUnits).toBe(toUnits(body.usage.cost));
+  });
+
+  it('refuses with the guard error before anything is forwarded or published', async () => {
+    const key = await stack.keys.createKey(stack.account.id, { name: 'over limit' });
+    rec.refuse.set(key.id, new AppError('key_limit_exceeded', 'This key has reached its daily spend limit'));
+    const abortsBefore = stack.upstreamAborts;
+    const eventsBefore = stack.events.length;
+    for (const stream of [false, true]) {
+      const res = await fetch(`${stack.api}/chat/completions`, {
+        method: 'POST',
+        headers: bearer(key),
+        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages, stream }),
+      });
+      const body = (await res.json()) as any;
+      expect(res.status, JSON.stringify(body)).toBe(403);
+      expect(body.error.metadata.error_type).toBe('key_limit_exceeded');
+    }
+    rec.refuse.set(key.id, new AppError('payment_required', 'Out of credits'));
+    const res = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: bearer(key),
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages }),
+    });
+    expect(res.status).toBe(402);
+    expect(stack.upstreamAborts).toBe(abortsBefore);
+    expect(stack.events.length).toBe(eventsBefore);
+  });
+
+  it('settles exactly once with 0 when the provider refuses, and with the billed cost when the client cancels', async () => {
+    const refused = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages, sim: { error_status: 500 } }),
+    });
+    expect(refused.status).toBe(502);
+    const refusedId = refused.headers.get('x-generation-id')!;
+    await vi.waitFor(() => expect(settlesFor(refusedId)).toHaveLength(1));
+    expect(settlesFor(refusedId)[0]!.costUnits).toBe(0n);
+
+    const r = await readSse(
+      `${stack.api}/chat/completions`,
+      {
+        method: 'POST',
+        headers: bearer(stack.inference),
+        body: JSON.stringify({
+          model: 'openai/gpt-4o-mini',
+          messages,
+          stream: true,
+          sim: { completion_tokens: 100, inter_token_ms: 20 },
+        }),
+      },
+      { stopAfterData: 4 },
+    );
+    const id = r.headers.get('x-generation-id')!;
+    const event = await vi.waitFor(() => {
+      const e = stack.eventFor(id);
+      if (!e) throw new Error('no event yet');
+      return e;
+    });
+    expect(event.cancelled).toBe(true);
+    await vi.waitFor(() => expect(settlesFor(id)).toHaveLength(1));
+    expect(settlesFor(id)[0]!.costUnits).toBe(toUnits(event.cost));
+    expect(settlesFor(id)[0]!.costUnits).toBeGreaterThan(0n);
+  });
+});
