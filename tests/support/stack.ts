@@ -29,9 +29,7 @@ import {
   type TestDatabase,
   type TestRedis,
 } from '@tollgate/testkit';
-import { Redis } from 'ioredis';
 import { vi } from 'vitest';
-import { createRedisSpendGuard } from '../../packages/spend/src/index';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 export const DEV_CATALOG_PATH = resolve(root, 'infra/catalog/dev.yaml');
@@ -169,16 +167,9 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
       UPSTREAM_TIMEOUT_MS: '10000',
       SHUTDOWN_TIMEOUT_MS: '2000',
     });
-    const guardRedis = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-    closers.push(async () => guardRedis.disconnect());
+    // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
     const proxy = await startProxy(proxyConfig, {
       catalog: loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url }),
-      guard: createRedisSpendGuard({
-        redis: guardRedis,
-        prefix: redis.prefix,
-        billingUrl: billing.url,
-        serviceJwtSecret: secret,
-      }),
     });
     closers.push(() => proxy.close());
 
