@@ -23,7 +23,7 @@ export interface SpendTimings {
 export const defaultTimings: SpendTimings = {
   reservationTtlMs: 15 * 60_000,
   pendingTtlMs: 60 * 60_000,
-  keyRefreshMs: 24 * 3_600_000,
+  keyRefreshMs: 5 * 60_000,
   accountRefreshMs: 5 * 60_000,
   gcIntervalMs: 60_000,
   hashTtlSeconds: 35 * 86_400,
