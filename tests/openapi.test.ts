@@ -196,6 +196,35 @@ describe('the running stack, checked against the document', () => {
   });
   afterAll(() => stack?.close());
 
+  /** The env of one more proxy sharing this stack's Redis, RabbitMQ names and secret. */
+  const stackEnv = () => ({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    SERVICE_JWT_SECRET: stack.infra.secret,
+    REDIS_URL: stack.infra.redis.url,
+    REDIS_PREFIX: stack.infra.redis.prefix,
+    AMQP_URL: stack.infra.amqp.url,
+    AMQP_PREFIX: stack.infra.amqp.prefix,
+  });
+
+  async function request(origin: string, method: string, path: string, key: string, body?: unknown) {
+    const res = await fetch(`${origin}/api/v1${path}`, {
+      method: method.toUpperCase(),
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, body: parsed } as ApiResponse;
+  }
+
   it('serves the document at /api/v1/openapi.json and /v1/openapi.json, without a key', async () => {
     for (const prefix of ['/api/v1', '/v1'] as const) {
       const res = await stack.api('/openapi.json', { prefix });
@@ -315,6 +344,51 @@ describe('the running stack, checked against the document', () => {
         body: chat('x'.repeat(11 * 1024 * 1024)),
       });
       conforms('post', '/chat/completions', res, 413);
+    });
+
+    it('documents 415 for a compressed body', async () => {
+      const res = await stack.api('/chat/completions', {
+        key: stack.inferenceKey,
+        body: chat(),
+        headers: { 'content-encoding': 'gzip' },
+      });
+      conforms('post', '/chat/completions', res, 415);
+    });
+
+    it('documents 429 relayed from a rate-limited provider', async () => {
+      const res = await stack.api('/chat/completions', {
+        key: stack.inferenceKey,
+        body: chat('x', { sim: { error_status: 429 } }),
+      });
+      conforms('post', '/chat/completions', res, 429);
+      expect(res.body.error.metadata).toMatchObject({ provider_name: 'sim', upstream_status: 429 });
+    });
+
+    it('documents 504 when the provider does not answer within the upstream timeout', async () => {
+      const slow = await startProxy(
+        loadProxyConfig({
+          ...stackEnv(),
+          KEYS_URL: stack.services.keys.url,
+          BILLING_URL: stack.services.billing.url,
+          UPSTREAM_TIMEOUT_MS: '150',
+        }),
+        { catalog: stack.catalog },
+      );
+      try {
+        const res = await request(
+          slow.url,
+          'post',
+          '/chat/completions',
+          stack.inferenceKey,
+          chat('x', {
+            sim: { ttft_ms: 2000 },
+          }),
+        );
+        conforms('post', '/chat/completions', res, 504);
+        expect(res.body.error.metadata).toMatchObject({ error_type: 'timeout', provider_name: 'sim' });
+      } finally {
+        await slow.close();
+      }
     });
 
     it('documents 502 when the provider fails before the first byte', async () => {
@@ -438,32 +512,20 @@ describe('the running stack, checked against the document', () => {
   it('documents 503 on every secured route when the key store cannot be reached', async () => {
     const cut = await startProxy(
       loadProxyConfig({
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'silent',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        SERVICE_JWT_SECRET: stack.infra.secret,
-        REDIS_URL: stack.infra.redis.url,
-        REDIS_PREFIX: stack.infra.redis.prefix,
+        ...stackEnv(),
         KEYS_URL: 'http://127.0.0.1:9',
         BILLING_URL: 'http://127.0.0.1:9',
-        AMQP_URL: stack.infra.amqp.url,
-        AMQP_PREFIX: stack.infra.amqp.prefix,
         SERVICE_TIMEOUT_MS: '1000',
       }),
+      { catalog: stack.catalog },
     );
     try {
       const key = generateKey(); // never seen: the proxy must ask the (unreachable) keys service
       for (const { method, path, operation } of documentedOperations()) {
         if (operation['x-required-scope'] === 'none') continue;
-        const res = await fetch(`${cut.url}/api/v1${path.replace('{hash}', randomUUID())}`, {
-          method: method.toUpperCase(),
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: method === 'post' || method === 'patch' ? '{}' : undefined,
-        });
-        const text = await res.text();
-        const r: ApiResponse = { status: res.status, headers: res.headers, text, body: JSON.parse(text) };
-        conforms(method, path, r, 503);
+        const body = method === 'post' || method === 'patch' ? {} : undefined;
+        const res = await request(cut.url, method, path.replace('{hash}', randomUUID()), key, body);
+        conforms(method, path, res, 503);
       }
     } finally {
       await cut.close();

@@ -16,7 +16,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
 import { type BillingHandle, loadConfig as loadBillingConfig, startBilling } from '@tollgate/billing';
-import { loadCatalog } from '@tollgate/catalog';
+import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { usageTopology } from '@tollgate/events';
 import { type KeysServiceHandle, loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
@@ -66,6 +66,8 @@ export interface Stack {
   inferenceKey: string;
   inferenceKeyId: string;
   services: { sim: ProviderSim; billing: BillingHandle; keys: KeysServiceHandle; proxy: ProxyHandle };
+  /** The dev catalog, pointed at this stack's simulator (for extra proxies in tests). */
+  catalog: Catalog;
   /** Isolation handles (prefixes, database) of this stack. */
   infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp; secret: string };
   /** A new account with a management key (the admin CLI's path) and optional credits. */
@@ -168,9 +170,8 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
       SHUTDOWN_TIMEOUT_MS: '2000',
     });
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
-    const proxy = await startProxy(proxyConfig, {
-      catalog: loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url }),
-    });
+    const catalog = loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
+    const proxy = await startProxy(proxyConfig, { catalog });
     closers.push(() => proxy.close());
 
     const origin = proxy.url;
@@ -244,6 +245,7 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
       inferenceKey: inference.key,
       inferenceKeyId: inference.hash,
       services: { sim, billing, keys, proxy },
+      catalog,
       infra: { database, redis, amqp, secret },
       createAccount,
       addCredits,
