@@ -92,6 +92,63 @@ describe('openai npm client', () => {
     expect(err.message).toMatch(/mid-stream|server/i);
   });
 
+  it('bills a stream the provider cut without usage from an estimate, marked in the generation record', async () => {
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Cut me off' }],
+      stream: true,
+      // @ts-expect-error simulator fault injection, passed through by the gateway
+      sim: { cut_after_chunks: 3 },
+    });
+    let id = '';
+    let text = '';
+    const drain = async () => {
+      for await (const chunk of stream) {
+        id ||= chunk.id ?? '';
+        text += chunk.choices[0]?.delta?.content ?? '';
+      }
+    };
+    // The gateway ends the stream with an estimated usage chunk, an error chunk and [DONE]: the
+    // client raises the error chunk.
+    const err = await expectApiError(drain());
+    expect(err.message).toMatch(/unreachable|closed/);
+    expect(id).toMatch(/^gen-/);
+    expect(text.length).toBeGreaterThan(0);
+    const record = await stack.waitForGeneration(id);
+    expect(record.status, describeResponse(record)).toBe(200);
+    expect(record.body.data).toMatchObject({ id, streamed: true, usage_source: 'estimated' });
+    expect(record.body.data.tokens_completion).toBeGreaterThanOrEqual(3);
+    expect(record.body.data.total_cost).toBeGreaterThan(0);
+  });
+
+  it('surfaces a key over its spend limit as 403 key_limit_exceeded', async () => {
+    const limited = await stack.createInferenceKey(stack.account.managementKey, {
+      limit: 0.000001,
+      limit_reset: 'daily',
+    });
+    const capped = new OpenAI({ baseURL: stack.baseUrl, apiKey: limited.key, maxRetries: 0 });
+    const err = await expectApiError(
+      capped.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'x' }],
+        max_tokens: 500,
+      }),
+    );
+    expect(err).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect(err.error).toMatchObject({ metadata: { error_type: 'key_limit_exceeded', period: 'daily' } });
+  });
+
+  it('surfaces an account without credits as 402', async () => {
+    const broke = await stack.createAccount();
+    const { key } = await stack.createInferenceKey(broke.managementKey);
+    const poor = new OpenAI({ baseURL: stack.baseUrl, apiKey: key, maxRetries: 0 });
+    const err = await expectApiError(
+      poor.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }),
+    );
+    expect(err.status).toBe(402);
+    expect(err.error).toMatchObject({ metadata: { error_type: 'payment_required' } });
+  });
+
   it('lists the models of the catalog', async () => {
     const ids: string[] = [];
     for await (const model of client.models.list()) ids.push(model.id);
