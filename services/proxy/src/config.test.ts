@@ -35,5 +35,6 @@ describe('proxy config', () => {
     );
     expect(() => loadConfig({ SERVICE_JWT_SECRET: 'short' })).toThrow(/SERVICE_JWT_SECRET/);
     expect(() => loadConfig({ WORKERS: '0' })).toThrow(/WORKERS/);
+    expect(() => loadConfig({ BODY_LIMIT: 'lots' })).toThrow(/BODY_LIMIT/);
   });
 });

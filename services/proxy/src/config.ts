@@ -33,7 +33,10 @@ export const proxyEnv = z.object({
   /** Usage events held in memory while RabbitMQ is unreachable. */
   PUBLISHER_MAX_BUFFERED: z.coerce.number().int().positive().default(100_000),
   /** Maximum JSON body of a chat completion request. */
-  BODY_LIMIT: z.string().min(1).default('10mb'),
+  BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(\.\d+)?\s*(b|kb|mb|gb)?$/i, 'expected a size like 10mb')
+    .default('10mb'),
   /**
    * Spend limits and credits (packages/spend): `redis` checks the Redis spend counters before each
    * completion (rebuilt through billing at BILLING_URL when missing); `off` admits everything

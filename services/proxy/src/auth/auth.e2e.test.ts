@@ -3,6 +3,7 @@ import { lastUsedHashKey } from '@tollgate/key-cache';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../config';
 import { startProxy } from '../http/app';
+import type { Json } from '../testing/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 
 let stack: ProxyStack;
@@ -22,7 +23,7 @@ async function call(path: string, init: RequestInit & { key?: string } = {}) {
     headers: { ...headers, ...(init.headers as object) },
   });
   const text = await res.text();
-  let body: any;
+  let body: Json;
   try {
     body = JSON.parse(text);
   } catch {
@@ -235,7 +236,7 @@ describe('account routes forwarded to billing', () => {
     const g = await fetch(`${stack.proxy.url}/v1/generation?id=gen-123-abc&x=1`, {
       headers: bearer(stack.inference),
     });
-    const gBody = (await g.json()) as any;
+    const gBody = (await g.json()) as Json;
     expect(g.status).toBe(200);
     expect(gBody.data.echo.url).toBe('/generation?id=gen-123-abc&x=1');
   });

@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
 import { type ProxyHandle, startProxy } from '../http/app';
-import { readSse } from '../testing/sse-client';
+import { type Json, readSse } from '../testing/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 
 let stack: ProxyStack;
@@ -46,7 +46,7 @@ async function post(body: unknown, init: { headers?: Record<string, string>; pat
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  let json: any;
+  let json: Json;
   try {
     json = JSON.parse(text);
   } catch {
@@ -62,7 +62,7 @@ const sse = (body: Record<string, unknown>, options?: Parameters<typeof readSse>
     options,
   );
 
-const contentOf = (chunks: any[]) => chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
+const contentOf = (chunks: Json[]) => chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
 
 describe('POST /chat/completions, non-streamed', () => {
   it('answers through the openai client with the request id, the catalog model and a completed usage', async () => {
@@ -73,7 +73,7 @@ describe('POST /chat/completions, non-streamed', () => {
         sim: { completion_tokens: 7, cached_tokens: 3 },
       } as never)
       .withResponse();
-    const body = res.data as unknown as Record<string, any>;
+    const body = res.data as unknown as Record<string, Json>;
     expect(body.id).toMatch(REQUEST_ID_PATTERN);
     expect(res.response.headers.get('x-generation-id')).toBe(body.id);
     expect(body.model).toBe('openai/gpt-4o-mini');
@@ -255,12 +255,38 @@ describe('POST /chat/completions, validation', () => {
   ];
   for (const [name, body, message] of cases) {
     it(`answers 400 bad_request naming the field for ${name}`, async () => {
+      const upstreamBefore = stack.upstreamRequests;
       const r = await post(body);
+      expect(stack.upstreamRequests).toBe(upstreamBefore);
       expect(r.status, r.text).toBe(400);
       expect(r.json.error.metadata.error_type, r.text).toBe('bad_request');
       expect(r.json.error.message, r.text).toMatch(message);
     });
   }
+
+  it('answers 413 for a body over the limit and 415 for a compressed body', async () => {
+    const big = JSON.stringify({
+      model: 'openai/gpt-4o-mini',
+      messages: [{ role: 'user', content: 'x'.repeat(11 * 1024 * 1024) }],
+    });
+    const r = await post(big);
+    expect(r.status, r.text.slice(0, 200)).toBe(413);
+    expect(r.json.error.metadata.error_type).toBe('payload_too_large');
+    const gz = await post(JSON.stringify({ model: 'openai/gpt-4o-mini', messages }), {
+      headers: { 'content-encoding': 'gzip' },
+    });
+    expect(gz.status, gz.text).toBe(415);
+  });
+
+  it('accepts a JSON body sent without a JSON content type', async () => {
+    const r = await post(
+      JSON.stringify({ model: 'openai/gpt-4o-mini', messages, sim: { completion_tokens: 1 } }),
+      {
+        headers: { 'content-type': 'text/plain' },
+      },
+    );
+    expect(r.status, r.text).toBe(200);
+  });
 
   it('never answers 500 to arbitrary bodies', async () => {
     const weird = [
@@ -305,8 +331,8 @@ describe('POST /chat/completions, streamed', () => {
         sim: { completion_tokens: 5, reasoning_tokens: 2 },
       } as never)
       .withResponse();
-    const chunks: any[] = [];
-    for await (const chunk of stream as unknown as AsyncIterable<any>) chunks.push(chunk);
+    const chunks: Json[] = [];
+    for await (const chunk of stream as unknown as AsyncIterable<Json>) chunks.push(chunk);
     const id = chunks[0].id;
     expect(id).toMatch(REQUEST_ID_PATTERN);
     expect(response.headers.get('x-generation-id')).toBe(id);
@@ -457,10 +483,10 @@ describe('POST /chat/completions, streamed', () => {
       stream: true,
       sim: { completion_tokens: 10, error_after_chunks: 2 },
     } as never);
-    const seen: any[] = [];
+    const seen: Json[] = [];
     await expect(
       (async () => {
-        for await (const chunk of stream as unknown as AsyncIterable<any>) seen.push(chunk);
+        for await (const chunk of stream as unknown as AsyncIterable<Json>) seen.push(chunk);
       })(),
     ).rejects.toThrow();
     expect(contentOf(seen).length).toBeGreaterThan(0);

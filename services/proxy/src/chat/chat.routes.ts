@@ -39,7 +39,6 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
 
     const requestId = newRequestId();
     res.setHeader('X-Generation-Id', requestId);
-    const log = logger.child({ requestId, keyId: key.id });
     const promptEstimate = estimator.estimatePromptTokens(chat.messages);
     const reservation = await guard.admit({
       key,
@@ -57,7 +56,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         provider: route.provider,
         upstreamModel: route.upstreamModel,
         app: typeof title === 'string' && title.length > 0 ? title.slice(0, X_TITLE_MAX) : null,
-        log,
+        logger,
         promptEstimate,
         reservation,
       },

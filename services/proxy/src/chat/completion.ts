@@ -35,7 +35,8 @@ export interface CompletionInit {
   provider: CatalogProvider;
   upstreamModel: string;
   app: string | null;
-  log: Logger;
+  /** The service logger; the request's child logger (with requestId and keyId) is made on first use. */
+  logger: Logger;
   promptEstimate: number;
   reservation: SpendReservation | null;
 }
@@ -61,7 +62,8 @@ export class Completion {
   readonly provider: CatalogProvider;
   readonly upstreamModel: string;
   readonly app: string | null;
-  readonly log: Logger;
+  private readonly logger: Logger;
+  private child: Logger | null = null;
   readonly promptEstimate: number;
   readonly reservation: SpendReservation | null;
 
@@ -77,9 +79,15 @@ export class Completion {
     this.provider = init.provider;
     this.upstreamModel = init.upstreamModel;
     this.app = init.app;
-    this.log = init.log;
+    this.logger = init.logger;
     this.promptEstimate = init.promptEstimate;
     this.reservation = init.reservation;
+  }
+
+  /** Child logger carrying the request id (created lazily: most requests never log). */
+  get log(): Logger {
+    this.child ??= this.logger.child({ requestId: this.requestId, keyId: this.key.id });
+    return this.child;
   }
 
   markFirstByte(): void {
@@ -138,7 +146,9 @@ export class Completion {
     } catch (err) {
       this.log.error({ err }, 'usage event publish failed');
     }
-    this.log.info(
+    // The usage event is the durable record of every completion; this line is for debugging only.
+    if (!this.logger.isLevelEnabled('debug')) return;
+    this.log.debug(
       {
         model: this.model.id,
         provider: this.provider.name,

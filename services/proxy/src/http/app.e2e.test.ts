@@ -1,7 +1,7 @@
 import { loadCatalog } from '@tollgate/catalog';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
-import { readSse } from '../testing/sse-client';
+import { type Json, readSse } from '../testing/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 import { startProxy } from './app';
 
@@ -19,7 +19,7 @@ describe('GET /models', () => {
     const catalog = loadCatalog(DEFAULT_CATALOG_PATH, { PROVIDER_SIM_URL: 'http://x' });
     for (const base of [`${stack.proxy.url}/api/v1`, `${stack.proxy.url}/v1`]) {
       const res = await fetch(`${base}/models`, { headers: bearer(stack.inference) });
-      const body = (await res.json()) as { data: any[] };
+      const body = (await res.json()) as { data: Json[] };
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/application\/json/);
       expect(body.data.map((m) => m.id)).toEqual(catalog.models().map((m) => m.id));
@@ -40,7 +40,7 @@ describe('GET /models', () => {
 describe('routing', () => {
   it('answers 404 in the envelope for unknown routes (after authentication)', async () => {
     const res = await fetch(`${stack.api}/nothing-here`, { headers: bearer(stack.inference) });
-    const body = (await res.json()) as any;
+    const body = (await res.json()) as Json;
     expect(res.status).toBe(404);
     expect(body.error).toMatchObject({ code: 404, metadata: { error_type: 'not_found' } });
     const outside = await fetch(`${stack.proxy.url}/api/v2/models`, { headers: bearer(stack.inference) });

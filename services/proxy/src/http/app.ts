@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
-import { errorHandler, healthRoutes, jsonBody, listen, notFoundHandler } from '@tollgate/http';
+import { errorHandler, healthRoutes, listen, notFoundHandler } from '@tollgate/http';
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { createRedisSpendGuard } from '@tollgate/spend';
@@ -19,6 +19,7 @@ import { createForwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelsHandler } from '../models/models.routes';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
+import { jsonBodyReader, parseByteLimit } from './json-body';
 
 /** What tests (and main.ts) may inject; everything else is built from the config. */
 export interface ProxyDeps {
@@ -122,7 +123,7 @@ export function createProxyApp(deps: {
     '/chat/completions',
     routeName('chat'),
     inference,
-    jsonBody(config.BODY_LIMIT),
+    jsonBodyReader(parseByteLimit(config.BODY_LIMIT)),
     chatCompletionsHandler({
       catalog: deps.catalog,
       upstreams: deps.upstreams,

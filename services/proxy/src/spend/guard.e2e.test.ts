@@ -4,7 +4,7 @@ import { toUnits } from '@tollgate/money';
 import { estimatePromptTokens } from '@tollgate/tokens';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_CATALOG_PATH } from '../config';
-import { readSse } from '../testing/sse-client';
+import { type Json, readSse } from '../testing/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 import type { SpendGuard } from './guard';
 
@@ -54,7 +54,7 @@ describe('spend guard seam', () => {
         sim: { completion_tokens: 5 },
       }),
     });
-    const body = (await res.json()) as any;
+    const body = (await res.json()) as Json;
     expect(res.status, JSON.stringify(body)).toBe(200);
     const admit = rec.admits.find((a) => a.requestId === body.id);
     expect(admit).toEqual({
@@ -73,15 +73,14 @@ describe('spend guard seam', () => {
   it('refuses with the guard error before anything is forwarded or published', async () => {
     const key = await stack.keys.createKey(stack.account.id, { name: 'over limit' });
     rec.refuse.set(key.id, new AppError('key_limit_exceeded', 'This key has reached its daily spend limit'));
-    const abortsBefore = stack.upstreamAborts;
-    const eventsBefore = stack.events.length;
+    const upstreamBefore = stack.upstreamRequests;
     for (const stream of [false, true]) {
       const res = await fetch(`${stack.api}/chat/completions`, {
         method: 'POST',
         headers: bearer(key),
         body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages, stream }),
       });
-      const body = (await res.json()) as any;
+      const body = (await res.json()) as Json;
       expect(res.status, JSON.stringify(body)).toBe(403);
       expect(body.error.metadata.error_type).toBe('key_limit_exceeded');
     }
@@ -92,8 +91,19 @@ describe('spend guard seam', () => {
       body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages }),
     });
     expect(res.status).toBe(402);
-    expect(stack.upstreamAborts).toBe(abortsBefore);
-    expect(stack.events.length).toBe(eventsBefore);
+    expect(stack.upstreamRequests).toBe(upstreamBefore);
+    // Barrier: a later admitted request's event lands; none ever came for the refused key.
+    const ok = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages, sim: { completion_tokens: 1 } }),
+    });
+    const okId = ok.headers.get('x-generation-id')!;
+    await vi.waitFor(() => expect(stack.eventFor(okId)).toBeDefined());
+    expect(stack.events.filter((e) => e.key_id === key.id)).toEqual([]);
+    expect(
+      rec.settles.filter((s) => (s.reservation as { requestId?: string })?.requestId === undefined),
+    ).toEqual([]);
   });
 
   it('settles exactly once with 0 when the provider refuses, and with the billed cost when the client cancels', async () => {

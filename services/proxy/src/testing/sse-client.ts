@@ -1,3 +1,7 @@
+/** Parsed JSON of unknown shape, walked freely by test assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: tests navigate arbitrary response JSON
+export type Json = any;
+
 /** Raw SSE reading for tests: every line of the response with its arrival time. */
 export interface SseRead {
   status: number;
@@ -5,7 +9,7 @@ export interface SseRead {
   /** `data:` payloads in order ([DONE] included). */
   data: string[];
   /** Parsed JSON payloads (everything but [DONE]). */
-  chunks: any[];
+  chunks: Json[];
   /** Comment lines (`: keep-alive`). */
   comments: string[];
   /** Arrival time (ms since request start) of each `data:` payload. */

@@ -36,6 +36,8 @@ export interface ProxyStack {
   events: UsageEvent[];
   /** Upstream requests whose connection closed before the simulator finished its response. */
   upstreamAborts: number;
+  /** Requests the simulator received. */
+  upstreamRequests: number;
   eventFor(requestId: string): UsageEvent | undefined;
   close(): Promise<void>;
 }
@@ -91,7 +93,9 @@ export async function startProxyStack(
   const billing = await startBillingStandIn(secret);
 
   let upstreamAborts = 0;
+  let upstreamRequests = 0;
   sim.server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    upstreamRequests++;
     res.once('close', () => {
       if (!res.writableFinished) upstreamAborts++;
     });
@@ -143,6 +147,9 @@ export async function startProxyStack(
     events,
     get upstreamAborts() {
       return upstreamAborts;
+    },
+    get upstreamRequests() {
+      return upstreamRequests;
     },
     eventFor: (id) => events.find((e) => e.id === id),
     async close() {

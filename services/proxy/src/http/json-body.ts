@@ -1,0 +1,71 @@
+import { AppError, badRequest } from '@tollgate/errors';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+
+/**
+ * A lean JSON body reader for the hot route (POST /chat/completions), instead of express.json():
+ * no content-type negotiation, no charset/iconv layer, one Buffer → string → JSON.parse. Any
+ * Content-Type is accepted (clients that omit it still work); compressed bodies are refused (415).
+ * Errors are AppErrors (400 invalid JSON, 413 too large), answered by the one error handler.
+ */
+export function parseByteLimit(limit: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(limit.trim());
+  if (!m) throw new Error(`invalid byte size "${limit}"`);
+  const unit = (m[2] ?? 'b').toLowerCase();
+  const factor = unit === 'gb' ? 1024 ** 3 : unit === 'mb' ? 1024 ** 2 : unit === 'kb' ? 1024 : 1;
+  return Math.floor(Number(m[1]) * factor);
+}
+
+const tooLarge = () => new AppError('payload_too_large', 'Request body is too large');
+
+export function jsonBodyReader(limitBytes: number): RequestHandler {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const encoding = req.headers['content-encoding'];
+    if (encoding && encoding !== 'identity') {
+      next(new AppError('unsupported_media_type', 'Compressed request bodies are not supported'));
+      return;
+    }
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > limitBytes) {
+      req.resume();
+      next(tooLarge());
+      return;
+    }
+    let first: Buffer | null = null;
+    let rest: Buffer[] | null = null;
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > limitBytes) {
+        failed = true;
+        next(tooLarge());
+        return;
+      }
+      if (first === null) first = chunk;
+      else if (rest === null) rest = [first, chunk];
+      else rest.push(chunk);
+    });
+    req.once('error', () => {
+      if (failed) return;
+      failed = true;
+      next(badRequest('Request aborted'));
+    });
+    req.once('end', () => {
+      if (failed) return;
+      const buf: Buffer | null = rest ? Buffer.concat(rest) : first;
+      if (buf === null || buf.length === 0) {
+        req.body = undefined;
+        next();
+        return;
+      }
+      try {
+        req.body = JSON.parse(buf.toString('utf8'));
+      } catch {
+        next(badRequest('Request body is not valid JSON'));
+        return;
+      }
+      next();
+    });
+  };
+}
