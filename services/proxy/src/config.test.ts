@@ -36,5 +36,13 @@ describe('proxy config', () => {
     expect(() => loadConfig({ SERVICE_JWT_SECRET: 'short' })).toThrow(/SERVICE_JWT_SECRET/);
     expect(() => loadConfig({ WORKERS: '0' })).toThrow(/WORKERS/);
     expect(() => loadConfig({ BODY_LIMIT: 'lots' })).toThrow(/BODY_LIMIT/);
+    expect(() => loadConfig({ SPEND_GUARD: 'maybe' })).toThrow(/SPEND_GUARD/);
+  });
+
+  it('refuses the public development JWT secret in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
+    expect(
+      loadConfig({ NODE_ENV: 'production', SERVICE_JWT_SECRET: 'a-real-secret-of-some-length' }).NODE_ENV,
+    ).toBe('production');
   });
 });

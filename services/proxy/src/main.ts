@@ -13,8 +13,19 @@ if (config.WORKERS > 1 && cluster.isPrimary) {
   logger.info({ workers: config.WORKERS }, 'starting proxy workers');
   for (let i = 0; i < config.WORKERS; i++) cluster.fork();
   let stopping = false;
+  const listening = new Set<number>();
+  cluster.on('listening', (worker) => listening.add(worker.id));
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
+    if (!listening.has(worker.id)) {
+      // Died before serving (bad config, port taken): restarting would only loop.
+      logger.fatal({ pid: worker.process.pid, code, signal }, 'proxy worker failed to start, stopping');
+      stopping = true;
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+      process.exitCode = 1;
+      return;
+    }
+    listening.delete(worker.id);
     logger.error({ pid: worker.process.pid, code, signal }, 'proxy worker died, restarting');
     cluster.fork();
   });

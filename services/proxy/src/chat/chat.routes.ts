@@ -7,6 +7,7 @@ import { authenticatedKey } from '../auth/authenticate';
 import type { SpendGuard } from '../spend/guard';
 import { parseChatRequest } from './chat.validation';
 import { Completion, type TokenEstimator, type UsageSink } from './completion';
+import { admissionPromptTokens } from './prompt-bound';
 import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
 import { isAbortError, readSome, transportError, type Upstreams, upstreamHttpError } from './upstream';
 import { completeUsage, isProviderUsage, messageText, tokensFromUsage } from './usage';
@@ -39,10 +40,10 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
 
     const requestId = newRequestId();
     res.setHeader('X-Generation-Id', requestId);
-    const promptEstimate = estimator.estimatePromptTokens(chat.messages);
+    const prompt = admissionPromptTokens(chat.messages, estimator);
     const reservation = await guard.admit({
       key,
-      worstCaseCostUnits: worstCaseCost(model, promptEstimate, chat.maxTokens ?? undefined),
+      worstCaseCostUnits: worstCaseCost(model, prompt.tokens, chat.maxTokens ?? undefined),
       requestId,
     });
 
@@ -57,11 +58,12 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         upstreamModel: route.upstreamModel,
         app: typeof title === 'string' && title.length > 0 ? title.slice(0, X_TITLE_MAX) : null,
         logger,
-        promptEstimate,
+        promptEstimate: prompt.exact,
         reservation,
       },
       guard,
       sink,
+      estimator,
     );
     // The client going away aborts the upstream request (and whatever the relay is waiting for).
     res.once('close', () => {
@@ -98,7 +100,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
 
   /** Cancelled before the provider answered: the prompt was sent, bill its estimate. */
   function endCancelledEarly(c: Completion): void {
-    const tokens = c.estimate(estimator, '');
+    const tokens = c.estimate('');
     c.end(tokens, 'estimated', c.cost(tokens));
   }
 
@@ -143,7 +145,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     }
     const providerUsage = json.usage;
     const fromProvider = isProviderUsage(providerUsage);
-    const tokens = fromProvider ? tokensFromUsage(providerUsage) : c.estimate(estimator, messageText(json));
+    const tokens = fromProvider ? tokensFromUsage(providerUsage) : c.estimate(messageText(json));
     const cost = c.cost(tokens);
     c.upstreamId = typeof json.id === 'string' ? json.id : null;
     const choices = Array.isArray(json.choices) ? (json.choices as { finish_reason?: unknown }[]) : [];
@@ -160,7 +162,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   async function relayStream(c: Completion, res: Response): Promise<void> {
-    const relay = new StreamRelay(c, res, estimator);
+    const relay = new StreamRelay(c, res);
     relay.startKeepAlive(keepAliveIntervalMs);
     let up: Awaited<ReturnType<typeof send>>;
     try {

@@ -37,7 +37,8 @@ export interface CompletionInit {
   app: string | null;
   /** The service logger; the request's child logger (with requestId and keyId) is made on first use. */
   logger: Logger;
-  promptEstimate: number;
+  /** The exact prompt estimate when admission already computed it (short prompts), else null. */
+  promptEstimate: number | null;
   reservation: SpendReservation | null;
 }
 
@@ -64,13 +65,14 @@ export class Completion {
   readonly app: string | null;
   private readonly logger: Logger;
   private child: Logger | null = null;
-  readonly promptEstimate: number;
+  private promptExact: number | null;
   readonly reservation: SpendReservation | null;
 
   constructor(
     init: CompletionInit,
     private readonly guard: SpendGuard,
     private readonly sink: UsageSink,
+    private readonly estimator: TokenEstimator,
   ) {
     this.requestId = init.requestId;
     this.key = init.key;
@@ -80,7 +82,7 @@ export class Completion {
     this.upstreamModel = init.upstreamModel;
     this.app = init.app;
     this.logger = init.logger;
-    this.promptEstimate = init.promptEstimate;
+    this.promptExact = init.promptEstimate;
     this.reservation = init.reservation;
   }
 
@@ -166,11 +168,17 @@ export class Completion {
     );
   }
 
+  /** Conservative prompt estimate of the request messages (tokenized on first use only). */
+  promptEstimate(): number {
+    this.promptExact ??= this.estimator.estimatePromptTokens(this.chat.messages);
+    return this.promptExact;
+  }
+
   /** Estimated counts: prompt from the request messages, completion from the text actually produced. */
-  estimate(estimator: TokenEstimator, producedText: string): TokenCounts {
+  estimate(producedText: string): TokenCounts {
     return {
-      prompt: this.promptEstimate,
-      completion: producedText.length === 0 ? 0 : estimator.estimateCompletionTokens(producedText),
+      prompt: this.promptEstimate(),
+      completion: producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText),
       cached: 0,
       cacheWrite: 0,
       reasoning: 0,

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { AppError } from '@tollgate/errors';
 import type { Response } from 'express';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from './chunk';
-import type { Completion, CompletionError, TokenEstimator, UsageSource } from './completion';
+import type { Completion, CompletionError, UsageSource } from './completion';
 import { SseReader } from './sse';
 import { completeUsage, isProviderUsage, streamedText, type TokenCounts, tokensFromUsage } from './usage';
 
@@ -65,7 +65,6 @@ export class StreamRelay {
   constructor(
     private readonly c: Completion,
     private readonly res: Response,
-    private readonly estimator: TokenEstimator,
   ) {}
 
   /** SSE comments while nothing else is written; the first one also commits the 200 + SSE headers. */
@@ -213,7 +212,7 @@ export class StreamRelay {
       tokens = tokensFromUsage(providerUsage);
       source = 'provider';
     } else {
-      tokens = c.estimate(this.estimator, streamedText(this.contentChunks));
+      tokens = c.estimate(streamedText(this.contentChunks));
       source = 'estimated';
     }
     const cost = c.cost(tokens);

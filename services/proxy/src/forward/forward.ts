@@ -1,3 +1,4 @@
+import { pipeline } from 'node:stream/promises';
 import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
 import { AppError } from '@tollgate/errors';
 import type { Request, RequestHandler, Response } from 'express';
@@ -62,10 +63,13 @@ export function createForwarder(options: { url: string; secret: string; timeoutM
       const value = upstream.headers[name];
       if (value !== undefined) res.setHeader(name, value);
     }
-    for await (const chunk of upstream.body) {
-      if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
+    try {
+      await pipeline(upstream.body, res);
+    } catch {
+      // Client went away or the owner broke off mid-body: nothing more can be said to this client.
+      upstream.body.destroy();
+      res.destroy();
     }
-    res.end();
   }
 
   return {
