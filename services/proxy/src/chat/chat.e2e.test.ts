@@ -64,6 +64,32 @@ const sse = (body: Record<string, unknown>, options?: Parameters<typeof readSse>
 
 const contentOf = (chunks: Json[]) => chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
 
+describe('the openai client against /v1', () => {
+  it('lists models and completes through baseURL <proxy>/v1', async () => {
+    const v1 = new OpenAI({ apiKey: stack.inference.key, baseURL: `${stack.proxy.url}/v1`, maxRetries: 0 });
+    const ids: string[] = [];
+    for await (const m of v1.models.list()) ids.push(m.id);
+    expect(ids).toContain('openai/gpt-4o-mini');
+    const r = await v1.chat.completions.create({
+      model: 'openai/gpt-4o-mini',
+      messages,
+      sim: { completion_tokens: 2 },
+    } as never);
+    expect((r as unknown as Json).usage.completion_tokens).toBe(2);
+  });
+
+  it('surfaces 401 and 403 as the openai client errors', async () => {
+    const bad = new OpenAI({ apiKey: `sk-tg-v1-${'0'.repeat(64)}`, baseURL: stack.api, maxRetries: 0 });
+    await expect(
+      bad.chat.completions.create({ model: 'openai/gpt-4o-mini', messages }),
+    ).rejects.toMatchObject({ status: 401 });
+    const mgmt = new OpenAI({ apiKey: stack.account.managementKey.key, baseURL: stack.api, maxRetries: 0 });
+    await expect(
+      mgmt.chat.completions.create({ model: 'openai/gpt-4o-mini', messages }),
+    ).rejects.toMatchObject({ status: 403 });
+  });
+});
+
 describe('POST /chat/completions, non-streamed', () => {
   it('answers through the openai client with the request id, the catalog model and a completed usage', async () => {
     const res = await client.chat.completions

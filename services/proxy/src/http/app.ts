@@ -86,6 +86,39 @@ export function createProxyApp(deps: {
     next();
   });
 
+  const auth = authMiddleware(
+    createAuthenticator({
+      keyCache: createKeyCache(redis, { prefix: config.REDIS_PREFIX }),
+      resolver: deps.resolver,
+      redis,
+      lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
+      logger,
+    }),
+  );
+  const inference = requireScope('inference');
+  const management = requireScope('management');
+
+  const chat = chatCompletionsHandler({
+    catalog: deps.catalog,
+    upstreams: deps.upstreams,
+    guard: deps.guard,
+    sink: deps.sink,
+    estimator: deps.estimator,
+    keepAliveIntervalMs: config.KEEPALIVE_INTERVAL_MS,
+    logger,
+  });
+  const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
+  // The hot route is matched at app level, first: no mount-path trimming or nested router walk.
+  app.post(
+    ['/api/v1/chat/completions', '/v1/chat/completions'],
+    deps.metrics.track,
+    routeName('chat'),
+    auth,
+    inference,
+    body,
+    chat,
+  );
+
   app.use(
     healthRoutes({
       redis: async () => {
@@ -105,35 +138,8 @@ export function createProxyApp(deps: {
     }
   });
 
-  const auth = authMiddleware(
-    createAuthenticator({
-      keyCache: createKeyCache(redis, { prefix: config.REDIS_PREFIX }),
-      resolver: deps.resolver,
-      redis,
-      lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
-      logger,
-    }),
-  );
-  const inference = requireScope('inference');
-  const management = requireScope('management');
-
   const api = express.Router();
   api.use(deps.metrics.track, auth);
-  api.post(
-    '/chat/completions',
-    routeName('chat'),
-    inference,
-    jsonBodyReader(parseByteLimit(config.BODY_LIMIT)),
-    chatCompletionsHandler({
-      catalog: deps.catalog,
-      upstreams: deps.upstreams,
-      guard: deps.guard,
-      sink: deps.sink,
-      estimator: deps.estimator,
-      keepAliveIntervalMs: config.KEEPALIVE_INTERVAL_MS,
-      logger,
-    }),
-  );
   api.get('/models', routeName('models'), inference, modelsHandler(deps.catalog));
   api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys);
   api.get('/key', routeName('key'), deps.forwarders.keys);
