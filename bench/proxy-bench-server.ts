@@ -6,6 +6,7 @@
  * Reports `{url, key?}` to the parent over IPC, stops on SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadCatalog } from '@tollgate/catalog';
 import { startTestKeysService } from '@tollgate/keys/testing';
 import { startProviderSim } from '@tollgate/provider-sim';
@@ -16,8 +17,18 @@ process.env.TOLLGATE_TEST_RUN ??= `bench${Date.now().toString(36)}${randomBytes(
 const role = process.argv[2];
 const send = (msg: object) => process.send?.(msg);
 // CPU time of this process, for the parent's contention-independent "CPU per request" figure.
+// BENCH_LOOP_DELAY=1: event-loop delay histogram (a 1 ms timer: not free, so opt-in).
+const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+if (process.env.BENCH_LOOP_DELAY === '1') loopDelay.enable();
 process.on('message', (msg: { cmd?: string }) => {
   if (msg?.cmd === 'cpu') send({ cpu: process.cpuUsage() });
+  if (msg?.cmd === 'eld') {
+    const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+    send({
+      eld: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
+    });
+    loopDelay.reset();
+  }
 });
 
 if (role === 'sim') {
@@ -42,7 +53,17 @@ if (role === 'sim') {
     SPEND_GUARD: 'off',
   });
   const catalog = loadCatalog(DEFAULT_CATALOG_PATH, { ...process.env, PROVIDER_SIM_URL: simUrl });
-  const proxy = await startProxy(config, { catalog });
+  // BENCH_PUBLISHER=none: a publisher that drops events (isolates the broker's CPU from the proxy's).
+  const publisher =
+    process.env.BENCH_PUBLISHER === 'none'
+      ? {
+          publish() {},
+          stats: () => ({ buffered: 0, published: 0, dropped: 0, connected: true, unroutable: 0 }),
+          flush: async () => true,
+          close: async () => ({ drained: true, remaining: 0 }),
+        }
+      : undefined;
+  const proxy = await startProxy(config, { catalog, publisher });
   send({ url: proxy.url, key: key.key });
   process.once('SIGTERM', () => {
     void (async () => {

@@ -7,8 +7,11 @@
  * Needs the local Postgres, Redis and RabbitMQ (like the tests). Starts the simulator and the keys
  * service + proxy in two child processes (the load generator runs here), then measures:
  *   1. non-streamed, autocannon: fixed 500 req/s and max throughput → p50/p99/req/s (1 ms resolution)
- *   2. non-streamed, precise open-loop client at 500 req/s (µs resolution) → p50/p99 and the added p99
- *   3. streamed, time to first byte: open loop at 500 req/s, and closed loop at max throughput
+ *   2. non-streamed, precise open-loop client at 500 req/s (µs resolution, BENCH_ROUNDS interleaved
+ *      rounds pooled) → p50/p99 and the added p99
+ *   3. streamed, time to first byte: open loop at 500 req/s (same rounds), and closed loop at max
+ *      throughput
+ * Env: BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_RATE (500), BENCH_CONNECTIONS (32).
  * Writes bench/results/proxy-latency.json and prints a table.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -22,6 +25,8 @@ import amqp from 'amqplib';
 import autocannon from 'autocannon';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+/** The fixed-rate precise runs are repeated, direct and proxy interleaved, and their samples pooled. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const MAX_CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const RESULTS = fileURLToPath(new URL('./results/proxy-latency.json', import.meta.url));
@@ -187,7 +192,7 @@ function summarize(samples: Sample[], errors: number, seconds: number): PreciseR
 }
 
 /** Open loop: requests start on a fixed schedule (latency counted from the scheduled time). */
-async function openLoop(target: Target, stream: boolean, rate: number): Promise<PreciseResult> {
+async function openLoopSamples(target: Target, stream: boolean, rate: number) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const payload = body(target.model, stream);
   const samples: Sample[] = [];
@@ -214,7 +219,7 @@ async function openLoop(target: Target, stream: boolean, rate: number): Promise<
   }
   await Promise.all(inflight);
   agent.destroy();
-  return summarize(samples, errors, SECONDS);
+  return { samples, errors };
 }
 
 /** Closed loop: `connections` workers, each sending its next request when the previous one ended. */
@@ -304,12 +309,37 @@ async function main() {
     const scenarios: [string, (t: Target) => Promise<{ requests: number }>][] = [
       [`json.autocannon.rate${RATE}`, (t) => cannon(t, false, RATE)],
       ['json.autocannon.max', (t) => cannon(t, false, undefined)],
-      [`json.precise.rate${RATE}`, (t) => openLoop(t, false, RATE)],
-      [`stream.precise.rate${RATE}`, (t) => openLoop(t, true, RATE)],
       ['stream.precise.max', (t) => closedLoop(t, true, MAX_CONNECTIONS)],
     ];
     for (const [name, run] of scenarios) {
       for (const t of [direct, proxied]) await step(`${t.name}.${name}`, t, () => run(t));
+    }
+    // Fixed rate, µs resolution: ROUNDS × (direct, proxy) interleaved, so drifting machine load hits both.
+    for (const stream of [false, true]) {
+      const name = `${stream ? 'stream' : 'json'}.precise.rate${RATE}`;
+      const pooled = new Map<Target, { samples: Sample[]; errors: number; cpu: number }>();
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const t of [direct, proxied]) {
+          process.stdout.write(`  ${t.name}.${name} round ${round + 1}/${ROUNDS} ... `);
+          const cpuBefore = await cpuMicros(server[t.name]);
+          const r = await openLoopSamples(t, stream, RATE);
+          const cpu = (await cpuMicros(server[t.name])) - cpuBefore;
+          const acc = pooled.get(t) ?? { samples: [], errors: 0, cpu: 0 };
+          acc.samples.push(...r.samples);
+          acc.errors += r.errors;
+          acc.cpu += cpu;
+          pooled.set(t, acc);
+          console.log('done');
+        }
+      }
+      for (const [t, acc] of pooled) {
+        const summary = summarize(acc.samples, acc.errors, SECONDS * ROUNDS);
+        results[`${t.name}.${name}`] = {
+          ...summary,
+          rounds: ROUNDS,
+          cpuUsPerRequest: Math.round(acc.cpu / Math.max(1, summary.requests)),
+        };
+      }
     }
 
     const get = (k: string) => results[k] as PreciseResult & CannonResult & { cpuUsPerRequest: number };
