@@ -1,4 +1,5 @@
 import { loadCatalog } from '@tollgate/catalog';
+import { openapiJson } from '@tollgate/openapi';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
 import { type Json, readSse } from '../testing/sse-client';
@@ -33,6 +34,17 @@ describe('GET /models', () => {
         top_provider: { context_length: 128000 },
         supported_parameters: expect.any(Array),
       });
+    }
+  });
+});
+
+describe('GET /openapi.json', () => {
+  it('serves the OpenAPI document under both prefixes without a key', async () => {
+    for (const prefix of ['/api/v1', '/v1']) {
+      const res = await fetch(`${stack.proxy.url}${prefix}/openapi.json`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await res.text()).toBe(openapiJson);
     }
   });
 });

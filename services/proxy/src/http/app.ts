@@ -5,6 +5,7 @@ import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollg
 import { errorHandler, healthRoutes, listen, notFoundHandler } from '@tollgate/http';
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
+import { openapiJson } from '@tollgate/openapi';
 import { createRedisSpendGuard } from '@tollgate/spend';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
 import express, { type RequestHandler, type Response } from 'express';
@@ -137,6 +138,19 @@ export function createProxyApp(deps: {
       next(err);
     }
   });
+
+  // The machine-readable API description (spec §9), public like the spec it describes.
+  const openapi = Buffer.from(openapiJson);
+  app.get(
+    ['/api/v1/openapi.json', '/v1/openapi.json'],
+    deps.metrics.track,
+    routeName('openapi'),
+    (_req, res) => {
+      res.setHeader('content-type', 'application/json; charset=utf-8');
+      res.setHeader('content-length', openapi.length);
+      res.end(openapi);
+    },
+  );
 
   const api = express.Router();
   api.use(deps.metrics.track, auth);
