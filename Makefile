@@ -20,11 +20,11 @@ servers:
 
 ## Runs the whole gateway (provider-sim, keys, billing, proxy) against the local servers. Ctrl-C stops it.
 dev: install servers
-	@pnpm exec tsx infra/dev/run.ts
+	@node --import tsx infra/dev/run.ts
 
 ## Bootstraps a demo account with a management key, credits and an inference key (stack must be running).
 demo: install
-	@pnpm exec tsx infra/dev/demo.ts
+	@node --import tsx infra/dev/demo.ts
 
 ## Runs every test (unit + integration against real Postgres, Redis, RabbitMQ).
 test: install servers
