@@ -13,12 +13,16 @@ const account = process.env.DEMO_ACCOUNT ?? 'demo';
 
 function cli(args: string[], allowFailure = false): { data?: Record<string, unknown> } | null {
   try {
-    const out = execFileSync(process.execPath, ['--import', 'tsx', 'services/keys/src/cli/main.ts', ...args, '--json'], {
-      cwd: root,
-      env: { ...process.env, BILLING_URL: process.env.BILLING_URL ?? 'http://127.0.0.1:8082' },
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', allowFailure ? 'ignore' : 'inherit'],
-    });
+    const out = execFileSync(
+      process.execPath,
+      ['--import', 'tsx', 'services/keys/src/cli/main.ts', ...args, '--json'],
+      {
+        cwd: root,
+        env: { ...process.env, BILLING_URL: process.env.BILLING_URL ?? 'http://127.0.0.1:8082' },
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', allowFailure ? 'ignore' : 'inherit'],
+      },
+    );
     return JSON.parse(out) as { data?: Record<string, unknown> };
   } catch (err) {
     if (allowFailure) return null;

@@ -29,7 +29,8 @@ export const envBoolean = (defaultValue: boolean) =>
       return z.NEVER;
     });
 
-export const envPort = (defaultValue: number) => z.coerce.number().int().min(0).max(65535).default(defaultValue);
+export const envPort = (defaultValue: number) =>
+  z.coerce.number().int().min(0).max(65535).default(defaultValue);
 
 export const defaults = {
   databaseUrl: 'postgres://postgres@127.0.0.1:5432/tollgate',
@@ -56,7 +57,10 @@ export const serviceJwtEnv = {
   SERVICE_JWT_SECRET: z.string().min(16).default(defaults.serviceJwtSecret),
 };
 
-export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): z.output<S> {
+export function loadConfig<S extends z.ZodType>(
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.output<S> {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);

@@ -10,7 +10,7 @@ describe('migrateToLatest', () => {
     const dbs = [createDb(probe.url), createDb(probe.url)];
     const migrations = {
       '0001_t': {
-        up: async (db: Kysely<any>) => {
+        up: async (db: Kysely<unknown>) => {
           await db.schema.createTable('probe.t').addColumn('id', 'integer').execute();
         },
       },

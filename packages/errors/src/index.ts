@@ -49,7 +49,11 @@ export class AppError extends Error {
   }
 
   toBody(): ErrorBody {
-    return { code: this.status, message: this.message, metadata: { ...this.metadata, error_type: this.type } };
+    return {
+      code: this.status,
+      message: this.message,
+      metadata: { ...this.metadata, error_type: this.type },
+    };
   }
 
   toEnvelope(): ErrorEnvelope {

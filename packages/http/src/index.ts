@@ -47,7 +47,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.status(appError.status).json(appError.toEnvelope());
       return;
     }
-    (req as { log?: Logger }).log?.error({ err }, 'unhandled error') ?? logger.error({ err }, 'unhandled error');
+    (req as { log?: Logger }).log?.error({ err }, 'unhandled error') ??
+      logger.error({ err }, 'unhandled error');
     res.status(500).json(internalErrorEnvelope());
   };
 }

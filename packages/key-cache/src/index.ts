@@ -87,8 +87,14 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
   const pendingTtl = options.pendingTtlSeconds ?? 30;
   const redisKey = (digest: string) => `${options.prefix}key:${digest}`;
 
-  const write = async (digest: string, version: number, state: string, data: string, ttl: number, mode: string) =>
-    (await redis.eval(WRITE_SCRIPT, 1, redisKey(digest), version, state, data, ttl, mode)) === 1;
+  const write = async (
+    digest: string,
+    version: number,
+    state: string,
+    data: string,
+    ttl: number,
+    mode: string,
+  ) => (await redis.eval(WRITE_SCRIPT, 1, redisKey(digest), version, state, data, ttl, mode)) === 1;
 
   return {
     redisKey,

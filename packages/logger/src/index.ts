@@ -1,4 +1,4 @@
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { type Logger, type LoggerOptions, pino } from 'pino';
 
 export type { Logger } from 'pino';
 
@@ -56,7 +56,10 @@ export function createLogger(config: LoggerConfig): Logger {
     },
   };
   if (config.pretty) {
-    return pino({ ...options, transport: { target: 'pino-pretty', options: { colorize: true, singleLine: true } } });
+    return pino({
+      ...options,
+      transport: { target: 'pino-pretty', options: { colorize: true, singleLine: true } },
+    });
   }
   return pino(options);
 }

@@ -60,7 +60,8 @@ function numberToPlainString(n: number): string {
 }
 
 /** tokens × per-token price, exact. */
-export const costOf = (tokens: number, pricePerTokenUnits: bigint): bigint => BigInt(tokens) * pricePerTokenUnits;
+export const costOf = (tokens: number, pricePerTokenUnits: bigint): bigint =>
+  BigInt(tokens) * pricePerTokenUnits;
 
 export const maxUnits = (a: bigint, b: bigint) => (a > b ? a : b);
 export const minUnits = (a: bigint, b: bigint) => (a < b ? a : b);

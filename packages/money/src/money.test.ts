@@ -34,13 +34,19 @@ describe('periods', () => {
     expect(periodKey(null, at)).toBe('all');
   });
   it('starts weeks on Monday and handles ISO year boundaries', () => {
-    expect(periodStart('weekly', new Date('2026-11-22T10:00:00Z')).toISOString()).toBe('2026-11-16T00:00:00.000Z');
-    expect(periodStart('weekly', new Date('2026-11-23T00:00:00Z')).toISOString()).toBe('2026-11-23T00:00:00.000Z');
+    expect(periodStart('weekly', new Date('2026-11-22T10:00:00Z')).toISOString()).toBe(
+      '2026-11-16T00:00:00.000Z',
+    );
+    expect(periodStart('weekly', new Date('2026-11-23T00:00:00Z')).toISOString()).toBe(
+      '2026-11-23T00:00:00.000Z',
+    );
     expect(isoWeek(new Date('2027-01-01T00:00:00Z'))).toEqual({ year: 2026, week: 53 });
     expect(isoWeek(new Date('2024-12-30T00:00:00Z'))).toEqual({ year: 2025, week: 1 });
   });
   it('ends months on the first of the next month', () => {
-    expect(periodEnd('monthly', new Date('2026-12-31T23:00:00Z'))?.toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    expect(periodEnd('monthly', new Date('2026-12-31T23:00:00Z'))?.toISOString()).toBe(
+      '2027-01-01T00:00:00.000Z',
+    );
     expect(periodEnd(null, new Date())).toBeNull();
   });
 });
