@@ -68,3 +68,20 @@ export function loadConfig<S extends z.ZodType>(
   }
   return parsed.data;
 }
+
+/**
+ * superRefine step for services that use SERVICE_JWT_SECRET: in production the public development
+ * default is refused, so a deployment cannot accidentally accept tokens anyone can mint.
+ */
+export function refuseDevSecretInProduction(
+  c: { NODE_ENV: string; SERVICE_JWT_SECRET: string },
+  ctx: z.RefinementCtx,
+): void {
+  if (c.NODE_ENV === 'production' && c.SERVICE_JWT_SECRET === defaults.serviceJwtSecret) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SERVICE_JWT_SECRET'],
+      message: 'must be set in production (the development default is public)',
+    });
+  }
+}

@@ -1,7 +1,8 @@
 import type { Server } from 'node:http';
-import { AppError, badRequest, describeIssues, internalErrorEnvelope } from '@tollgate/errors';
+import { SERVICE_TOKEN_HEADER, type ServiceClaims, verifyServiceToken } from '@tollgate/auth';
+import { AppError, badRequest, describeIssues, internalErrorEnvelope, unauthorized } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
-import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Router } from 'express';
 import type { z } from 'zod';
 
 /** JSON body parsing with the errors mapped into the envelope by errorHandler. */
@@ -121,4 +122,33 @@ export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
   };
   process.once('SIGTERM', () => handler('SIGTERM'));
   process.once('SIGINT', () => handler('SIGINT'));
+}
+
+export type KeyCallerClaims = Extract<ServiceClaims, { kind: 'key' }>;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function claimsOf(req: Request, secret: string): ServiceClaims | null {
+  const token = req.headers[SERVICE_TOKEN_HEADER];
+  return typeof token === 'string' ? verifyServiceToken(token, secret) : null;
+}
+
+/**
+ * The caller identity the proxy hands over on public routes: a `{kind:'key'}` service token with
+ * uuid key and account ids. Anything else is 401.
+ */
+export function keyCallerClaims(req: Request, secret: string): KeyCallerClaims {
+  const claims = claimsOf(req, secret);
+  if (claims?.kind !== 'key' || !UUID.test(claims.keyId) || !UUID.test(claims.accountId)) {
+    throw unauthorized('Missing or invalid caller identity');
+  }
+  return claims;
+}
+
+/** Internal routes: a `{kind:'service'}` token only, else 401. */
+export function serviceCaller(secret: string): RequestHandler {
+  return (req, _res, next) => {
+    if (claimsOf(req, secret)?.kind !== 'service') throw unauthorized('Missing or invalid service token');
+    next();
+  };
 }

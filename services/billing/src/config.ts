@@ -5,6 +5,7 @@ import {
   envPort,
   loadConfig as load,
   redisEnv,
+  refuseDevSecretInProduction,
   serviceJwtEnv,
 } from '@tollgate/config';
 import { z } from 'zod';
@@ -30,13 +31,7 @@ export const billingConfigSchema = z
     WORKER_ENABLED: envBoolean(true),
   })
   .superRefine((c, ctx) => {
-    if (c.NODE_ENV === 'production' && c.SERVICE_JWT_SECRET === defaults.serviceJwtSecret) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['SERVICE_JWT_SECRET'],
-        message: 'must be set in production (the development default is public)',
-      });
-    }
+    refuseDevSecretInProduction(c, ctx);
     if (c.PREFETCH < c.BATCH_SIZE) {
       ctx.addIssue({ code: 'custom', path: ['PREFETCH'], message: 'must be at least BATCH_SIZE' });
     }

@@ -1,4 +1,12 @@
-import { commonEnv, defaults, envPort, loadConfig as load, redisEnv, serviceJwtEnv } from '@tollgate/config';
+import {
+  commonEnv,
+  defaults,
+  envPort,
+  loadConfig as load,
+  redisEnv,
+  refuseDevSecretInProduction,
+  serviceJwtEnv,
+} from '@tollgate/config';
 import { z } from 'zod';
 
 const optionalUrl = z
@@ -20,15 +28,7 @@ export const keysConfigSchema = z
     /** How often pending `last_used_at` values are moved from Redis to Postgres. */
     LAST_USED_FLUSH_MS: z.coerce.number().int().min(50).max(3_600_000).default(5000),
   })
-  .superRefine((c, ctx) => {
-    if (c.NODE_ENV === 'production' && c.SERVICE_JWT_SECRET === defaults.serviceJwtSecret) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['SERVICE_JWT_SECRET'],
-        message: 'must be set in production (the development default is public)',
-      });
-    }
-  });
+  .superRefine(refuseDevSecretInProduction);
 
 export type KeysConfig = z.output<typeof keysConfigSchema>;
 

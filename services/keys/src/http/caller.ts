@@ -1,12 +1,11 @@
-import { type KeyScope, SERVICE_TOKEN_HEADER, verifyServiceToken } from '@tollgate/auth';
-import { forbiddenScope, unauthorized } from '@tollgate/errors';
+import type { KeyScope } from '@tollgate/auth';
+import { forbiddenScope } from '@tollgate/errors';
+import { keyCallerClaims } from '@tollgate/http';
 import type { RequestHandler, Response } from 'express';
 import type { KeyService } from '../keys/keys.service';
 import type { ApiKey } from '../keys/keys.table';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-const tokenOf = (header: string | string[] | undefined) => (typeof header === 'string' ? header : undefined);
+export { serviceCaller } from '@tollgate/http';
 
 /**
  * Public routes arrive through the proxy with a `{kind:'key'}` service token naming the caller's key.
@@ -18,12 +17,7 @@ export function keyCaller(
   scope: KeyScope | 'any',
 ): RequestHandler {
   return async (req, res, next) => {
-    const token = tokenOf(req.headers[SERVICE_TOKEN_HEADER]);
-    const claims = token ? verifyServiceToken(token, deps.secret) : null;
-    if (claims?.kind !== 'key' || !UUID.test(claims.keyId) || !UUID.test(claims.accountId)) {
-      throw unauthorized('Missing or invalid caller identity');
-    }
-    const row = await deps.keys.authenticateCaller(claims);
+    const row = await deps.keys.authenticateCaller(keyCallerClaims(req, deps.secret));
     if (scope !== 'any' && row.scope !== scope) throw forbiddenScope(scope);
     res.locals.caller = row;
     next();
@@ -31,13 +25,3 @@ export function keyCaller(
 }
 
 export const callerOf = (res: Response): ApiKey => res.locals.caller as ApiKey;
-
-/** Internal routes: a `{kind:'service'}` token only. */
-export function serviceCaller(secret: string): RequestHandler {
-  return (req, _res, next) => {
-    const token = tokenOf(req.headers[SERVICE_TOKEN_HEADER]);
-    const claims = token ? verifyServiceToken(token, secret) : null;
-    if (claims?.kind !== 'service') throw unauthorized('Missing or invalid service token');
-    next();
-  };
-}
