@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync, timingSafeEqual } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 
 export type KeyScope = 'inference' | 'management';
@@ -74,7 +74,11 @@ export function verifyServiceToken(token: string, secret: string): ServiceClaims
     }) as Partial<RawClaims> | string;
     if (typeof raw !== 'object' || typeof raw.sub !== 'string') return null;
     if (raw.kind === 'service') return { kind: 'service', service: raw.sub };
-    if (raw.kind === 'key' && typeof raw.acc === 'string' && (raw.scope === 'inference' || raw.scope === 'management')) {
+    if (
+      raw.kind === 'key' &&
+      typeof raw.acc === 'string' &&
+      (raw.scope === 'inference' || raw.scope === 'management')
+    ) {
       return { kind: 'key', keyId: raw.sub, accountId: raw.acc, scope: raw.scope };
     }
     return null;
@@ -92,3 +96,22 @@ export function newRequestId(now = Date.now()): string {
   return `gen-${Math.floor(now / 1000)}-${s}`;
 }
 export const REQUEST_ID_PATTERN = /^gen-\d+-[A-Za-z0-9]{20}$/;
+
+/**
+ * `newRequestId` for hot paths: the same format and alphabet, but one CSPRNG call (randomFillSync)
+ * per `batch` ids instead of one per id. Every random byte is used once.
+ */
+export function requestIdSource(batch = 256): (now?: number) => string {
+  const pool = Buffer.allocUnsafe(20 * Math.max(1, Math.floor(batch)));
+  let offset = pool.length;
+  return (now = Date.now()) => {
+    if (offset === pool.length) {
+      randomFillSync(pool);
+      offset = 0;
+    }
+    let s = '';
+    for (let i = offset; i < offset + 20; i++) s += ALPHANUM[pool[i]! % 62];
+    offset += 20;
+    return `gen-${Math.floor(now / 1000)}-${s}`;
+  };
+}

@@ -72,11 +72,16 @@ export interface AuthLocals {
 export const authenticatedKey = (res: Response): CachedKey => (res.locals as AuthLocals).key;
 
 export function authMiddleware(auth: Authenticator): RequestHandler {
-  return (req: Request, res: Response, next: NextFunction) => {
-    auth.authenticate(req.headers.authorization).then((key) => {
-      (res.locals as AuthLocals).key = key;
-      next();
-    }, next);
+  return async (req: Request, res: Response, next: NextFunction) => {
+    let key: CachedKey;
+    try {
+      key = await auth.authenticate(req.headers.authorization);
+    } catch (err) {
+      next(err);
+      return;
+    }
+    (res.locals as AuthLocals).key = key;
+    next();
   };
 }
 

@@ -1,4 +1,4 @@
-import { newRequestId } from '@tollgate/auth';
+import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError, badRequest } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
@@ -23,6 +23,21 @@ export interface ChatDeps {
 }
 
 const X_TITLE_MAX = 200;
+/** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
+const nextRequestId = requestIdSource(256);
+
+interface CompletionLocals {
+  completion?: Completion;
+}
+
+/** Hoisted: the client going away aborts the upstream request (and whatever the relay waits for). */
+function onResponseClose(this: Response): void {
+  const c = (this.locals as CompletionLocals).completion;
+  if (c && !this.writableFinished) {
+    c.cancelled = true;
+    c.abort.abort();
+  }
+}
 const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };
 
 /** POST /chat/completions: validate, admit, forward, relay (JSON or SSE), settle, publish. */
@@ -38,7 +53,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (!route)
       throw new AppError('service_unavailable', `model: '${chat.model}' has no provider configured`);
 
-    const requestId = newRequestId();
+    const requestId = nextRequestId();
     res.setHeader('X-Generation-Id', requestId);
     const prompt = admissionPromptTokens(chat.messages, estimator);
     const reservation = await guard.admit({
@@ -66,12 +81,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       estimator,
     );
     // The client going away aborts the upstream request (and whatever the relay is waiting for).
-    res.once('close', () => {
-      if (!res.writableFinished) {
-        c.cancelled = true;
-        c.abort.abort();
-      }
-    });
+    (res.locals as CompletionLocals).completion = c;
+    res.once('close', onResponseClose);
 
     const body = chat.body;
     body.model = route.upstreamModel;
