@@ -6,7 +6,12 @@ import { z } from 'zod';
  * Money is a decimal string (USD), never a float.
  */
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'expected a non-negative decimal string');
-const count = z.number().int().min(0);
+const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/**
+ * Free text that reaches Postgres `text`/`jsonb`, which cannot hold NUL: a provider sending one in a
+ * finish_reason or error message must not turn the event into a poison message, so it is dropped.
+ */
+const text = z.string().transform((s) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s));
 
 export const usageEventV1 = z.object({
   type: z.literal('usage'),
@@ -16,16 +21,16 @@ export const usageEventV1 = z.object({
   account_id: z.string().uuid(),
   key_id: z.string().uuid(),
   /** Catalog model id (`vendor/name`). */
-  model: z.string().min(1),
-  provider_name: z.string().min(1),
-  upstream_model: z.string().min(1),
+  model: text.pipe(z.string().min(1)),
+  provider_name: text.pipe(z.string().min(1)),
+  upstream_model: text.pipe(z.string().min(1)),
   /** The provider's own response id, when it sent one. */
-  upstream_id: z.string().nullable(),
+  upstream_id: text.nullable(),
   /** X-Title of the request. */
-  app: z.string().nullable(),
+  app: text.nullable(),
   streamed: z.boolean(),
   cancelled: z.boolean(),
-  finish_reason: z.string().nullable(),
+  finish_reason: text.nullable(),
   /** `provider`: the provider reported usage; `estimated`: counted by the proxy's tokenizer. */
   usage_source: z.enum(['provider', 'estimated']),
   tokens: z.object({
@@ -39,7 +44,7 @@ export const usageEventV1 = z.object({
   cost: decimal,
   is_byok: z.boolean(),
   /** The upstream error that ended the request, if any. */
-  error: z.object({ code: z.number().int(), message: z.string() }).nullable(),
+  error: z.object({ code: z.number().int(), message: text }).nullable(),
   started_at: z.string().datetime(),
   finished_at: z.string().datetime(),
   /** Request start to first byte from the provider. */
@@ -48,7 +53,7 @@ export const usageEventV1 = z.object({
   generation_time_ms: count,
 });
 
-export type UsageEventV1 = z.infer<typeof usageEventV1>;
+export type UsageEventV1 = z.output<typeof usageEventV1>;
 export type UsageEvent = UsageEventV1;
 
 /** The catalog of message types on the usage exchange: type → schema. */
