@@ -16,7 +16,7 @@ export interface SpendReservation {
   accountTracked: boolean;
 }
 
-/** Same shape as the proxy's `SpendGuard` (services/proxy/src/spend/guard.ts). */
+/** What the proxy calls around every chat completion (services/proxy/src/spend/guard.ts). */
 export interface SpendGuard {
   /** Before forwarding. Throws AppError('key_limit_exceeded' | 'payment_required'). */
   admit(input: {

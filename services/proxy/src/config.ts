@@ -1,5 +1,12 @@
 import { fileURLToPath } from 'node:url';
-import { commonEnv, defaults, envPort, loadConfig as load, redisEnv, serviceJwtEnv } from '@tollgate/config';
+import {
+  commonEnv,
+  envPort,
+  loadConfig as load,
+  redisEnv,
+  refuseDevSecretInProduction,
+  serviceJwtEnv,
+} from '@tollgate/config';
 import { z } from 'zod';
 
 /** The dev catalog of the repo, resolved relative to this file (works from any cwd). */
@@ -47,15 +54,7 @@ export const proxyEnv = z
     /** node:cluster workers (1 = no cluster). */
     WORKERS: z.coerce.number().int().min(1).max(256).default(1),
   })
-  .superRefine((c, ctx) => {
-    if (c.NODE_ENV === 'production' && c.SERVICE_JWT_SECRET === defaults.serviceJwtSecret) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['SERVICE_JWT_SECRET'],
-        message: 'must be set in production (the development default is public)',
-      });
-    }
-  });
+  .superRefine(refuseDevSecretInProduction);
 
 export type ProxyConfig = z.output<typeof proxyEnv>;
 

@@ -18,7 +18,7 @@ function recordingGuard() {
       admits.push({ keyId: key.id, worstCaseCostUnits, requestId });
       const err = refuse.get(key.id);
       if (err) throw err;
-      return { requestId };
+      return { keyId: key.id, accountId: key.accountId, requestId, keyTracked: false, accountTracked: false };
     },
     async settle(reservation, costUnits) {
       settles.push({ reservation, costUnits });
