@@ -119,6 +119,28 @@ describe('admin CLI', () => {
     expect(after.stdout).toMatch(new RegExp(`${key.hash}\\s+ops\\s+\\S+\\s+revoked`));
   });
 
+  it('re-enables a management key that disabled itself through the API', async () => {
+    const s = slug();
+    const account = (await cli(`accounts create --slug ${s} --name A --json`)).json().data;
+    const key = (await cli(`keys create-management --account ${s} --name ops --json`)).json().data;
+    const as = { id: key.hash, accountId: account.id, scope: 'management' as const };
+    await expectStatus(await api(t, 'PATCH', `/keys/${key.hash}`, { as, body: { disabled: true } }), 200);
+    expect(isActive(await proxyLookup(t, key.key))).toBe(false);
+
+    const enabled = await cli(`keys enable-management --account ${s} --hash ${key.hash} --json`);
+    expect(enabled.code, enabled.stderr).toBe(0);
+    expect(enabled.json().data).toMatchObject({ hash: key.hash, disabled: false, revoked: false });
+    expect(isActive(await proxyLookup(t, key.key))).toBe(true);
+
+    const disabled = await cli(`keys disable-management --account ${s} --hash ${key.hash} --json`);
+    expect(disabled.json().data).toMatchObject({ disabled: true });
+    expect(isActive(await proxyLookup(t, key.key))).toBe(false);
+    const inference = await t.createKey(t.account.id);
+    expect(
+      (await cli(`keys enable-management --account ${t.account.slug} --hash ${inference.id}`)).code,
+    ).toBe(2);
+  });
+
   it('revoke-management does not touch inference keys or other accounts', async () => {
     const s = slug();
     (await cli(`accounts create --slug ${s} --name A`)).code;
