@@ -11,10 +11,18 @@
  *      rounds pooled) → p50/p99 and the added p99
  *   3. streamed, time to first byte: open loop at 500 req/s (same rounds), and closed loop at max
  *      throughput
- * Env: BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_RATE (500), BENCH_CONNECTIONS (32).
- * Writes bench/results/proxy-latency.json and prints a table.
+ * Control variants (non-streamed scenarios only; see proxy-bench-server.ts), for attributing the cost:
+ *   mini         minimal pass-through proxy (node:http + undici Pool, no auth/Redis/AMQP/express)
+ *   mini-redis   the same + one key-cache HMGET per request
+ *   proxy-nopub  the full proxy with BENCH_PUBLISHER=none (usage events dropped, no RabbitMQ)
+ * Env: BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_RATE (500), BENCH_CONNECTIONS (32),
+ *   BENCH_VARIANTS (comma list of the control variants above; default all, '' for none),
+ *   BENCH_ONLY=precise (only the non-streamed fixed-rate rounds: quick experiments),
+ *   BENCH_PIN=split (load generator on CPU 0, every server child on CPU 1, via taskset),
+ *   BENCH_OUT (results file; default bench/results/proxy-latency.json).
+ * Writes the results file and prints a table.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -29,7 +37,18 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const MAX_CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const RESULTS = fileURLToPath(new URL('./results/proxy-latency.json', import.meta.url));
+const RESULTS =
+  process.env.BENCH_OUT ?? fileURLToPath(new URL('./results/proxy-latency.json', import.meta.url));
+const CONTROLS = ['mini', 'mini-redis', 'proxy-nopub'] as const;
+type Control = (typeof CONTROLS)[number];
+const VARIANTS = (process.env.BENCH_VARIANTS ?? CONTROLS.join(','))
+  .split(',')
+  .map((v) => v.trim())
+  .filter((v) => v.length > 0) as Control[];
+for (const v of VARIANTS) if (!CONTROLS.includes(v)) throw new Error(`unknown BENCH_VARIANTS entry ${v}`);
+const ONLY_PRECISE = process.env.BENCH_ONLY === 'precise';
+const PIN = process.env.BENCH_PIN ?? '';
+if (PIN !== '' && PIN !== 'split') throw new Error(`BENCH_PIN must be 'split' or unset`);
 const SERVER = fileURLToPath(new URL('./proxy-bench-server.ts', import.meta.url));
 
 process.env.TOLLGATE_TEST_RUN ??= `bench${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
@@ -41,7 +60,7 @@ const sim = { completion_tokens: 16 };
 const body = (model: string, stream: boolean) => JSON.stringify({ model, messages, stream, sim });
 
 interface Target {
-  name: 'direct' | 'proxy';
+  name: 'direct' | 'proxy' | Control;
   url: string;
   path: string;
   headers: Record<string, string>;
@@ -58,9 +77,17 @@ function startChild(
       env: { ...process.env, ...env },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
-    child.once('message', (info) => resolve({ child, info: info as { url: string; key?: string } }));
+    child.once('message', (info) => {
+      if (PIN === 'split' && child.pid) pin(child.pid, '1');
+      resolve({ child, info: info as { url: string; key?: string } });
+    });
     child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
   });
+}
+
+/** Pins every thread of a process to a CPU list (taskset -a), e.g. '1'. */
+function pin(pid: number, cpus: string) {
+  execFileSync('taskset', ['-a', '-cp', cpus, String(pid)], { stdio: 'ignore' });
 }
 
 function cpuMicros(child: ChildProcess): Promise<number> {
@@ -255,14 +282,14 @@ async function main() {
   const started = Date.now();
   const loadBefore = os.loadavg();
   console.log(
-    `proxy-latency: ${SECONDS}s per run, ${RATE} req/s fixed rate, ${os.cpus().length} CPUs, node ${process.version}`,
+    `proxy-latency: ${SECONDS}s per run, ${RATE} req/s fixed rate, ${os.cpus().length} CPUs, node ${process.version}` +
+      `, variants: direct proxy ${VARIANTS.join(' ')}${ONLY_PRECISE ? ', precise only' : ''}${PIN ? `, pinned (${PIN})` : ''}`,
   );
+  if (PIN === 'split') pin(process.pid, '0');
+  const children: ChildProcess[] = [];
   const simChild = await startChild('sim', {});
-  const proxyChild = await startChild('proxy', {
-    PROVIDER_SIM_URL: simChild.info.url,
-    AMQP_URL,
-    AMQP_PREFIX,
-  });
+  children.push(simChild.child);
+  const server = new Map<Target['name'], ChildProcess>([['direct', simChild.child]]);
   const direct: Target = {
     name: 'direct',
     url: simChild.info.url,
@@ -270,66 +297,102 @@ async function main() {
     headers: { 'content-type': 'application/json' },
     model: 'gpt-4o-mini',
   };
-  const proxied: Target = {
-    name: 'proxy',
-    url: proxyChild.info.url,
-    path: '/api/v1/chat/completions',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${proxyChild.info.key}` },
-    model: 'openai/gpt-4o-mini',
+  const proxyTarget = async (name: 'proxy' | 'proxy-nopub'): Promise<Target> => {
+    const { child, info } = await startChild('proxy', {
+      PROVIDER_SIM_URL: simChild.info.url,
+      AMQP_URL,
+      AMQP_PREFIX,
+      ...(name === 'proxy-nopub' ? { BENCH_PUBLISHER: 'none' } : {}),
+    });
+    children.push(child);
+    server.set(name, child);
+    return {
+      name,
+      url: info.url,
+      path: '/api/v1/chat/completions',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${info.key}` },
+      model: 'openai/gpt-4o-mini',
+    };
+  };
+  const miniTarget = async (name: 'mini' | 'mini-redis'): Promise<Target> => {
+    const { child, info } = await startChild(name, { PROVIDER_SIM_URL: simChild.info.url });
+    children.push(child);
+    server.set(name, child);
+    return {
+      name,
+      url: info.url,
+      path: '/api/v1/chat/completions',
+      headers: { 'content-type': 'application/json' },
+      model: 'openai/gpt-4o-mini',
+    };
   };
 
   try {
+    const proxied = await proxyTarget('proxy');
+    const controls: Target[] = [];
+    for (const v of CONTROLS) {
+      if (!VARIANTS.includes(v)) continue;
+      controls.push(v === 'proxy-nopub' ? await proxyTarget(v) : await miniTarget(v));
+    }
+    /** Every non-streamed target, cheapest first; streamed scenarios use direct and proxy only. */
+    const jsonTargets = [direct, ...controls, proxied];
+    const streamTargets = [direct, proxied];
+
     // Sanity + warm-up (JIT, keep-alive pools, Redis connection).
-    for (const t of [direct, proxied]) {
+    for (const t of jsonTargets) {
       const s = await once(new http.Agent(), t, body(t.model, false), performance.now());
       if (s.status !== 200) throw new Error(`${t.name} answered ${s.status}`);
       await closedLoop(t, false, 8, 2);
     }
 
     const results: Record<string, unknown> = {};
-    const server = { direct: simChild.child, proxy: proxyChild.child };
+    const serverOf = (t: Target) => server.get(t.name) as ChildProcess;
     const step = async <T extends { requests: number }>(
       name: string,
       target: Target,
       run: () => Promise<T>,
     ) => {
       process.stdout.write(`  ${name} ... `);
-      const cpuBefore = await cpuMicros(server[target.name]);
+      const cpuBefore = await cpuMicros(serverOf(target));
       const r = await run();
-      const cpu = (await cpuMicros(server[target.name])) - cpuBefore;
+      const cpu = (await cpuMicros(serverOf(target))) - cpuBefore;
       // CPU time the serving process spent per request: independent of what else runs on the machine.
       const cpuUsPerRequest = Math.round(cpu / Math.max(1, r.requests));
       console.log(
-        `done (${cpuUsPerRequest} µs CPU/request in the ${target.name === 'proxy' ? 'proxy' : 'simulator'})`,
+        `done (${cpuUsPerRequest} µs CPU/request in ${target.name === 'direct' ? 'the simulator' : target.name})`,
       );
       results[name] = { ...r, cpuUsPerRequest };
       return r;
     };
-    // Each scenario runs against the simulator and then the proxy, back to back (same machine load).
-    const scenarios: [string, (t: Target) => Promise<{ requests: number }>][] = [
-      [`json.autocannon.rate${RATE}`, (t) => cannon(t, false, RATE)],
-      ['json.autocannon.max', (t) => cannon(t, false, undefined)],
-      ['stream.precise.max', (t) => closedLoop(t, true, MAX_CONNECTIONS)],
-    ];
-    for (const [name, run] of scenarios) {
-      for (const t of [direct, proxied]) await step(`${t.name}.${name}`, t, () => run(t));
+    // Each scenario runs against every target back to back (same machine load).
+    const scenarios: [string, Target[], (t: Target) => Promise<{ requests: number }>][] = ONLY_PRECISE
+      ? []
+      : [
+          [`json.autocannon.rate${RATE}`, streamTargets, (t) => cannon(t, false, RATE)],
+          ['json.autocannon.max', jsonTargets, (t) => cannon(t, false, undefined)],
+          ['stream.precise.max', streamTargets, (t) => closedLoop(t, true, MAX_CONNECTIONS)],
+        ];
+    for (const [name, targets, run] of scenarios) {
+      for (const t of targets) await step(`${t.name}.${name}`, t, () => run(t));
     }
-    // Fixed rate, µs resolution: ROUNDS × (direct, proxy) interleaved, so drifting machine load hits both.
-    for (const stream of [false, true]) {
+    // Fixed rate, µs resolution: ROUNDS × (every target) interleaved, so drifting machine load hits all.
+    for (const stream of ONLY_PRECISE ? [false] : [false, true]) {
       const name = `${stream ? 'stream' : 'json'}.precise.rate${RATE}`;
+      const targets = stream ? streamTargets : jsonTargets;
       const pooled = new Map<Target, { samples: Sample[]; errors: number; cpu: number }>();
       for (let round = 0; round < ROUNDS; round++) {
-        for (const t of [direct, proxied]) {
+        for (const t of targets) {
           process.stdout.write(`  ${t.name}.${name} round ${round + 1}/${ROUNDS} ... `);
-          const cpuBefore = await cpuMicros(server[t.name]);
+          const cpuBefore = await cpuMicros(serverOf(t));
           const r = await openLoopSamples(t, stream, RATE);
-          const cpu = (await cpuMicros(server[t.name])) - cpuBefore;
+          const cpu = (await cpuMicros(serverOf(t))) - cpuBefore;
           const acc = pooled.get(t) ?? { samples: [], errors: 0, cpu: 0 };
           acc.samples.push(...r.samples);
           acc.errors += r.errors;
           acc.cpu += cpu;
           pooled.set(t, acc);
-          console.log('done');
+          const one = summarize(r.samples, r.errors, SECONDS);
+          console.log(`p50 ${one.p50} p99 ${one.p99} ms`);
         }
       }
       for (const [t, acc] of pooled) {
@@ -342,19 +405,37 @@ async function main() {
       }
     }
 
-    const get = (k: string) => results[k] as PreciseResult & CannonResult & { cpuUsPerRequest: number };
-    const d = (k: string, f: keyof PreciseResult | keyof CannonResult) =>
-      Math.round(((get(`proxy.${k}`)[f] as number) - (get(`direct.${k}`)[f] as number)) * 1000) / 1000;
+    type Row = PreciseResult & CannonResult & { cpuUsPerRequest: number };
+    const get = (k: string) => results[k] as Row | undefined;
+    const added = (name: string, k: string, f: keyof PreciseResult) => {
+      const a = get(`${name}.${k}`);
+      const b = get(`direct.${k}`);
+      return a && b ? Math.round(((a[f] as number) - (b[f] as number)) * 1000) / 1000 : null;
+    };
+    const precise = `json.precise.rate${RATE}`;
+    // Per variant: what it adds over the simulator alone at the fixed rate, its CPU cost at that rate
+    // and at saturation, and its max throughput.
+    const attribution: Record<string, Record<string, number | null>> = {};
+    for (const t of jsonTargets) {
+      attribution[t.name] = {
+        addedP50Ms: added(t.name, precise, 'p50'),
+        addedP90Ms: added(t.name, precise, 'p90'),
+        addedP99Ms: added(t.name, precise, 'p99'),
+        cpuUsPerRequestAtRate: get(`${t.name}.${precise}`)?.cpuUsPerRequest ?? null,
+        cpuUsPerRequestAtMax: get(`${t.name}.json.autocannon.max`)?.cpuUsPerRequest ?? null,
+        maxRps: get(`${t.name}.json.autocannon.max`)?.rps ?? null,
+      };
+    }
     const summary = {
-      addedP50MsJsonAt500: d(`json.precise.rate${RATE}`, 'p50'),
-      addedP99MsJsonAt500: d(`json.precise.rate${RATE}`, 'p99'),
-      addedTtfbP50MsStreamAt500: d(`stream.precise.rate${RATE}`, 'ttfbP50'),
-      addedTtfbP99MsStreamAt500: d(`stream.precise.rate${RATE}`, 'ttfbP99'),
-      maxRpsJsonDirect: get('direct.json.autocannon.max').rps,
-      maxRpsJsonProxy: get('proxy.json.autocannon.max').rps,
-      cpuUsPerRequestDirectJson: get('direct.json.autocannon.max').cpuUsPerRequest,
-      cpuUsPerRequestProxyJson: get('proxy.json.autocannon.max').cpuUsPerRequest,
-      cpuUsPerRequestProxyStream: get('proxy.stream.precise.max').cpuUsPerRequest,
+      addedP50MsJsonAt500: added('proxy', precise, 'p50'),
+      addedP99MsJsonAt500: added('proxy', precise, 'p99'),
+      addedTtfbP50MsStreamAt500: added('proxy', `stream.precise.rate${RATE}`, 'ttfbP50'),
+      addedTtfbP99MsStreamAt500: added('proxy', `stream.precise.rate${RATE}`, 'ttfbP99'),
+      maxRpsJsonDirect: get('direct.json.autocannon.max')?.rps ?? null,
+      maxRpsJsonProxy: get('proxy.json.autocannon.max')?.rps ?? null,
+      cpuUsPerRequestDirectJson: get('direct.json.autocannon.max')?.cpuUsPerRequest ?? null,
+      cpuUsPerRequestProxyJson: get('proxy.json.autocannon.max')?.cpuUsPerRequest ?? null,
+      cpuUsPerRequestProxyStream: get('proxy.stream.precise.max')?.cpuUsPerRequest ?? null,
       targetAddedP99Ms: 2,
     };
     const out = {
@@ -370,25 +451,30 @@ async function main() {
       },
       settings: {
         secondsPerRun: SECONDS,
+        rounds: ROUNDS,
         rate: RATE,
         maxConnections: MAX_CONNECTIONS,
         completionTokens: sim.completion_tokens,
+        variants: jsonTargets.map((t) => t.name),
+        onlyPrecise: ONLY_PRECISE,
+        pin: PIN || null,
       },
       summary,
+      attribution,
       results,
       durationSeconds: Math.round((Date.now() - started) / 1000),
     };
     writeFileSync(RESULTS, `${JSON.stringify(out, null, 2)}\n`);
     printTable(results, summary);
+    console.table(attribution);
     console.log(`\nwritten to ${RESULTS}`);
   } finally {
-    await stopChild(proxyChild.child);
-    await stopChild(simChild.child);
+    for (const child of children.reverse()) await stopChild(child);
     await cleanupAmqp();
   }
 }
 
-function printTable(results: Record<string, unknown>, summary: Record<string, number>) {
+function printTable(results: Record<string, unknown>, summary: Record<string, number | null>) {
   const rows: Record<string, Record<string, string | number>> = {};
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 3 : 1) : '-');
   for (const [name, r] of Object.entries(results)) {
