@@ -22,7 +22,17 @@ export interface AuthDeps {
   redis: Redis;
   lastUsedKey: string;
   logger: Logger;
+  /**
+   * At most one last-used write per key per this many ms (default 1000). The keys service flushes
+   * every few seconds anyway, so this loses no precision that reaches Postgres and takes a Redis
+   * round trip off almost every request of a busy key.
+   */
+  lastUsedIntervalMs?: number;
+  now?: () => number;
 }
+
+/** Bounds the coalescing map; clearing it only costs one extra write per active key. */
+const LAST_USED_TRACKED_MAX = 100_000;
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
@@ -34,7 +44,20 @@ export function bearerKey(authorization: string | undefined): string | null {
 
 export function createAuthenticator(deps: AuthDeps): Authenticator {
   const { keyCache, resolver, redis, lastUsedKey, logger } = deps;
+  const intervalMs = deps.lastUsedIntervalMs ?? 1000;
+  const now = deps.now ?? Date.now;
   const onLastUsedError = (err: unknown) => logger.warn({ err }, 'could not record key last use');
+  const lastWritten = new Map<string, number>();
+
+  /** Fire-and-forget (auto-pipelined by ioredis); the keys service flushes it to last_used_at. */
+  function recordLastUse(keyId: string): void {
+    const t = now();
+    const previous = lastWritten.get(keyId);
+    if (previous !== undefined && t - previous < intervalMs) return;
+    if (lastWritten.size >= LAST_USED_TRACKED_MAX) lastWritten.clear();
+    lastWritten.set(keyId, t);
+    redis.hset(lastUsedKey, keyId, t).catch(onLastUsedError);
+  }
 
   async function lookup(digest: string): Promise<CachedKey | null> {
     try {
@@ -57,8 +80,7 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
       if (record === null) throw unauthorized('Invalid API key');
       if (record.revoked) throw unauthorized('This API key has been revoked');
       if (record.disabled) throw unauthorized('This API key is disabled');
-      // Fire-and-forget (auto-pipelined by ioredis); the keys service flushes it to last_used_at.
-      redis.hset(lastUsedKey, record.id, Date.now()).catch(onLastUsedError);
+      recordLastUse(record.id);
       return record;
     },
   };
