@@ -174,11 +174,17 @@ export class Completion {
     return this.promptExact;
   }
 
-  /** Estimated counts: prompt from the request messages, completion from the text actually produced. */
-  estimate(producedText: string): TokenCounts {
+  /**
+   * Estimated counts: prompt from the request messages, completion from the text actually produced
+   * (plus `overflowBytes`, UTF-8 bytes of produced text that was only counted, not kept: an upper
+   * bound of its tokens). The estimator's counts are linear-time and budgeted (@tollgate/tokens).
+   */
+  estimate(producedText: string, overflowBytes = 0): TokenCounts {
     return {
       prompt: this.promptEstimate(),
-      completion: producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText),
+      completion:
+        (producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText)) +
+        overflowBytes,
       cached: 0,
       cacheWrite: 0,
       reasoning: 0,

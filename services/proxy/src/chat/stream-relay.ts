@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from './chunk';
 import type { Completion, CompletionError, UsageSource } from './completion';
 import { SseReader } from './sse';
-import { completeUsage, isProviderUsage, streamedText, type TokenCounts, tokensFromUsage } from './usage';
+import { completeUsage, isProviderUsage, ProducedText, type TokenCounts, tokensFromUsage } from './usage';
 
 const SSE_HEAD = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -52,8 +52,8 @@ export const completionErrorOf = (err: AppError): CompletionError => ({
  */
 export class StreamRelay {
   private readonly reader = new SseReader();
-  /** Raw data of the content chunks, parsed only if the provider reports no usage (estimate). */
-  private readonly contentChunks: string[] = [];
+  /** What the content chunks produced, bounded (parsed only as far as the estimate needs). */
+  private readonly produced = new ProducedText();
   private usageChunk: Json | null = null;
   private lastFinishChunk: string | null = null;
   private sawDone = false;
@@ -138,7 +138,7 @@ export class StreamRelay {
         continue;
       }
       if (c.upstreamId === null) c.upstreamId = rewritten.upstreamId;
-      this.contentChunks.push(data);
+      this.produced.addChunk(data);
       if (hasFinishReason(data)) this.lastFinishChunk = data;
       out += `data: ${rewritten.text}\n\n`;
     }
@@ -187,7 +187,7 @@ export class StreamRelay {
     const content: Json = { ...chunk, id: c.requestId, model: c.model.id };
     delete content.usage;
     const text = JSON.stringify(content);
-    this.contentChunks.push(text);
+    this.produced.addChunk(text);
     if (hasFinishReason(text)) this.lastFinishChunk = text;
     return text;
   }
@@ -212,7 +212,8 @@ export class StreamRelay {
       tokens = tokensFromUsage(providerUsage);
       source = 'provider';
     } else {
-      tokens = c.estimate(streamedText(this.contentChunks));
+      const produced = this.produced.result();
+      tokens = c.estimate(produced.text, produced.overflowBytes);
       source = 'estimated';
     }
     const cost = c.cost(tokens);
