@@ -35,13 +35,27 @@ const GROUP_COLUMN = {
   none: sql`null::text`,
 } as const;
 
+const DAY_MS = 86_400_000;
+const isDay = (d: Date) => d.getTime() % DAY_MS === 0;
+
 /**
- * Sums the hourly roll-ups of one account over [from, to): a range scan of the primary key
- * (account_id, hour, …). Never touches billing.generations.
+ * Sums one account's roll-ups over [from, to): a range scan of a roll-up table's primary key
+ * (account_id, hour|day, …). Hourly buckets read `usage_hourly`; daily buckets, and totals over whole
+ * UTC days, read `usage_daily` (the caller aligns day queries to whole days). Never touches
+ * billing.generations.
  */
 export async function queryUsage(db: BillingDb, q: UsageQuery): Promise<UsageRow[]> {
+  const daily = q.granularity === 'day' || (q.granularity === 'total' && isDay(q.from) && isDay(q.to));
+  const table = daily ? sql`billing.usage_daily` : sql`billing.usage_hourly`;
+  const time = daily ? sql.ref('day') : sql.ref('hour');
+  const lower = daily ? sql`${q.from.toISOString().slice(0, 10)}::date` : sql`${q.from}::timestamptz`;
+  const upper = daily ? sql`${q.to.toISOString().slice(0, 10)}::date` : sql`${q.to}::timestamptz`;
   const bucket =
-    q.granularity === 'total' ? sql`null::timestamptz` : sql`date_trunc(${q.granularity}, hour, 'UTC')`;
+    q.granularity === 'total'
+      ? sql`null::timestamptz`
+      : daily
+        ? sql`(day::timestamp at time zone 'UTC')`
+        : sql`hour`;
   const group = GROUP_COLUMN[q.groupBy];
   const f = q.filters ?? {};
   const { rows } = await sql<UsageRow>`
@@ -53,8 +67,8 @@ export async function queryUsage(db: BillingDb, q: UsageQuery): Promise<UsageRow
       sum(tokens_cache_write)::text as tokens_cache_write,
       sum(tokens_reasoning)::text as tokens_reasoning,
       sum(cost)::text as cost
-    from billing.usage_hourly
-    where account_id = ${q.accountId} and hour >= ${q.from} and hour < ${q.to}
+    from ${table}
+    where account_id = ${q.accountId} and ${time} >= ${lower} and ${time} < ${upper}
       ${f.keyId ? sql`and key_id = ${f.keyId}` : sql``}
       ${f.model ? sql`and model = ${f.model}` : sql``}
       ${f.app !== undefined ? sql`and app = ${f.app}` : sql``}
@@ -75,21 +89,22 @@ export interface ActivityRow {
   cost: string;
 }
 
-/** Daily usage per model and provider over [from, to) (whole UTC days), newest day first. */
+/** Daily usage per model and provider over [from, to) (whole UTC days, daily roll-ups), newest day first. */
 export async function queryActivity(
   db: BillingDb,
   q: { accountId: string; from: Date; to: Date; keyId?: string },
 ): Promise<ActivityRow[]> {
   const { rows } = await sql<ActivityRow>`
-    select to_char(date_trunc('day', hour, 'UTC') at time zone 'UTC', 'YYYY-MM-DD') as date,
+    select day::text as date,
       model, provider_name,
       sum(requests)::text as requests,
       sum(tokens_prompt)::text as tokens_prompt,
       sum(tokens_completion)::text as tokens_completion,
       sum(tokens_reasoning)::text as tokens_reasoning,
       sum(cost)::text as cost
-    from billing.usage_hourly
-    where account_id = ${q.accountId} and hour >= ${q.from} and hour < ${q.to}
+    from billing.usage_daily
+    where account_id = ${q.accountId}
+      and day >= ${q.from.toISOString().slice(0, 10)}::date and day < ${q.to.toISOString().slice(0, 10)}::date
       ${q.keyId ? sql`and key_id = ${q.keyId}` : sql``}
     group by 1, 2, 3
     order by 1 desc, sum(cost) desc, 2, 3`.execute(db);

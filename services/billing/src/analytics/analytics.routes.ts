@@ -17,8 +17,8 @@ const MAX_SPAN_MS: Record<Granularity, number> = {
   total: 1100 * DAY_MS,
 };
 
-const floorHour = (d: Date) => new Date(Math.floor(d.getTime() / HOUR_MS) * HOUR_MS);
-const ceilHour = (d: Date) => new Date(Math.ceil(d.getTime() / HOUR_MS) * HOUR_MS);
+const floorTo = (d: Date, unit: number) => new Date(Math.floor(d.getTime() / unit) * unit);
+const ceilTo = (d: Date, unit: number) => new Date(Math.ceil(d.getTime() / unit) * unit);
 
 const isoDate = (field: string) =>
   z
@@ -88,18 +88,22 @@ export function analyticsRoutes(deps: { db: BillingDb; secret: string; clock: ()
   router.get('/internal/accounts/:accountId/usage', serviceCaller(deps.secret), async (req, res) => {
     const accountId = accountIdOf(req);
     const q = parseInput(usageQuery, singleQuery(req));
+    // Hourly buckets cover whole hours, daily buckets whole UTC days: the range is widened to them.
+    const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
+    const from = floorTo(q.from, unit);
+    const to = ceilTo(q.to, unit);
     const rows = await queryUsage(deps.db, {
       accountId,
-      from: floorHour(q.from),
-      to: ceilHour(q.to),
+      from,
+      to,
       granularity: q.granularity,
       groupBy: q.group_by,
       filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
     });
     res.json({
       data: {
-        from: floorHour(q.from).toISOString(),
-        to: ceilHour(q.to).toISOString(),
+        from: from.toISOString(),
+        to: to.toISOString(),
         granularity: q.granularity,
         group_by: q.group_by,
         rows: rows.map((r) => usageRowView(r, q.group_by)),
