@@ -117,7 +117,13 @@ await db.query(`
   group by 1, 2, 3, 4, 5, 6`);
 await db.query('analyze billing.usage_hourly');
 await db.query('analyze billing.usage_daily');
-const { rows: counts } = await db.query<{ rollups: string; daily: string; requests: string; cost: string; gen_cost: string }>(
+const { rows: counts } = await db.query<{
+  rollups: string;
+  daily: string;
+  requests: string;
+  cost: string;
+  gen_cost: string;
+}>(
   `select (select count(*) from billing.usage_hourly where account_id = $1)::text as rollups,
     (select count(*) from billing.usage_daily where account_id = $1)::text as daily,
     (select sum(requests) from billing.usage_hourly where account_id = $1)::text as requests,
@@ -162,7 +168,9 @@ async function timeQuery(label: string, query: string) {
   return pct(50);
 }
 
-console.log(`\n30-day queries through GET /internal/accounts/:id/usage (${RUNS} runs each, after 3 warm-up):`);
+console.log(
+  `\n30-day queries through GET /internal/accounts/:id/usage (${RUNS} runs each, after 3 warm-up):`,
+);
 const headline = await timeQuery('by day, grouped by model', 'granularity=day&group_by=model');
 await timeQuery('by day, grouped by app', 'granularity=day&group_by=app');
 await timeQuery('by day, grouped by key', 'granularity=day&group_by=key');
@@ -177,8 +185,12 @@ const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>(
   group by 1, 2`,
   [account, from.slice(0, 10), to.slice(0, 10)],
 );
-console.log(`\nSQL alone (EXPLAIN ANALYZE, by day × model):\n${plan.map((r) => `  ${r['QUERY PLAN']}`).join('\n')}`);
-console.log(`\nheadline: 30-day by-day-by-model query over ${N} generations: p50 ${headline.toFixed(1)} ms (target ≤ 100 ms)`);
+console.log(
+  `\nSQL alone (EXPLAIN ANALYZE, by day × model):\n${plan.map((r) => `  ${r['QUERY PLAN']}`).join('\n')}`,
+);
+console.log(
+  `\nheadline: 30-day by-day-by-model query over ${N} generations: p50 ${headline.toFixed(1)} ms (target ≤ 100 ms)`,
+);
 
 await db.end();
 await billing.close();
