@@ -5,9 +5,11 @@ export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
 .PHONY: dev test install pnpm servers lint typecheck check demo migrate bench clean
 
-## Installs pnpm (if missing) and every dependency, Node 24 included (root devDependency `node`).
+## Installs pnpm (if missing) and every dependency, Node 24 included (root devDependency `node`),
+## then builds the dashboard's web UI (services/dashboard/ui/dist, served by the dashboard service).
 install: pnpm
 	@pnpm install --frozen-lockfile --reporter=append-only >/dev/null || pnpm install --frozen-lockfile
+	@pnpm --filter @tollgate/dashboard build:ui >/dev/null || pnpm --filter @tollgate/dashboard build:ui
 
 pnpm:
 	@command -v pnpm >/dev/null 2>&1 || npm install -g pnpm@$(PNPM_VERSION) >/dev/null 2>&1 \

@@ -11,6 +11,7 @@ import { loadCatalog, substituteEnv } from '@tollgate/catalog';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { billingConfigSchema, loadConfig as loadBillingConfig } from '../services/billing/src/config';
+import { dashboardEnv, loadConfig as loadDashboardConfig } from '../services/dashboard/src/config';
 import { keysConfigSchema, loadConfig as loadKeysConfig } from '../services/keys/src/config';
 import {
   loadConfig as loadSimConfig,
@@ -86,6 +87,13 @@ const stack: StackService[] = [
     load: loadSimConfig,
   },
   { name: 'proxy', pkg: '@tollgate/proxy', port: 8080, schema: proxyEnv, load: loadProxyConfig },
+  {
+    name: 'dashboard',
+    pkg: '@tollgate/dashboard',
+    port: 8083,
+    schema: dashboardEnv,
+    load: loadDashboardConfig,
+  },
 ];
 
 const infra: Record<string, { image: RegExp; port: number }> = {

@@ -1,6 +1,6 @@
 /**
- * `make dev`: creates the development database if missing, starts provider-sim, keys, billing and
- * proxy as separate processes (each migrates its own schema on start) with readable prefixed logs,
+ * `make dev`: creates the development database if missing, starts provider-sim, keys, billing,
+ * proxy and the dashboard as separate processes (each migrates its own schema on start) with readable prefixed logs,
  * waits until each answers /readyz, prints the base URL and how to get a first key. Ctrl-C (or
  * SIGTERM) stops every service cleanly.
  */
@@ -24,6 +24,7 @@ const env = {
   PROVIDER_SIM_URL: 'http://127.0.0.1:8090',
   KEYS_URL: 'http://127.0.0.1:8081',
   BILLING_URL: 'http://127.0.0.1:8082',
+  DASHBOARD_URL: 'http://127.0.0.1:8083',
   CATALOG_PATH: process.env.CATALOG_PATH ?? resolve(root, 'infra/catalog/dev.yaml'),
   SIM_TTFT_MS: process.env.SIM_TTFT_MS ?? '150',
   SIM_INTER_TOKEN_MS: process.env.SIM_INTER_TOKEN_MS ?? '15',
@@ -41,6 +42,7 @@ const services: ServiceSpec[] = [
   { name: 'keys', dir: 'services/keys', port: 8081, color: 36 },
   { name: 'billing', dir: 'services/billing', port: 8082, color: 33 },
   { name: 'proxy', dir: 'services/proxy', port: 8080, color: 32 },
+  { name: 'dashboard', dir: 'services/dashboard', port: 8083, color: 34 },
 ];
 
 const children: ChildProcess[] = [];
@@ -140,7 +142,8 @@ process.stdout.write(`
 
     Base URL        ${base}   (also served under http://127.0.0.1:8080/v1)
     Models          curl ${base}/models -H "Authorization: Bearer <inference key>"
-    First key       make demo        (in another terminal: account, credits, management + inference key)
+    Dashboard       ${env.DASHBOARD_URL}   (sign in: make demo prints a one-time sign-in link)
+    First key       make demo        (in another terminal: account, credits, keys, dashboard owner)
 
   Ctrl-C stops everything.
 

@@ -3,6 +3,7 @@ import { accountsCommands } from './accounts.commands';
 import { type CommandGroup, runCli } from './command';
 import { creditsCommands, setPostpaidCommand } from './credits.commands';
 import { keysCommands } from './keys.commands';
+import { usersCommands } from './users.commands';
 
 /**
  * The admin CLI (`pnpm tollgate <group> <command> … [--json]`): the dashboard functions.
@@ -12,6 +13,7 @@ export const commandGroups: CommandGroup[] = [
   { ...accountsCommands, commands: [...accountsCommands.commands, setPostpaidCommand] },
   keysCommands,
   creditsCommands,
+  usersCommands,
 ];
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

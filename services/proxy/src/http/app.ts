@@ -158,6 +158,7 @@ export function createProxyApp(deps: {
   api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys);
   api.get('/key', routeName('key'), deps.forwarders.keys);
   api.get('/credits', routeName('credits'), deps.forwarders.billing);
+  api.get('/activity', routeName('activity'), management, deps.forwarders.billing);
   api.get('/generation', routeName('generation'), inference, deps.forwarders.billing);
   api.use(notFoundHandler);
 
