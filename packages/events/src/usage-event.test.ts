@@ -45,6 +45,26 @@ describe('parseUsageEvent', () => {
     });
   });
 
+  it('repairs lone surrogates (Postgres jsonb rejects them) and keeps pairs intact', () => {
+    // What JSON.stringify makes of a provider message cut through a surrogate pair.
+    const cut = `${'a'.repeat(3)}\ud83d`;
+    const dirty = {
+      ...event,
+      finish_reason: '\udc00stop',
+      app: 'app \ud83d\ude00 ok',
+      error: { code: 500, message: cut },
+    };
+    const parsed = parseUsageEvent(JSON.stringify(dirty));
+    expect(parsed).toMatchObject({
+      ok: true,
+      event: { finish_reason: '\ufffdstop', app: 'app 😀 ok', error: { message: 'aaa\ufffd' } },
+    });
+    const e = (parsed as { event: typeof event }).event;
+    for (const s of [e.finish_reason, e.app, e.error?.message]) {
+      expect((s as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    }
+  });
+
   it('refuses what billing cannot store or trust, naming the field', () => {
     expect(parseUsageEvent('{')).toEqual({ ok: false, reason: 'body is not JSON' });
     const bad = parseUsageEvent(JSON.stringify({ ...event, tokens: { ...event.tokens, prompt: 2 ** 60 } }));

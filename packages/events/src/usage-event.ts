@@ -1,3 +1,4 @@
+import { safeText } from '@tollgate/errors';
 import { z } from 'zod';
 
 /**
@@ -8,10 +9,12 @@ import { z } from 'zod';
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'expected a non-negative decimal string');
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /**
- * Free text that reaches Postgres `text`/`jsonb`, which cannot hold NUL: a provider sending one in a
- * finish_reason or error message must not turn the event into a poison message, so it is dropped.
+ * Free text that reaches Postgres `text`/`jsonb`, which cannot hold NUL nor a lone surrogate
+ * (`\ud83d` without its pair: jsonb rejects the escape): a provider sending one in a finish_reason
+ * or error message, or a cut through a surrogate pair, must not turn the event into a poison
+ * message, so NUL is dropped and lone surrogates become U+FFFD.
  */
-const text = z.string().transform((s) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s));
+const text = z.string().transform((s) => safeText(s.includes('\u0000') ? s.replaceAll('\u0000', '') : s));
 
 export const usageEventV1 = z.object({
   type: z.literal('usage'),

@@ -198,3 +198,27 @@ describe('adversarial outputs do not block the event loop', () => {
     expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
   });
 });
+
+describe('provider text in usage events is well-formed (issue 14 finding 2)', () => {
+  it('a mid-stream provider error cut at 500 units through an emoji gives a well-formed event', async () => {
+    // 'Provider sim failed mid-stream: ' + the message cut to 500 UTF-16 units: the emoji's high
+    // surrogate sits at unit 500.
+    const message = `${'e'.repeat(499)}😀 and more`;
+    const r = await readSse(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: JSON.stringify({
+        model,
+        stream: true,
+        messages: [{ role: 'user', content: 'go' }],
+        sim: { error_after_chunks: 2, error_message: message },
+      }),
+    });
+    const event = await waitForEvent(r.headers.get('x-generation-id')!);
+    const text = event.error?.message ?? '';
+    expect(text).toContain('e'.repeat(499));
+    expect((text as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    const errorChunk = r.chunks.find((c) => c.error);
+    expect((errorChunk.error.message as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+  });
+});

@@ -1,6 +1,6 @@
 import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
-import { AppError, badRequest } from '@tollgate/errors';
+import { AppError, badRequest, safeText } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { authenticatedKey } from '../auth/authenticate';
@@ -71,7 +71,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         model,
         provider: route.provider,
         upstreamModel: route.upstreamModel,
-        app: typeof title === 'string' && title.length > 0 ? title.slice(0, X_TITLE_MAX) : null,
+        app: typeof title === 'string' && title.length > 0 ? safeText(title, X_TITLE_MAX) : null,
         logger,
         promptEstimate: prompt.exact,
         reservation,

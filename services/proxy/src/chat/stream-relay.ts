@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { AppError } from '@tollgate/errors';
+import { type AppError, safeText } from '@tollgate/errors';
 import type { Response } from 'express';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from './chunk';
 import type { Completion, CompletionError, UsageSource } from './completion';
@@ -165,7 +165,7 @@ export class StreamRelay {
     const code = numeric ?? 502;
     this.c.error = {
       code,
-      message: `Provider ${this.c.provider.name} failed mid-stream: ${message.slice(0, 500)}`,
+      message: `Provider ${this.c.provider.name} failed mid-stream: ${safeText(message, 500)}`,
       errorType: code === 504 ? 'timeout' : code >= 500 ? 'server' : 'provider_error',
     };
     return true;

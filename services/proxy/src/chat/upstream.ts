@@ -1,4 +1,4 @@
-import { AppError } from '@tollgate/errors';
+import { AppError, safeText } from '@tollgate/errors';
 import { Pool } from 'undici';
 
 /**
@@ -90,7 +90,7 @@ export function upstreamHttpError(status: number, bodyText: string, providerName
       typeof parsed.error === 'object' && parsed.error !== null
         ? parsed.error.message
         : (parsed.error ?? parsed.message);
-    if (typeof m === 'string' && m.length > 0) message = `${message}: ${m.slice(0, 500)}`;
+    if (typeof m === 'string' && m.length > 0) message = `${message}: ${safeText(m, 500)}`;
   } catch {
     // not JSON: keep the generic message
   }
