@@ -82,7 +82,10 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     const prompt = admissionPromptTokens(chat.messages, estimator);
     const reservation = await guard.admit({
       key,
-      worstCaseCostUnits: worstCaseCost(model, prompt.tokens, chat.maxTokens ?? undefined),
+      worstCaseCostUnits: worstCaseCost(model, prompt.tokens, {
+        maxTokens: chat.maxTokens ?? undefined,
+        n: chat.n,
+      }),
       requestId,
     });
 
