@@ -40,7 +40,9 @@ describe('countTextTokens', () => {
     ['random words', random(200_000, 'abcdefghijklmnopqrstuvwxyz     ')],
   ];
   for (const [name, text] of adversarial) {
-    it(`counts a ${name} of ${text.length} chars in bounded time, never below the exact count`, () => {
+    it(`counts a ${name} of ${text.length} chars in bounded time, never below the exact count`, {
+      retry: 2,
+    }, () => {
       countTextTokens(text.slice(0, 100)); // warm up
       const t0 = performance.now();
       const n = countTextTokens(text);

@@ -12,6 +12,12 @@ import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 let stack: ProxyStack;
 const RUN = 60_000; // ~2 s of tokenizing each on the old code; well under the 10 MB body limit
 const HEALTH_BUDGET_MS = 50;
+/**
+ * The poll shares 2 CPUs with the other test files running in parallel, so one slow poll can be the
+ * machine's doing; a retry (with fresh adversarial strings) tells that apart from a real block,
+ * which on the old code lasted seconds on every attempt.
+ */
+const RETRY = { retry: 2 };
 
 beforeAll(async () => {
   stack = await startProxyStack();
@@ -120,16 +126,20 @@ describe('adversarial prompt shapes do not block the event loop', () => {
   ];
 
   for (const [name, messages] of shapes) {
-    it(`${name}: /healthz answers within ${HEALTH_BUDGET_MS} ms (admission and the no-usage estimate)`, async () => {
-      const { result, slowest } = await slowestHealthzDuring(async () => {
-        // omit_usage: the proxy bills its own estimate of the prompt.
-        const r = await post({ model, messages: messages(), sim: { omit_usage: true } });
-        if (r.status === 200 && r.id) await waitForEvent(r.id);
-        return r;
-      });
-      expect(result.status).toBeLessThan(500);
-      expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
-    });
+    it(
+      `${name}: /healthz answers within ${HEALTH_BUDGET_MS} ms (admission and the no-usage estimate)`,
+      RETRY,
+      async () => {
+        const { result, slowest } = await slowestHealthzDuring(async () => {
+          // omit_usage: the proxy bills its own estimate of the prompt.
+          const r = await post({ model, messages: messages(), sim: { omit_usage: true } });
+          if (r.status === 200 && r.id) await waitForEvent(r.id);
+          return r;
+        });
+        expect(result.status).toBeLessThan(500);
+        expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
+      },
+    );
   }
 });
 
@@ -140,42 +150,50 @@ describe('adversarial outputs do not block the event loop', () => {
     piece = freshRun(1_000);
   });
 
-  it(`an unbroken output that ends without usage is estimated within ${HEALTH_BUDGET_MS} ms`, async () => {
-    const { result, slowest } = await slowestHealthzDuring(async () => {
-      const r = await readSse(`${stack.api}/chat/completions`, {
-        method: 'POST',
-        headers: bearer(stack.inference),
-        body: JSON.stringify({
+  it(
+    `an unbroken output that ends without usage is estimated within ${HEALTH_BUDGET_MS} ms`,
+    RETRY,
+    async () => {
+      const { result, slowest } = await slowestHealthzDuring(async () => {
+        const r = await readSse(`${stack.api}/chat/completions`, {
+          method: 'POST',
+          headers: bearer(stack.inference),
+          body: JSON.stringify({
+            model,
+            stream: true,
+            messages: [{ role: 'user', content: 'go' }],
+            sim: { piece, completion_tokens: RUN / piece.length, omit_usage: true },
+          }),
+        });
+        const id = r.headers.get('x-generation-id')!;
+        return { r, event: await waitForEvent(id) };
+      });
+      expect(result.event).toMatchObject({ usage_source: 'estimated', cancelled: false });
+      // Never below the exact count of what was produced: these runs are at most one o200k token per
+      // two characters.
+      expect(result.event.tokens.completion).toBeGreaterThanOrEqual(RUN / 2);
+      expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
+    },
+  );
+
+  it(
+    `an unbroken non-streamed output without usage is estimated within ${HEALTH_BUDGET_MS} ms`,
+    RETRY,
+    async () => {
+      const { result, slowest } = await slowestHealthzDuring(async () => {
+        const r = await post({
           model,
-          stream: true,
           messages: [{ role: 'user', content: 'go' }],
           sim: { piece, completion_tokens: RUN / piece.length, omit_usage: true },
-        }),
+        });
+        return waitForEvent(r.id!);
       });
-      const id = r.headers.get('x-generation-id')!;
-      return { r, event: await waitForEvent(id) };
-    });
-    expect(result.event).toMatchObject({ usage_source: 'estimated', cancelled: false });
-    // Never below the exact count of what was produced: these runs are at most one o200k token per
-    // two characters.
-    expect(result.event.tokens.completion).toBeGreaterThanOrEqual(RUN / 2);
-    expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
-  });
+      expect(result.tokens.completion).toBeGreaterThanOrEqual(RUN / 2);
+      expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
+    },
+  );
 
-  it(`an unbroken non-streamed output without usage is estimated within ${HEALTH_BUDGET_MS} ms`, async () => {
-    const { result, slowest } = await slowestHealthzDuring(async () => {
-      const r = await post({
-        model,
-        messages: [{ role: 'user', content: 'go' }],
-        sim: { piece, completion_tokens: RUN / piece.length, omit_usage: true },
-      });
-      return waitForEvent(r.id!);
-    });
-    expect(result.tokens.completion).toBeGreaterThanOrEqual(RUN / 2);
-    expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
-  });
-
-  it(`a cancelled unbroken output is estimated within ${HEALTH_BUDGET_MS} ms`, async () => {
+  it(`a cancelled unbroken output is estimated within ${HEALTH_BUDGET_MS} ms`, RETRY, async () => {
     const { result, slowest } = await slowestHealthzDuring(async () => {
       const r = await readSse(
         `${stack.api}/chat/completions`,

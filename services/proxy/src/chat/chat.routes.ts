@@ -7,9 +7,17 @@ import { authenticatedKey } from '../auth/authenticate';
 import type { SpendGuard } from '../spend/guard';
 import { parseChatRequest } from './chat.validation';
 import { Completion, type TokenEstimator, type UsageSink } from './completion';
+import type { KeyConcurrency } from './concurrency';
 import { admissionPromptTokens } from './prompt-bound';
 import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
-import { isAbortError, readSome, transportError, type Upstreams, upstreamHttpError } from './upstream';
+import {
+  acquireUpstream,
+  isAbortError,
+  readSome,
+  transportError,
+  type Upstreams,
+  upstreamHttpError,
+} from './upstream';
 import { completeUsage, isProviderUsage, messageText, tokensFromUsage } from './usage';
 
 export interface ChatDeps {
@@ -19,6 +27,12 @@ export interface ChatDeps {
   sink: UsageSink;
   estimator: TokenEstimator;
   keepAliveIntervalMs: number;
+  /** A streaming client that does not read for this long is cut (billed for what was produced). */
+  streamWriteTimeoutMs: number;
+  /** Longest a completion may run (then 504 timeout). */
+  maxDurationMs: number;
+  /** Per-key cap on completions in flight in this process. */
+  concurrency: KeyConcurrency;
   logger: Logger;
 }
 
@@ -42,7 +56,7 @@ const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };
 
 /** POST /chat/completions: validate, admit, forward, relay (JSON or SSE), settle, publish. */
 export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
-  const { catalog, upstreams, guard, sink, estimator, keepAliveIntervalMs, logger } = deps;
+  const { catalog, upstreams, guard, sink, estimator, keepAliveIntervalMs, logger, concurrency } = deps;
 
   async function handle(req: Request, res: Response): Promise<void> {
     const key = authenticatedKey(res);
@@ -52,6 +66,16 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     const route = model.providers[0];
     if (!route)
       throw new AppError('service_unavailable', `model: '${chat.model}' has no provider configured`);
+
+    const slot = concurrency.acquire(key.id);
+    if (!slot) {
+      throw new AppError(
+        'rate_limited',
+        `Too many concurrent completions for this key (at most ${concurrency.limit} at a time); retry when one finishes`,
+        { limit: concurrency.limit, reason: 'concurrency' },
+      );
+    }
+    res.once('close', slot);
 
     const requestId = nextRequestId();
     res.setHeader('X-Generation-Id', requestId);
@@ -86,6 +110,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     // The client going away aborts the upstream request (and whatever the relay is waiting for).
     (res.locals as CompletionLocals).completion = c;
     res.once('close', onResponseClose);
+    c.startDeadline(deps.maxDurationMs);
 
     const body = chat.body;
     body.model = route.upstreamModel;
@@ -103,6 +128,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   /** Request start → provider response; errors before any byte are ordinary HTTP errors. */
   async function send(c: Completion) {
     const target = upstreams.target(c.provider);
+    c.release = acquireUpstream(target, c.provider.name);
     return target.pool.request({
       method: 'POST',
       path: target.path,
@@ -110,6 +136,19 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       body: JSON.stringify(c.chat.body),
       signal: c.abort.signal,
     });
+  }
+
+  /** The gateway error for a failed upstream call: capacity (503), the duration cap (504), transport. */
+  function failureOf(c: Completion, err: unknown): AppError {
+    if (err instanceof AppError) return err;
+    if (c.timedOut) {
+      return new AppError(
+        'timeout',
+        `Completion exceeded the gateway's maximum duration of ${Math.round(deps.maxDurationMs / 1000)} s`,
+        { provider_name: c.provider.name },
+      );
+    }
+    return transportError(err, c.provider.name);
   }
 
   /** Cancelled before the provider answered: the prompt was sent, bill its estimate. */
@@ -123,9 +162,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     try {
       up = await send(c);
     } catch (err) {
-      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
+      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
       c.end(null, 'estimated', 0n);
-      throw transportError(err, c.provider.name);
+      throw failureOf(c, err);
     }
     c.markFirstByte();
     let text: string;
@@ -138,9 +177,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       text = await up.body.text();
     } catch (err) {
       if (err instanceof AppError) throw err;
-      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
+      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
       // The provider accepted the request and broke off while sending the answer: it did work.
-      const e = transportError(err, c.provider.name);
+      const e = failureOf(c, err);
       c.error = completionErrorOf(e);
       endCancelledEarly(c);
       throw e;
@@ -176,15 +215,15 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   async function relayStream(c: Completion, res: Response): Promise<void> {
-    const relay = new StreamRelay(c, res);
+    const relay = new StreamRelay(c, res, deps.streamWriteTimeoutMs);
     relay.startKeepAlive(keepAliveIntervalMs);
     let up: Awaited<ReturnType<typeof send>>;
     try {
       up = await send(c);
     } catch (err) {
       relay.stopKeepAlive();
-      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
-      return refuseStream(c, res, transportError(err, c.provider.name));
+      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
+      return refuseStream(c, res, failureOf(c, err));
     }
     if (up.statusCode < 200 || up.statusCode >= 300) {
       relay.stopKeepAlive();
@@ -200,8 +239,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       }
       if (!relay.terminated) relay.endOfInput();
     } catch (err) {
-      if (!(c.cancelled || isAbortError(err)))
-        relay.fail(completionErrorOf(transportError(err, c.provider.name)));
+      if (c.timedOut || !(c.cancelled || isAbortError(err))) relay.fail(completionErrorOf(failureOf(c, err)));
     } finally {
       if (relay.terminated) up.body.destroy();
     }

@@ -53,8 +53,13 @@ export class Completion {
   upstreamId: string | null = null;
   finishReason: string | null = null;
   cancelled = false;
+  /** The completion ran past its maximum duration (COMPLETION_MAX_DURATION_MS) and was aborted. */
+  timedOut = false;
   error: CompletionError | null = null;
+  /** Called once when the completion ends (releases its upstream slot). */
+  release: (() => void) | null = null;
   private ended = false;
+  private deadline: NodeJS.Timeout | null = null;
 
   readonly requestId: string;
   readonly key: CachedKey;
@@ -92,6 +97,15 @@ export class Completion {
     return this.child;
   }
 
+  /** Aborts the completion (upstream request included) once it has run `ms`. */
+  startDeadline(ms: number): void {
+    this.deadline = setTimeout(() => {
+      this.timedOut = true;
+      this.abort.abort();
+    }, ms);
+    this.deadline.unref();
+  }
+
   markFirstByte(): void {
     if (this.firstByteAt === 0) this.firstByteAt = Date.now();
   }
@@ -108,6 +122,9 @@ export class Completion {
   end(tokens: TokenCounts | null, source: UsageSource, costUnits: bigint): void {
     if (this.ended) return;
     this.ended = true;
+    if (this.deadline) clearTimeout(this.deadline);
+    this.release?.();
+    this.release = null;
     this.guard.settle(this.reservation, costUnits).catch((err: unknown) => {
       this.log.error({ err }, 'spend settle failed');
     });

@@ -65,6 +65,8 @@ export class StreamRelay {
   constructor(
     private readonly c: Completion,
     private readonly res: Response,
+    /** How long the client may leave its socket buffer full before the stream is cut. */
+    private readonly writeTimeoutMs = 30_000,
   ) {}
 
   /** SSE comments while nothing else is written; the first one also commits the 200 + SSE headers. */
@@ -85,15 +87,32 @@ export class StreamRelay {
     this.keepAliveTimer = null;
   }
 
-  /** Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect). */
+  /**
+   * Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect).
+   * A client that does not read for writeTimeoutMs is cut: the upstream request is aborted (its
+   * connection freed for others) and the completion ends cancelled, billed for what was produced.
+   */
   async push(bytes: Uint8Array): Promise<void> {
     const events = this.reader.push(bytes);
     if (events.length === 0) return;
     const out = this.handle(events);
     if (out.length > 0 && !this.write(out)) {
-      await once(this.res, 'drain', { signal: this.c.abort.signal });
+      const timer = setTimeout(this.stalled, this.writeTimeoutMs);
+      try {
+        await once(this.res, 'drain', { signal: this.c.abort.signal });
+      } finally {
+        clearTimeout(timer);
+      }
     }
   }
+
+  private readonly stalled = (): void => {
+    const c = this.c;
+    c.cancelled = true;
+    c.log.warn({ writeTimeoutMs: this.writeTimeoutMs }, 'client stopped reading: stream cut');
+    c.abort.abort();
+    this.res.destroy();
+  };
 
   /** Upstream body ended cleanly. */
   endOfInput(): void {

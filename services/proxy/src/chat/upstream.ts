@@ -16,15 +16,21 @@ export interface UpstreamTarget {
   path: string;
   /** Request headers, built once per provider. */
   headers: Record<string, string>;
+  /** Requests in flight to the pool's origin (shared by every provider on it) and their cap. */
+  load: { inFlight: number; limit: number };
 }
 
 export interface UpstreamOptions {
   timeoutMs: number;
+  /** Connections per origin (default 256). */
   connections?: number;
+  /** Requests that may wait for a connection beyond those (default 256); more fail at once with 503. */
+  maxQueued?: number;
 }
 
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
+  private readonly loads = new Map<string, UpstreamTarget['load']>();
   private readonly targets = new Map<string, UpstreamTarget>();
 
   constructor(private readonly options: UpstreamOptions) {}
@@ -34,10 +40,14 @@ export class Upstreams {
     let target = this.targets.get(cacheKey);
     if (target) return target;
     const base = new URL(provider.baseUrl);
+    const connections = this.options.connections ?? 256;
     let pool = this.pools.get(base.origin);
-    if (!pool) {
+    let load = this.loads.get(base.origin);
+    if (!pool || !load) {
+      load = { inFlight: 0, limit: connections + (this.options.maxQueued ?? 256) };
+      this.loads.set(base.origin, load);
       pool = new Pool(base.origin, {
-        connections: this.options.connections ?? 512,
+        connections,
         keepAliveTimeout: 30_000,
         headersTimeout: this.options.timeoutMs,
         bodyTimeout: this.options.timeoutMs,
@@ -50,7 +60,7 @@ export class Upstreams {
       accept: 'application/json',
     };
     if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
-    target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers };
+    target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers, load };
     this.targets.set(cacheKey, target);
     return target;
   }
@@ -58,6 +68,27 @@ export class Upstreams {
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.close()));
   }
+}
+
+/**
+ * Takes one request slot of the target's origin, or throws 503 `service_unavailable` when every
+ * connection is busy and the wait queue is full (fail fast instead of queueing without bound).
+ * Returns the release function (call exactly once).
+ */
+export function acquireUpstream(target: UpstreamTarget, providerName: string): () => void {
+  const load = target.load;
+  if (load.inFlight >= load.limit) {
+    throw new AppError('service_unavailable', `Provider ${providerName} is at capacity; retry later`, {
+      provider_name: providerName,
+    });
+  }
+  load.inFlight++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    load.inFlight--;
+  };
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
