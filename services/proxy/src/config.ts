@@ -75,6 +75,13 @@ export const proxyEnv = z
     /** Connections per provider origin, and requests that may wait for one; beyond: 503 at once. */
     UPSTREAM_CONNECTIONS: z.coerce.number().int().positive().default(256),
     UPSTREAM_MAX_QUEUED: z.coerce.number().int().min(0).default(256),
+    /**
+     * Lookups of keys that turn out unknown, per client address per minute; beyond, requests from
+     * that address whose key is not cached get 429 without a keys-service call (0 = no limit).
+     */
+    UNKNOWN_KEY_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+    /** Key lookups waiting on the keys service at once; beyond, 503 at once. */
+    KEY_LOOKUP_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(256),
     /** node:cluster workers (1 = no cluster). */
     WORKERS: z.coerce.number().int().min(1).max(256).default(1),
   })

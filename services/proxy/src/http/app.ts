@@ -12,6 +12,7 @@ import express, { type RequestHandler, type Response } from 'express';
 import { Redis } from 'ioredis';
 import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
+import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import { chatCompletionsHandler } from '../chat/chat.routes';
 import type { TokenEstimator, UsageSink } from '../chat/completion';
 import { KeyConcurrency } from '../chat/concurrency';
@@ -95,6 +96,7 @@ export function createProxyApp(deps: {
       redis,
       lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
       logger,
+      unknownKeys: new UnknownKeyLimiter(config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE),
     }),
   );
   const inference = requireScope('inference');
@@ -247,6 +249,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       url: config.KEYS_URL,
       secret: config.SERVICE_JWT_SECRET,
       timeoutMs: config.SERVICE_TIMEOUT_MS,
+      maxInFlight: config.KEY_LOOKUP_MAX_IN_FLIGHT,
     });
   const metrics = createMetrics({ defaultMetrics: true });
   const publisher =
