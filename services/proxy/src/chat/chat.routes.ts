@@ -9,6 +9,7 @@ import { parseChatRequest } from './chat.validation';
 import { Completion, type TokenEstimator, type UsageSink } from './completion';
 import type { KeyConcurrency } from './concurrency';
 import { admissionPromptTokens } from './prompt-bound';
+import { upstreamFields } from './request-fields';
 import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
 import {
   acquireUpstream,
@@ -112,7 +113,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     res.once('close', onResponseClose);
     c.startDeadline(deps.maxDurationMs);
 
-    const body = chat.body;
+    // Only the wire format's documented fields reach the provider (request-fields.ts).
+    const body = upstreamFields(chat.body, route.provider);
+    chat.body = body;
     body.model = route.upstreamModel;
     if (chat.stream) {
       body.stream_options = {
@@ -151,6 +154,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     return transportError(err, c.provider.name);
   }
 
+  /** A provider's error response: the summary for the client; its own text goes to the log only. */
+  function refusal(c: Completion, status: number, errorText: string): AppError {
+    const { error, detail } = upstreamHttpError(status, errorText, c.provider.name);
+    c.log.warn({ provider: c.provider.name, upstreamStatus: status, detail }, 'provider refused the request');
+    return error;
+  }
+
   /** Cancelled before the provider answered: the prompt was sent, bill its estimate. */
   function endCancelledEarly(c: Completion): void {
     const tokens = c.estimate('');
@@ -172,7 +182,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       if (up.statusCode < 200 || up.statusCode >= 300) {
         const errorText = await readSome(up.body);
         c.end(null, 'estimated', 0n);
-        throw upstreamHttpError(up.statusCode, errorText, c.provider.name);
+        throw refusal(c, up.statusCode, errorText);
       }
       text = await up.body.text();
     } catch (err) {
@@ -228,7 +238,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (up.statusCode < 200 || up.statusCode >= 300) {
       relay.stopKeepAlive();
       const errorText = await readSome(up.body);
-      return refuseStream(c, res, upstreamHttpError(up.statusCode, errorText, c.provider.name));
+      return refuseStream(c, res, refusal(c, up.statusCode, errorText));
     }
     writeSseHead(res);
     try {

@@ -1,8 +1,8 @@
 import { badRequest } from '@tollgate/errors';
 
 /**
- * Validation of POST /chat/completions. Only the fields the gateway relies on are checked; every other
- * field passes through to the provider untouched (including the simulator's `sim` object).
+ * Validation of POST /chat/completions. Only the fields the gateway relies on are checked; of the
+ * others, only the wire format's documented fields reach the provider (request-fields.ts).
  * Hand-written rather than zod: it runs on every request and the messages name the field exactly.
  */
 export interface ChatMessage {

@@ -21,8 +21,11 @@ export interface TokenEstimator {
 
 export interface CompletionError {
   code: number;
+  /** What the client sees (a summary for provider errors). */
   message: string;
   errorType: string;
+  /** The provider's own text, for the generation record only (never sent to the client). */
+  detail?: string;
 }
 
 export type UsageSource = 'provider' | 'estimated';
@@ -154,7 +157,7 @@ export class Completion {
       },
       cost: toDecimal(costUnits),
       is_byok: false,
-      error: this.error ? { code: this.error.code, message: this.error.message } : null,
+      error: this.error ? { code: this.error.code, message: this.error.detail ?? this.error.message } : null,
       started_at: new Date(this.startedAt).toISOString(),
       finished_at: new Date(finishedAt).toISOString(),
       latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),

@@ -3,6 +3,7 @@ import { type AppError, safeText } from '@tollgate/errors';
 import type { Response } from 'express';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from './chunk';
 import type { Completion, CompletionError, UsageSource } from './completion';
+import { DETAIL_MAX, summariseProviderError } from './provider-error';
 import { SseReader } from './sse';
 import { completeUsage, isProviderUsage, ProducedText, type TokenCounts, tokensFromUsage } from './usage';
 
@@ -179,14 +180,17 @@ export class StreamRelay {
     const numeric = [err.code, err.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as
       | number
       | undefined;
-    const message =
-      typeof err.message === 'string' && err.message.length > 0 ? err.message : 'Provider error';
+    const detail = typeof err.message === 'string' && err.message.length > 0 ? err.message : null;
     const code = numeric ?? 502;
+    // The client gets a summary; the provider's text goes to the generation record (and the log).
+    const summary = summariseProviderError(code, detail, this.c.provider.name, ' mid-stream');
     this.c.error = {
       code,
-      message: `Provider ${this.c.provider.name} failed mid-stream: ${safeText(message, 500)}`,
+      message: summary.message,
       errorType: code === 504 ? 'timeout' : code >= 500 ? 'server' : 'provider_error',
+      detail: `Provider ${this.c.provider.name} failed mid-stream: ${safeText(detail ?? 'Provider error', DETAIL_MAX)}`,
     };
+    this.c.log.warn({ provider: this.c.provider.name, code, detail }, 'provider error mid-stream');
     return true;
   }
 

@@ -1,5 +1,6 @@
-import { AppError, safeText } from '@tollgate/errors';
+import { AppError } from '@tollgate/errors';
 import { Pool } from 'undici';
+import { providerMessage, summariseProviderError } from './provider-error';
 
 /**
  * One keep-alive undici Pool per provider origin. The provider's base URL may carry a path
@@ -109,29 +110,24 @@ export function transportError(err: unknown, providerName: string): AppError {
 }
 
 /**
- * Maps an upstream HTTP error response (before any byte was sent to the client): 4xx are relayed with
- * their status, except 401/403/404 which mean the gateway's own provider configuration is wrong (502);
- * everything else is 502. The provider's message is kept when it sent one.
+ * Maps an upstream HTTP error response (before any byte was sent to the client) to the gateway
+ * error: status and a safe summary (provider-error.ts); the provider's own text is `detail`, for the
+ * logs, never for the client.
  */
-export function upstreamHttpError(status: number, bodyText: string, providerName: string): AppError {
-  let message = `Provider ${providerName} returned HTTP ${status}`;
-  try {
-    const parsed = JSON.parse(bodyText) as { error?: { message?: unknown } | string; message?: unknown };
-    const m =
-      typeof parsed.error === 'object' && parsed.error !== null
-        ? parsed.error.message
-        : (parsed.error ?? parsed.message);
-    if (typeof m === 'string' && m.length > 0) message = `${message}: ${safeText(m, 500)}`;
-  } catch {
-    // not JSON: keep the generic message
-  }
-  const relay = status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 404;
-  return new AppError(
+export function upstreamHttpError(
+  status: number,
+  bodyText: string,
+  providerName: string,
+): { error: AppError; detail: string | null } {
+  const detail = providerMessage(bodyText);
+  const summary = summariseProviderError(status, detail, providerName);
+  const error = new AppError(
     'provider_error',
-    message,
+    summary.message,
     { provider_name: providerName, upstream_status: status },
-    relay ? status : 502,
+    summary.status,
   );
+  return { error, detail };
 }
 
 /** Reads at most `limit` bytes of an error body (it is only used for its message). */
