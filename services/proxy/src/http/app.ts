@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
 import { errorHandler, healthRoutes, notFoundHandler } from '@tollgate/http';
@@ -259,6 +261,10 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       topology: usageTopology(config.AMQP_PREFIX),
       logger,
       maxBuffered: config.PUBLISHER_MAX_BUFFERED,
+      spool: {
+        dir: config.SPOOL_DIR ?? join(tmpdir(), 'tollgate-spool', config.AMQP_PREFIX),
+        maxBytes: config.SPOOL_MAX_BYTES,
+      },
     });
   metrics.watchPublisher(publisher);
   const upstreams = new Upstreams({
