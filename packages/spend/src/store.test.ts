@@ -177,6 +177,37 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     expect((await admit('0.0000000001', null)).code).toBe('credits');
   });
 
+  it('keeps limits, credits and held sums exact beyond int64 (9.2e18 units ≈ 922 million USD)', async () => {
+    // 1.2e21 units: past int64, where HINCRBY would fail; room left exactly 1.0000000001 USD.
+    const limit = '123456789012.3456789012';
+    await loadBoth('123456789011.3456789011', '99999999999999999999');
+    expect((await admit('1.0000000002', limit)).code).toBe('key_limit'); // one unit over
+    expect((await admit('1', limit)).code).toBe('admitted');
+    expect((await admit('0.0000000002', limit)).code).toBe('key_limit');
+    expect((await admit('0.0000000001', limit)).code).toBe('admitted'); // = limit exactly
+    expect((await admit('0.0000000001', limit)).code).toBe('key_limit');
+    expect(await field(keyHash(), '_held')).toBe(String(usd('1.0000000001')));
+    // Holds larger than int64 on the account, added and released exactly.
+    const huge = '1000000000000'; // 1e22 units
+    const reqs = ['gen-1-hhhhhhhhhhhhhhhhhhhh', 'gen-1-iiiiiiiiiiiiiiiiiiii'];
+    for (const q of reqs) expect((await admit(huge, null, q)).code).toBe('admitted');
+    const acctHeld = await field(acctHash(), '_held');
+    expect(acctHeld).toBe(String(2n * usd(huge) + usd('1.0000000001')));
+    for (const q of reqs)
+      await store.settle({
+        keyId,
+        accountId,
+        requestId: q,
+        costUnits: 3n,
+        keyTracked: false,
+        accountTracked: true,
+        now: NOW,
+      });
+    expect(await field(acctHash(), '_held')).toBe(String(6n + usd('1.0000000001')));
+    await store.applyCommitted(NOW, [], [{ accountId, usageUnits: 6n, requestIds: reqs }]);
+    expect(await field(acctHash(), '_held')).toBe(String(usd('1.0000000001')));
+  });
+
   it('keeps a renewed lease past its TTL and releases an abandoned one after it (crashed proxy)', async () => {
     const leased = createSpendStore(r.client, {
       prefix: r.prefix,
