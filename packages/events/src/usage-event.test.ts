@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseUsageEvent, type UsageEvent } from './usage-event';
+import { parseUsageEvent, type UsageEvent, usageEventSchemas } from './usage-event';
 
 const event: UsageEvent = {
   type: 'usage',
@@ -73,5 +73,19 @@ describe('parseUsageEvent', () => {
     expect(negative).toMatchObject({ ok: false, reason: expect.stringContaining('cost') });
     const noModel = parseUsageEvent(JSON.stringify({ ...event, model: '\u0000' }));
     expect(noModel).toMatchObject({ ok: false, reason: expect.stringContaining('model') });
+  });
+
+  it('decodes by the catalog (type → version → schema) and names an unknown type or version', () => {
+    expect(usageEventSchemas.usage[1]).toBeDefined();
+    expect(parseUsageEvent(JSON.stringify({ ...event, type: 'refund' }))).toEqual({
+      ok: false,
+      reason: 'type: unknown event type "refund"',
+    });
+    expect(parseUsageEvent(JSON.stringify({ ...event, version: 2 }))).toEqual({
+      ok: false,
+      reason: 'version: unknown version 2 of "usage"',
+    });
+    expect(parseUsageEvent('null')).toMatchObject({ ok: false, reason: expect.stringContaining('type') });
+    expect(parseUsageEvent(JSON.stringify({ ...event, type: 'toString' }))).toMatchObject({ ok: false });
   });
 });

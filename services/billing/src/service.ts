@@ -12,6 +12,7 @@ import { createBillingApp } from './http/app';
 import { createSpendService } from './spend/spend.service';
 import { classifyBillingFailure } from './usage/failure';
 import { createUsageRecorder, type UsageRecorder } from './usage/usage.recorder';
+import { createUsageEventHandler } from './usage/usage-event.handler';
 import { workerMetrics } from './usage/worker-metrics';
 
 export interface BillingHandle {
@@ -67,10 +68,7 @@ export async function startBilling(
         batchTimeoutMs: config.BATCH_TIMEOUT_MS,
         connectionName: 'tollgate-billing',
         classify: classifyBillingFailure,
-        handle: async (batch) => {
-          const r = await recorder.record(batch);
-          if (r.duplicates > 0) logger.info(r, 'usage batch contained already recorded events (redelivery)');
-        },
+        handle: createUsageEventHandler({ recorder, logger }),
       })
     : null;
 

@@ -38,8 +38,19 @@ export const proxyEnv = z
     SERVICE_TIMEOUT_MS: positiveMs.default(5_000),
     /** How long SIGTERM waits for in-flight requests before cutting them. */
     SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
-    /** Usage events held in memory while RabbitMQ is unreachable. */
+    /** Usage events held in memory before further ones go to the disk spool. */
     PUBLISHER_MAX_BUFFERED: z.coerce.number().int().positive().default(100_000),
+    /**
+     * Directory of the durable usage-event spool (events RabbitMQ cannot take are fsync'd here and
+     * replayed). Default `<os tmpdir>/tollgate-spool/<AMQP_PREFIX>`; in production a persistent volume.
+     */
+    SPOOL_DIR: z.string().min(1).optional(),
+    /** Size bound of the spool; beyond it (with RabbitMQ away) new billable requests get 503. */
+    SPOOL_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024 * 1024),
     /** Maximum JSON body of a chat completion request. */
     BODY_LIMIT: z
       .string()
@@ -75,6 +86,13 @@ export const proxyEnv = z
     /** Connections per provider origin, and requests that may wait for one; beyond: 503 at once. */
     UPSTREAM_CONNECTIONS: z.coerce.number().int().positive().default(256),
     UPSTREAM_MAX_QUEUED: z.coerce.number().int().min(0).default(256),
+    /**
+     * Lookups of keys that turn out unknown, per client address per minute; beyond, requests from
+     * that address whose key is not cached get 429 without a keys-service call (0 = no limit).
+     */
+    UNKNOWN_KEY_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+    /** Key lookups waiting on the keys service at once; beyond, 503 at once. */
+    KEY_LOOKUP_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(256),
     /** node:cluster workers (1 = no cluster). */
     WORKERS: z.coerce.number().int().min(1).max(256).default(1),
   })

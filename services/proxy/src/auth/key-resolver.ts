@@ -1,5 +1,6 @@
 import { serviceTokenSource } from '@tollgate/auth';
 import { resolveKey } from '@tollgate/contracts';
+import { AppError } from '@tollgate/errors';
 import { createServiceClient } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
@@ -11,12 +12,21 @@ export interface KeyResolver {
   close(): Promise<void>;
 }
 
+const UNAVAILABLE = 'Key service unavailable, try again shortly';
+
+/**
+ * `maxInFlight` bounds the lookups waiting on the keys service (default 256): beyond, 503 at once
+ * instead of an unbounded queue in front of a slow or overloaded keys service.
+ */
 export function createKeyResolver(options: {
   url: string;
   secret: string;
   timeoutMs: number;
+  maxInFlight?: number;
   logger?: Logger;
 }): KeyResolver {
+  const maxInFlight = options.maxInFlight ?? 256;
+  let inFlight = 0;
   const keys = createServiceClient({
     service: 'keys',
     url: options.url,
@@ -25,18 +35,25 @@ export function createKeyResolver(options: {
     connections: 16,
     logger: options.logger,
     ownerErrors: 'unavailable',
-    unavailableMessage: 'Key service unavailable, try again shortly',
+    unavailableMessage: UNAVAILABLE,
   });
   return {
     async resolve(digest) {
-      const answer = await keys.call({
-        method: resolveKey.method,
-        path: resolveKey.path,
-        body: { digest },
-        response: resolveKey.response,
-        nullOn404: true,
-      });
-      return answer?.data ?? null;
+      if (inFlight >= maxInFlight)
+        throw new AppError('service_unavailable', UNAVAILABLE, { service: 'keys' });
+      inFlight++;
+      try {
+        const answer = await keys.call({
+          method: resolveKey.method,
+          path: resolveKey.path,
+          body: { digest },
+          response: resolveKey.response,
+          nullOn404: true,
+        });
+        return answer?.data ?? null;
+      } finally {
+        inFlight--;
+      }
     },
     close: () => keys.close(),
   };

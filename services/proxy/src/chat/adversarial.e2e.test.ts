@@ -240,3 +240,40 @@ describe('provider text in usage events is well-formed (issue 14 finding 2)', ()
     expect((errorChunk.error.message as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
   });
 });
+
+describe('deeply nested JSON (issue 14 finding 5, nested-JSON 500)', () => {
+  /** JSON text nested `depth` levels (built as text: JSON.stringify itself overflows on it). */
+  const nest = (depth: number): string => `${'[{"a":'.repeat(depth)}"x"${'}]'.repeat(depth)}`;
+
+  async function postRaw(text: string): Promise<number> {
+    const res = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: text,
+    });
+    await res.arrayBuffer();
+    return res.status;
+  }
+
+  it('a deeply nested content part gives 400, not 500', async () => {
+    const status = await postRaw(
+      `{"model":"${model}","messages":[{"role":"user","content":[{"type":"input_data","data":${nest(10_000)}}]}]}`,
+    );
+    expect(status).toBe(400);
+  });
+
+  it('deep nesting in any other field gives 400, not 502', async () => {
+    const status = await postRaw(
+      `{"model":"${model}","messages":[{"role":"user","content":"hi"}],"response_format":${nest(10_000)}}`,
+    );
+    expect(status).toBe(400);
+  });
+
+  it('ordinary nesting (a tool schema a dozen levels deep) is served', async () => {
+    const status = await postRaw(
+      `{"model":"${model}","messages":[{"role":"user","content":"hi"}],` +
+        `"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","x":${nest(6)}}}}]}`,
+    );
+    expect(status).toBe(200);
+  });
+});

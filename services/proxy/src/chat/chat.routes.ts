@@ -67,6 +67,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (!route)
       throw new AppError('service_unavailable', `model: '${chat.model}' has no provider configured`);
 
+    // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
+    if (sink.canAdmit && !sink.canAdmit()) {
+      throw new AppError(
+        'service_unavailable',
+        'Usage recording is unavailable (message broker and disk spool are both unavailable); retry shortly',
+      );
+    }
     const slot = concurrency.acquire(key.id);
     if (!slot) {
       throw new AppError(

@@ -11,6 +11,8 @@ import type { TokenCounts } from './usage';
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
 export interface UsageSink {
   publish(event: UsageEvent): void;
+  /** False when a new event could be neither sent nor spooled: the request is refused (503). */
+  canAdmit?(): boolean;
 }
 
 /** Token estimates for requests the provider did not report usage for (@tollgate/tokens). */

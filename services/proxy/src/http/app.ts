@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
@@ -13,6 +15,7 @@ import express, { type RequestHandler, type Response } from 'express';
 import { Redis } from 'ioredis';
 import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
+import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import { chatCompletionsHandler } from '../chat/chat.routes';
 import type { TokenEstimator, UsageSink } from '../chat/completion';
 import { KeyConcurrency } from '../chat/concurrency';
@@ -99,6 +102,7 @@ export function createProxyApp(deps: {
       redis,
       lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
       logger,
+      unknownKeys: new UnknownKeyLimiter(config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE),
     }),
   );
   const inference = requireScope('inference');
@@ -251,6 +255,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       url: config.KEYS_URL,
       secret: config.SERVICE_JWT_SECRET,
       timeoutMs: config.SERVICE_TIMEOUT_MS,
+      maxInFlight: config.KEY_LOOKUP_MAX_IN_FLIGHT,
       logger,
     });
   const metrics = createMetrics({ defaultMetrics: true });
@@ -261,6 +266,10 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       topology: usageTopology(config.AMQP_PREFIX),
       logger,
       maxBuffered: config.PUBLISHER_MAX_BUFFERED,
+      spool: {
+        dir: config.SPOOL_DIR ?? join(tmpdir(), 'tollgate-spool', config.AMQP_PREFIX),
+        maxBytes: config.SPOOL_MAX_BYTES,
+      },
     });
   metrics.watchPublisher(publisher);
   const upstreams = new Upstreams({
