@@ -107,14 +107,16 @@ describe('admin CLI credits commands', () => {
     expect(off.stdout).toContain('prepaid');
   });
 
-  it('exits 2 for an unknown account, a malformed amount, or no BILLING_URL', async () => {
+  it('exits 2 for an unknown account or a malformed amount, 1 when billing does not answer', async () => {
     const unknown = await cli(['credits', 'add', '--account', 'no-such-account', '--amount', '1', '--json']);
     expect(unknown.code).toBe(2);
     expect(JSON.parse(unknown.stdout).error.metadata.error_type).toBe('not_found');
     expect((await cli(['credits', 'add', '--account', keys.account.slug, '--amount', 'lots'])).code).toBe(2);
-    expect(
-      (await cli(['credits', 'add', '--account', keys.account.slug, '--amount', '1'], { BILLING_URL: '' }))
-        .code,
-    ).toBe(2);
+    // BILLING_URL unset means the `make dev` address; an address nobody answers on is a clear failure.
+    const down = await cli(['credits', 'add', '--account', keys.account.slug, '--amount', '1'], {
+      BILLING_URL: 'http://127.0.0.1:9',
+    });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/billing at http:\/\/127\.0\.0\.1:9 did not answer/);
   });
 });
