@@ -36,9 +36,18 @@ const composeText = readFileSync(resolve(root, 'docker-compose.yml'), 'utf8');
 const compose = parse(composeText, { merge: true }) as { services: Record<string, ComposeService> };
 const services = compose.services;
 
-/** Compose-style interpolation with an empty shell environment: `${VAR:-default}` → default. */
+/** The shell environment compose needs (no public default for the service secret). */
+const SHELL: Record<string, string> = { SERVICE_JWT_SECRET: 'c0ffee'.repeat(8) };
+const REQUIRED = /\$\{([A-Za-z_][A-Za-z0-9_]*):\?[^}]*\}/g;
+
+/** Compose-style interpolation with the shell environment above: `${VAR:-default}` → default. */
 function interpolate(value: string): string {
-  const { value: out, missing } = substituteEnv(value, {});
+  const required = value.replace(REQUIRED, (_m, name: string) => {
+    const v = SHELL[name];
+    if (!v) throw new Error(`compose requires ${name} from the shell`);
+    return v;
+  });
+  const { value: out, missing } = substituteEnv(required, SHELL);
   if (missing.length) throw new Error(`compose needs ${missing.join(', ')} from the shell: ${value}`);
   return out;
 }
@@ -279,6 +288,15 @@ describe('docker-compose.yml', () => {
         expect(urlHostPort(environment(name)[key] ?? '')?.host, `${name} ${key}`).toBe(host);
       }
     }
+  });
+
+  it('requires SERVICE_JWT_SECRET from the shell (no public default) and binds internal services explicitly', () => {
+    expect(composeText).toMatch(/SERVICE_JWT_SECRET:\s*\$\{SERVICE_JWT_SECRET:\?/);
+    expect(composeText).not.toMatch(/change-me/);
+    expect(environment('keys').HOST).toBe('0.0.0.0');
+    expect(environment('billing').HOST).toBe('0.0.0.0');
+    expect(services.keys?.ports ?? []).toEqual([]);
+    expect(services.billing?.ports ?? []).toEqual([]);
   });
 
   it('shares one SERVICE_JWT_SECRET, one REDIS_PREFIX and one AMQP_PREFIX, from one variable each', () => {

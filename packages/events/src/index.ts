@@ -1,4 +1,5 @@
 export * from './consumer';
+export * from './dead-letters';
 export type { EventsLogFn, EventsLogger } from './logger';
 export * from './publisher';
 export * from './topology';

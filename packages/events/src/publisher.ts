@@ -2,6 +2,7 @@ import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
 import { Fifo } from './fifo';
 import type { EventsLogger } from './logger';
+import { Spool } from './spool';
 import { declareUsageTopology, type UsageTopology } from './topology';
 import type { UsageEvent } from './usage-event';
 
@@ -19,6 +20,10 @@ export interface PublisherStats {
   connected: boolean;
   /** Confirmed but routed to no queue (someone deleted the queue or binding); logged as errors. */
   unroutable: number;
+  /** Events on the disk spool (fsync'd), waiting for the broker. */
+  spooled: number;
+  /** Bytes of the disk spool. */
+  spoolBytes: number;
 }
 
 /** Change notifications for metrics (counters take the deltas, gauges read `stats`). */
@@ -32,8 +37,16 @@ export interface UsagePublisherOptions {
   url: string;
   topology: UsageTopology;
   logger: EventsLogger;
-  /** Bound of the in-memory buffer; when full the OLDEST unsent event is dropped. */
+  /**
+   * Bound of the in-memory buffer. With a `spool`, events beyond it (and every event while the broker
+   * is unreachable) go to disk; without one, the OLDEST unsent event is dropped when it is full.
+   */
   maxBuffered?: number;
+  /**
+   * The durable disk spool: what the broker cannot take is fsync'd there and replayed, in order, when
+   * it is back and by the next process started on the same directory. See `canAdmit()`.
+   */
+  spool?: { dir: string; maxBytes: number };
   /** Events sent and awaiting their confirm at any time (the confirm window). Default 10 000. */
   maxInFlight?: number;
   /** Reconnect backoff (capped exponential with jitter). Default 100 ms doubling up to 10 s. */
@@ -57,6 +70,12 @@ export interface CloseResult {
 export interface UsagePublisher {
   /** Queues the event for publishing; synchronous, never waits for the broker, never throws. */
   publish(event: UsageEvent): void;
+  /**
+   * Whether a new billable request may be served: its event could still be confirmed or spooled.
+   * False only with a spool that cannot take more (disk full, size bound, write errors) while the
+   * broker cannot take events either. Cheap (no I/O): callable on every request.
+   */
+  canAdmit(): boolean;
   stats(): PublisherStats;
   /** Resolves when every event buffered so far is confirmed (or `timeoutMs` passed: resolves false). */
   flush(timeoutMs?: number): Promise<boolean>;
@@ -70,6 +89,8 @@ interface Entry {
   timestamp: number;
   confirmed: boolean;
   dropped: boolean;
+  /** Replayed from this spool segment (already on disk). */
+  segment?: string;
 }
 
 const DROP_LOG_INTERVAL_MS = 10_000;
@@ -92,6 +113,10 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
   const appId = options.appId ?? 'tollgate-proxy';
   const log = logger.child({ component: 'usage-publisher' });
 
+  const spool = options.spool ? new Spool({ ...options.spool, logger: log }) : null;
+  /** The spool segment being replayed: its events are in `pending`/`inflight` until all confirmed. */
+  let replay: { file: string; events: number; outstanding: number } | null = null;
+  let segments: string[] = spool ? spool.replayable() : []; // adopted from stopped processes at start
   const pending = new Fifo<Entry>(); // not sent on the current channel, oldest first
   const inflight = new Fifo<Entry>(); // sent on the current channel, in send order
   let inflightOpen = 0; // entries of `inflight` neither confirmed nor dropped
@@ -125,6 +150,8 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     dropped,
     connected: channel !== null,
     unroutable,
+    spooled: spool?.events ?? 0,
+    spoolBytes: spool?.bytes ?? 0,
   });
 
   const emit = (metric: PublisherMetric) => {
@@ -156,7 +183,7 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
   };
 
   const notifyIdle = () => {
-    if (buffered !== 0) return;
+    if (buffered !== 0 || (spool?.events ?? 0) !== 0) return;
     for (const resolve of idleWaiters) resolve();
     idleWaiters.clear();
   };
@@ -218,9 +245,65 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
       scheduleMetrics();
     }
     while (inflight.peek()?.confirmed) inflight.shift();
+    if (entry.segment && replay && entry.segment === replay.file && --replay.outstanding === 0) {
+      spool?.removeFile(replay.file, replay.events);
+      replay = null;
+    }
     schedulePump();
+    maybeReplay();
     notifyIdle();
   };
+
+  /** Moves memory entries to the disk spool (they stay counted in `buffered` until fsync'd). */
+  const toSpool = (entries: Entry[]) => {
+    if (!spool || entries.length === 0) return;
+    spool.append(
+      entries.map((e) => e.body),
+      () => {
+        buffered -= entries.length;
+        notifyIdle();
+      },
+      () => {
+        // The disk refused: keep them in memory (canAdmit() now stops new billable requests).
+        for (const e of entries) pending.push(e);
+        schedulePump();
+      },
+    );
+  };
+
+  /**
+   * Replays the next spool segment once the broker is up and memory is empty: its events go through
+   * the normal confirm path; the segment is deleted when the last one is confirmed.
+   */
+  function maybeReplay() {
+    if (!spool || !channel || replay || pending.length > 0 || inflightOpen > 0) return;
+    if (segments.length === 0) {
+      if (spool.events === 0) return;
+      segments = spool.replayable();
+    }
+    const file = segments.shift();
+    if (!file) return;
+    const bodies = spool.read(file);
+    if (bodies.length === 0) {
+      spool.removeFile(file, 0);
+      maybeReplay();
+      return;
+    }
+    replay = { file, events: bodies.length, outstanding: bodies.length };
+    const timestamp = Math.floor(Date.now() / 1000);
+    for (const body of bodies) {
+      let id = '';
+      try {
+        id = String((JSON.parse(body.toString('utf8')) as { id?: unknown }).id ?? '');
+      } catch {
+        // a torn or foreign line: published as is, billing dead-letters what it cannot decode
+      }
+      pending.push({ id, body, timestamp, confirmed: false, dropped: false, segment: file });
+      buffered++;
+    }
+    log.info({ segment: file, events: bodies.length }, 'replaying spooled usage events');
+    schedulePump();
+  }
 
   function pump() {
     pumpScheduled = false;
@@ -272,6 +355,17 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     inflight.clear();
     inflightOpen = 0;
     pending.prepend(unconfirmed);
+    if (spool) {
+      // Unconfirmed events must not live only in memory while the broker is away: spool them. A
+      // segment being replayed is still on disk; it is replayed again from the start later.
+      const all = pending.toArray();
+      pending.clear();
+      const replayed = all.filter((e) => e.segment);
+      buffered -= replayed.length;
+      if (replay) segments.unshift(replay.file);
+      replay = null;
+      toSpool(all.filter((e) => !e.segment));
+    }
     conn?.close().catch(() => {});
     downSince = Date.now();
     if (!stopped) {
@@ -345,6 +439,7 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     everConnected = true;
     emit({ type: 'connection', connected: true });
     schedulePump();
+    maybeReplay();
   }
 
   async function connectLoop(): Promise<void> {
@@ -378,8 +473,9 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     }
   }
 
+  const idle = () => buffered === 0 && (spool?.events ?? 0) === 0;
   const flush = (timeoutMs = 30_000): Promise<boolean> => {
-    if (buffered === 0) return Promise.resolve(true);
+    if (idle()) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -387,7 +483,7 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
       };
       const timer = setTimeout(() => {
         idleWaiters.delete(done);
-        resolve(buffered === 0);
+        resolve(idle());
       }, timeoutMs);
       idleWaiters.add(done);
     });
@@ -409,16 +505,26 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
         dropped++;
         return;
       }
-      if (buffered >= maxBuffered) dropOldest();
-      pending.push({
+      const entry: Entry = {
         id: event.id,
         body,
         timestamp: Math.floor(Date.now() / 1000),
         confirmed: false,
         dropped: false,
-      });
+      };
       buffered++;
+      if (spool && (channel === null || pending.length >= maxBuffered)) {
+        toSpool([entry]);
+        return;
+      }
+      if (!spool && buffered > maxBuffered) dropOldest();
+      pending.push(entry);
       schedulePump();
+    },
+
+    canAdmit(): boolean {
+      if (!spool || spool.healthy()) return true;
+      return channel !== null && pending.length < maxBuffered;
     },
 
     stats,
@@ -428,8 +534,25 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
       const drained = await flush(drainTimeoutMs);
       stopped = true;
       wakeReconnect?.();
+      if (!drained && spool) {
+        // What the broker did not confirm in time goes to disk for the next start to replay.
+        const unconfirmed = [
+          ...inflight.toArray().filter((e) => !e.confirmed && !e.dropped && !e.segment),
+          ...pending.toArray().filter((e) => !e.segment),
+        ];
+        inflight.clear();
+        pending.clear();
+        toSpool(unconfirmed);
+        spool.close();
+        buffered = 0;
+        log.warn(
+          { spooled: unconfirmed.length, spoolDir: options.spool?.dir },
+          'usage publisher closed before RabbitMQ confirmed every event; the rest is on the disk spool',
+        );
+      }
+      spool?.close();
       const remaining = buffered;
-      if (!drained) {
+      if (!drained && remaining > 0) {
         log.error(
           { remaining, drainTimeoutMs },
           `usage publisher closed with ${remaining} unconfirmed usage events (RabbitMQ unreachable); they are lost`,

@@ -70,3 +70,61 @@ export const setPostpaidCommand = defineCommand({
     };
   },
 });
+
+const positiveInt = (flag: string, v: string | undefined, fallback: number) => {
+  if (v === undefined) return fallback;
+  if (!/^[1-9]\d{0,5}$/.test(v)) throw new UsageError(`--${flag} must be a positive integer, got "${v}"`);
+  return Number(v);
+};
+
+/**
+ * `dlq show` / `dlq replay`: the usage dead-letter queue (billing's). Transient outages never put an
+ * event there (billing retries them in-process); what is there failed on its own or is invalid.
+ * Replay is exactly-once: billing records each request id once.
+ */
+export const dlqCommands: CommandGroup = {
+  name: 'dlq',
+  summary: 'Usage events billing could not record (dead-letter queue): show and replay',
+  commands: [
+    defineCommand({
+      name: 'show',
+      summary: 'List dead-lettered usage events (left in the queue)',
+      options: { limit: { type: 'string', description: 'most messages to show (default 20)' } },
+      async run(ctx, o) {
+        const limit = positiveInt('limit', o.limit, 20);
+        const data = (await callBilling(ctx, 'GET', `/internal/dlq?limit=${limit}`, undefined)) as {
+          count: number;
+          messages: Array<Record<string, string | number | null>>;
+        };
+        return {
+          data,
+          text: data.count === 0 ? 'The dead-letter queue is empty' : undefined,
+          table:
+            data.count === 0
+              ? undefined
+              : {
+                  columns: ['id', 'account_id', 'cost', 'finished_at', 'reason'],
+                  rows: data.messages.map((m) => [m.id, m.account_id, m.cost, m.finished_at, m.reason]),
+                },
+        };
+      },
+    }),
+    defineCommand({
+      name: 'replay',
+      summary: 'Send valid dead-lettered events back to billing (exactly once; invalid ones stay)',
+      options: { limit: { type: 'string', description: 'most events to replay (default 1000)' } },
+      async run(ctx, o) {
+        const limit = positiveInt('limit', o.limit, 1000);
+        const data = (await callBilling(ctx, 'POST', '/internal/dlq/replay', { limit })) as {
+          replayed: number;
+          invalid: number;
+          remaining: number;
+        };
+        return {
+          data,
+          text: `Replayed ${data.replayed} event(s); ${data.invalid} invalid left in place; ${data.remaining} in the queue now`,
+        };
+      },
+    }),
+  ],
+};

@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { accountsCommands } from './accounts.commands';
 import { type CommandGroup, runCli } from './command';
-import { creditsCommands, setPostpaidCommand } from './credits.commands';
+import { creditsCommands, dlqCommands, setPostpaidCommand } from './credits.commands';
 import { keysCommands } from './keys.commands';
 import { usersCommands } from './users.commands';
 
@@ -14,6 +14,7 @@ export const commandGroups: CommandGroup[] = [
   keysCommands,
   creditsCommands,
   usersCommands,
+  dlqCommands,
 ];
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -131,7 +131,7 @@ export async function completeJson(
   const json =
     `{"id":"${completionId()}","object":"chat.completion","created":${Math.floor(Date.now() / 1000)},` +
     `"model":${JSON.stringify(body.model)},"choices":[{"index":0,"message":{"role":"assistant",` +
-    `"content":${JSON.stringify(piecesText(plan.pieces))},"refusal":null,"annotations":[]},"logprobs":null,` +
+    `"content":${JSON.stringify(sim.piece === undefined ? piecesText(plan.pieces) : sim.piece.repeat(plan.pieces.length))},"refusal":null,"annotations":[]},"logprobs":null,` +
     `"finish_reason":"${plan.finishReason}"}]${usage},"service_tier":"default","system_fingerprint":"${FINGERPRINT}"}`;
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
   res.end(json);
@@ -166,6 +166,7 @@ export async function completeStream(
   let out = `${head}{"role":"assistant"}${tail}`;
 
   const pieces = plan.pieces;
+  const pieceJson = sim.piece === undefined ? null : JSON.stringify(sim.piece);
   const stopAt = Math.min(sim.errorAfterChunks ?? Infinity, sim.cutAfterChunks ?? Infinity, pieces.length);
   for (let i = 0; i < stopAt; i++) {
     if (i > 0 && inter > 0) {
@@ -173,7 +174,7 @@ export async function completeStream(
       out = '';
       if (!(await wait(inter, signal!))) return;
     }
-    out += `${head}{"content":${PIECES_JSON[pieces[i]!]}}${tail}`;
+    out += `${head}{"content":${pieceJson ?? PIECES_JSON[pieces[i]!]}}${tail}`;
   }
 
   const errorFirst =

@@ -14,6 +14,8 @@ export interface SimOptions {
   reasoningTokens: number;
   ttftMs?: number;
   interTokenMs?: number;
+  /** Text of every content chunk instead of the generated pieces (adversarial outputs in tests). */
+  piece?: string;
 }
 
 export interface CompletionRequest {
@@ -147,7 +149,11 @@ function parseSim(raw: unknown): SimOptions {
   const errorMessage = raw.error_message;
   if (errorMessage !== undefined && typeof errorMessage !== 'string')
     throw invalidType('sim.error_message', 'a string', errorMessage);
+  const piece = raw.piece;
+  if (piece !== undefined && (typeof piece !== 'string' || piece.length === 0))
+    throw invalidType('sim.piece', 'a non-empty string', piece);
   return {
+    piece,
     completionTokens: intParam(raw, 'completion_tokens', 'sim.completion_tokens', 0, 100_000),
     errorStatus: intParam(raw, 'error_status', 'sim.error_status', 400, 599),
     errorMessage,

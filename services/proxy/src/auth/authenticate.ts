@@ -1,10 +1,11 @@
 import { digestKey, type KeyScope, looksLikeKey } from '@tollgate/auth';
-import { forbiddenScope, unauthorized } from '@tollgate/errors';
+import { AppError, forbiddenScope, unauthorized } from '@tollgate/errors';
 import type { CachedKey, KeyCache } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { KeyResolver } from './key-resolver';
+import type { UnknownKeyLimiter } from './unknown-keys';
 
 /**
  * Authentication on the hot path: sha256 of the bearer key, one Redis HMGET through the key cache,
@@ -12,7 +13,8 @@ import type { KeyResolver } from './key-resolver';
  * records: a disabled or revoked key is refused on its very next request.
  */
 export interface Authenticator {
-  authenticate(authorization: string | undefined): Promise<CachedKey>;
+  /** `client`: the caller's address, for the unknown-key rate limit. */
+  authenticate(authorization: string | undefined, client?: string): Promise<CachedKey>;
 }
 
 export interface AuthDeps {
@@ -29,6 +31,8 @@ export interface AuthDeps {
    */
   lastUsedIntervalMs?: number;
   now?: () => number;
+  /** Rate limit of lookups that find no key, per client address (none when absent). */
+  unknownKeys?: UnknownKeyLimiter;
 }
 
 /** Bounds the coalescing map; clearing it only costs one extra write per active key. */
@@ -59,7 +63,9 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     redis.hset(lastUsedKey, keyId, t).catch(onLastUsedError);
   }
 
-  async function lookup(digest: string): Promise<CachedKey | null> {
+  const unknownKeys = deps.unknownKeys;
+
+  async function lookup(digest: string, client: string): Promise<CachedKey | null> {
     try {
       const hit = await keyCache.get(digest);
       if (hit.state === 'hit') return hit.key;
@@ -67,16 +73,25 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     } catch (err) {
       logger.warn({ err }, 'key cache unavailable, asking the keys service');
     }
-    return resolver.resolve(digest);
+    if (unknownKeys?.blocked(client)) {
+      throw new AppError(
+        'rate_limited',
+        'Too many requests with unknown API keys from this address; retry in a minute',
+        { reason: 'unknown_keys' },
+      );
+    }
+    const record = await resolver.resolve(digest);
+    if (record === null) unknownKeys?.recordUnknown(client);
+    return record;
   }
 
   return {
-    async authenticate(authorization) {
+    async authenticate(authorization, client = '') {
       const key = bearerKey(authorization);
       if (key === null)
         throw unauthorized('Missing or malformed Authorization header (expected "Bearer <key>")');
       if (!looksLikeKey(key)) throw unauthorized('Invalid API key');
-      const record = await lookup(digestKey(key));
+      const record = await lookup(digestKey(key), client);
       if (record === null) throw unauthorized('Invalid API key');
       if (record.revoked) throw unauthorized('This API key has been revoked');
       if (record.disabled) throw unauthorized('This API key is disabled');
@@ -97,7 +112,7 @@ export function authMiddleware(auth: Authenticator): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     let key: CachedKey;
     try {
-      key = await auth.authenticate(req.headers.authorization);
+      key = await auth.authenticate(req.headers.authorization, req.socket.remoteAddress);
     } catch (err) {
       next(err);
       return;
