@@ -53,10 +53,16 @@ const PERIOD_WORD: Record<string, string> = {
 
 export const keyLimitExceeded = (reset: LimitReset | null) => {
   const word = PERIOD_WORD[String(reset)] ?? 'total';
-  return new AppError('key_limit_exceeded', `This key has reached its ${word} spend limit`, {
-    limit_reset: reset,
-    period: word,
-  });
+  // Not "has reached": the refusal also happens at $0 spent, when this request's worst case alone
+  // (or with the requests in flight) would not fit under the limit.
+  return new AppError(
+    'key_limit_exceeded',
+    `This request could exceed the key's ${word} spend limit (spent so far + requests in flight + this request's worst-case cost); lower max_tokens or raise the limit`,
+    {
+      limit_reset: reset,
+      period: word,
+    },
+  );
 };
 
 export const paymentRequired = () =>
