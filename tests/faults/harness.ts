@@ -496,7 +496,7 @@ export interface Figures {
   recoveryMs: number;
 }
 
-const countBy = (values: number[]) => {
+export const countBy = (values: number[]) => {
   const m: Record<string, number> = {};
   for (const v of values) m[v] = (m[v] ?? 0) + 1;
   return m;
