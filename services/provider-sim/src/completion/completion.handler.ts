@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { upstreamError } from '../http/openai-error';
 import { defaultCompletionLength, generatePieces, PIECES_JSON, piecesText, promptSeed } from './generator';
 import { countPromptTokens } from './prompt-tokens';
-import type { CompletionRequest } from './request';
+import type { CompletionRequest, SimOptions } from './request';
 
 export interface SimDefaults {
   ttftMs: number;
@@ -22,9 +22,16 @@ export interface CompletionPlan {
 }
 
 export function planCompletion(req: CompletionRequest): CompletionPlan {
-  const { sim, maxTokens } = req;
-  const promptTokens = countPromptTokens(req.messages);
-  const seed = promptSeed(req.messages);
+  return planTokens(promptSeed(req.messages), countPromptTokens(req.messages), req.maxTokens, req.sim);
+}
+
+/** The plan of a completion whose prompt hashes to `seed` and counts `promptTokens` (both wire formats). */
+export function planTokens(
+  seed: number,
+  promptTokens: number,
+  maxTokens: number | undefined,
+  sim: SimOptions,
+): CompletionPlan {
   let target = sim.completionTokens ?? defaultCompletionLength(seed);
   let reasoning = sim.reasoningTokens;
   let finishReason: 'stop' | 'length' = 'stop';
@@ -82,14 +89,24 @@ export function completionId(): string {
   return s;
 }
 
-function writeError(res: ServerResponse, status: number, message?: string): void {
+/** Headers of an error answer: JSON, plus `retry-after` when `sim.retry_after` asks for it. */
+export function errorHeaders(body: string, retryAfter: number | undefined): Record<string, string | number> {
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  };
+  if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
+  return headers;
+}
+
+function writeError(res: ServerResponse, status: number, message?: string, retryAfter?: number): void {
   const body = JSON.stringify(upstreamError(status, message).toJSON());
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(status, errorHeaders(body, retryAfter));
   res.end(body);
 }
 
 /** Waits `ms` unless the client went away; false means stop. */
-async function wait(ms: number, signal: AbortSignal): Promise<boolean> {
+export async function wait(ms: number, signal: AbortSignal): Promise<boolean> {
   if (ms <= 0) return !signal.aborted;
   try {
     await sleep(ms, undefined, { signal });
@@ -99,7 +116,7 @@ async function wait(ms: number, signal: AbortSignal): Promise<boolean> {
   }
 }
 
-function clientGone(req: IncomingMessage, res: ServerResponse): AbortSignal {
+export function clientGone(req: IncomingMessage, res: ServerResponse): AbortSignal {
   const ac = new AbortController();
   const abort = () => {
     if (!res.writableFinished) ac.abort();
@@ -121,7 +138,8 @@ export async function completeJson(
   const inter = sim.interTokenMs ?? defaults.interTokenMs;
   const delay = ttft + inter * Math.max(plan.pieces.length - 1, 0);
   if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
-  if (sim.errorStatus !== undefined) return writeError(res, sim.errorStatus, sim.errorMessage);
+  if (sim.errorStatus !== undefined)
+    return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
   if (sim.errorAfterChunks !== undefined) return writeError(res, 500, sim.errorMessage);
   if (sim.cutAfterChunks !== undefined) {
     res.destroy();
@@ -140,6 +158,57 @@ export async function completeJson(
 const MID_STREAM_ERROR = (message?: string) =>
   `data: ${JSON.stringify(upstreamError(500, message).toJSON())}\n\n`;
 
+/** Stream pacing of a request: waits the time to first token; null when the client went away. */
+export async function firstToken(
+  req: IncomingMessage,
+  res: ServerResponse,
+  sim: SimOptions,
+  defaults: SimDefaults,
+): Promise<{ inter: number; signal: AbortSignal | undefined } | null> {
+  const ttft = sim.ttftMs ?? defaults.ttftMs;
+  const inter = sim.interTokenMs ?? defaults.interTokenMs;
+  const signal = ttft > 0 || inter > 0 ? clientGone(req, res) : undefined;
+  if (ttft > 0 && !(await wait(ttft, signal!))) return null;
+  return { inter, signal };
+}
+
+/**
+ * The content part of a simulated stream, shared by both wire formats: appends `eventAt(0..count-1)`
+ * to `out`, flushing and waiting `inter` ms between events, and stops where `sim.error_after_chunks` /
+ * `sim.cut_after_chunks` say (the smaller wins, the error on a tie). A cut is carried out here (what
+ * was produced is flushed, then the socket destroyed); an error is left to the caller, whose wire
+ * format shapes it. Returns the unsent text and how the stream goes on, or null when it is over
+ * (client gone or cut).
+ */
+export async function streamContent(
+  res: ServerResponse,
+  out: string,
+  count: number,
+  eventAt: (i: number) => string,
+  sim: SimOptions,
+  pacing: { inter: number; signal: AbortSignal | undefined },
+): Promise<{ out: string; end: 'complete' | 'error' } | null> {
+  const stopAt = Math.min(sim.errorAfterChunks ?? Infinity, sim.cutAfterChunks ?? Infinity, count);
+  for (let i = 0; i < stopAt; i++) {
+    if (i > 0 && pacing.inter > 0) {
+      res.write(out);
+      out = '';
+      if (!(await wait(pacing.inter, pacing.signal!))) return null;
+    }
+    out += eventAt(i);
+  }
+  const errorFirst =
+    sim.errorAfterChunks !== undefined &&
+    (sim.cutAfterChunks === undefined || sim.errorAfterChunks <= sim.cutAfterChunks);
+  if (errorFirst) return { out, end: 'error' };
+  if (sim.cutAfterChunks !== undefined) {
+    // Flush what was produced, then kill the socket: no finish, no usage, no end marker.
+    res.write(out, () => res.destroy());
+    return null;
+  }
+  return { out, end: 'complete' };
+}
+
 export async function completeStream(
   req: IncomingMessage,
   res: ServerResponse,
@@ -148,12 +217,10 @@ export async function completeStream(
 ): Promise<void> {
   const { sim } = body;
   const plan = planCompletion(body);
-  const ttft = sim.ttftMs ?? defaults.ttftMs;
-  const inter = sim.interTokenMs ?? defaults.interTokenMs;
-  const signal = ttft > 0 || inter > 0 ? clientGone(req, res) : undefined;
-
-  if (ttft > 0 && !(await wait(ttft, signal!))) return;
-  if (sim.errorStatus !== undefined) return writeError(res, sim.errorStatus, sim.errorMessage);
+  const pacing = await firstToken(req, res, sim, defaults);
+  if (!pacing) return;
+  if (sim.errorStatus !== undefined)
+    return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
 
   const usageNull = body.includeUsage ? ',"usage":null' : '';
   const meta =
@@ -163,30 +230,20 @@ export async function completeStream(
   const tail = `,"logprobs":null,"finish_reason":null}]${usageNull}}\n\n`;
 
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  let out = `${head}{"role":"assistant"}${tail}`;
-
   const pieces = plan.pieces;
   const pieceJson = sim.piece === undefined ? null : JSON.stringify(sim.piece);
-  const stopAt = Math.min(sim.errorAfterChunks ?? Infinity, sim.cutAfterChunks ?? Infinity, pieces.length);
-  for (let i = 0; i < stopAt; i++) {
-    if (i > 0 && inter > 0) {
-      res.write(out);
-      out = '';
-      if (!(await wait(inter, signal!))) return;
-    }
-    out += `${head}{"content":${pieceJson ?? PIECES_JSON[pieces[i]!]}}${tail}`;
-  }
-
-  const errorFirst =
-    sim.errorAfterChunks !== undefined &&
-    (sim.cutAfterChunks === undefined || sim.errorAfterChunks <= sim.cutAfterChunks);
-  if (sim.errorAfterChunks !== undefined && errorFirst) {
+  const sent = await streamContent(
+    res,
+    `${head}{"role":"assistant"}${tail}`,
+    pieces.length,
+    (i) => `${head}{"content":${pieceJson ?? PIECES_JSON[pieces[i]!]}}${tail}`,
+    sim,
+    pacing,
+  );
+  if (!sent) return;
+  let out = sent.out;
+  if (sent.end === 'error') {
     res.end(out + MID_STREAM_ERROR(sim.errorMessage));
-    return;
-  }
-  if (sim.cutAfterChunks !== undefined) {
-    // Flush what was produced, then kill the socket: no finish chunk, no usage, no [DONE].
-    res.write(out, () => res.destroy());
     return;
   }
   out += `${head}{},"logprobs":null,"finish_reason":"${plan.finishReason}"}]${usageNull}}\n\n`;
