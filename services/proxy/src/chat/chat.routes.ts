@@ -1,6 +1,6 @@
-import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError, badRequest, safeText } from '@tollgate/errors';
+import { requestIdOf } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
@@ -45,7 +45,6 @@ export interface ChatDeps {
 
 const X_TITLE_MAX = 200;
 /** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
-const nextRequestId = requestIdSource(256);
 
 type UpstreamResponse = Dispatcher.ResponseData;
 
@@ -113,7 +112,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     }
     res.once('close', slot);
 
-    const requestId = nextRequestId();
+    const requestId = requestIdOf(res);
     res.setHeader('X-Generation-Id', requestId);
     const prompt = admissionPromptTokens(chat.messages, estimator);
     // The dearest candidate that may serve bounds what the request can cost.
@@ -149,6 +148,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     (res.locals as CompletionLocals).completion = c;
     res.once('close', onResponseClose);
     c.startDeadline(deps.maxDurationMs);
+    // A lease that lapsed and no longer fits the limit stops the request (packages/spend, Leases).
+    if (reservation) reservation.onLost = (reason) => c.stop(reason);
 
     const original = chat.body;
     const attempt: Dispatch = { plan, original, res };
@@ -283,6 +284,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   /** The gateway error for a failed upstream call: capacity (503), the duration cap (504), transport. */
   function failureOf(c: Completion, err: unknown): AppError {
     if (err instanceof AppError) return err;
+    if (c.stopReason) return c.stopReason;
     if (c.timedOut) {
       return new AppError(
         'timeout',
