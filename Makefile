@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 12.21.0
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: dev start build test install pnpm servers lint typecheck check demo migrate bench clean
+.PHONY: dev start build test test-faults install pnpm servers lint typecheck check demo migrate bench clean
 
 ## Installs pnpm (if missing) and every dependency, Node 24 included (root devDependency `node`),
 ## then builds the dashboard's web UI (services/dashboard/ui/dist, served by the dashboard service).
@@ -40,6 +40,10 @@ demo: install
 test: install servers
 	@pnpm test
 
+## The fault suite (tests/faults): the stack as processes through broker, database and process failures.
+test-faults: install servers
+	@pnpm exec vitest run --config tests/faults/vitest.config.ts
+
 lint: install
 	@pnpm lint
 
@@ -50,7 +54,7 @@ typecheck: install
 check: lint typecheck test
 
 migrate: install
-	@pnpm --filter @tollgate/keys migrate && pnpm --filter @tollgate/billing migrate
+	@pnpm --filter @tollgate/keys migrate && pnpm --filter @tollgate/billing migrate && pnpm --filter @tollgate/dashboard migrate
 
 bench: install servers
 	@pnpm exec tsx bench/proxy-latency.ts && pnpm exec tsx bench/billing-throughput.ts

@@ -1,6 +1,9 @@
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { serviceTokenSource } from '@tollgate/auth';
+import { spendRebuild } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
+import { createServiceClient } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
+import type { Logger } from '@tollgate/logger';
 import { type LimitReset, periodKey, toUnits } from '@tollgate/money';
 import type { Redis } from 'ioredis';
 import { createSpendStore, defaultTimings, type Lease, type SpendTimings } from './store';
@@ -14,6 +17,12 @@ export interface SpendReservation {
   keyTracked: boolean;
   /** A hold was made on the account's hash (the account is prepaid). */
   accountTracked: boolean;
+  /**
+   * Set by the caller: called when the request must stop because its lease lapsed (the process
+   * stalled past it, or Redis lost it) and holding it again put the key or account over its limit
+   * (others were admitted into the gap). Continuing could overshoot the limit.
+   */
+  onLost?: (reason: AppError) => void;
 }
 
 /** What the proxy calls around every chat completion (services/proxy/src/spend/guard.ts). */
@@ -40,6 +49,8 @@ export interface RedisSpendGuardOptions {
   serviceName?: string;
   /** Rebuild request timeout (default 5 s). */
   rebuildTimeoutMs?: number;
+  /** Where the details of failed billing calls go (never into an answer). */
+  logger?: Logger;
   /** Called with background refresh and lease-renewal failures (they never fail a request). */
   onBackgroundError?: (err: unknown) => void;
 }
@@ -79,7 +90,6 @@ export const paymentRequired = () =>
 export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGuard {
   const clock = options.clock ?? (() => new Date());
   const store = createSpendStore(options.redis, { prefix: options.prefix, timings: options.timings });
-  const base = options.billingUrl.replace(/\/+$/, '');
   const inflight = new Map<string, Promise<void>>();
   const leaseRenewMs = options.timings?.leaseRenewMs ?? defaultTimings.leaseRenewMs;
 
@@ -89,7 +99,11 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
    * leaves the set the moment settle is called, before the settle script is sent, so a renewal can
    * never resurrect a settled hold (both go over the same connection, in order).
    */
-  const live = new Map<string, Lease>();
+  interface LiveLease extends Lease {
+    reservation: SpendReservation;
+    limitReset: LimitReset | null;
+  }
+  const live = new Map<string, LiveLease>();
   let renewTimer: NodeJS.Timeout | null = null;
   const renewLeases = () => {
     if (live.size === 0) {
@@ -97,9 +111,23 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
       renewTimer = null;
       return;
     }
-    store.renew(clock().getTime(), live.values()).catch((err: unknown) => options.onBackgroundError?.(err));
+    store
+      .renew(clock().getTime(), live.values())
+      .then(({ overLimit }) => {
+        for (const lease of overLimit) {
+          const l = live.get(lease.requestId);
+          if (!l) continue; // settled meanwhile
+          live.delete(lease.requestId);
+          l.reservation.onLost?.(
+            l.keyTracked && l.limitUnits !== null && l.limitUnits !== undefined
+              ? keyLimitExceeded(l.limitReset)
+              : paymentRequired(),
+          );
+        }
+      })
+      .catch((err: unknown) => options.onBackgroundError?.(err));
   };
-  const track = (lease: Lease) => {
+  const track = (lease: LiveLease) => {
     live.set(lease.requestId, lease);
     if (!renewTimer) {
       renewTimer = setInterval(renewLeases, leaseRenewMs);
@@ -107,24 +135,27 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
     }
   };
 
+  const billing = createServiceClient({
+    service: 'billing',
+    url: options.billingUrl.replace(/\/+$/, ''),
+    token: serviceTokenSource(options.serviceJwtSecret, options.serviceName ?? 'proxy'),
+    timeoutMs: options.rebuildTimeoutMs ?? 5_000,
+    logger: options.logger,
+    ownerErrors: 'unavailable',
+    unavailableMessage: 'Spend counters are unavailable, retry shortly',
+  });
   const callRebuild = async (accountId: string, keyId: string | null, at: Date) => {
-    const token = signServiceToken(
-      { kind: 'service', service: options.serviceName ?? 'proxy' },
-      options.serviceJwtSecret,
-    );
-    let res: Response;
     try {
-      res = await fetch(`${base}/internal/spend/rebuild`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', [SERVICE_TOKEN_HEADER]: token },
-        body: JSON.stringify({ account_id: accountId, key_id: keyId, at: at.toISOString() }),
-        signal: AbortSignal.timeout(options.rebuildTimeoutMs ?? 5_000),
+      await billing.call({
+        method: spendRebuild.method,
+        path: spendRebuild.path,
+        body: { account_id: accountId, key_id: keyId, at: at.toISOString() },
+        response: spendRebuild.response,
       });
     } catch {
+      // Whatever billing answered (the detail is logged by the client): the request cannot be checked.
       throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
     }
-    await res.body?.cancel();
-    if (!res.ok) throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
   };
 
   /** One rebuild at a time per (account, key) in this process; concurrent callers share it. */
@@ -181,7 +212,14 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           keyTracked: outcome.keyTracked,
           accountTracked: outcome.accountTracked,
         };
-        track({ ...reservation, units: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits });
+        track({
+          ...reservation,
+          units: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits,
+          limitUnits,
+          period: periodKey(key.limitReset, at),
+          reservation,
+          limitReset: key.limitReset,
+        });
         return reservation;
       }
     },
