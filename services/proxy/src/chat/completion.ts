@@ -1,5 +1,6 @@
 import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
 import { computeCost } from '@tollgate/catalog';
+import type { AppError } from '@tollgate/errors';
 import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
@@ -31,6 +32,17 @@ export interface CompletionError {
 }
 
 export type UsageSource = 'provider' | 'estimated';
+
+/** One try of one candidate: what a user debugging a failover needs. */
+export interface Attempt {
+  provider: string;
+  model: string;
+  /** HTTP status of the provider's answer, or null for a transport failure. */
+  status: number | null;
+  /** `ok`, `http_<status>`, `timeout`, `unreachable`, `circuit_open`. */
+  outcome: string;
+  latency_ms: number;
+}
 
 export interface CompletionInit {
   requestId: string;
@@ -69,9 +81,12 @@ export class Completion {
   readonly requestId: string;
   readonly key: CachedKey;
   readonly chat: ChatRequest;
-  readonly model: CatalogModel;
-  readonly provider: CatalogProvider;
-  readonly upstreamModel: string;
+  /** The candidate being tried, then the one that served (failover moves these). */
+  model: CatalogModel;
+  provider: CatalogProvider;
+  upstreamModel: string;
+  /** Every attempt before the serving one (provider, model, outcome, latency), for the record. */
+  readonly attempts: Attempt[] = [];
   readonly app: string | null;
   private readonly logger: Logger;
   private child: Logger | null = null;
@@ -103,6 +118,17 @@ export class Completion {
   }
 
   /** Aborts the completion (upstream request included) once it has run `ms`. */
+  /** Why the gateway stopped the request before it ended (its spend lease lapsed over the limit). */
+  stopReason: AppError | null = null;
+
+  /** Stops the request with `reason` (answered like the duration cap: HTTP error or error chunk). */
+  stop(reason: AppError): void {
+    if (this.ended) return;
+    this.stopReason = reason;
+    this.timedOut = true;
+    this.abort.abort();
+  }
+
   startDeadline(ms: number): void {
     this.deadline = setTimeout(() => {
       this.timedOut = true;
@@ -164,6 +190,7 @@ export class Completion {
       finished_at: new Date(finishedAt).toISOString(),
       latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),
       generation_time_ms: Math.max(0, finishedAt - this.startedAt),
+      attempts: this.attempts,
     };
     try {
       this.sink.publish(event);
