@@ -23,6 +23,14 @@ export interface CachedKey {
   /** USD decimal string, or null for no limit. */
   limit: string | null;
   limitReset: 'daily' | 'weekly' | 'monthly' | null;
+  /**
+   * Governance (optional: records cached before these existed read as "none"). `expiresAt` is epoch
+   * ms (the key stops authenticating at that instant), `allowedModels` ids or `vendor/*` patterns
+   * (absent or empty = all), `rateLimitRpm` requests per minute across all proxies.
+   */
+  expiresAt?: number | null;
+  allowedModels?: string[];
+  rateLimitRpm?: number | null;
   version: number;
 }
 

@@ -23,6 +23,7 @@ export interface ChatDeps {
 }
 
 const X_TITLE_MAX = 200;
+const HTTP_REFERER_MAX = 500;
 /** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
 const nextRequestId = requestIdSource(256);
 
@@ -62,7 +63,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       requestId,
     });
 
-    const title = req.headers['x-title'];
+    const title = req.headers['x-openrouter-title'] ?? req.headers['x-title'];
+    const referer = req.headers['http-referer'];
     const c = new Completion(
       {
         requestId,
@@ -72,6 +74,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         provider: route.provider,
         upstreamModel: route.upstreamModel,
         app: typeof title === 'string' && title.length > 0 ? title.slice(0, X_TITLE_MAX) : null,
+        httpReferer:
+          typeof referer === 'string' && referer.length > 0 ? referer.slice(0, HTTP_REFERER_MAX) : null,
         logger,
         promptEstimate: prompt.exact,
         reservation,

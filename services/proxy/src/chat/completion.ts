@@ -35,6 +35,8 @@ export interface CompletionInit {
   provider: CatalogProvider;
   upstreamModel: string;
   app: string | null;
+  /** HTTP-Referer of the request. */
+  httpReferer: string | null;
   /** The service logger; the request's child logger (with requestId and keyId) is made on first use. */
   logger: Logger;
   /** The exact prompt estimate when admission already computed it (short prompts), else null. */
@@ -63,6 +65,7 @@ export class Completion {
   readonly provider: CatalogProvider;
   readonly upstreamModel: string;
   readonly app: string | null;
+  readonly httpReferer: string | null;
   private readonly logger: Logger;
   private child: Logger | null = null;
   private promptExact: number | null;
@@ -81,6 +84,7 @@ export class Completion {
     this.provider = init.provider;
     this.upstreamModel = init.upstreamModel;
     this.app = init.app;
+    this.httpReferer = init.httpReferer;
     this.logger = init.logger;
     this.promptExact = init.promptEstimate;
     this.reservation = init.reservation;
@@ -124,6 +128,7 @@ export class Completion {
       upstream_model: this.upstreamModel,
       upstream_id: this.upstreamId,
       app: this.app,
+      http_referer: this.httpReferer,
       streamed: this.chat.stream,
       cancelled: this.cancelled,
       finish_reason: this.error ? 'error' : this.finishReason,

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { AppError } from '@tollgate/errors';
 import type { Response } from 'express';
-import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from './chunk';
+import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
 import type { Completion, CompletionError, UsageSource } from './completion';
 import { SseReader } from './sse';
 import { completeUsage, isProviderUsage, streamedText, type TokenCounts, tokensFromUsage } from './usage';
@@ -140,7 +140,7 @@ export class StreamRelay {
       if (c.upstreamId === null) c.upstreamId = rewritten.upstreamId;
       this.contentChunks.push(data);
       if (hasFinishReason(data)) this.lastFinishChunk = data;
-      out += `data: ${rewritten.text}\n\n`;
+      out += `data: ${stripNullUsage(rewritten.text)}\n\n`;
     }
     return out;
   }
