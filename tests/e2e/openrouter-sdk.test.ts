@@ -4,8 +4,8 @@
  * mistyped field fails here.
  */
 import { OpenRouter } from '@openrouter/sdk';
-import type { ChatResult, ChatStreamChunk } from '@openrouter/sdk/models';
 import type { EventStream } from '@openrouter/sdk/lib/event-streams.js';
+import type { ChatResult, ChatStreamChunk } from '@openrouter/sdk/models';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL, type Stack, startStack } from '../support/stack';
 

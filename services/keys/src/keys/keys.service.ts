@@ -1,6 +1,6 @@
 import { digestKey, generateKey, type KeyScope, keyLabel } from '@tollgate/auth';
 import { AppError, badRequest, notFound, unauthorized } from '@tollgate/errors';
-import type { CachedKey } from '@tollgate/key-cache';
+import { type CachedKey, expiredKeyMessage } from '@tollgate/key-cache';
 import { type LimitReset, toUnits } from '@tollgate/money';
 import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-cache-sync';
 import {
@@ -68,7 +68,7 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
       const row = await findKeyInAccount(db, claims.accountId, claims.keyId);
       if (!row || row.revoked || row.disabled || row.scope !== claims.scope) throw unauthorized();
       if (row.expires_at !== null && row.expires_at.getTime() <= Date.now())
-        throw unauthorized(expiredMessage(row.expires_at));
+        throw unauthorized(expiredKeyMessage(row.expires_at.getTime()));
       return row;
     },
 
@@ -169,11 +169,6 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
       return row ? toCachedKey(row) : null;
     },
   };
-}
-
-/** The 401 message of a key whose expiry instant has passed (proxy and keys service say the same). */
-export function expiredMessage(expiresAt: Date): string {
-  return `This API key expired at ${expiresAt.toISOString()}`;
 }
 
 function governanceChanges(current: ApiKey, g: KeyGovernanceInput | undefined, changes: ApiKeyUpdate): void {

@@ -1,6 +1,7 @@
 import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError, badRequest } from '@tollgate/errors';
+import { allowsModel } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { authenticatedKey } from '../auth/authenticate';
@@ -50,6 +51,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     const chat = parseChatRequest(req.body);
     const model = catalog.model(chat.model);
     if (!model) throw badRequest(`model: '${chat.model}' is not a model of this gateway (see GET /models)`);
+    if (!allowsModel(key, model.id)) {
+      throw new AppError(
+        'forbidden',
+        `model: this key may not use '${model.id}' (its allowed_models: ${(key.allowedModels ?? []).join(', ')})`,
+        { model: model.id },
+      );
+    }
     const route = model.providers[0];
     if (!route)
       throw new AppError('service_unavailable', `model: '${chat.model}' has no provider configured`);
