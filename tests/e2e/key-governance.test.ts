@@ -5,7 +5,7 @@
  */
 import { loadConfig as loadProxyConfig, type ProxyHandle, startProxy } from '@tollgate/proxy';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { describeResponse, MODEL, type Stack, startStack } from '../support/stack';
+import { type CreatedKey, describeResponse, MODEL, type Stack, startStack } from '../support/stack';
 
 let stack: Stack;
 
@@ -16,12 +16,15 @@ afterAll(() => stack?.close());
 
 const chat = (model = MODEL) => ({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 });
 const mgmt = () => stack.account.managementKey;
+/** The key object of a POST /keys response. */
+// biome-ignore lint/suspicious/noExplicitAny: a JSON body, checked by the assertions
+const keyData = (key: CreatedKey): any => (key.body as { data: unknown }).data;
 
 describe('expires_at', () => {
   it('shows the expiry and refuses the key with 401 once it has passed (between two requests)', async () => {
     const expiresAt = new Date(Date.now() + 1500).toISOString();
     const key = await stack.createInferenceKey(mgmt(), { name: 'short-lived', expires_at: expiresAt });
-    expect(key.body.data.expires_at).toBe(expiresAt);
+    expect(keyData(key).expires_at).toBe(expiresAt);
     const first = await stack.api('/chat/completions', { key: key.key, body: chat() });
     expect(first.status, describeResponse(first)).toBe(200);
     await vi.waitFor(
@@ -39,7 +42,7 @@ describe('expires_at', () => {
 
   it('can be set, moved and removed with PATCH', async () => {
     const key = await stack.createInferenceKey(mgmt(), { name: 'patchable' });
-    expect(key.body.data.expires_at).toBeNull();
+    expect(keyData(key).expires_at).toBeNull();
     const at = '2099-01-01T00:00:00.000Z';
     const set = await stack.api(`/keys/${key.hash}`, {
       key: mgmt(),
@@ -64,7 +67,7 @@ describe('allowed_models', () => {
       name: 'openai-only',
       allowed_models: ['openai/*', 'anthropic/claude-sonnet-4'],
     });
-    expect(key.body.data.allowed_models).toEqual(['openai/*', 'anthropic/claude-sonnet-4']);
+    expect(keyData(key).allowed_models).toEqual(['openai/*', 'anthropic/claude-sonnet-4']);
     const ok = await stack.api('/chat/completions', { key: key.key, body: chat('openai/gpt-4o') });
     expect(ok.status, describeResponse(ok)).toBe(200);
     const listed = await stack.api('/chat/completions', {
@@ -139,7 +142,7 @@ describe('rate_limit_rpm', () => {
         headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
         body: JSON.stringify(chat()),
       });
-      const body = await res.json();
+      const body = (await res.json()) as { error: { metadata: { error_type: string } } };
       expect(res.status, JSON.stringify(body)).toBe(429);
       expect(body.error.metadata.error_type).toBe('rate_limited');
       const retryAfter = Number(res.headers.get('retry-after'));
@@ -168,7 +171,7 @@ describe('rate_limit_rpm', () => {
 describe('include_byok_in_limit', () => {
   it('is stored and reported', async () => {
     const key = await stack.createInferenceKey(mgmt(), { name: 'byok', include_byok_in_limit: true });
-    expect(key.body.data.include_byok_in_limit).toBe(true);
+    expect(keyData(key).include_byok_in_limit).toBe(true);
     const off = await stack.api(`/keys/${key.hash}`, {
       key: mgmt(),
       method: 'PATCH',
