@@ -66,7 +66,17 @@ if (role === 'sim') {
     process.env.BENCH_PUBLISHER === 'none'
       ? {
           publish() {},
-          stats: () => ({ buffered: 0, published: 0, dropped: 0, connected: true, unroutable: 0 }),
+          canAdmit: () => true,
+          stats: () => ({
+            buffered: 0,
+            published: 0,
+            dropped: 0,
+            connected: true,
+            unroutable: 0,
+            spooled: 0,
+            spoolBytes: 0,
+            blocked: false,
+          }),
           flush: async () => true,
           close: async () => ({ drained: true, remaining: 0 }),
         }

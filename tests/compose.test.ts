@@ -11,6 +11,7 @@ import { loadCatalog, substituteEnv } from '@tollgate/catalog';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { billingConfigSchema, loadConfig as loadBillingConfig } from '../services/billing/src/config';
+import { dashboardEnv, loadConfig as loadDashboardConfig } from '../services/dashboard/src/config';
 import { keysConfigSchema, loadConfig as loadKeysConfig } from '../services/keys/src/config';
 import {
   loadConfig as loadSimConfig,
@@ -35,9 +36,18 @@ const composeText = readFileSync(resolve(root, 'docker-compose.yml'), 'utf8');
 const compose = parse(composeText, { merge: true }) as { services: Record<string, ComposeService> };
 const services = compose.services;
 
-/** Compose-style interpolation with an empty shell environment: `${VAR:-default}` → default. */
+/** The shell environment compose needs (no public default for the service secret). */
+const SHELL: Record<string, string> = { SERVICE_JWT_SECRET: 'c0ffee'.repeat(8) };
+const REQUIRED = /\$\{([A-Za-z_][A-Za-z0-9_]*):\?[^}]*\}/g;
+
+/** Compose-style interpolation with the shell environment above: `${VAR:-default}` → default. */
 function interpolate(value: string): string {
-  const { value: out, missing } = substituteEnv(value, {});
+  const required = value.replace(REQUIRED, (_m, name: string) => {
+    const v = SHELL[name];
+    if (!v) throw new Error(`compose requires ${name} from the shell`);
+    return v;
+  });
+  const { value: out, missing } = substituteEnv(required, SHELL);
   if (missing.length) throw new Error(`compose needs ${missing.join(', ')} from the shell: ${value}`);
   return out;
 }
@@ -86,6 +96,13 @@ const stack: StackService[] = [
     load: loadSimConfig,
   },
   { name: 'proxy', pkg: '@tollgate/proxy', port: 8080, schema: proxyEnv, load: loadProxyConfig },
+  {
+    name: 'dashboard',
+    pkg: '@tollgate/dashboard',
+    port: 8083,
+    schema: dashboardEnv,
+    load: loadDashboardConfig,
+  },
 ];
 
 const infra: Record<string, { image: RegExp; port: number }> = {
@@ -186,12 +203,16 @@ describe('docker-compose.yml', () => {
       expect(runtime.body.some((i) => i.op === 'RUN' && /pnpm|npm (ci|install)/.test(i.args))).toBe(false);
     });
 
-    it('checks its health on /healthz and starts src/main.ts', () => {
+    it('checks its health on /healthz and starts the compiled dist/main.js (no tsx at run time)', () => {
       const runtime = stages(dockerfileOf(service).text).at(-1)!;
       const health = runtime.body.find((i) => i.op === 'HEALTHCHECK');
       expect(health?.args).toContain('/healthz');
       const cmd = runtime.body.find((i) => i.op === 'CMD');
-      expect(JSON.parse(cmd?.args ?? '[]')).toEqual(['node', '--import', 'tsx', 'src/main.ts']);
+      expect(JSON.parse(cmd?.args ?? '[]')).toEqual(['node', 'dist/main.js']);
+      const text = dockerfileOf(service).text;
+      expect(text).toContain(`pnpm --filter ${svc.pkg} build`);
+      expect(text).toMatch(new RegExp(`--filter ${svc.pkg} deploy --prod`));
+      expect(text).not.toMatch(/--import tsx|tsx src/);
       const test = service.healthcheck?.test;
       if (test) expect(JSON.stringify(test)).toContain('/healthz');
     });
@@ -271,6 +292,15 @@ describe('docker-compose.yml', () => {
         expect(urlHostPort(environment(name)[key] ?? '')?.host, `${name} ${key}`).toBe(host);
       }
     }
+  });
+
+  it('requires SERVICE_JWT_SECRET from the shell (no public default) and binds internal services explicitly', () => {
+    expect(composeText).toMatch(/SERVICE_JWT_SECRET:\s*\$\{SERVICE_JWT_SECRET:\?/);
+    expect(composeText).not.toMatch(/change-me/);
+    expect(environment('keys').HOST).toBe('0.0.0.0');
+    expect(environment('billing').HOST).toBe('0.0.0.0');
+    expect(services.keys?.ports ?? []).toEqual([]);
+    expect(services.billing?.ports ?? []).toEqual([]);
   });
 
   it('shares one SERVICE_JWT_SECRET, one REDIS_PREFIX and one AMQP_PREFIX, from one variable each', () => {

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { generateKey } from '@tollgate/auth';
+import { usageEvent } from '@tollgate/billing/testing';
 import { type HttpMethod, openapiDocument, openapiJson } from '@tollgate/openapi';
 import { loadConfig as loadProxyConfig, startProxy } from '@tollgate/proxy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -519,6 +520,23 @@ describe('the running stack, checked against the document', () => {
       }
       conforms('get', '/key', await stack.api('/key', { key: generateKey() }), 401);
       conforms('get', '/credits', await stack.api('/credits', {}), 401);
+    });
+
+    it('answers GET /activity for a management key in the documented (OpenRouter) shape', async () => {
+      // A request recorded yesterday (today is not a completed day).
+      const yesterday = new Date(Date.now() - 86_400_000).toISOString();
+      await stack.services.billing.recorder.record([
+        usageEvent({ account_id: stack.account.id, key_id: stack.inferenceKeyId, finished_at: yesterday }),
+      ]);
+      const key = stack.account.managementKey;
+      const ok = await stack.api('/activity', { key });
+      conforms('get', '/activity', ok, 200);
+      expect(ok.body.data, describeResponse(ok)).toEqual([
+        expect.objectContaining({ date: yesterday.slice(0, 10), model: MODEL, requests: 1, usage: 0.001 }),
+      ]);
+      conforms('get', '/activity', await stack.api('/activity?date=2020-01-01', { key }), 400);
+      conforms('get', '/activity', await stack.api('/activity', { key: stack.inferenceKey }), 403);
+      conforms('get', '/activity', await stack.api('/activity', { key: generateKey() }), 401);
     });
   });
 

@@ -1,7 +1,8 @@
 /**
  * `make demo`: bootstraps a demo account against the running dev stack: creates the account (if
- * missing), a management key (admin CLI), $10 of credits, then an inference key through the public
- * API with that management key, and prints both keys and a first request.
+ * missing), a management key (admin CLI), $10 of credits, an inference key through the public API
+ * with that management key, and a dashboard owner (admin CLI), and prints both keys, a first request
+ * and the owner's one-time sign-in link.
  */
 import { execFileSync } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
@@ -18,7 +19,7 @@ function cli(args: string[], allowFailure = false): { data?: Record<string, unkn
       ['--import', 'tsx', 'services/keys/src/cli/main.ts', ...args, '--json'],
       {
         cwd: root,
-        env: { ...process.env, BILLING_URL: process.env.BILLING_URL ?? 'http://127.0.0.1:8082' },
+        env: process.env,
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', allowFailure ? 'ignore' : 'inherit'],
       },
@@ -47,11 +48,33 @@ if (res.status !== 201 || !body.data?.key) {
 }
 const inferenceKey = body.data.key;
 
+// The dashboard's demo owner: a fixed email the first time, a fresh one when it already exists.
+const ownerArgs = (email: string) => [
+  'users',
+  'create',
+  '--account',
+  account,
+  '--email',
+  email,
+  '--role',
+  'owner',
+  '--name',
+  'Demo owner',
+];
+const owner =
+  cli(ownerArgs(`owner@${account}.example`), true) ??
+  cli(ownerArgs(`owner-${Date.now()}@${account}.example`));
+const ownerData = owner?.data as { email?: string; sign_in_link?: string } | undefined;
+
 console.log(`
 Demo account "${account}" is ready ($10 of credits).
 
   management key  ${managementKey}
   inference key   ${inferenceKey}   (limit $5/day)
+
+Dashboard         ${ownerData?.sign_in_link ?? '(not created)'}
+  Open the link, choose a password (12+ characters), and you are signed in as ${ownerData?.email}.
+  Later sign-ins: ${process.env.DASHBOARD_URL ?? 'http://127.0.0.1:8083'} with that email and password.
 
 First request:
 

@@ -42,6 +42,7 @@ describe('parseCatalog', () => {
       apiKeyEnv: 'SIM_KEY',
       apiKey: 'sk-up',
       format: 'openai',
+      simulator: false,
     });
     expect(c.provider('local')!.apiKey).toBeUndefined();
     const m = c.model('openai/gpt-4o-mini')!;

@@ -14,6 +14,8 @@ export interface CatalogProvider {
   /** The key, read from env at load time; undefined when unset. */
   apiKey: string | undefined;
   format: 'openai';
+  /** The provider simulator: the proxy forwards its `sim` request field (dev/test catalogs only). */
+  simulator: boolean;
 }
 
 export interface ModelPricing<T> {
@@ -160,6 +162,7 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
       apiKeyEnv: p.api_key_env,
       apiKey: p.api_key_env ? env[p.api_key_env] || undefined : undefined,
       format: p.format,
+      simulator: p.simulator,
     });
   }
   const models = new Map<string, CatalogModel>();

@@ -70,16 +70,31 @@ describe('computeCost', () => {
 });
 
 describe('worstCaseCost', () => {
-  it('uses max_tokens when given', () => {
-    expect(toDecimal(worstCaseCost(priced, 1000, 100))).toBe('0.0046'); // 0.003 + 0.0015 + 0.0001
+  it('uses max_tokens when given, every prompt token at the dearest input price (cache write)', () => {
+    // 1000·0.00000375 (cache write > prompt price) + 100·0.000015 + 0.0001
+    expect(toDecimal(worstCaseCost(priced, 1000, { maxTokens: 100 }))).toBe('0.00535');
   });
   it('falls back to max_output_tokens, then to the context left', () => {
-    expect(toDecimal(worstCaseCost(priced, 1000, undefined))).toBe('0.0331'); // 0.003 + 2000·0.000015 + 0.0001
-    expect(toDecimal(worstCaseCost(plain, 1000, undefined))).toBe('0.0015'); // 1000·1e-7 + 7000·2e-7
+    expect(toDecimal(worstCaseCost(priced, 1000))).toBe('0.03385'); // 0.00375 + 2000·0.000015 + 0.0001
+    expect(toDecimal(worstCaseCost(plain, 1000))).toBe('0.0015'); // 1000·1e-7 + 7000·2e-7
   });
   it('caps max_tokens at what the model can produce, and never goes negative', () => {
-    expect(worstCaseCost(priced, 1000, 1_000_000)).toBe(worstCaseCost(priced, 1000, 2000));
-    expect(worstCaseCost(plain, 9000, undefined)).toBe(9000n * plain.priceUnits.prompt);
+    expect(worstCaseCost(priced, 1000, { maxTokens: 1_000_000 })).toBe(
+      worstCaseCost(priced, 1000, { maxTokens: 2000 }),
+    );
+    expect(worstCaseCost(plain, 9000)).toBe(9000n * plain.priceUnits.prompt);
+  });
+  it('reserves the output budget once per completion (n), the prompt once', () => {
+    const one = worstCaseCost(priced, 1000, { maxTokens: 100 });
+    const hundred = worstCaseCost(priced, 1000, { maxTokens: 100, n: 100 });
+    expect(hundred - one).toBe(99n * 100n * priced.priceUnits.completion);
+    expect(toDecimal(hundred)).toBe('0.15385'); // 0.00375 + 100·100·0.000015 + 0.0001
+  });
+  it('charges prompt tokens at the cache-read price when that is the dearest input price', () => {
+    const m = { ...plain, priceUnits: { ...plain.priceUnits, cacheRead: plain.priceUnits.prompt * 3n } };
+    expect(worstCaseCost(m, 10, { maxTokens: 1 })).toBe(
+      10n * plain.priceUnits.prompt * 3n + plain.priceUnits.completion + plain.priceUnits.request,
+    );
   });
 });
 

@@ -32,26 +32,34 @@ export function computeCost(model: CatalogModel, tokens: TokenCounts): bigint {
   );
 }
 
+/** What bounds a request's output, as the caller sent it. */
+export interface OutputBound {
+  /** The larger of `max_tokens` and `max_completion_tokens` when given: a provider may honour either. */
+  maxTokens?: number | undefined;
+  /** Number of completions (`n`), default 1: each can produce the whole output budget. */
+  n?: number | undefined;
+}
+
 /**
  * The most a request can cost, for reservations before forwarding:
- * promptTokens·prompt + budget·completion + request, where budget = maxTokens ?? maxOutputTokens ??
- * (contextLength − promptTokens). A maxTokens above what the model can ever produce
- * (maxOutputTokens, else contextLength) is capped there. Prompt tokens are charged at the full prompt
- * price (cache discounts are unknown before the response).
+ * promptTokens·max(prompt, cacheRead, cacheWrite) + n·budget·completion + request, where budget =
+ * maxTokens ?? maxOutputTokens ?? (contextLength − promptTokens). A maxTokens above what the model can
+ * ever produce (maxOutputTokens, else contextLength) is capped there. Every prompt token is charged at
+ * the dearest input price: whether the provider serves it from cache or writes it to cache is unknown
+ * before the response, and a cache write can cost more than an uncached token.
  */
-export function worstCaseCost(
-  model: CatalogModel,
-  promptTokens: number,
-  maxTokens: number | undefined,
-): bigint {
+export function worstCaseCost(model: CatalogModel, promptTokens: number, bound: OutputBound = {}): bigint {
+  const p = model.priceUnits;
   const prompt = count(promptTokens);
+  const { maxTokens } = bound;
   const budget =
     maxTokens === undefined
       ? (model.maxOutputTokens ?? Math.max(0, model.contextLength - Number(prompt)))
       : Math.min(Number(count(maxTokens)), model.maxOutputTokens ?? model.contextLength);
-  return (
-    prompt * model.priceUnits.prompt + BigInt(budget) * model.priceUnits.completion + model.priceUnits.request
-  );
+  const completions = BigInt(Math.max(1, Math.trunc(bound.n ?? 1)));
+  const inputPrice = maxBig(maxBig(p.prompt, p.cacheRead), p.cacheWrite);
+  return prompt * inputPrice + completions * BigInt(budget) * p.completion + p.request;
 }
 
+const maxBig = (a: bigint, b: bigint) => (a > b ? a : b);
 const minBig = (a: bigint, b: bigint) => (a < b ? a : b);

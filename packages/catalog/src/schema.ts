@@ -50,6 +50,8 @@ export const providerSchema = z.strictObject({
   /** When true, loading fails if the env var named by api_key_env is unset or empty. */
   api_key_required: z.boolean().default(false),
   format: z.literal('openai').default('openai'),
+  /** The provider simulator (dev/test): the proxy also forwards its `sim` request field. */
+  simulator: z.boolean().default(false),
 });
 
 export const modelSchema = z.strictObject({

@@ -69,19 +69,35 @@ export function loadConfig<S extends z.ZodType>(
   return parsed.data;
 }
 
+/** Secrets shipped in this repository (dev defaults, compose, examples): public, never for production. */
+export const SHIPPED_DEFAULT_SECRETS: readonly string[] = [
+  defaults.serviceJwtSecret,
+  'tollgate-compose-secret-change-me',
+];
+/** Shortest secret accepted in production (e.g. `openssl rand -hex 32` gives 64 characters). */
+export const MIN_PRODUCTION_SECRET_LENGTH = 32;
+
 /**
- * superRefine step for services that use SERVICE_JWT_SECRET: in production the public development
- * default is refused, so a deployment cannot accidentally accept tokens anyone can mint.
+ * superRefine step for every service config: in production, every `*_SECRET` setting must be the
+ * operator's own — not a secret shipped in this repository (or anything saying "change me"), and at
+ * least MIN_PRODUCTION_SECRET_LENGTH characters — so a deployment cannot accept tokens anyone can mint.
  */
-export function refuseDevSecretInProduction(
-  c: { NODE_ENV: string; SERVICE_JWT_SECRET: string },
-  ctx: z.RefinementCtx,
-): void {
-  if (c.NODE_ENV === 'production' && c.SERVICE_JWT_SECRET === defaults.serviceJwtSecret) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['SERVICE_JWT_SECRET'],
-      message: 'must be set in production (the development default is public)',
-    });
+export function refuseDevSecretInProduction(c: { NODE_ENV: string }, ctx: z.RefinementCtx): void {
+  if (c.NODE_ENV !== 'production') return;
+  for (const [name, value] of Object.entries(c as Record<string, unknown>)) {
+    if (!name.endsWith('_SECRET') || typeof value !== 'string') continue;
+    if (SHIPPED_DEFAULT_SECRETS.includes(value) || /change[-_ ]?me/i.test(value)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: 'must be set in production to your own random value (this one is a public default)',
+      });
+    } else if (value.length < MIN_PRODUCTION_SECRET_LENGTH) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: `must be at least ${MIN_PRODUCTION_SECRET_LENGTH} characters in production (e.g. openssl rand -hex 32)`,
+      });
+    }
   }
 }

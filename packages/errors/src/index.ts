@@ -84,3 +84,21 @@ export function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<Prope
   const field = first.path.map(String).join('.');
   return field ? `${field}: ${first.message}` : first.message;
 }
+
+/** `String.prototype.toWellFormed` (ES2024; the workspace's lib is ES2023). */
+const wellFormed = (s: string): string => (s as string & { toWellFormed(): string }).toWellFormed();
+
+/**
+ * `text` as a well-formed string (lone surrogates become U+FFFD) of at most `max` UTF-16 units,
+ * never cutting a surrogate pair in half: safe for JSON, logs and Postgres `jsonb`.
+ */
+export function safeText(text: string, max = Number.POSITIVE_INFINITY): string {
+  let s = text;
+  if (s.length > max) {
+    let cut = max;
+    const c = s.charCodeAt(cut - 1);
+    if (c >= 0xd800 && c <= 0xdbff) cut--; // the cut would leave a high surrogate alone
+    s = s.slice(0, cut);
+  }
+  return wellFormed(s);
+}

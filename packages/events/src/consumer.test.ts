@@ -133,22 +133,80 @@ describe('usage consumer', () => {
     expect(await queueDepth(amqp.url, topology.queue)).toBe(0);
   });
 
-  it('requeues a batch whose handler failed and hands it over again after a backoff', async () => {
+  it('retries a batch that failed transiently in-process, never requeueing or dead-lettering it', async () => {
     const calls: string[][] = [];
-    const { consumer, logger } = consume(async (batch) => {
-      calls.push(batch.map((e) => e.id));
-      if (calls.length === 1) throw new Error('database unavailable');
-    });
+    const { consumer, logger } = consume(
+      async (batch) => {
+        calls.push(batch.map((e) => e.id));
+        if (calls.length <= 5) throw new Error('database unavailable');
+      },
+      { classify: () => 'transient' },
+    );
     await consumer.ready();
     const events = await publishEvents(4);
 
     await vi.waitFor(() => expect(consumer.stats().handled).toBe(4), { timeout: 10_000 });
-    expect(calls[0]).toEqual(events.map((e) => e.id));
-    expect(calls.slice(1).flat().sort()).toEqual(events.map((e) => e.id).sort());
-    expect(consumer.stats().failedBatches).toBe(1);
+    // Six attempts of the same batch, in order, handed over whole each time.
+    expect(calls).toEqual(Array.from({ length: 6 }, () => events.map((e) => e.id)));
+    expect(consumer.stats()).toMatchObject({
+      failedBatches: 5,
+      transientRetries: 5,
+      deadLettered: 0,
+      lagMs: 0,
+    });
     expect(logger.messages('error')).toContain(
-      'usage batch handler failed; requeueing the batch after a backoff',
+      'usage batch failed (transient); retrying in-process after a backoff',
     );
+    expect(await queueDepth(amqp.url, topology.deadLetterQueue)).toBe(0);
+  });
+
+  it('reports the lag of a batch waiting for a dependency', async () => {
+    let down = true;
+    const { consumer } = consume(
+      async () => {
+        if (down) throw new Error('database unavailable');
+      },
+      { classify: () => 'transient' },
+    );
+    await consumer.ready();
+    await publishEvents(1);
+    await vi.waitFor(() => expect(consumer.stats().transientRetries).toBeGreaterThan(1), { timeout: 5000 });
+    expect(consumer.stats().lagMs).toBeGreaterThan(0);
+    down = false;
+    await vi.waitFor(() => expect(consumer.stats().handled).toBe(1), { timeout: 5000 });
+    expect(consumer.stats().lagMs).toBe(0);
+  });
+
+  it('isolates a poison event: the batch is split, the others are handled, only it is dead-lettered', async () => {
+    const handledIds: string[] = [];
+    let poison = '';
+    const { consumer } = consume(async (batch) => {
+      if (batch.some((e) => e.id === poison)) throw new Error('invalid input syntax for type json');
+      handledIds.push(...batch.map((e) => e.id));
+    });
+    await consumer.ready();
+    const events = Array.from({ length: 5 }, () => sampleEvent());
+    poison = events[2]!.id;
+    await publishRaw(events.map((e) => JSON.stringify(e)));
+
+    await vi.waitFor(() => expect(consumer.stats().deadLettered).toBe(1), { timeout: 10_000 });
+    await vi.waitFor(() => expect(consumer.stats().handled).toBe(4));
+    expect(handledIds.sort()).toEqual(
+      events
+        .filter((e) => e.id !== poison)
+        .map((e) => e.id)
+        .sort(),
+    );
+    const dead = await vi.waitFor(
+      async () => {
+        const messages = await drainQueue(amqp.url, topology.deadLetterQueue);
+        expect(messages).toHaveLength(1);
+        return messages;
+      },
+      { timeout: 5000 },
+    );
+    expect(JSON.parse(dead[0]!.content.toString()).id).toBe(poison);
+    expect(await queueDepth(amqp.url, topology.queue)).toBe(0);
   });
 
   it('dead-letters undecodable and schema-invalid messages, logging the reason, and keeps consuming', async () => {

@@ -1,5 +1,6 @@
-import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import type { Channel, ConsumeMessage } from 'amqplib';
 import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
+import { superviseAmqpConnection } from './connection';
 import type { EventsLogger } from './logger';
 import { declareUsageTopology, type UsageTopology } from './topology';
 import { parseUsageEvent, type UsageEvent } from './usage-event';
@@ -11,13 +12,23 @@ export interface UsageConsumerOptions {
   logger: EventsLogger;
   /** Unacknowledged messages the broker may push to this consumer; keep it ≥ 2 × batchSize. */
   prefetch: number;
-  /** Handles one batch; the batch is acked only after this resolves, nacked (requeued) if it throws. */
+  /**
+   * Handles one batch (idempotent on event ids); the batch is acked only after this resolves. When it
+   * throws, `classify` decides: a transient failure (a dependency is down) retries the same batch
+   * in-process with backoff until it succeeds — never requeued, so it never counts towards the queue's
+   * delivery limit and never reaches the dead-letter queue; a permanent one makes the consumer handle
+   * the batch's events one by one, so only the events that fail on their own are dead-lettered.
+   */
   handle: (batch: UsageEvent[]) => Promise<void>;
+  /** Default: every failure is permanent (the batch is split, failing events dead-lettered). */
+  classify?: (err: unknown) => FailureKind;
+  /** Attempts of a single event failing permanently before it is dead-lettered. Default 3. */
+  permanentAttempts?: number;
   /** Most events per batch. Default min(100, prefetch). */
   batchSize?: number;
   /** Longest wait, from a batch's first event, before handling an incomplete batch. Default 50 ms. */
   batchTimeoutMs?: number;
-  /** Wait after a failed batch before it is requeued (grows per consecutive failure). 500 ms → 30 s. */
+  /** Wait before retrying a failed batch or event (grows per consecutive failure). 500 ms → 30 s. */
   retryBackoff?: { initialDelayMs?: number; maxDelayMs?: number };
   /** Reconnect backoff after losing the broker. 200 ms → 10 s. */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
@@ -27,14 +38,21 @@ export interface UsageConsumerOptions {
   connectionName?: string;
 }
 
+/** How a `handle` failure is treated: retried until it succeeds, or isolated and dead-lettered. */
+export type FailureKind = 'transient' | 'permanent';
+
 export interface ConsumerStats {
   connected: boolean;
   /** Events acked after a successful `handle`. */
   handled: number;
-  /** Messages rejected to the dead-letter queue (undecodable or invalid). */
+  /** Messages rejected to the dead-letter queue (undecodable, invalid, or failing on their own). */
   deadLettered: number;
-  /** Batches whose `handle` threw (requeued). */
+  /** `handle` calls that threw (each retried or split). */
   failedBatches: number;
+  /** In-process retries after transient failures. */
+  transientRetries: number;
+  /** Age (ms) of the oldest event waiting in the batch being handled, by its `finished_at`; 0 when idle. */
+  lagMs: number;
 }
 
 export interface UsageConsumer {
@@ -47,6 +65,8 @@ export interface UsageConsumer {
 
 interface Batch {
   events: UsageEvent[];
+  /** The delivery of each event, in order (same index). */
+  messages: ConsumeMessage[];
   last: ConsumeMessage;
   channel: Channel;
 }
@@ -74,12 +94,9 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   const declare = options.declareTopology ?? true;
   const log = logger.child({ component: 'usage-consumer' });
 
-  let connection: ChannelModel | null = null;
   let channel: Channel | null = null;
   let consumerTag: string | null = null;
   let stopping = false;
-  let connecting = false;
-  let downLogged = false;
   let wakeSleep: (() => void) | null = null;
 
   let collecting: Batch | null = null; // being filled
@@ -87,8 +104,11 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   const ready: Batch[] = []; // full or timed out, waiting for `handle`
   let inFlight: Promise<void> | null = null; // the batch in `handle` (incl. its retry backoff)
   let consecutiveFailures = 0;
+  let oldestInFlight = 0; // finished_at (ms) of the first event of the batch in `handle`, 0 when idle
+  const classify = options.classify ?? (() => 'permanent' as const);
+  const permanentAttempts = Math.max(1, options.permanentAttempts ?? 3);
 
-  const counters = { handled: 0, deadLettered: 0, failedBatches: 0 };
+  const counters = { handled: 0, deadLettered: 0, failedBatches: 0, transientRetries: 0 };
   const readyWaiters = new Set<() => void>();
 
   const settle = (fn: () => void) => {
@@ -117,6 +137,50 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
     });
   }
 
+  /** Sleeps the backoff of the `attempt`-th consecutive failure (cut short by close). */
+  async function backoff(attempt: number): Promise<void> {
+    if (stopping) return;
+    const sleep = interruptibleSleep(backoffDelay(attempt, retry));
+    wakeSleep = sleep.wake;
+    await sleep.promise;
+    wakeSleep = null;
+  }
+
+  /** The batch's channel is gone (or we are stopping): the broker redelivers what is unacked. */
+  const abandoned = (batch: Batch) => batch.channel !== channel || stopping;
+
+  /**
+   * Runs `handle` on `events` until it succeeds (true), fails permanently (false), or the batch is
+   * abandoned (null). Transient failures are retried here, in-process, with backoff.
+   */
+  async function attempt(batch: Batch, events: UsageEvent[], maxPermanent: number): Promise<boolean | null> {
+    let permanent = 0;
+    for (;;) {
+      try {
+        await handle(events);
+        consecutiveFailures = 0;
+        return true;
+      } catch (err) {
+        counters.failedBatches++;
+        consecutiveFailures++;
+        const kind = classify(err);
+        if (kind === 'permanent') permanent++;
+        const giveUp = kind === 'permanent' && permanent >= maxPermanent;
+        const lagMs = Date.now() - (Date.parse(events[0]?.finished_at ?? '') || Date.now());
+        log.error(
+          { err, kind, events: events.length, attempt: consecutiveFailures, lagMs },
+          giveUp
+            ? 'usage events failed permanently'
+            : `usage ${events.length > 1 ? 'batch' : 'event'} failed (${kind}); retrying in-process after a backoff`,
+        );
+        if (giveUp) return false;
+        if (kind === 'transient') counters.transientRetries++;
+        await backoff(consecutiveFailures);
+        if (abandoned(batch)) return null;
+      }
+    }
+  }
+
   async function runBatch(batch: Batch): Promise<void> {
     if (batch.channel !== channel) return; // its channel died: the broker redelivers it
     // A publisher retry after a lost confirm can put the same event in twice: hand each id once.
@@ -126,35 +190,60 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
       seen.add(e.id);
       return true;
     });
+    oldestInFlight = Date.parse(events[0]?.finished_at ?? '') || Date.now();
     try {
-      await handle(events);
-    } catch (err) {
-      counters.failedBatches++;
-      consecutiveFailures++;
-      const delay = backoffDelay(consecutiveFailures, retry);
-      log.error(
-        { err, events: events.length, attempt: consecutiveFailures, retryInMs: delay },
-        'usage batch handler failed; requeueing the batch after a backoff',
-      );
-      if (!stopping) {
-        const sleep = interruptibleSleep(delay);
-        wakeSleep = sleep.wake;
-        await sleep.promise;
-        wakeSleep = null;
+      // A whole batch gets one permanent failure before it is split (its events may be fine alone).
+      const ok = await attempt(batch, events, events.length > 1 ? 1 : permanentAttempts);
+      if (ok === null) return;
+      if (ok) {
+        if (batch.channel !== channel) {
+          log.warn(
+            { events: events.length },
+            'connection lost while handling a usage batch; it will be redelivered',
+          );
+          return;
+        }
+        settle(() => batch.channel.ack(batch.last, true));
+        counters.handled += events.length;
+        return;
       }
-      if (batch.channel === channel) settle(() => batch.channel.nack(batch.last, true, true));
-      return;
+      if (events.length === 1) {
+        deadLetter(batch, batch.messages, events[0]!);
+        return;
+      }
+      await oneByOne(batch);
+    } finally {
+      oldestInFlight = 0;
     }
-    consecutiveFailures = 0;
-    if (batch.channel !== channel) {
-      log.warn(
-        { events: events.length },
-        'connection lost while handling a usage batch; it will be redelivered',
-      );
-      return;
+  }
+
+  /** After a permanent batch failure: each event alone, so one poison event never takes others. */
+  async function oneByOne(batch: Batch): Promise<void> {
+    const done = new Map<string, boolean>(); // event id -> handled (true) or dead-lettered (false)
+    for (let i = 0; i < batch.events.length; i++) {
+      const event = batch.events[i]!;
+      const msg = batch.messages[i]!;
+      let ok = done.get(event.id);
+      if (ok === undefined) {
+        const r = await attempt(batch, [event], permanentAttempts);
+        if (r === null) return; // the rest (still unacked) is redelivered
+        ok = r;
+        done.set(event.id, ok);
+        if (ok) counters.handled++;
+      }
+      if (batch.channel !== channel) return;
+      if (ok) settle(() => batch.channel.ack(msg, false));
+      else deadLetter(batch, [msg], event);
     }
-    settle(() => batch.channel.ack(batch.last, true));
-    counters.handled += events.length;
+  }
+
+  function deadLetter(batch: Batch, messages: ConsumeMessage[], event: UsageEvent): void {
+    counters.deadLettered += messages.length;
+    log.error(
+      { eventId: event.id, accountId: event.account_id, keyId: event.key_id },
+      `usage event failed on its own; sent to the dead-letter queue ${topology.deadLetterQueue}`,
+    );
+    for (const m of messages) settle(() => batch.channel.nack(m, false, false));
   }
 
   const onMessage = (ch: Channel, msg: ConsumeMessage | null) => {
@@ -182,10 +271,11 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
       return;
     }
     if (!collecting) {
-      collecting = { events: [], last: msg, channel: ch };
+      collecting = { events: [], messages: [], last: msg, channel: ch };
       collectTimer = setTimeout(sealBatch, batchTimeoutMs);
     }
     collecting.events.push(parsed.event);
+    collecting.messages.push(msg);
     collecting.last = msg;
     if (collecting.events.length >= batchSize) sealBatch();
   };
@@ -198,98 +288,58 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   }
 
   function lost(err: Error) {
-    const conn = connection;
-    channel = null;
-    connection = null;
-    consumerTag = null;
-    dropUnhandled(); // unacked: the broker redelivers them
-    conn?.close().catch(() => {});
-    if (stopping) return;
-    log.warn({ err: errorMessage(err) }, 'lost RabbitMQ; usage consumer reconnecting');
-    downLogged = true;
-    void connectLoop();
+    supervisor.reset(err);
   }
 
-  async function open(): Promise<void> {
-    const conn = await amqp.connect(url, {
-      timeout: 5000,
-      clientProperties: { connection_name: options.connectionName ?? 'tollgate-usage-consumer' },
-    });
-    let ch: Channel;
-    try {
-      conn.on('error', () => {});
-      ch = await conn.createChannel();
+  const supervisor = superviseAmqpConnection<Channel>({
+    url,
+    logger: log,
+    connectionName: options.connectionName ?? 'tollgate-usage-consumer',
+    reconnect: { initialDelayMs: reconnect.initialMs, maxDelayMs: reconnect.maxMs },
+    retryingNote: 'usage consumer retrying',
+    // A batch still in `handle` from the previous connection finishes first (one at a time, always).
+    beforeConnect: async () => {
+      if (inFlight) await inFlight;
+    },
+    async setup(conn) {
+      const ch = await conn.createChannel();
       ch.on('error', () => {});
       if (declare) await declareUsageTopology(ch, topology);
       await ch.prefetch(prefetch);
-    } catch (err) {
-      await conn.close().catch(() => {});
-      throw err;
-    }
-    if (stopping) {
-      await conn.close().catch(() => {});
-      return;
-    }
-    conn.on('close', (err?: Error) => {
-      if (connection === conn) lost(err ?? new Error('connection closed'));
-    });
-    ch.on('close', () => {
-      if (channel === ch) lost(new Error('channel closed'));
-    });
-    connection = conn;
-    channel = ch;
-    try {
-      const reply = await ch.consume(topology.queue, (msg) => onMessage(ch, msg), { noAck: false });
-      consumerTag = reply.consumerTag;
-    } catch (err) {
-      if (channel === ch) {
-        channel = null;
-        connection = null;
+      ch.on('close', () => {
+        if (channel === ch) lost(new Error('channel closed'));
+      });
+      // Deliveries can arrive before `consume` resolves: they must find their channel current.
+      channel = ch;
+      try {
+        const reply = await ch.consume(topology.queue, (msg) => onMessage(ch, msg), { noAck: false });
+        consumerTag = reply.consumerTag;
+      } catch (err) {
+        if (channel === ch) channel = null;
+        throw err;
       }
-      await conn.close().catch(() => {});
-      throw err;
-    }
-    if (downLogged) log.info('RabbitMQ connection restored; consuming usage events again');
-    else log.info({ queue: topology.queue, prefetch, batchSize }, 'consuming usage events');
-    downLogged = false;
-    for (const resolve of readyWaiters) resolve();
-    readyWaiters.clear();
-  }
-
-  async function connectLoop(): Promise<void> {
-    if (connecting) return;
-    connecting = true;
-    try {
-      // A batch still in `handle` from the previous connection finishes first (one at a time, always).
-      if (inFlight) await inFlight;
-      for (let attempt = 0; !stopping && !channel; attempt++) {
-        if (attempt > 0) {
-          const sleep = interruptibleSleep(backoffDelay(attempt, reconnect));
-          wakeSleep = sleep.wake;
-          await sleep.promise;
-          wakeSleep = null;
-          if (stopping) break;
-        }
-        try {
-          await open();
-        } catch (err) {
-          if (!downLogged) {
-            log.warn({ err: errorMessage(err) }, 'RabbitMQ unreachable; usage consumer retrying');
-            downLogged = true;
-          } else {
-            log.debug({ err: errorMessage(err), attempt }, 'usage consumer reconnect attempt failed');
-          }
-        }
-      }
-    } finally {
-      connecting = false;
-    }
-  }
-
-  void connectLoop();
+      return ch;
+    },
+    onUp(_ch, { restored }) {
+      if (restored) log.info('RabbitMQ connection restored; consuming usage events again');
+      else log.info({ queue: topology.queue, prefetch, batchSize }, 'consuming usage events');
+      for (const resolve of readyWaiters) resolve();
+      readyWaiters.clear();
+    },
+    onDown(_ch, err) {
+      channel = null;
+      consumerTag = null;
+      dropUnhandled(); // unacked: the broker redelivers them
+      log.warn({ err: errorMessage(err) }, 'lost RabbitMQ; usage consumer reconnecting');
+    },
+  });
 
   return {
-    stats: () => ({ connected: consumerTag !== null, ...counters }),
+    stats: () => ({
+      connected: consumerTag !== null,
+      ...counters,
+      lagMs: oldestInFlight === 0 ? 0 : Math.max(0, Date.now() - oldestInFlight),
+    }),
 
     ready(timeoutMs = 10_000) {
       if (consumerTag !== null) return Promise.resolve();
@@ -319,11 +369,9 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
         if (!inFlight) drive();
         await inFlight;
       }
-      const conn = connection;
       channel = null;
-      connection = null;
       await ch?.close().catch(() => {});
-      await conn?.close().catch(() => {});
+      await supervisor.close();
     },
   };
 }

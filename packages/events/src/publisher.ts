@@ -1,11 +1,13 @@
-import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
+import type { ChannelModel, ConfirmChannel } from 'amqplib';
+import { errorMessage } from './backoff';
+import { type AmqpSupervisor, superviseAmqpConnection } from './connection';
 import { Fifo } from './fifo';
 import type { EventsLogger } from './logger';
+import { Spool } from './spool';
 import { declareUsageTopology, type UsageTopology } from './topology';
 import type { UsageEvent } from './usage-event';
 
-/** AMQP `type` property of version-1 usage events (the key of `usageEventSchemas`). */
+/** AMQP `type` property of version-1 usage events (`usageEventSchemas.usage[1]`). */
 export const USAGE_MESSAGE_TYPE = 'usage.v1';
 
 export interface PublisherStats {
@@ -17,8 +19,14 @@ export interface PublisherStats {
   dropped: number;
   /** A confirm channel to the broker is open. */
   connected: boolean;
+  /** The broker blocked the connection (memory or disk alarm): sent events wait for its unblock. */
+  blocked: boolean;
   /** Confirmed but routed to no queue (someone deleted the queue or binding); logged as errors. */
   unroutable: number;
+  /** Events on the disk spool (fsync'd), waiting for the broker. */
+  spooled: number;
+  /** Bytes of the disk spool. */
+  spoolBytes: number;
 }
 
 /** Change notifications for metrics (counters take the deltas, gauges read `stats`). */
@@ -32,8 +40,16 @@ export interface UsagePublisherOptions {
   url: string;
   topology: UsageTopology;
   logger: EventsLogger;
-  /** Bound of the in-memory buffer; when full the OLDEST unsent event is dropped. */
+  /**
+   * Bound of the in-memory buffer. With a `spool`, events beyond it (and every event while the broker
+   * is unreachable) go to disk; without one, the OLDEST unsent event is dropped when it is full.
+   */
   maxBuffered?: number;
+  /**
+   * The durable disk spool: what the broker cannot take is fsync'd there and replayed, in order, when
+   * it is back and by the next process started on the same directory. See `canAdmit()`.
+   */
+  spool?: { dir: string; maxBytes: number };
   /** Events sent and awaiting their confirm at any time (the confirm window). Default 10 000. */
   maxInFlight?: number;
   /** Reconnect backoff (capped exponential with jitter). Default 100 ms doubling up to 10 s. */
@@ -57,6 +73,12 @@ export interface CloseResult {
 export interface UsagePublisher {
   /** Queues the event for publishing; synchronous, never waits for the broker, never throws. */
   publish(event: UsageEvent): void;
+  /**
+   * Whether a new billable request may be served: its event could still be confirmed or spooled.
+   * False only with a spool that cannot take more (disk full, size bound, write errors) while the
+   * broker cannot take events either. Cheap (no I/O): callable on every request.
+   */
+  canAdmit(): boolean;
   stats(): PublisherStats;
   /** Resolves when every event buffered so far is confirmed (or `timeoutMs` passed: resolves false). */
   flush(timeoutMs?: number): Promise<boolean>;
@@ -70,6 +92,8 @@ interface Entry {
   timestamp: number;
   confirmed: boolean;
   dropped: boolean;
+  /** Replayed from this spool segment (already on disk). */
+  segment?: string;
 }
 
 const DROP_LOG_INTERVAL_MS = 10_000;
@@ -92,6 +116,10 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
   const appId = options.appId ?? 'tollgate-proxy';
   const log = logger.child({ component: 'usage-publisher' });
 
+  const spool = options.spool ? new Spool({ ...options.spool, logger: log }) : null;
+  /** The spool segment being replayed: its events are in `pending`/`inflight` until all confirmed. */
+  let replay: { file: string; events: number; outstanding: number } | null = null;
+  let segments: string[] = spool ? spool.replayable() : []; // adopted from stopped processes at start
   const pending = new Fifo<Entry>(); // not sent on the current channel, oldest first
   const inflight = new Fifo<Entry>(); // sent on the current channel, in send order
   let inflightOpen = 0; // entries of `inflight` neither confirmed nor dropped
@@ -100,17 +128,13 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
   let dropped = 0;
   let unroutable = 0;
 
-  let connection: ChannelModel | null = null;
   let channel: ConfirmChannel | null = null;
+  let supervisor: AmqpSupervisor<ConfirmChannel> | null = null; // set once the functions below exist
+  let lostWhy: string | null = null;
   let generation = 0;
   let waitingDrain = false;
   let pumpScheduled = false;
   let stopped = false; // close() finished draining: no new events, no reconnects
-  let connecting = false;
-  let everConnected = false;
-  let downSince: number | null = Date.now();
-  let downLogged = false;
-  let wakeReconnect: (() => void) | null = null;
 
   let pendingPublishedDelta = 0;
   let pendingDroppedDelta = 0;
@@ -124,7 +148,10 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     published,
     dropped,
     connected: channel !== null,
+    blocked: supervisor?.blocked ?? false,
     unroutable,
+    spooled: spool?.events ?? 0,
+    spoolBytes: spool?.bytes ?? 0,
   });
 
   const emit = (metric: PublisherMetric) => {
@@ -156,7 +183,7 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
   };
 
   const notifyIdle = () => {
-    if (buffered !== 0) return;
+    if (buffered !== 0 || (spool?.events ?? 0) !== 0) return;
     for (const resolve of idleWaiters) resolve();
     idleWaiters.clear();
   };
@@ -218,9 +245,65 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
       scheduleMetrics();
     }
     while (inflight.peek()?.confirmed) inflight.shift();
+    if (entry.segment && replay && entry.segment === replay.file && --replay.outstanding === 0) {
+      spool?.removeFile(replay.file, replay.events);
+      replay = null;
+    }
     schedulePump();
+    maybeReplay();
     notifyIdle();
   };
+
+  /** Moves memory entries to the disk spool (they stay counted in `buffered` until fsync'd). */
+  const toSpool = (entries: Entry[]) => {
+    if (!spool || entries.length === 0) return;
+    spool.append(
+      entries.map((e) => e.body),
+      () => {
+        buffered -= entries.length;
+        notifyIdle();
+      },
+      () => {
+        // The disk refused: keep them in memory (canAdmit() now stops new billable requests).
+        for (const e of entries) pending.push(e);
+        schedulePump();
+      },
+    );
+  };
+
+  /**
+   * Replays the next spool segment once the broker is up and memory is empty: its events go through
+   * the normal confirm path; the segment is deleted when the last one is confirmed.
+   */
+  function maybeReplay() {
+    if (!spool || !channel || replay || pending.length > 0 || inflightOpen > 0) return;
+    if (segments.length === 0) {
+      if (spool.events === 0) return;
+      segments = spool.replayable();
+    }
+    const file = segments.shift();
+    if (!file) return;
+    const bodies = spool.read(file);
+    if (bodies.length === 0) {
+      spool.removeFile(file, 0);
+      maybeReplay();
+      return;
+    }
+    replay = { file, events: bodies.length, outstanding: bodies.length };
+    const timestamp = Math.floor(Date.now() / 1000);
+    for (const body of bodies) {
+      let id = '';
+      try {
+        id = String((JSON.parse(body.toString('utf8')) as { id?: unknown }).id ?? '');
+      } catch {
+        // a torn or foreign line: published as is, billing dead-letters what it cannot decode
+      }
+      pending.push({ id, body, timestamp, confirmed: false, dropped: false, segment: file });
+      buffered++;
+    }
+    log.info({ segment: file, events: bodies.length }, 'replaying spooled usage events');
+    schedulePump();
+  }
 
   function pump() {
     pumpScheduled = false;
@@ -260,57 +343,47 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     }
   }
 
-  /** The current channel or connection failed: requeue the unconfirmed, reconnect. */
+  /** The current channel failed (nack, publish error, channel closed): drop the connection, reconnect. */
   function channelLost(err: Error, why: string) {
-    if (!channel && !connection) return;
-    const conn = connection;
+    if (!channel) return;
+    lostWhy = why;
+    supervisor?.reset(err);
+  }
+
+  /** The connection is gone: requeue the unconfirmed (or spool them), wait for the supervisor. */
+  function onDown(err: Error) {
+    const why = lostWhy ?? 'connection closed';
+    lostWhy = null;
     generation++;
     channel = null;
-    connection = null;
+    if (stopped) return; // close() has dealt with the unconfirmed
     waitingDrain = false;
     const unconfirmed = inflight.toArray().filter((e) => !e.confirmed && !e.dropped);
     inflight.clear();
     inflightOpen = 0;
     pending.prepend(unconfirmed);
-    conn?.close().catch(() => {});
-    downSince = Date.now();
-    if (!stopped) {
-      log.warn(
-        { err: errorMessage(err), buffered },
-        `RabbitMQ connection lost (${why}); buffering usage events until it is back`,
-      );
-      downLogged = true;
+    if (spool) {
+      // Unconfirmed events must not live only in memory while the broker is away: spool them. A
+      // segment being replayed is still on disk; it is replayed again from the start later.
+      const all = pending.toArray();
+      pending.clear();
+      const replayed = all.filter((e) => e.segment);
+      buffered -= replayed.length;
+      if (replay) segments.unshift(replay.file);
+      replay = null;
+      toSpool(all.filter((e) => !e.segment));
     }
+    log.warn(
+      { err: errorMessage(err), buffered },
+      `RabbitMQ connection lost (${why}); buffering usage events until it is back`,
+    );
     emit({ type: 'connection', connected: false });
-    if (!stopped) void connectLoop();
   }
 
-  async function openChannel(): Promise<void> {
-    const conn = await amqp.connect(url, {
-      timeout: 5000,
-      clientProperties: { connection_name: options.connectionName ?? 'tollgate-usage-publisher' },
-    });
-    let ch: ConfirmChannel;
-    try {
-      conn.on('error', () => {}); // the 'close' that follows carries the handling
-      ch = await conn.createConfirmChannel();
-      ch.on('error', () => {});
-      if (declare) await declareUsageTopology(ch, topology);
-    } catch (err) {
-      await conn.close().catch(() => {});
-      throw err;
-    }
-    if (stopped) {
-      await conn.close().catch(() => {});
-      return;
-    }
-    conn.on('close', (err?: Error) => {
-      if (connection === conn) channelLost(err ?? new Error('connection closed'), 'connection closed');
-    });
-    conn.on('blocked', (reason: string) =>
-      log.warn({ reason }, 'RabbitMQ blocked publishing (resource alarm)'),
-    );
-    conn.on('unblocked', () => log.info('RabbitMQ unblocked publishing'));
+  async function setupChannel(conn: ChannelModel): Promise<ConfirmChannel> {
+    const ch = await conn.createConfirmChannel();
+    ch.on('error', () => {});
+    if (declare) await declareUsageTopology(ch, topology);
     ch.on('close', () => {
       if (channel === ch) channelLost(new Error('channel closed'), 'channel closed');
     });
@@ -326,60 +399,29 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
         'usage event was routed to no queue (queue or binding missing); it is lost',
       );
     });
-    connection = conn;
+    return ch;
+  }
+
+  function onUp(ch: ConfirmChannel, { restored, downMs }: { restored: boolean; downMs: number }) {
     channel = ch;
     generation++;
     waitingDrain = false;
-    const wasDown = downLogged;
-    const downFor = downSince === null ? 0 : Date.now() - downSince;
-    downSince = null;
-    downLogged = false;
-    if (wasDown) {
+    if (restored) {
       log.info(
-        { buffered, downMs: downFor },
+        { buffered, downMs },
         `RabbitMQ connection restored; sending ${buffered} buffered usage events`,
       );
-    } else if (!everConnected) {
+    } else {
       log.info({ buffered }, 'connected to RabbitMQ');
     }
-    everConnected = true;
     emit({ type: 'connection', connected: true });
     schedulePump();
+    maybeReplay();
   }
 
-  async function connectLoop(): Promise<void> {
-    if (connecting) return;
-    connecting = true;
-    try {
-      for (let attempt = 0; !stopped && !channel; attempt++) {
-        if (attempt > 0) {
-          const sleep = interruptibleSleep(backoffDelay(attempt, backoff));
-          wakeReconnect = sleep.wake;
-          await sleep.promise;
-          wakeReconnect = null;
-          if (stopped) break;
-        }
-        try {
-          await openChannel();
-        } catch (err) {
-          if (!downLogged) {
-            log.warn(
-              { err: errorMessage(err), buffered },
-              `RabbitMQ unreachable${everConnected ? '' : ' at startup'}; buffering usage events and retrying`,
-            );
-            downLogged = true;
-          } else {
-            log.debug({ err: errorMessage(err), attempt }, 'RabbitMQ reconnect attempt failed');
-          }
-        }
-      }
-    } finally {
-      connecting = false;
-    }
-  }
-
+  const idle = () => buffered === 0 && (spool?.events ?? 0) === 0;
   const flush = (timeoutMs = 30_000): Promise<boolean> => {
-    if (buffered === 0) return Promise.resolve(true);
+    if (idle()) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -387,13 +429,22 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
       };
       const timer = setTimeout(() => {
         idleWaiters.delete(done);
-        resolve(buffered === 0);
+        resolve(idle());
       }, timeoutMs);
       idleWaiters.add(done);
     });
   };
 
-  void connectLoop();
+  supervisor = superviseAmqpConnection<ConfirmChannel>({
+    url,
+    logger: log,
+    connectionName: options.connectionName ?? 'tollgate-usage-publisher',
+    reconnect: { initialDelayMs: backoff.initialMs, maxDelayMs: backoff.maxMs },
+    retryingNote: 'buffering usage events and retrying',
+    setup: setupChannel,
+    onUp,
+    onDown: (_ch, err) => onDown(err),
+  });
 
   return {
     publish(event: UsageEvent): void {
@@ -409,16 +460,26 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
         dropped++;
         return;
       }
-      if (buffered >= maxBuffered) dropOldest();
-      pending.push({
+      const entry: Entry = {
         id: event.id,
         body,
         timestamp: Math.floor(Date.now() / 1000),
         confirmed: false,
         dropped: false,
-      });
+      };
       buffered++;
+      if (spool && (channel === null || pending.length >= maxBuffered)) {
+        toSpool([entry]);
+        return;
+      }
+      if (!spool && buffered > maxBuffered) dropOldest();
+      pending.push(entry);
       schedulePump();
+    },
+
+    canAdmit(): boolean {
+      if (!spool || spool.healthy()) return true;
+      return channel !== null && pending.length < maxBuffered;
     },
 
     stats,
@@ -427,21 +488,35 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     async close({ drainTimeoutMs = 10_000 } = {}): Promise<CloseResult> {
       const drained = await flush(drainTimeoutMs);
       stopped = true;
-      wakeReconnect?.();
+      if (!drained && spool) {
+        // What the broker did not confirm in time goes to disk for the next start to replay.
+        const unconfirmed = [
+          ...inflight.toArray().filter((e) => !e.confirmed && !e.dropped && !e.segment),
+          ...pending.toArray().filter((e) => !e.segment),
+        ];
+        inflight.clear();
+        pending.clear();
+        toSpool(unconfirmed);
+        spool.close();
+        buffered = 0;
+        log.warn(
+          { spooled: unconfirmed.length, spoolDir: options.spool?.dir },
+          'usage publisher closed before RabbitMQ confirmed every event; the rest is on the disk spool',
+        );
+      }
+      spool?.close();
       const remaining = buffered;
-      if (!drained) {
+      if (!drained && remaining > 0) {
         log.error(
           { remaining, drainTimeoutMs },
           `usage publisher closed with ${remaining} unconfirmed usage events (RabbitMQ unreachable); they are lost`,
         );
       }
-      const conn = connection;
       const ch = channel;
       channel = null;
-      connection = null;
       generation++;
       await ch?.close().catch(() => {});
-      await conn?.close().catch(() => {});
+      await supervisor?.close();
       flushMetrics();
       return { drained, remaining };
     },

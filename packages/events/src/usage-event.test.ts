@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseUsageEvent, type UsageEvent } from './usage-event';
+import { parseUsageEvent, type UsageEvent, usageEventSchemas } from './usage-event';
 
 const event: UsageEvent = {
   type: 'usage',
@@ -45,6 +45,26 @@ describe('parseUsageEvent', () => {
     });
   });
 
+  it('repairs lone surrogates (Postgres jsonb rejects them) and keeps pairs intact', () => {
+    // What JSON.stringify makes of a provider message cut through a surrogate pair.
+    const cut = `${'a'.repeat(3)}\ud83d`;
+    const dirty = {
+      ...event,
+      finish_reason: '\udc00stop',
+      app: 'app \ud83d\ude00 ok',
+      error: { code: 500, message: cut },
+    };
+    const parsed = parseUsageEvent(JSON.stringify(dirty));
+    expect(parsed).toMatchObject({
+      ok: true,
+      event: { finish_reason: '\ufffdstop', app: 'app 😀 ok', error: { message: 'aaa\ufffd' } },
+    });
+    const e = (parsed as { event: typeof event }).event;
+    for (const s of [e.finish_reason, e.app, e.error?.message]) {
+      expect((s as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    }
+  });
+
   it('refuses what billing cannot store or trust, naming the field', () => {
     expect(parseUsageEvent('{')).toEqual({ ok: false, reason: 'body is not JSON' });
     const bad = parseUsageEvent(JSON.stringify({ ...event, tokens: { ...event.tokens, prompt: 2 ** 60 } }));
@@ -53,5 +73,19 @@ describe('parseUsageEvent', () => {
     expect(negative).toMatchObject({ ok: false, reason: expect.stringContaining('cost') });
     const noModel = parseUsageEvent(JSON.stringify({ ...event, model: '\u0000' }));
     expect(noModel).toMatchObject({ ok: false, reason: expect.stringContaining('model') });
+  });
+
+  it('decodes by the catalog (type → version → schema) and names an unknown type or version', () => {
+    expect(usageEventSchemas.usage[1]).toBeDefined();
+    expect(parseUsageEvent(JSON.stringify({ ...event, type: 'refund' }))).toEqual({
+      ok: false,
+      reason: 'type: unknown event type "refund"',
+    });
+    expect(parseUsageEvent(JSON.stringify({ ...event, version: 2 }))).toEqual({
+      ok: false,
+      reason: 'version: unknown version 2 of "usage"',
+    });
+    expect(parseUsageEvent('null')).toMatchObject({ ok: false, reason: expect.stringContaining('type') });
+    expect(parseUsageEvent(JSON.stringify({ ...event, type: 'toString' }))).toMatchObject({ ok: false });
   });
 });

@@ -1,3 +1,4 @@
+import { safeText } from '@tollgate/errors';
 import { z } from 'zod';
 
 /**
@@ -8,10 +9,12 @@ import { z } from 'zod';
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'expected a non-negative decimal string');
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /**
- * Free text that reaches Postgres `text`/`jsonb`, which cannot hold NUL: a provider sending one in a
- * finish_reason or error message must not turn the event into a poison message, so it is dropped.
+ * Free text that reaches Postgres `text`/`jsonb`, which cannot hold NUL nor a lone surrogate
+ * (`\ud83d` without its pair: jsonb rejects the escape): a provider sending one in a finish_reason
+ * or error message, or a cut through a surrogate pair, must not turn the event into a poison
+ * message, so NUL is dropped and lone surrogates become U+FFFD.
  */
-const text = z.string().transform((s) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s));
+const text = z.string().transform((s) => safeText(s.includes('\u0000') ? s.replaceAll('\u0000', '') : s));
 
 export const usageEventV1 = z.object({
   type: z.literal('usage'),
@@ -58,8 +61,20 @@ export const usageEventV1 = z.object({
 export type UsageEventV1 = z.output<typeof usageEventV1>;
 export type UsageEvent = UsageEventV1;
 
-/** The catalog of message types on the usage exchange: type → schema. */
-export const usageEventSchemas = { 'usage.v1': usageEventV1 } as const;
+/**
+ * The catalog of messages on the usage exchange: type → version → schema. A consumer decodes a
+ * message by its body's `type` and `version`; billing has one typed handler per entry. A new version
+ * is added here (the old one stays while producers may still send it).
+ */
+export const usageEventSchemas = { usage: { 1: usageEventV1 } } as const;
+
+export type UsageEventSchemas = typeof usageEventSchemas;
+export type UsageEventType = keyof UsageEventSchemas;
+/** The decoded event of one catalog entry. */
+export type UsageEventOf<
+  T extends UsageEventType,
+  V extends keyof UsageEventSchemas[T],
+> = UsageEventSchemas[T][V] extends z.ZodType ? z.output<UsageEventSchemas[T][V]> : never;
 
 export type ParseResult = { ok: true; event: UsageEvent } | { ok: false; reason: string };
 
@@ -70,7 +85,16 @@ export function parseUsageEvent(body: Buffer | string): ParseResult {
   } catch {
     return { ok: false, reason: 'body is not JSON' };
   }
-  const result = usageEventV1.safeParse(json);
+  const { type, version } = (json ?? {}) as { type?: unknown; version?: unknown };
+  const versions: Record<string, z.ZodType<UsageEvent> | undefined> | undefined =
+    typeof type === 'string' && Object.hasOwn(usageEventSchemas, type)
+      ? usageEventSchemas[type as UsageEventType]
+      : undefined;
+  if (!versions) return { ok: false, reason: `type: unknown event type ${JSON.stringify(type)}` };
+  const schema = typeof version === 'number' ? versions[String(version)] : undefined;
+  if (!schema)
+    return { ok: false, reason: `version: unknown version ${JSON.stringify(version)} of "${type}"` };
+  const result = schema.safeParse(json);
   if (!result.success) {
     const issue = result.error.issues[0];
     return { ok: false, reason: `${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}` };

@@ -3,7 +3,7 @@ import { AppError } from '@tollgate/errors';
 import type { CachedKey } from '@tollgate/key-cache';
 import { type LimitReset, periodKey, toUnits } from '@tollgate/money';
 import type { Redis } from 'ioredis';
-import { createSpendStore, type SpendTimings } from './store';
+import { createSpendStore, defaultTimings, type Lease, type SpendTimings } from './store';
 
 /** What admit hands back and settle takes: which holds were made for the request. */
 export interface SpendReservation {
@@ -40,7 +40,7 @@ export interface RedisSpendGuardOptions {
   serviceName?: string;
   /** Rebuild request timeout (default 5 s). */
   rebuildTimeoutMs?: number;
-  /** Called with background refresh failures (they never fail a request). */
+  /** Called with background refresh and lease-renewal failures (they never fail a request). */
   onBackgroundError?: (err: unknown) => void;
 }
 
@@ -53,10 +53,16 @@ const PERIOD_WORD: Record<string, string> = {
 
 export const keyLimitExceeded = (reset: LimitReset | null) => {
   const word = PERIOD_WORD[String(reset)] ?? 'total';
-  return new AppError('key_limit_exceeded', `This key has reached its ${word} spend limit`, {
-    limit_reset: reset,
-    period: word,
-  });
+  // Not "has reached": the refusal also happens at $0 spent, when this request's worst case alone
+  // (or with the requests in flight) would not fit under the limit.
+  return new AppError(
+    'key_limit_exceeded',
+    `This request could exceed the key's ${word} spend limit (spent so far + requests in flight + this request's worst-case cost); lower max_tokens or raise the limit`,
+    {
+      limit_reset: reset,
+      period: word,
+    },
+  );
 };
 
 export const paymentRequired = () =>
@@ -75,6 +81,31 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
   const store = createSpendStore(options.redis, { prefix: options.prefix, timings: options.timings });
   const base = options.billingUrl.replace(/\/+$/, '');
   const inflight = new Map<string, Promise<void>>();
+  const leaseRenewMs = options.timings?.leaseRenewMs ?? defaultTimings.leaseRenewMs;
+
+  /**
+   * Live reservations of this process, by request id. Their leases are renewed together, one script
+   * call every `leaseRenewMs`, while any exist (no timer runs when the process is idle); a reservation
+   * leaves the set the moment settle is called, before the settle script is sent, so a renewal can
+   * never resurrect a settled hold (both go over the same connection, in order).
+   */
+  const live = new Map<string, Lease>();
+  let renewTimer: NodeJS.Timeout | null = null;
+  const renewLeases = () => {
+    if (live.size === 0) {
+      if (renewTimer) clearInterval(renewTimer);
+      renewTimer = null;
+      return;
+    }
+    store.renew(clock().getTime(), live.values()).catch((err: unknown) => options.onBackgroundError?.(err));
+  };
+  const track = (lease: Lease) => {
+    live.set(lease.requestId, lease);
+    if (!renewTimer) {
+      renewTimer = setInterval(renewLeases, leaseRenewMs);
+      renewTimer.unref();
+    }
+  };
 
   const callRebuild = async (accountId: string, keyId: string | null, at: Date) => {
     const token = signServiceToken(
@@ -143,18 +174,21 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
         if (outcome.code === 'key_limit') throw keyLimitExceeded(key.limitReset);
         if (outcome.code === 'credits') throw paymentRequired();
         if (!outcome.keyTracked && !outcome.accountTracked) return null;
-        return {
+        const reservation: SpendReservation = {
           keyId: key.id,
           accountId: key.accountId,
           requestId,
           keyTracked: outcome.keyTracked,
           accountTracked: outcome.accountTracked,
         };
+        track({ ...reservation, units: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits });
+        return reservation;
       }
     },
 
     async settle(reservation, costUnits) {
       if (!reservation) return;
+      live.delete(reservation.requestId);
       await store.settle({ ...reservation, costUnits, now: clock().getTime() });
     },
   };

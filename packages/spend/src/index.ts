@@ -14,6 +14,7 @@ export {
   type CommittedKey,
   createSpendStore,
   defaultTimings,
+  type Lease,
   type SettleArgs,
   type SpendStore,
   type SpendTimings,

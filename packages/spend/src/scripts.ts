@@ -4,15 +4,19 @@ import type { Redis } from 'ioredis';
 /**
  * The Lua scripts of the spend layout (see README.md for the design). Every amount is a
  * non-negative integer count of money units (1e-10 USD) written as a decimal string; the scripts
- * never do arithmetic on amounts in Lua numbers except for the admission comparison itself (exact
- * below 2^53 units, about 900k USD), so stored values stay exact int64s.
+ * never do arithmetic on amounts in Lua numbers, so stored values stay exact int64s.
+ *
+ * Amounts are added and compared as decimal strings (`add`, `gt`), so admission is exact at any
+ * amount up to the int64 range HINCRBY keeps (about 920 million USD); Lua numbers (doubles) are only
+ * used for timestamps.
  *
  * Owner hash fields (one hash per key, one per account):
  *   _ok      epoch ms the hash was (re)built from Postgres; absent = unknown, must be rebuilt
  *   _rb      a rebuild is under way (placeholder written before Postgres is read)
  *   _held    sum of the amounts of live r:/p: fields
  *   _gc      epoch ms of the next sweep for expired holds
- *   r:<req>  "<units>|<expires ms>" reservation made by admit (worst case)
+ *   r:<req>  "<units>|<expires ms>" reservation made by admit (worst case); a short lease the proxy
+ *            renews while the request lives (RENEW), so a crashed proxy's holds lapse within seconds
  *   p:<req>  "<units>|<expires ms>" pending cost left by settle until the worker counts it
  *   t:<req>  "0|<expires ms>" tombstone: the worker counted <req> before the proxy settled it
  *   key hash:     <period> (d2026-11-20, w2026-W47, m2026-11, all) -> committed spend
@@ -22,6 +26,28 @@ const PRELUDE = `
 local function gt(a, b)
   if #a ~= #b then return #a > #b end
   return a > b
+end
+-- a + b for non-negative decimal integer strings, exact at any length.
+local function add(a, b)
+  local out, carry = {}, 0
+  local i, j = #a, #b
+  while i > 0 or j > 0 or carry > 0 do
+    local d = carry
+    if i > 0 then d = d + string.byte(a, i) - 48; i = i - 1 end
+    if j > 0 then d = d + string.byte(b, j) - 48; j = j - 1 end
+    out[#out + 1] = string.char(48 + d % 10)
+    carry = (d - d % 10) / 10
+  end
+  local r = string.gsub(string.reverse(table.concat(out)), '^0+', '')
+  if r == '' then return '0' end
+  return r
+end
+-- An amount field as a canonical non-negative decimal string (missing or negative -> '0').
+local function amount(v)
+  if (not v) or v == '' or string.sub(v, 1, 1) == '-' then return '0' end
+  local r = string.gsub(v, '^0+', '')
+  if r == '' then return '0' end
+  return r
 end
 local function setmax(h, f, v)
   local cur = redis.call('HGET', h, f)
@@ -89,15 +115,18 @@ local staleAcct = (now - tonumber(a[1]) > tonumber(ARGV[8])) and 1 or 0
 local postpaid = a[2] == '1'
 if limited then
   gc(KEYS[1], now, every)
-  local held = tonumber(redis.call('HGET', KEYS[1], '_held') or '0')
-  if tonumber(k[2] or '0') + held + tonumber(worst) > tonumber(ARGV[4]) then
+  local held = amount(redis.call('HGET', KEYS[1], '_held'))
+  if gt(add(add(amount(k[2]), held), worst), ARGV[4]) then
     return {1, 0, 0, staleKey, staleAcct}
   end
 end
 if not postpaid then
   gc(KEYS[2], now, every)
-  local held = tonumber(redis.call('HGET', KEYS[2], '_held') or '0')
-  if tonumber(a[4] or '0') + held >= tonumber(a[3] or '0') then
+  local held = amount(redis.call('HGET', KEYS[2], '_held'))
+  local credits = amount(a[3])
+  -- Out of credits, or this request's own worst case does not fit in what is left.
+  local used = add(amount(a[4]), held)
+  if (not gt(credits, used)) or gt(add(used, worst), credits) then
     return {2, 0, 0, staleKey, staleAcct}
   end
 end
@@ -132,6 +161,34 @@ end
 if ARGV[5] == '1' then settle(KEYS[1]) end
 if ARGV[6] == '1' then settle(KEYS[2]) end
 return 0
+`;
+
+/**
+ * Lease renewal for the live reservations of one proxy process (one call for all of them).
+ * KEYS: owner hashes. ARGV: now, lease ms, hash ttl s, then per KEYS[i] a request id and its amount.
+ * A live reservation gets a new expiry. One that lapsed (the process could not renew in time) is held
+ * again, unless the worker already counted the request (tombstone) or it was settled (pending).
+ */
+const RENEW = `${PRELUDE}
+local now = tonumber(ARGV[1])
+local expires = now + tonumber(ARGV[2])
+local ttl = tonumber(ARGV[3])
+local renewed = 0
+for i = 1, #KEYS do
+  local h = KEYS[i]
+  local req = ARGV[2 + 2 * i]
+  local amt = ARGV[3 + 2 * i]
+  local v = redis.call('HGET', h, 'r:' .. req)
+  if v then
+    local units = split(v)
+    redis.call('HSET', h, 'r:' .. req, units .. '|' .. string.format('%d', expires))
+    renewed = renewed + 1
+  elseif redis.call('HEXISTS', h, 't:' .. req) == 0 and redis.call('HEXISTS', h, 'p:' .. req) == 0 then
+    hold(h, 'r:' .. req, amt, expires)
+  end
+  redis.call('EXPIRE', h, ttl)
+end
+return renewed
 `;
 
 /**
@@ -239,6 +296,7 @@ export class Script {
 export const scripts = {
   admit: new Script(ADMIT),
   settle: new Script(SETTLE),
+  renew: new Script(RENEW),
   commit: new Script(COMMIT),
   beginRebuild: new Script(BEGIN_REBUILD),
   loadKey: new Script(LOAD_KEY),

@@ -145,14 +145,128 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     expect((await admit('6', '10', undefined, NOW + 16 * 60_000)).code).toBe('admitted');
   });
 
-  it('refuses with credits when usage plus holds reach the credits, unless postpaid', async () => {
+  it("refuses with credits when usage plus holds plus the request's worst case exceed the credits, unless postpaid", async () => {
     await loadBoth('0', '1', false, '0.5');
-    expect((await admit('0.4', null)).code).toBe('admitted'); // 0.5 + 0 < 1
-    expect((await admit('0.4', null)).code).toBe('admitted'); // 0.5 + 0.4 < 1
-    expect((await admit('0.4', null)).code).toBe('credits'); // 0.5 + 0.8 >= 1
+    expect((await admit('0.6', null)).code).toBe('credits'); // 0.5 + 0 + 0.6 > 1
+    expect((await admit('0.3', null)).code).toBe('admitted'); // 0.5 + 0 + 0.3 <= 1
+    expect((await admit('0.2', null)).code).toBe('admitted'); // 0.5 + 0.3 + 0.2 = 1: fits exactly
+    expect((await admit('0', null)).code).toBe('credits'); // 0.5 + 0.5 = 1: nothing left
+    expect((await admit('0.0000000001', null)).code).toBe('credits'); // one unit over
     await store.updateAccountSettings(accountId, { creditsUnits: usd('1'), postpaid: true, version: 2 });
     const postpaid = await admit('0.4', null);
     expect(postpaid).toMatchObject({ code: 'admitted', keyTracked: false, accountTracked: false });
+  });
+
+  it('compares exactly in integer units far above 2^53 units (no doubles)', async () => {
+    // 500 million USD = 5e18 units: doubles cannot tell 5e18 - 1 from 5e18.
+    const limit = '500000000';
+    const spent = '499999999.9999999999'; // limit minus one unit
+    await loadBoth(spent, '1000000000');
+    expect((await admit('0.0000000001', limit)).code).toBe('admitted'); // exactly at the limit
+    expect((await admit('0.0000000001', limit)).code).toBe('key_limit'); // one unit over
+    expect(await field(keyHash(), '_held')).toBe('1');
+    // The account side too: credits 900 million USD, usage one unit below.
+    accountId = randomUUID();
+    await store.loadAccount(accountId, NOW, {
+      usageUnits: usd('899999999.9999999999'),
+      creditsUnits: usd('900000000'),
+      postpaid: false,
+      version: 1,
+    });
+    expect((await admit('0.0000000001', null)).code).toBe('admitted');
+    expect((await admit('0.0000000001', null)).code).toBe('credits');
+  });
+
+  it('keeps a renewed lease past its TTL and releases an abandoned one after it (crashed proxy)', async () => {
+    const leased = createSpendStore(r.client, {
+      prefix: r.prefix,
+      timings: { gcIntervalMs: 0, reservationTtlMs: 1_000 },
+    });
+    await loadBoth('0', '100');
+    const live = `gen-1-${randomUUID().slice(0, 20)}`;
+    const crashed = `gen-1-${randomUUID().slice(0, 20)}`;
+    const at = (requestId: string, now: number, worst = '4') =>
+      leased.admit({
+        keyId,
+        accountId,
+        requestId,
+        worstCaseUnits: usd(worst),
+        limitUnits: usd('10'),
+        period: DAY,
+        now,
+      });
+    expect((await at(live, NOW)).code).toBe('admitted');
+    expect((await at(crashed, NOW)).code).toBe('admitted');
+    expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 10)).code).toBe('key_limit'); // 4 + 4 + 4 > 10
+    // Only the live request's process renews (every 300 ms of its life, here once at +800 ms).
+    const lease = {
+      keyId,
+      accountId,
+      requestId: live,
+      keyTracked: true,
+      accountTracked: true,
+      units: usd('4'),
+    };
+    expect(await leased.renew(NOW + 800, [lease])).toBe(2); // key hash and account hash
+    // At +1.5 s the crashed request's lease has lapsed and is swept; the live one still holds.
+    expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 1_500)).code).toBe('admitted');
+    expect(await field(keyHash(), `r:${crashed}`)).toBeNull();
+    expect(await field(keyHash(), `r:${live}`)).not.toBeNull();
+    expect(await field(keyHash(), '_held')).toBe(String(usd('8')));
+  });
+
+  it('holds a lapsed lease again on renewal unless the request was settled or counted', async () => {
+    const leased = createSpendStore(r.client, {
+      prefix: r.prefix,
+      timings: { gcIntervalMs: 0, reservationTtlMs: 1_000 },
+    });
+    await loadBoth('0', '100');
+    const lapsed = `gen-1-${randomUUID().slice(0, 20)}`;
+    const settled = `gen-1-${randomUUID().slice(0, 20)}`;
+    for (const id of [lapsed, settled]) {
+      await leased.admit({
+        keyId,
+        accountId,
+        requestId: id,
+        worstCaseUnits: usd('1'),
+        limitUnits: usd('10'),
+        period: DAY,
+        now: NOW,
+      });
+    }
+    await leased.settle({
+      keyId,
+      accountId,
+      requestId: settled,
+      costUnits: usd('0.5'),
+      keyTracked: true,
+      accountTracked: true,
+      now: NOW,
+    });
+    // A sweep at +2 s drops the lapsed lease (the process stalled past its TTL)...
+    await leased.admit({
+      keyId,
+      accountId,
+      requestId: `gen-1-${randomUUID().slice(0, 20)}`,
+      worstCaseUnits: 0n,
+      limitUnits: usd('10'),
+      period: DAY,
+      now: NOW + 2_000,
+    });
+    expect(await field(keyHash(), `r:${lapsed}`)).toBeNull();
+    // ...and its late renewal holds it again; the settled one is not resurrected.
+    const lease = (requestId: string) => ({
+      keyId,
+      accountId,
+      requestId,
+      keyTracked: true,
+      accountTracked: false,
+      units: usd('1'),
+    });
+    expect(await leased.renew(NOW + 2_100, [lease(lapsed), lease(settled)])).toBe(0);
+    expect(await field(keyHash(), `r:${lapsed}`)).not.toBeNull();
+    expect(await field(keyHash(), `r:${settled}`)).toBeNull();
+    expect(await field(keyHash(), '_held')).toBe(String(usd('1.5'))); // lapsed 1 + settled pending 0.5
   });
 
   it('applies account settings in version order only', async () => {

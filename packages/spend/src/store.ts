@@ -6,28 +6,51 @@ export const spendKeyHash = (prefix: string, keyId: string) => `${prefix}spend:k
 export const spendAccountHash = (prefix: string, accountId: string) => `${prefix}spend:acct:${accountId}`;
 
 export interface SpendTimings {
-  /** How long an admit reservation lives if settle never comes (proxy crash). Default 15 min. */
+  /**
+   * Lease of an admit reservation: the proxy renews it every `leaseRenewMs` while the request lives,
+   * so a crashed proxy's holds lapse within this (plus one sweep). Default 10 s.
+   */
   reservationTtlMs: number;
-  /** How long a settled cost is held while the billing worker has not counted it. Default 1 h. */
+  /** How often a proxy renews the leases of its live reservations (one Redis call for all). Default 3 s. */
+  leaseRenewMs: number;
+  /**
+   * How long a settled cost is held while the billing worker has not counted it. Billing removes it
+   * when it commits the request, so this only bounds a hold whose event can never be billed
+   * (dead-lettered); it must outlast any billing outage. Default 7 days.
+   */
   pendingTtlMs: number;
+  /** How long the worker's "already counted" tombstone waits for a late settle. Default 15 min. */
+  tombstoneTtlMs: number;
   /** A key hash older than this is refreshed from Postgres in the background (prunes old periods). */
   keyRefreshMs: number;
   /** An account hash older than this is refreshed from Postgres in the background. */
   accountRefreshMs: number;
-  /** Sweep interval for expired holds. */
+  /** Sweep interval for expired holds (runs inside admit). Default 2 s. */
   gcIntervalMs: number;
   /** Idle hashes expire after this (then they are rebuilt on next use). */
   hashTtlSeconds: number;
 }
 
 export const defaultTimings: SpendTimings = {
-  reservationTtlMs: 15 * 60_000,
-  pendingTtlMs: 60 * 60_000,
+  reservationTtlMs: 10_000,
+  leaseRenewMs: 3_000,
+  pendingTtlMs: 7 * 86_400_000,
+  tombstoneTtlMs: 15 * 60_000,
   keyRefreshMs: 5 * 60_000,
   accountRefreshMs: 5 * 60_000,
-  gcIntervalMs: 60_000,
+  gcIntervalMs: 2_000,
   hashTtlSeconds: 35 * 86_400,
 };
+
+/** A live reservation whose lease a proxy renews: the owner hashes it holds on and its amount. */
+export interface Lease {
+  keyId: string;
+  accountId: string;
+  requestId: string;
+  keyTracked: boolean;
+  accountTracked: boolean;
+  units: bigint;
+}
 
 export type AdmitOutcome =
   | {
@@ -88,6 +111,8 @@ export interface AccountState {
 export interface SpendStore {
   admit(args: AdmitArgs): Promise<AdmitOutcome>;
   settle(args: SettleArgs): Promise<void>;
+  /** Renews the leases of live reservations (one script call); returns how many were still held. */
+  renew(now: number, leases: Iterable<Lease>): Promise<number>;
   /** Billing worker, after commit: raise counters to the committed totals, clear holds of the batch. */
   applyCommitted(now: number, keys: CommittedKey[], accounts: CommittedAccount[]): Promise<void>;
   /** Rebuild step 1: placeholder so worker updates racing with the Postgres read are not lost. */
@@ -167,6 +192,26 @@ export function createSpendStore(
       );
     },
 
+    async renew(now, leases) {
+      const keys: string[] = [];
+      const args: string[] = [];
+      for (const l of leases) {
+        const units = (l.units < 0n ? 0n : l.units).toString();
+        if (l.keyTracked) {
+          keys.push(keyHash(l.keyId));
+          args.push(l.requestId, units);
+        }
+        if (l.accountTracked) {
+          keys.push(acctHash(l.accountId));
+          args.push(l.requestId, units);
+        }
+      }
+      if (keys.length === 0) return 0;
+      return Number(
+        await scripts.renew.run(redis, keys, [now, t.reservationTtlMs, t.hashTtlSeconds, ...args]),
+      );
+    },
+
     async applyCommitted(now, keys, accounts) {
       const calls: Array<Promise<unknown>> = [];
       for (const k of keys) {
@@ -175,7 +220,7 @@ export function createSpendStore(
           scripts.commit.run(
             redis,
             [keyHash(k.keyId)],
-            [now, t.reservationTtlMs, t.hashTtlSeconds, k.totals.length, ...pairs, ...k.requestIds],
+            [now, t.tombstoneTtlMs, t.hashTtlSeconds, k.totals.length, ...pairs, ...k.requestIds],
           ),
         );
       }
@@ -184,7 +229,7 @@ export function createSpendStore(
           scripts.commit.run(
             redis,
             [acctHash(a.accountId)],
-            [now, t.reservationTtlMs, t.hashTtlSeconds, 1, 'usage', a.usageUnits.toString(), ...a.requestIds],
+            [now, t.tombstoneTtlMs, t.hashTtlSeconds, 1, 'usage', a.usageUnits.toString(), ...a.requestIds],
           ),
         );
       }

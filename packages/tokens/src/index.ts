@@ -6,6 +6,18 @@ import { countTokens } from 'gpt-tokenizer';
  * chat overhead (3 tokens per message, +1 with `name`, +3 to prime the reply); the estimate then adds
  * a safety margin (5%, rounded up) so it is never below the count of an OpenAI-family tokenizer and
  * leaves room for tokenizers that split text a little finer.
+ *
+ * Counting can never block the event loop. gpt-tokenizer costs ~2 µs per character of new text
+ * (~4.5 µs for CJK) and is quadratic in the length of one pre-token (a run without whitespace:
+ * `'q'.repeat(100_000)` takes ~7 s). So the tokenizer never sees a piece longer than
+ * MAX_PIECE_CHARS, nor a run without whitespace longer than MAX_RUN_CHARS: a longer run is cut,
+ * each cut counted as one extra token (a cut loses at most the merges across it, so the pieces' sum
+ * plus one per cut stays at or above the whole run's count in practice; the 5% margin covers the
+ * rest). And one count (a whole prompt, or one completion text) tokenizes at most
+ * EXACT_BUDGET_CHARS characters and, past its first ALWAYS_EXACT_CHARS, stops tokenizing once it has
+ * run COUNT_TIME_BUDGET_MS: the rest of the text is counted by its UTF-8 bytes, a linear upper bound
+ * (every o200k token covers at least one byte). Ordinary prompts are counted exactly; no input can
+ * hold the event loop for more than a few milliseconds.
  */
 
 /** Safety margin applied to exact counts: estimate = exact + ceil(exact × 5 / 100). */
@@ -15,6 +27,16 @@ export const TOKENS_PER_NAME = 1;
 export const REPLY_PRIMING_TOKENS = 3;
 /** An image part counts as a high-detail 1024×1024 image (OpenAI: 85 + 4 tiles × 170). */
 export const TOKENS_PER_IMAGE = 765;
+/** Longest run without whitespace handed to the tokenizer in one piece. */
+export const MAX_RUN_CHARS = 128;
+/** Longest piece handed to the tokenizer (split at whitespace): ≤ ~2.5 ms of tokenizing. */
+export const MAX_PIECE_CHARS = 512;
+/** Characters one count (one prompt, one completion text) tokenizes at most; beyond: UTF-8 bytes. */
+export const EXACT_BUDGET_CHARS = 32_768;
+/** Characters one count always tokenizes, whatever the time (short texts are always exact). */
+export const ALWAYS_EXACT_CHARS = 1_024;
+/** Tokenizing time of one count after which the rest is counted by UTF-8 bytes. */
+export const COUNT_TIME_BUDGET_MS = 5;
 
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
@@ -24,15 +46,75 @@ const cache = new Map<string, number>();
 const CACHE_MAX_ENTRIES = 2_000;
 const CACHE_MAX_TEXT = 4_096;
 
-/** Exact o200k token count of a text; special-token text ("<|endoftext|>") counts as plain text. */
-export function countTextTokens(text: string): number {
-  if (text.length === 0) return 0;
-  if (text.length > CACHE_MAX_TEXT) return countTokens(text, AS_TEXT);
-  const hit = cache.get(text);
-  if (hit !== undefined) return hit;
-  const n = countTokens(text, AS_TEXT);
-  if (cache.size >= CACHE_MAX_ENTRIES) cache.clear();
-  cache.set(text, n);
+/** What the tokenizer may still spend in the current count: characters, and time past ALWAYS_EXACT_CHARS. */
+export interface CountBudget {
+  /** Characters it may still tokenize. */
+  chars: number;
+  /** Characters tokenized so far. */
+  used: number;
+  /** performance.now() after which (and past ALWAYS_EXACT_CHARS) the rest is counted by bytes. */
+  deadline: number;
+}
+export const newBudget = (chars = EXACT_BUDGET_CHARS, ms = COUNT_TIME_BUDGET_MS): CountBudget => ({
+  chars,
+  used: 0,
+  deadline: performance.now() + ms,
+});
+
+const exhausted = (b: CountBudget): boolean =>
+  b.chars <= 0 || (b.used >= ALWAYS_EXACT_CHARS && performance.now() > b.deadline);
+
+// \s of the o200k pre-tokenizer, for the characters that matter (ASCII whitespace and NBSP).
+const isSpace = (c: number) => c === 32 || (c >= 9 && c <= 13) || c === 0xa0;
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+/**
+ * o200k token count of a text (special-token text such as "<|endoftext|>" counts as plain text), in
+ * time linear in its length and bounded by the budget: exact for ordinary text, never below the
+ * exact count. Whole texts of up to CACHE_MAX_TEXT characters that were counted exactly are cached.
+ */
+export function countTextTokens(text: string, budget: CountBudget = newBudget()): number {
+  const len = text.length;
+  if (len === 0) return 0;
+  if (len <= CACHE_MAX_TEXT) {
+    const hit = cache.get(text);
+    if (hit !== undefined) {
+      budget.chars -= len;
+      budget.used += len;
+      return hit;
+    }
+  }
+  let n = 0;
+  let i = 0;
+  while (i < len) {
+    if (exhausted(budget)) return n + Buffer.byteLength(i === 0 ? text : text.slice(i), 'utf8');
+    const limit = Math.min(len, i + Math.min(budget.chars, MAX_PIECE_CHARS));
+    let j = i;
+    let run = 0;
+    let lastSpace = -1;
+    while (j < limit) {
+      if (isSpace(text.charCodeAt(j))) {
+        run = 0;
+        lastSpace = j;
+      } else if (++run > MAX_RUN_CHARS) break;
+      j++;
+    }
+    // A piece that hit the size limit ends before its last whitespace, when it has one.
+    if (j === limit && j < len && run <= MAX_RUN_CHARS && lastSpace > i) j = lastSpace;
+    // Never split a surrogate pair.
+    if (j < len && isLowSurrogate(text.charCodeAt(j))) j = j - 1 > i ? j - 1 : j + 1;
+    // Slices are never cached: a slice can keep its whole parent string alive.
+    n += countTokens(i === 0 && j >= len ? text : text.slice(i, j), AS_TEXT);
+    // A cut inside a run of non-space characters may lose a merge: count one token for it.
+    if (j < len && !isSpace(text.charCodeAt(j)) && !isSpace(text.charCodeAt(j - 1))) n++;
+    budget.chars -= j - i;
+    budget.used += j - i;
+    i = j;
+  }
+  if (len <= CACHE_MAX_TEXT) {
+    if (cache.size >= CACHE_MAX_ENTRIES) cache.clear();
+    cache.set(text, n);
+  }
   return n;
 }
 
@@ -51,37 +133,40 @@ export interface ChatMessageLike {
   [key: string]: unknown;
 }
 
-function contentTokens(content: unknown): number {
-  if (typeof content === 'string') return countTextTokens(content);
+function contentTokens(content: unknown, budget: CountBudget): number {
+  if (typeof content === 'string') return countTextTokens(content, budget);
   if (!Array.isArray(content)) return 0;
   let n = 0;
   for (const part of content) {
     if (part === null || typeof part !== 'object') continue;
     const p = part as ContentPart;
-    if (typeof p.text === 'string') n += countTextTokens(p.text);
+    if (typeof p.text === 'string') n += countTextTokens(p.text, budget);
     else if (p.type === 'image_url' || p.type === 'input_image' || p.type === 'image') n += TOKENS_PER_IMAGE;
-    else n += countTextTokens(JSON.stringify(p)); // unknown part kinds: count their JSON
+    else n += countTextTokens(JSON.stringify(p), budget); // unknown part kinds: count their JSON
   }
   return n;
 }
 
 /** Exact prompt count with OpenAI's chat overhead, before the safety margin. */
-export function countPromptTokens(messages: readonly ChatMessageLike[]): number {
+export function countPromptTokens(
+  messages: readonly ChatMessageLike[],
+  budget: CountBudget = newBudget(),
+): number {
   let n = REPLY_PRIMING_TOKENS;
   for (const m of messages) {
-    n += TOKENS_PER_MESSAGE + countTextTokens(String(m.role)) + contentTokens(m.content);
-    if (typeof m.name === 'string') n += TOKENS_PER_NAME + countTextTokens(m.name);
+    n += TOKENS_PER_MESSAGE + countTextTokens(String(m.role), budget) + contentTokens(m.content, budget);
+    if (typeof m.name === 'string') n += TOKENS_PER_NAME + countTextTokens(m.name, budget);
     if (m.tool_calls !== undefined && m.tool_calls !== null)
-      n += countTextTokens(JSON.stringify(m.tool_calls));
-    if (typeof m.tool_call_id === 'string') n += countTextTokens(m.tool_call_id);
+      n += countTextTokens(JSON.stringify(m.tool_calls), budget);
+    if (typeof m.tool_call_id === 'string') n += countTextTokens(m.tool_call_id, budget);
   }
   return n;
 }
 
 /** exact + 5%, rounded up, in integer arithmetic. */
-const withMargin = (exact: number): number => exact + Math.ceil((exact * SAFETY_MARGIN_PERCENT) / 100);
+export const withMargin = (exact: number): number => exact + Math.ceil((exact * SAFETY_MARGIN_PERCENT) / 100);
 
-/** Conservative prompt estimate for `messages` (content: string or parts with `text`). */
+/** Conservative prompt estimate for `messages` (content: string or parts with `text`); one budget for all. */
 export const estimatePromptTokens = (messages: readonly ChatMessageLike[]): number =>
   withMargin(countPromptTokens(messages));
 

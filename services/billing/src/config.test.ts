@@ -6,7 +6,7 @@ describe('billing config', () => {
   it('defaults to the local services', () => {
     expect(loadConfig({})).toMatchObject({
       PORT: 8082,
-      HOST: '0.0.0.0',
+      HOST: '127.0.0.1',
       DATABASE_URL: defaults.databaseUrl,
       REDIS_URL: defaults.redisUrl,
       REDIS_PREFIX: 'tg:',

@@ -16,7 +16,8 @@ export const billingConfigSchema = z
     ...redisEnv,
     ...serviceJwtEnv,
     PORT: envPort(8082),
-    HOST: z.string().min(1).default('0.0.0.0'),
+    /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */
+    HOST: z.string().min(1).default('127.0.0.1'),
     DATABASE_URL: z.string().url().default(defaults.databaseUrl),
     AMQP_URL: z.string().url().default(defaults.amqpUrl),
     /** Prefix of the RabbitMQ exchange and queue names (must match the proxy's). */

@@ -1,6 +1,7 @@
 import { createDb, migrateToLatest } from '@tollgate/db';
 import type { Kysely } from 'kysely';
 import { migrations } from '../migrations';
+import type { UsageDailyTable, UsageHourlyTable } from './analytics/usage-rollup.table';
 import type { AccountSettingsTable, CreditLedgerTable } from './credits/credits.table';
 import type { GenerationsTable } from './generations/generations.table';
 import type { AccountUsageTable, KeySpendTable } from './spend/spend.table';
@@ -14,6 +15,8 @@ export interface Database {
   'billing.account_usage': AccountUsageTable;
   'billing.credit_ledger': CreditLedgerTable;
   'billing.account_settings': AccountSettingsTable;
+  'billing.usage_hourly': UsageHourlyTable;
+  'billing.usage_daily': UsageDailyTable;
 }
 
 export type BillingDb = Kysely<Database>;

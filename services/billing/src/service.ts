@@ -10,7 +10,10 @@ import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
 import { createBillingApp } from './http/app';
 import { createSpendService } from './spend/spend.service';
+import { classifyBillingFailure } from './usage/failure';
 import { createUsageRecorder, type UsageRecorder } from './usage/usage.recorder';
+import { createUsageEventHandler } from './usage/usage-event.handler';
+import { workerMetrics } from './usage/worker-metrics';
 
 export interface BillingHandle {
   /** e.g. http://127.0.0.1:8082 */
@@ -64,10 +67,8 @@ export async function startBilling(
         batchSize: config.BATCH_SIZE,
         batchTimeoutMs: config.BATCH_TIMEOUT_MS,
         connectionName: 'tollgate-billing',
-        handle: async (batch) => {
-          const r = await recorder.record(batch);
-          if (r.duplicates > 0) logger.info(r, 'usage batch contained already recorded events (redelivery)');
-        },
+        classify: classifyBillingFailure,
+        handle: createUsageEventHandler({ recorder, logger }),
       })
     : null;
 
@@ -78,6 +79,8 @@ export async function startBilling(
     secret: config.SERVICE_JWT_SECRET,
     clock,
     logger,
+    metrics: workerMetrics(consumer),
+    deadLetters: { amqpUrl: config.AMQP_URL, topology: usageTopology(config.AMQP_PREFIX) },
     readiness: {
       postgres: async () => {
         await sql`select 1`.execute(db);

@@ -7,7 +7,7 @@ describe('keys config', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
       PORT: 8081,
-      HOST: '0.0.0.0',
+      HOST: '127.0.0.1',
       DATABASE_URL: defaults.databaseUrl,
       REDIS_URL: defaults.redisUrl,
       REDIS_PREFIX: 'tg:',

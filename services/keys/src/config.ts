@@ -21,7 +21,8 @@ export const keysConfigSchema = z
     ...redisEnv,
     ...serviceJwtEnv,
     PORT: envPort(8081),
-    HOST: z.string().min(1).default('0.0.0.0'),
+    /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */
+    HOST: z.string().min(1).default('127.0.0.1'),
     DATABASE_URL: z.string().url().default(defaults.databaseUrl),
     /** Billing's internal API, for usage figures on key objects. Unset: usage figures are zero. */
     BILLING_URL: optionalUrl,

@@ -35,6 +35,7 @@ export async function startKeysService(
   });
   const app = createKeysApp({
     keys: runtime.keys,
+    accounts: runtime.accounts,
     presenter: runtime.presenter,
     secret: config.SERVICE_JWT_SECRET,
     logger,

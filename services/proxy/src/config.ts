@@ -38,8 +38,19 @@ export const proxyEnv = z
     SERVICE_TIMEOUT_MS: positiveMs.default(5_000),
     /** How long SIGTERM waits for in-flight requests before cutting them. */
     SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
-    /** Usage events held in memory while RabbitMQ is unreachable. */
+    /** Usage events held in memory before further ones go to the disk spool. */
     PUBLISHER_MAX_BUFFERED: z.coerce.number().int().positive().default(100_000),
+    /**
+     * Directory of the durable usage-event spool (events RabbitMQ cannot take are fsync'd here and
+     * replayed). Default `<os tmpdir>/tollgate-spool/<AMQP_PREFIX>`; in production a persistent volume.
+     */
+    SPOOL_DIR: z.string().min(1).optional(),
+    /** Size bound of the spool; beyond it (with RabbitMQ away) new billable requests get 503. */
+    SPOOL_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024 * 1024),
     /** Maximum JSON body of a chat completion request. */
     BODY_LIMIT: z
       .string()
@@ -51,10 +62,51 @@ export const proxyEnv = z
      * (tests with a billing stand-in only).
      */
     SPEND_GUARD: z.enum(['redis', 'off']).default('redis'),
+    /**
+     * Public-edge deadlines and caps (issue 14; docs/operations.md "Security"). Time to receive a
+     * request's headers; to receive the whole request; idle time of a keep-alive connection between
+     * requests; and inactivity of a socket while a request is open (must exceed
+     * UPSTREAM_TIMEOUT_MS: a non-streamed answer may take that long to start).
+     */
+    SERVER_HEADERS_TIMEOUT_MS: positiveMs.default(10_000),
+    SERVER_REQUEST_TIMEOUT_MS: positiveMs.default(60_000),
+    SERVER_KEEPALIVE_TIMEOUT_MS: positiveMs.default(5_000),
+    SERVER_SOCKET_TIMEOUT_MS: positiveMs.default(180_000),
+    /** Open client connections per process; more are refused at accept (0 = no cap). */
+    SERVER_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(10_000),
+    /**
+     * A streaming client that does not read for this long (its socket buffer stays full) is cut:
+     * the upstream request is aborted and what was produced is billed, marked cancelled.
+     */
+    STREAM_WRITE_TIMEOUT_MS: positiveMs.default(30_000),
+    /** Longest a completion (streamed or not) may run; then it ends with a 504 timeout error. */
+    COMPLETION_MAX_DURATION_MS: positiveMs.default(900_000),
+    /** Chat completions one key may have in flight in this process (0 = no limit); more get 429. */
+    MAX_CONCURRENT_COMPLETIONS_PER_KEY: z.coerce.number().int().min(0).default(64),
+    /** Connections per provider origin, and requests that may wait for one; beyond: 503 at once. */
+    UPSTREAM_CONNECTIONS: z.coerce.number().int().positive().default(256),
+    UPSTREAM_MAX_QUEUED: z.coerce.number().int().min(0).default(256),
+    /**
+     * Lookups of keys that turn out unknown, per client address per minute; beyond, requests from
+     * that address whose key is not cached get 429 without a keys-service call (0 = no limit).
+     */
+    UNKNOWN_KEY_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+    /** Key lookups waiting on the keys service at once; beyond, 503 at once. */
+    KEY_LOOKUP_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(256),
     /** node:cluster workers (1 = no cluster). */
     WORKERS: z.coerce.number().int().min(1).max(256).default(1),
   })
-  .superRefine(refuseDevSecretInProduction);
+  .superRefine(refuseDevSecretInProduction)
+  .superRefine((c, ctx) => {
+    if (c.SERVER_SOCKET_TIMEOUT_MS <= c.UPSTREAM_TIMEOUT_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SERVER_SOCKET_TIMEOUT_MS'],
+        message:
+          'must be greater than UPSTREAM_TIMEOUT_MS (a non-streamed answer may take that long to start)',
+      });
+    }
+  });
 
 export type ProxyConfig = z.output<typeof proxyEnv>;
 

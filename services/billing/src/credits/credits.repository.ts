@@ -55,3 +55,18 @@ export async function creditTotal(db: Db, accountId: string): Promise<string> {
     .executeTakeFirst();
   return row?.total ?? '0';
 }
+
+/** The ledger of one account, newest first; keyset pagination on (created_at, id). */
+export async function listLedger(db: Db, q: { accountId: string; limit: number; before?: string }) {
+  let query = db
+    .selectFrom('billing.credit_ledger')
+    .select(['id', 'amount', 'note', 'created_at'])
+    .where('account_id', '=', q.accountId);
+  if (q.before) {
+    // Compared in Postgres (microsecond timestamps survive; a JS Date would not keep them).
+    query = query.where(
+      sql<boolean>`(created_at, id) < (select p.created_at, p.id from billing.credit_ledger p where p.id = ${q.before} and p.account_id = ${q.accountId})`,
+    );
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
+}

@@ -1,10 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import type { UsageTopology } from '@tollgate/events';
 import { errorHandler, healthRoutes, jsonBody, notFoundHandler, type ReadinessCheck } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import express from 'express';
+import type { Registry } from 'prom-client';
+import { analyticsRoutes } from '../analytics/analytics.routes';
 import { creditsRoutes } from '../credits/credits.routes';
 import type { CreditsService } from '../credits/credits.service';
+import { ledgerRoutes } from '../credits/ledger.routes';
 import type { BillingDb } from '../database';
+import { deadLetterRoutes } from '../dead-letters/dead-letters.routes';
+import { generationsInternalRoutes } from '../generations/generations.internal.routes';
 import { generationsRoutes } from '../generations/generations.routes';
 import { spendRoutes } from '../spend/spend.routes';
 import type { SpendService } from '../spend/spend.service';
@@ -17,6 +23,10 @@ export interface BillingAppDeps {
   clock: () => Date;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
+  /** The usage dead-letter queue, for `GET /internal/dlq` and `POST /internal/dlq/replay`. */
+  deadLetters?: { amqpUrl: string; topology: UsageTopology };
+  /** Prometheus registry served at GET /metrics (internal port; billing is not public). */
+  metrics?: Registry;
 }
 
 /** Billing's express app: health, caller routes (/generation, /credits), internal routes. */
@@ -31,10 +41,23 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
     next();
   });
   app.use(healthRoutes(deps.readiness));
+  const { metrics } = deps;
+  if (metrics) {
+    app.get('/metrics', (_req, res, next) => {
+      metrics
+        .metrics()
+        .then((text) => res.type(metrics.contentType).send(text))
+        .catch(next);
+    });
+  }
   app.use(jsonBody('256kb'));
   app.use(generationsRoutes({ db: deps.db, secret: deps.secret }));
   app.use(creditsRoutes({ credits: deps.credits, secret: deps.secret }));
   app.use(spendRoutes({ spend: deps.spend, secret: deps.secret, clock: deps.clock }));
+  app.use(analyticsRoutes({ db: deps.db, secret: deps.secret, clock: deps.clock }));
+  app.use(generationsInternalRoutes({ db: deps.db, secret: deps.secret }));
+  app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, secret: deps.secret }));
+  if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, secret: deps.secret }));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;

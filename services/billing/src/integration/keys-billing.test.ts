@@ -1,4 +1,5 @@
 import { startTestKeysService, type TestKeysService } from '@tollgate/keys/testing';
+import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // The admin CLI is not a package export of @tollgate/keys; its entry module is imported by path.
 import { runCli } from '../../../keys/src/cli/command';
@@ -107,14 +108,65 @@ describe('admin CLI credits commands', () => {
     expect(off.stdout).toContain('prepaid');
   });
 
-  it('exits 2 for an unknown account, a malformed amount, or no BILLING_URL', async () => {
+  it('exits 2 for an unknown account or a malformed amount, and names BILLING_URL when billing does not answer', async () => {
     const unknown = await cli(['credits', 'add', '--account', 'no-such-account', '--amount', '1', '--json']);
     expect(unknown.code).toBe(2);
     expect(JSON.parse(unknown.stdout).error.metadata.error_type).toBe('not_found');
     expect((await cli(['credits', 'add', '--account', keys.account.slug, '--amount', 'lots'])).code).toBe(2);
-    expect(
-      (await cli(['credits', 'add', '--account', keys.account.slug, '--amount', '1'], { BILLING_URL: '' }))
-        .code,
-    ).toBe(2);
+    // Unset, BILLING_URL defaults to the `make dev` address; an address nobody answers on is a clear error.
+    const down = await cli(['credits', 'add', '--account', keys.account.slug, '--amount', '1'], {
+      BILLING_URL: 'http://127.0.0.1:1',
+    });
+    expect(down.code).not.toBe(0);
+    expect(down.stdout + down.stderr).toContain('BILLING_URL');
+  });
+
+  it('dlq show lists dead-lettered events; dlq replay records the valid ones exactly once and leaves invalid ones', async () => {
+    const e = usageEvent({ cost: '0.3' });
+    // Dead-lettered copies as the broker leaves them (the same event twice: a replayed replay) and a body
+    // that can never be recorded.
+    const conn = await amqp.connect(billing.config.AMQP_URL);
+    try {
+      const ch = await conn.createConfirmChannel();
+      for (const body of [JSON.stringify(e), '{not json', JSON.stringify(e)])
+        ch.sendToQueue(billing.topology.deadLetterQueue, Buffer.from(body), { persistent: true });
+      await ch.waitForConfirms();
+    } finally {
+      await conn.close();
+    }
+
+    const shown = await cli(['dlq', 'show', '--json']);
+    expect(shown.code, shown.stderr).toBe(0);
+    const report = shown.json().data as {
+      count: number;
+      messages: Array<{ id: string | null; reason: string }>;
+    };
+    expect(report.count).toBe(3);
+    expect(report.messages.map((m) => m.id)).toEqual([e.id, null, e.id]);
+    expect(report.messages[1]!.reason).toBe('body is not JSON');
+    expect((await cli(['dlq', 'show'])).stdout).toContain(e.id); // the table form, still nothing removed
+
+    const replay = await cli(['dlq', 'replay', '--json']);
+    expect(replay.code, replay.stderr).toBe(0);
+    expect(replay.json().data).toEqual({ replayed: 2, invalid: 1, remaining: 1 });
+    await vi.waitFor(
+      async () => {
+        const rows = await billing.billing.db
+          .selectFrom('billing.generations')
+          .select('total_cost')
+          .where('id', '=', e.id)
+          .execute();
+        expect(rows.map((r) => Number(r.total_cost))).toEqual([0.3]);
+      },
+      { timeout: 5000 },
+    );
+    const spend = await billing.billing.db
+      .selectFrom('billing.key_spend')
+      .select('amount')
+      .where('key_id', '=', e.key_id)
+      .where('period', '=', 'all')
+      .executeTakeFirstOrThrow();
+    expect(Number(spend.amount)).toBe(0.3);
+    expect((await cli(['dlq', 'replay', '--limit', 'x'])).code).toBe(2);
   });
 });

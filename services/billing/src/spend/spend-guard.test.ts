@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { AppError } from '@tollgate/errors';
 import { type LimitReset, periodEnd, toUnits } from '@tollgate/money';
 import { createRedisSpendGuard, type SpendGuard, spendKeyHash } from '@tollgate/spend';
@@ -238,7 +240,9 @@ describe('spend guard against a real billing', () => {
       data: { account_id: key.accountId, total_credits: '1' },
     });
     expect(await admitError(key)).toBeNull(); // the guard sees the new credits at once
-    await spend(key, '1');
+    // That admission still holds 0.01 (never settled): a worst case of 1 no longer fits in 1.
+    expect((await admitError(key, '1'))?.type).toBe('payment_required');
+    await spend(key, '1', '0.99');
     expect((await admitError(key))?.type).toBe('payment_required');
     const credits = await fetch(`${s.billing.url}/credits`, {
       headers: keyHeaders(s.secret, { keyId: key.id, accountId: key.accountId, scope: 'management' }),
@@ -311,4 +315,65 @@ describe('spend guard against a real billing', () => {
     expect(reservation).toBeNull();
     expect(calls).toEqual(['evalsha']);
   });
+
+  it("holds a live request's reservation past its lease TTL, and releases a SIGKILLed proxy's within seconds", async () => {
+    const LEASE_MS = 1_500;
+    const key = newKey('10', 'daily');
+    await setPostpaid(key.accountId);
+    // The test's own guard runs on the real clock and sweeps lapsed leases on every admit.
+    const observer = createRedisSpendGuard({
+      redis: s.redis.client,
+      prefix: s.config.REDIS_PREFIX,
+      billingUrl: s.billing.url,
+      serviceJwtSecret: s.secret,
+      timings: { reservationTtlMs: LEASE_MS, gcIntervalMs: 0 },
+    });
+    const tryAdmit = async () => {
+      try {
+        const r = await observer.admit({ key, worstCaseCostUnits: usd('6'), requestId: testRequestId() });
+        await observer.settle(r, 0n);
+        return 'admitted';
+      } catch (err) {
+        if (err instanceof AppError) return err.type;
+        throw err;
+      }
+    };
+    const fixture = fileURLToPath(new URL('./fixtures/hold-and-die.ts', import.meta.url));
+    const child = spawn('pnpm', ['exec', 'tsx', fixture], {
+      env: {
+        ...process.env,
+        REDIS_URL: s.config.REDIS_URL,
+        REDIS_PREFIX: s.config.REDIS_PREFIX,
+        BILLING_URL: s.billing.url,
+        SERVICE_JWT_SECRET: s.secret,
+        LEASE_MS: String(LEASE_MS),
+        KEY: JSON.stringify(key),
+        WORST_UNITS: String(usd('6')),
+        REQUEST_ID: testRequestId(),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += String(d)));
+    child.stderr.on('data', (d) => (output += String(d)));
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    try {
+      await vi.waitFor(() => expect(output).toContain('admitted'), { timeout: 20_000 });
+      // Twice the lease later the live request still holds its 6 of the 10 (renewed), so 6 more is refused.
+      await new Promise((r) => setTimeout(r, 2 * LEASE_MS));
+      expect(await tryAdmit()).toBe('key_limit_exceeded');
+      // The proxy dies without settling: its hold lapses within one lease.
+      process.kill(-child.pid!, 'SIGKILL');
+      await exited;
+      const killedAt = Date.now();
+      await vi.waitFor(async () => expect(await tryAdmit()).toBe('admitted'), {
+        timeout: 4 * LEASE_MS,
+        interval: 100,
+      });
+      expect(Date.now() - killedAt).toBeLessThan(LEASE_MS + 1_000);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+    }
+  }, 40_000);
 });

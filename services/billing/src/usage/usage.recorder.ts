@@ -2,6 +2,7 @@ import type { UsageEvent } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import { periodKey, SCALE, toDecimal, toUnits } from '@tollgate/money';
 import type { CommittedAccount, CommittedKey, SpendStore } from '@tollgate/spend';
+import { addUsageRollups } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
 import { insertGenerations } from '../generations/generations.repository';
 import type { NewGeneration } from '../generations/generations.table';
@@ -100,6 +101,10 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
 
       const { keys, accounts, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
+        await addUsageRollups(
+          trx,
+          rows.filter((r) => insertedIds.has(r.id)),
+        );
 
         const keyDeltas = new Map<string, KeySpendDelta & { units: bigint }>();
         const accountDeltas = new Map<string, bigint>();

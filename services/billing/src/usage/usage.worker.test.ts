@@ -5,9 +5,12 @@ import { createUsageConsumer } from '@tollgate/events';
 import { createLogger } from '@tollgate/logger';
 import { toUnits } from '@tollgate/money';
 import { createSpendStore, spendAccountHash, spendKeyHash } from '@tollgate/spend';
+import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startBilling } from '../service';
 import { keyHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../testing';
+import { classifyBillingFailure } from './failure';
 import { createUsageRecorder } from './usage.recorder';
 
 let s: TestBillingStack;
@@ -255,5 +258,62 @@ describe('usage worker', () => {
     const bad = await getGeneration('nope', { keyId: e.key_id, accountId: e.account_id });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as ErrorJson).error.message).toMatch(/^id:/);
+  });
+
+  it('waits out a Postgres outage in-process: nothing dead-lettered, every event recorded once when it returns', async () => {
+    await s.billing.consumer?.close();
+    const pgProxy = await createTcpProxy(hostPortOf(s.config.DATABASE_URL, 5432));
+    const worker = await startBilling(
+      { ...s.config, DATABASE_URL: pgProxy.url(s.config.DATABASE_URL), PORT: 0 },
+      { logger: createLogger({ name: 't', level: 'silent' }) },
+    );
+    try {
+      await worker.consumer!.ready();
+      await pgProxy.stop();
+      const events = [usageEvent({ cost: '0.25' }), usageEvent({ cost: '0.5' }), usageEvent({ cost: '1' })];
+      await s.publish(...events);
+      await vi.waitFor(() => expect(worker.consumer!.stats().transientRetries).toBeGreaterThanOrEqual(3), {
+        timeout: 20_000,
+      });
+      expect(worker.consumer!.stats().lagMs).toBeGreaterThan(0);
+      const metrics = await (await fetch(`${worker.url}/metrics`)).text();
+      expect(metrics).toMatch(
+        /^tollgate_billing_lag_seconds [1-9]|^tollgate_billing_lag_seconds 0\.[0-9]*[1-9]/m,
+      );
+      expect(worker.consumer!.stats().deadLettered).toBe(0);
+      await pgProxy.start();
+      await vi.waitFor(() => expect(worker.consumer!.stats().handled).toBe(3), { timeout: 30_000 });
+      for (const e of events) expect(await countOf(e.id)).toBe(1);
+      expect((await spendOf(events[2]!.key_id)).all).toBe(1);
+      expect(worker.consumer!.stats().deadLettered).toBe(0);
+    } finally {
+      await worker.close();
+      await pgProxy.close();
+      await s.restart();
+    }
+  }, 60_000);
+});
+
+describe('classifyBillingFailure (real errors)', () => {
+  it('calls unreachable servers, shutdowns, serialization failures and deadlocks transient, bad data permanent', async () => {
+    const pg = await import('pg');
+    const refused = new pg.default.Client({ connectionString: 'postgres://postgres@127.0.0.1:1/x' });
+    const connectErr = await refused.connect().catch((e: unknown) => e);
+    expect(classifyBillingFailure(connectErr)).toBe('transient');
+    const client = new pg.default.Client({ connectionString: s.config.DATABASE_URL });
+    await client.connect();
+    try {
+      const badJson = await client.query(`select '{"a":"\\ud800"}'::jsonb`).catch((e: unknown) => e);
+      expect((badJson as { code?: string }).code).toMatch(/^22/);
+      expect(classifyBillingFailure(badJson)).toBe('permanent');
+      const syntax = await client.query('selec 1').catch((e: unknown) => e);
+      expect(classifyBillingFailure(syntax)).toBe('permanent');
+    } finally {
+      await client.end();
+    }
+    for (const code of ['40001', '40P01', '57P01', '57P03', '08006', '53300'])
+      expect(classifyBillingFailure(Object.assign(new Error('x'), { code }))).toBe('transient');
+    expect(classifyBillingFailure(new Error('Connection is closed.'))).toBe('transient');
+    expect(classifyBillingFailure(new TypeError('cannot read properties of undefined'))).toBe('permanent');
   });
 });

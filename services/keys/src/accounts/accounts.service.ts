@@ -1,6 +1,6 @@
 import { AppError, badRequest, notFound } from '@tollgate/errors';
 import type { KeysDb } from '../database';
-import { findAccountBySlug, insertAccount, listAccounts } from './accounts.repository';
+import { findAccountById, findAccountBySlug, insertAccount, listAccounts } from './accounts.repository';
 import type { Account } from './accounts.table';
 
 export const SLUG_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
@@ -19,6 +19,8 @@ export interface AccountService {
   list(): Promise<Account[]>;
   /** The account with this slug, or 404 naming it. */
   requireBySlug(slug: string): Promise<Account>;
+  /** The account with this id, or 404. */
+  requireById(id: string): Promise<Account>;
 }
 
 export function createAccountService(db: KeysDb): AccountService {
@@ -42,6 +44,11 @@ export function createAccountService(db: KeysDb): AccountService {
     async requireBySlug(slug) {
       const account = await findAccountBySlug(db, slug);
       if (!account) throw notFound(`No account with slug "${slug}"`, { slug });
+      return account;
+    },
+    async requireById(id) {
+      const account = await findAccountById(db, id);
+      if (!account) throw notFound('No such account');
       return account;
     },
   };

@@ -119,12 +119,19 @@ describe('admin CLI', () => {
     expect(after.stdout).toMatch(new RegExp(`${key.hash}\\s+ops\\s+\\S+\\s+revoked`));
   });
 
-  it('re-enables a management key that disabled itself through the API', async () => {
+  it('re-enables a management key disabled through the API', async () => {
     const s = slug();
     const account = (await cli(`accounts create --slug ${s} --name A --json`)).json().data;
     const key = (await cli(`keys create-management --account ${s} --name ops --json`)).json().data;
+    const other = (await cli(`keys create-management --account ${s} --name ops2 --json`)).json().data;
     const as = { id: key.hash, accountId: account.id, scope: 'management' as const };
-    await expectStatus(await api(t, 'PATCH', `/keys/${key.hash}`, { as, body: { disabled: true } }), 200);
+    // A key cannot disable itself (issue 14); another management key of the account can.
+    expect((await api(t, 'PATCH', `/keys/${key.hash}`, { as, body: { disabled: true } })).status).toBe(403);
+    const asOther = { id: other.hash, accountId: account.id, scope: 'management' as const };
+    await expectStatus(
+      await api(t, 'PATCH', `/keys/${key.hash}`, { as: asOther, body: { disabled: true } }),
+      200,
+    );
     expect(isActive(await proxyLookup(t, key.key))).toBe(false);
 
     const enabled = await cli(`keys enable-management --account ${s} --hash ${key.hash} --json`);

@@ -3,6 +3,7 @@ import { AppError, isAppError } from '@tollgate/errors';
 import { createLogger } from '@tollgate/logger';
 import { type KeysConfig, loadConfig } from '../config';
 import { createKeysRuntime, type KeysRuntime } from '../runtime';
+import { type ServiceUrls, serviceUrls } from './service-call';
 
 /**
  * A tiny command framework for the admin CLI (the "dashboard"). A command group lives in its own
@@ -27,6 +28,8 @@ type OptionValues<O extends Record<string, OptionSpec>> = {
 export interface CliContext {
   runtime: KeysRuntime;
   config: KeysConfig;
+  /** Billing and dashboard addresses (BILLING_URL, DASHBOARD_URL; default: the `make dev` ones). */
+  urls: ServiceUrls;
 }
 
 export type Cell = string | number | boolean | null | undefined;
@@ -153,7 +156,7 @@ async function withContext<T>(env: NodeJS.ProcessEnv, fn: (ctx: CliContext) => P
   const logger = createLogger({ name: 'tollgate-cli', level: 'silent' });
   const runtime = await createKeysRuntime(config, { logger });
   try {
-    return await fn({ runtime, config });
+    return await fn({ runtime, config, urls: serviceUrls(env) });
   } finally {
     await runtime.close();
   }

@@ -1,52 +1,19 @@
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
-import { AppError, type ErrorType, errorStatus } from '@tollgate/errors';
-import type { KeysConfig } from '../config';
-import { type CommandGroup, defineCommand, UsageError } from './command';
+import { type CliContext, type CommandGroup, defineCommand, UsageError } from './command';
+import { callService } from './service-call';
 
 /**
  * Billing-backed admin commands (owned by the billing engineer): credits and the postpaid flag
  * live in billing's Postgres schema, so these commands resolve `--account <slug>` through the keys
- * service's own code and call billing's internal API at BILLING_URL with a service token.
+ * service's own code and call billing's internal API (BILLING_URL, default the `make dev` address)
+ * with a service token.
  */
-async function callBilling(
-  config: KeysConfig,
-  method: string,
-  path: string,
-  body: unknown,
-): Promise<unknown> {
-  if (!config.BILLING_URL)
-    throw new UsageError('BILLING_URL is not set: credits live in the billing service');
-  let res: Response;
-  try {
-    res = await fetch(`${config.BILLING_URL}${path}`, {
-      method,
-      headers: {
-        'content-type': 'application/json',
-        [SERVICE_TOKEN_HEADER]: signServiceToken(
-          { kind: 'service', service: 'cli' },
-          config.SERVICE_JWT_SECRET,
-        ),
-      },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    });
-  } catch (err) {
-    throw new AppError(
-      'service_unavailable',
-      `billing at ${config.BILLING_URL} did not answer: ${(err as Error).message}`,
-    );
-  }
-  const json = (await res.json().catch(() => null)) as {
-    data?: unknown;
-    error?: { message?: string; metadata?: { error_type?: string } };
-  } | null;
-  if (!res.ok) {
-    const type = json?.error?.metadata?.error_type;
-    const known = type && type in errorStatus ? (type as ErrorType) : 'internal';
-    throw new AppError(known, json?.error?.message ?? `billing answered HTTP ${res.status}`);
-  }
-  return json?.data;
-}
+const callBilling = (ctx: CliContext, method: string, path: string, body: unknown) =>
+  callService(
+    { name: 'billing', url: ctx.urls.billing, secret: ctx.config.SERVICE_JWT_SECRET },
+    method,
+    path,
+    body,
+  );
 
 export const creditsCommands: CommandGroup = {
   name: 'credits',
@@ -60,12 +27,13 @@ export const creditsCommands: CommandGroup = {
         amount: { type: 'string', required: true, description: 'USD amount, e.g. 25 or 10.50' },
         note: { type: 'string', description: 'ledger note (who, why)' },
       },
-      async run({ runtime, config }, o) {
+      async run(ctx, o) {
+        const { runtime } = ctx;
         if (!/^-?\d+(\.\d{1,10})?$/.test(o.amount)) {
           throw new UsageError(`--amount must be a USD amount like 25 or 10.50, got "${o.amount}"`);
         }
         const account = await runtime.accounts.requireBySlug(o.account);
-        const data = (await callBilling(config, 'POST', `/internal/accounts/${account.id}/credits`, {
+        const data = (await callBilling(ctx, 'POST', `/internal/accounts/${account.id}/credits`, {
           amount: o.amount,
           note: o.note ?? null,
         })) as { total_credits: string };
@@ -91,9 +59,9 @@ export const setPostpaidCommand = defineCommand({
     account: { type: 'string', required: true, description: 'account slug, e.g. acme' },
     off: { type: 'boolean', description: 'switch postpaid off (prepaid: requests need credits)' },
   },
-  async run({ runtime, config }, o) {
-    const account = await runtime.accounts.requireBySlug(o.account);
-    const data = (await callBilling(config, 'PUT', `/internal/accounts/${account.id}/postpaid`, {
+  async run(ctx, o) {
+    const account = await ctx.runtime.accounts.requireBySlug(o.account);
+    const data = (await callBilling(ctx, 'PUT', `/internal/accounts/${account.id}/postpaid`, {
       postpaid: !o.off,
     })) as { postpaid: boolean };
     return {
@@ -102,3 +70,61 @@ export const setPostpaidCommand = defineCommand({
     };
   },
 });
+
+const positiveInt = (flag: string, v: string | undefined, fallback: number) => {
+  if (v === undefined) return fallback;
+  if (!/^[1-9]\d{0,5}$/.test(v)) throw new UsageError(`--${flag} must be a positive integer, got "${v}"`);
+  return Number(v);
+};
+
+/**
+ * `dlq show` / `dlq replay`: the usage dead-letter queue (billing's). Transient outages never put an
+ * event there (billing retries them in-process); what is there failed on its own or is invalid.
+ * Replay is exactly-once: billing records each request id once.
+ */
+export const dlqCommands: CommandGroup = {
+  name: 'dlq',
+  summary: 'Usage events billing could not record (dead-letter queue): show and replay',
+  commands: [
+    defineCommand({
+      name: 'show',
+      summary: 'List dead-lettered usage events (left in the queue)',
+      options: { limit: { type: 'string', description: 'most messages to show (default 20)' } },
+      async run(ctx, o) {
+        const limit = positiveInt('limit', o.limit, 20);
+        const data = (await callBilling(ctx, 'GET', `/internal/dlq?limit=${limit}`, undefined)) as {
+          count: number;
+          messages: Array<Record<string, string | number | null>>;
+        };
+        return {
+          data,
+          text: data.count === 0 ? 'The dead-letter queue is empty' : undefined,
+          table:
+            data.count === 0
+              ? undefined
+              : {
+                  columns: ['id', 'account_id', 'cost', 'finished_at', 'reason'],
+                  rows: data.messages.map((m) => [m.id, m.account_id, m.cost, m.finished_at, m.reason]),
+                },
+        };
+      },
+    }),
+    defineCommand({
+      name: 'replay',
+      summary: 'Send valid dead-lettered events back to billing (exactly once; invalid ones stay)',
+      options: { limit: { type: 'string', description: 'most events to replay (default 1000)' } },
+      async run(ctx, o) {
+        const limit = positiveInt('limit', o.limit, 1000);
+        const data = (await callBilling(ctx, 'POST', '/internal/dlq/replay', { limit })) as {
+          replayed: number;
+          invalid: number;
+          remaining: number;
+        };
+        return {
+          data,
+          text: `Replayed ${data.replayed} event(s); ${data.invalid} invalid left in place; ${data.remaining} in the queue now`,
+        };
+      },
+    }),
+  ],
+};

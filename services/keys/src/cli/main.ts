@@ -1,8 +1,9 @@
 import { pathToFileURL } from 'node:url';
 import { accountsCommands } from './accounts.commands';
 import { type CommandGroup, runCli } from './command';
-import { creditsCommands, setPostpaidCommand } from './credits.commands';
+import { creditsCommands, dlqCommands, setPostpaidCommand } from './credits.commands';
 import { keysCommands } from './keys.commands';
+import { usersCommands } from './users.commands';
 
 /**
  * The admin CLI (`pnpm tollgate <group> <command> … [--json]`): the dashboard functions.
@@ -12,6 +13,8 @@ export const commandGroups: CommandGroup[] = [
   { ...accountsCommands, commands: [...accountsCommands.commands, setPostpaidCommand] },
   keysCommands,
   creditsCommands,
+  usersCommands,
+  dlqCommands,
 ];
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { errorHandler, healthRoutes, jsonBody, notFoundHandler, type ReadinessCheck } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import express from 'express';
+import type { AccountService } from '../accounts/accounts.service';
+import { accountKeysRoutes } from '../internal/account-keys.routes';
 import type { KeyPresenter } from '../keys/key-view';
 import { keysRoutes } from '../keys/keys.routes';
 import type { KeyService } from '../keys/keys.service';
@@ -9,6 +11,7 @@ import { resolveRoutes } from '../resolve/resolve.routes';
 
 export interface KeysAppDeps {
   keys: KeyService;
+  accounts: AccountService;
   presenter: KeyPresenter;
   secret: string;
   logger: Logger;
@@ -30,6 +33,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
   app.use(jsonBody('64kb'));
   app.use(resolveRoutes(deps));
   app.use(keysRoutes(deps));
+  app.use(accountKeysRoutes(deps));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;

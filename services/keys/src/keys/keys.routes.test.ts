@@ -275,6 +275,29 @@ describe('§3 state table', () => {
     expectError(await api(t, 'GET', '/keys', { as: acct.managementKey }), 401, 'unauthorized');
   });
 
+  it('a management key cannot disable itself: 403 forbidden pointing to the dashboard (issue 14)', async () => {
+    const acct = await t.createAccount();
+    const res = await api(t, 'PATCH', `/keys/${acct.managementKey.id}`, {
+      as: acct.managementKey,
+      body: { disabled: true },
+    });
+    expectError(res, 403, 'forbidden', /dashboard/);
+    expect(isActive(await proxyLookup(t, acct.managementKey.key))).toBe(true);
+    // Renaming itself is fine, and another management key may disable it.
+    expectStatus(
+      await api(t, 'PATCH', `/keys/${acct.managementKey.id}`, {
+        as: acct.managementKey,
+        body: { name: 'me' },
+      }),
+      200,
+    );
+    const other = await t.createKey(acct.id, { scope: 'management' });
+    expectStatus(
+      await api(t, 'PATCH', `/keys/${acct.managementKey.id}`, { as: other, body: { disabled: true } }),
+      200,
+    );
+  });
+
   it('PATCH updates name and limits; null removes the limit and the reset', async () => {
     const acct = await t.createAccount();
     const key = await createViaApi(acct, { name: 'a' });

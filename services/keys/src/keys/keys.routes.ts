@@ -1,3 +1,4 @@
+import { AppError } from '@tollgate/errors';
 import { Router } from 'express';
 import { callerOf, keyCaller } from '../http/caller';
 import type { KeyPresenter } from './key-view';
@@ -43,7 +44,15 @@ export function keysRoutes(deps: { keys: KeyService; presenter: KeyPresenter; se
   router.patch('/keys/:hash', management, async (req, res) => {
     const hash = parseHash(req.params.hash);
     const body = parseBody(updateKeyBody, req.body);
-    const row = await keys.update(callerOf(res).account_id, hash, {
+    const caller = callerOf(res);
+    // Like revoking itself: a management key that disabled itself could not undo it through the API.
+    if (body.disabled === true && hash === caller.id) {
+      throw new AppError(
+        'forbidden',
+        'A management key cannot disable itself; disable it in the dashboard (pnpm tollgate keys disable-management)',
+      );
+    }
+    const row = await keys.update(caller.account_id, hash, {
       name: body.name,
       disabled: body.disabled,
       limit: body.limit,

@@ -11,6 +11,7 @@ import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { KeyResolver } from './key-resolver';
+import type { UnknownKeyLimiter } from './unknown-keys';
 
 /**
  * Authentication on the hot path: sha256 of the bearer key, one Redis HMGET through the key cache,
@@ -18,7 +19,8 @@ import type { KeyResolver } from './key-resolver';
  * records: a disabled or revoked key is refused on its very next request.
  */
 export interface Authenticator {
-  authenticate(authorization: string | undefined): Promise<Authenticated>;
+  /** `client`: the caller's address, for the unknown-key rate limit. */
+  authenticate(authorization: string | undefined, client?: string): Promise<Authenticated>;
 }
 
 export interface Authenticated {
@@ -41,6 +43,8 @@ export interface AuthDeps {
    */
   lastUsedIntervalMs?: number;
   now?: () => number;
+  /** Rate limit of lookups that find no key, per client address (none when absent). */
+  unknownKeys?: UnknownKeyLimiter;
 }
 
 /** Bounds the coalescing map; clearing it only costs one extra write per active key. */
@@ -71,8 +75,13 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     redis.hset(lastUsedKey, keyId, t).catch(onLastUsedError);
   }
 
+  const unknownKeys = deps.unknownKeys;
+
   /** The key-cache read and the rate-limit count in one pipelined round trip. */
-  async function lookup(digest: string): Promise<{ key: CachedKey | null; count: RequestCount | null }> {
+  async function lookup(
+    digest: string,
+    client: string,
+  ): Promise<{ key: CachedKey | null; count: RequestCount | null }> {
     let count: RequestCount | null = null;
     try {
       const read = await keyCache.getCounting(digest, now());
@@ -82,16 +91,25 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     } catch (err) {
       logger.warn({ err }, 'key cache unavailable, asking the keys service');
     }
-    return { key: await resolver.resolve(digest), count };
+    if (unknownKeys?.blocked(client)) {
+      throw new AppError(
+        'rate_limited',
+        'Too many requests with unknown API keys from this address; retry in a minute',
+        { reason: 'unknown_keys' },
+      );
+    }
+    const record = await resolver.resolve(digest);
+    if (record === null) unknownKeys?.recordUnknown(client);
+    return { key: record, count };
   }
 
   return {
-    async authenticate(authorization) {
+    async authenticate(authorization, client = '') {
       const key = bearerKey(authorization);
       if (key === null)
         throw unauthorized('Missing or malformed Authorization header (expected "Bearer <key>")');
       if (!looksLikeKey(key)) throw unauthorized('Invalid API key');
-      const { key: record, count } = await lookup(digestKey(key));
+      const { key: record, count } = await lookup(digestKey(key), client);
       if (record === null) throw unauthorized('Invalid API key');
       if (record.revoked) throw unauthorized('This API key has been revoked');
       if (record.disabled) throw unauthorized('This API key is disabled');
@@ -115,7 +133,7 @@ export function authMiddleware(auth: Authenticator, now: () => number = Date.now
   return async (req: Request, res: Response, next: NextFunction) => {
     let authenticated: Authenticated;
     try {
-      authenticated = await auth.authenticate(req.headers.authorization);
+      authenticated = await auth.authenticate(req.headers.authorization, req.socket.remoteAddress);
     } catch (err) {
       next(err);
       return;

@@ -39,7 +39,18 @@ function isCachedKey(v: unknown): v is CachedKey {
   );
 }
 
-export function createKeyResolver(options: { url: string; secret: string; timeoutMs: number }): KeyResolver {
+/**
+ * `maxInFlight` bounds the lookups waiting on the keys service (default 256): beyond, 503 at once
+ * instead of an unbounded queue in front of a slow or overloaded keys service.
+ */
+export function createKeyResolver(options: {
+  url: string;
+  secret: string;
+  timeoutMs: number;
+  maxInFlight?: number;
+}): KeyResolver {
+  const maxInFlight = options.maxInFlight ?? 256;
+  let inFlight = 0;
   const pool = new Pool(options.url, {
     connections: 16,
     keepAliveTimeout: 30_000,
@@ -50,34 +61,44 @@ export function createKeyResolver(options: { url: string; secret: string; timeou
   const token = serviceTokenSource(options.secret);
   return {
     async resolve(digest) {
-      let res: Awaited<ReturnType<Pool['request']>>;
+      if (inFlight >= maxInFlight) throw unavailable();
+      inFlight++;
       try {
-        res = await pool.request({
-          method: 'POST',
-          path: '/internal/keys/resolve',
-          headers: { 'content-type': 'application/json', [SERVICE_TOKEN_HEADER]: token() },
-          body: JSON.stringify({ digest }),
-        });
-      } catch {
-        throw unavailable();
+        return await resolveOnce(digest);
+      } finally {
+        inFlight--;
       }
-      if (res.statusCode === 404) {
-        await res.body.dump();
-        return null;
-      }
-      if (res.statusCode !== 200) {
-        await res.body.dump();
-        throw unavailable();
-      }
-      let body: { data?: unknown };
-      try {
-        body = (await res.body.json()) as { data?: unknown };
-      } catch {
-        throw unavailable();
-      }
-      if (!isCachedKey(body.data)) throw unavailable();
-      return body.data;
     },
     close: () => pool.close(),
   };
+
+  async function resolveOnce(digest: string): Promise<CachedKey | null> {
+    let res: Awaited<ReturnType<Pool['request']>>;
+    try {
+      res = await pool.request({
+        method: 'POST',
+        path: '/internal/keys/resolve',
+        headers: { 'content-type': 'application/json', [SERVICE_TOKEN_HEADER]: token() },
+        body: JSON.stringify({ digest }),
+      });
+    } catch {
+      throw unavailable();
+    }
+    if (res.statusCode === 404) {
+      await res.body.dump();
+      return null;
+    }
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      throw unavailable();
+    }
+    let body: { data?: unknown };
+    try {
+      body = (await res.body.json()) as { data?: unknown };
+    } catch {
+      throw unavailable();
+    }
+    if (!isCachedKey(body.data)) throw unavailable();
+    return body.data;
+  }
 }

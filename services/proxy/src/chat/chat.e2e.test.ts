@@ -596,7 +596,7 @@ describe('upstream transport failures', () => {
   beforeAll(async () => {
     const yaml = `
 providers:
-  - { name: sim, base_url: "${stack.sim.url}/v1" }
+  - { name: sim, base_url: "${stack.sim.url}/v1", simulator: true }
   - { name: dead, base_url: "http://127.0.0.1:9/v1" }
 models:
   - { id: test/slow, name: slow, context_length: 1000, created: 1, providers: [{ provider: sim, model: m }], pricing: { prompt: "0.000001", completion: "0.000002" } }

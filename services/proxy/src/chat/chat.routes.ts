@@ -1,6 +1,6 @@
 import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
-import { AppError, badRequest } from '@tollgate/errors';
+import { AppError, badRequest, safeText } from '@tollgate/errors';
 import { allowsModel } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -8,9 +8,18 @@ import { authenticatedKey } from '../auth/authenticate';
 import type { SpendGuard } from '../spend/guard';
 import { parseChatRequest } from './chat.validation';
 import { Completion, type TokenEstimator, type UsageSink } from './completion';
+import type { KeyConcurrency } from './concurrency';
 import { admissionPromptTokens } from './prompt-bound';
+import { upstreamFields } from './request-fields';
 import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
-import { isAbortError, readSome, transportError, type Upstreams, upstreamHttpError } from './upstream';
+import {
+  acquireUpstream,
+  isAbortError,
+  readSome,
+  transportError,
+  type Upstreams,
+  upstreamHttpError,
+} from './upstream';
 import { completeUsage, isProviderUsage, messageText, tokensFromUsage } from './usage';
 
 export interface ChatDeps {
@@ -20,6 +29,12 @@ export interface ChatDeps {
   sink: UsageSink;
   estimator: TokenEstimator;
   keepAliveIntervalMs: number;
+  /** A streaming client that does not read for this long is cut (billed for what was produced). */
+  streamWriteTimeoutMs: number;
+  /** Longest a completion may run (then 504 timeout). */
+  maxDurationMs: number;
+  /** Per-key cap on completions in flight in this process. */
+  concurrency: KeyConcurrency;
   logger: Logger;
 }
 
@@ -44,7 +59,7 @@ const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };
 
 /** POST /chat/completions: validate, admit, forward, relay (JSON or SSE), settle, publish. */
 export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
-  const { catalog, upstreams, guard, sink, estimator, keepAliveIntervalMs, logger } = deps;
+  const { catalog, upstreams, guard, sink, estimator, keepAliveIntervalMs, logger, concurrency } = deps;
 
   async function handle(req: Request, res: Response): Promise<void> {
     const key = authenticatedKey(res);
@@ -62,12 +77,32 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (!route)
       throw new AppError('service_unavailable', `model: '${chat.model}' has no provider configured`);
 
+    // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
+    if (sink.canAdmit && !sink.canAdmit()) {
+      throw new AppError(
+        'service_unavailable',
+        'Usage recording is unavailable (message broker and disk spool are both unavailable); retry shortly',
+      );
+    }
+    const slot = concurrency.acquire(key.id);
+    if (!slot) {
+      throw new AppError(
+        'rate_limited',
+        `Too many concurrent completions for this key (at most ${concurrency.limit} at a time); retry when one finishes`,
+        { limit: concurrency.limit, reason: 'concurrency' },
+      );
+    }
+    res.once('close', slot);
+
     const requestId = nextRequestId();
     res.setHeader('X-Generation-Id', requestId);
     const prompt = admissionPromptTokens(chat.messages, estimator);
     const reservation = await guard.admit({
       key,
-      worstCaseCostUnits: worstCaseCost(model, prompt.tokens, chat.maxTokens ?? undefined),
+      worstCaseCostUnits: worstCaseCost(model, prompt.tokens, {
+        maxTokens: chat.maxTokens ?? undefined,
+        n: chat.n,
+      }),
       requestId,
     });
 
@@ -81,9 +116,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         model,
         provider: route.provider,
         upstreamModel: route.upstreamModel,
-        app: typeof title === 'string' && title.length > 0 ? title.slice(0, X_TITLE_MAX) : null,
+        app: typeof title === 'string' && title.length > 0 ? safeText(title, X_TITLE_MAX) : null,
         httpReferer:
-          typeof referer === 'string' && referer.length > 0 ? referer.slice(0, HTTP_REFERER_MAX) : null,
+          typeof referer === 'string' && referer.length > 0 ? safeText(referer, HTTP_REFERER_MAX) : null,
         logger,
         promptEstimate: prompt.exact,
         reservation,
@@ -95,8 +130,11 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     // The client going away aborts the upstream request (and whatever the relay is waiting for).
     (res.locals as CompletionLocals).completion = c;
     res.once('close', onResponseClose);
+    c.startDeadline(deps.maxDurationMs);
 
-    const body = chat.body;
+    // Only the wire format's documented fields reach the provider (request-fields.ts).
+    const body = upstreamFields(chat.body, route.provider);
+    chat.body = body;
     body.model = route.upstreamModel;
     if (chat.stream) {
       body.stream_options = {
@@ -112,6 +150,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   /** Request start → provider response; errors before any byte are ordinary HTTP errors. */
   async function send(c: Completion) {
     const target = upstreams.target(c.provider);
+    c.release = acquireUpstream(target, c.provider.name);
     return target.pool.request({
       method: 'POST',
       path: target.path,
@@ -119,6 +158,26 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       body: JSON.stringify(c.chat.body),
       signal: c.abort.signal,
     });
+  }
+
+  /** The gateway error for a failed upstream call: capacity (503), the duration cap (504), transport. */
+  function failureOf(c: Completion, err: unknown): AppError {
+    if (err instanceof AppError) return err;
+    if (c.timedOut) {
+      return new AppError(
+        'timeout',
+        `Completion exceeded the gateway's maximum duration of ${Math.round(deps.maxDurationMs / 1000)} s`,
+        { provider_name: c.provider.name },
+      );
+    }
+    return transportError(err, c.provider.name);
+  }
+
+  /** A provider's error response: the summary for the client; its own text goes to the log only. */
+  function refusal(c: Completion, status: number, errorText: string): AppError {
+    const { error, detail } = upstreamHttpError(status, errorText, c.provider.name);
+    c.log.warn({ provider: c.provider.name, upstreamStatus: status, detail }, 'provider refused the request');
+    return error;
   }
 
   /** Cancelled before the provider answered: the prompt was sent, bill its estimate. */
@@ -132,9 +191,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     try {
       up = await send(c);
     } catch (err) {
-      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
+      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
       c.end(null, 'estimated', 0n);
-      throw transportError(err, c.provider.name);
+      throw failureOf(c, err);
     }
     c.markFirstByte();
     let text: string;
@@ -142,14 +201,14 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       if (up.statusCode < 200 || up.statusCode >= 300) {
         const errorText = await readSome(up.body);
         c.end(null, 'estimated', 0n);
-        throw upstreamHttpError(up.statusCode, errorText, c.provider.name);
+        throw refusal(c, up.statusCode, errorText);
       }
       text = await up.body.text();
     } catch (err) {
       if (err instanceof AppError) throw err;
-      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
+      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
       // The provider accepted the request and broke off while sending the answer: it did work.
-      const e = transportError(err, c.provider.name);
+      const e = failureOf(c, err);
       c.error = completionErrorOf(e);
       endCancelledEarly(c);
       throw e;
@@ -185,20 +244,20 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   async function relayStream(c: Completion, res: Response): Promise<void> {
-    const relay = new StreamRelay(c, res);
+    const relay = new StreamRelay(c, res, deps.streamWriteTimeoutMs);
     relay.startKeepAlive(keepAliveIntervalMs);
     let up: Awaited<ReturnType<typeof send>>;
     try {
       up = await send(c);
     } catch (err) {
       relay.stopKeepAlive();
-      if (c.cancelled || isAbortError(err)) return endCancelledEarly(c);
-      return refuseStream(c, res, transportError(err, c.provider.name));
+      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
+      return refuseStream(c, res, failureOf(c, err));
     }
     if (up.statusCode < 200 || up.statusCode >= 300) {
       relay.stopKeepAlive();
       const errorText = await readSome(up.body);
-      return refuseStream(c, res, upstreamHttpError(up.statusCode, errorText, c.provider.name));
+      return refuseStream(c, res, refusal(c, up.statusCode, errorText));
     }
     writeSseHead(res);
     try {
@@ -209,8 +268,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       }
       if (!relay.terminated) relay.endOfInput();
     } catch (err) {
-      if (!(c.cancelled || isAbortError(err)))
-        relay.fail(completionErrorOf(transportError(err, c.provider.name)));
+      if (c.timedOut || !(c.cancelled || isAbortError(err))) relay.fail(completionErrorOf(failureOf(c, err)));
     } finally {
       if (relay.terminated) up.body.destroy();
     }

@@ -1,8 +1,8 @@
 import { badRequest } from '@tollgate/errors';
 
 /**
- * Validation of POST /chat/completions. Only the fields the gateway relies on are checked; every other
- * field passes through to the provider untouched (including the simulator's `sim` object).
+ * Validation of POST /chat/completions. Only the fields the gateway relies on are checked; of the
+ * others, only the wire format's documented fields reach the provider (request-fields.ts).
  * Hand-written rather than zod: it runs on every request and the messages name the field exactly.
  */
 export interface ChatMessage {
@@ -17,9 +17,17 @@ export interface ChatRequest {
   model: string;
   messages: ChatMessage[];
   stream: boolean;
-  /** The lower of max_completion_tokens and max_tokens, when given (what the provider honours). */
+  /**
+   * The larger of max_completion_tokens and max_tokens, when given: providers differ in which one they
+   * honour, so admission reserves for the larger.
+   */
   maxTokens: number | null;
+  /** Completions requested (`n`, default 1); admission reserves the output budget once per completion. */
+  n: number;
 }
+
+/** Upper bound of `n` (OpenAI's own limit is 128). */
+export const MAX_N = 128;
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -57,8 +65,10 @@ export function parseChatRequest(body: unknown): ChatRequest {
   }
   const a = optionalCount(body, 'max_completion_tokens');
   const b = optionalCount(body, 'max_tokens');
-  const maxTokens = a !== null && b !== null ? Math.min(a, b) : (a ?? b);
-  return { body, model, messages: messages as ChatMessage[], stream: stream === true, maxTokens };
+  const maxTokens = a !== null && b !== null ? Math.max(a, b) : (a ?? b);
+  const n = optionalCount(body, 'n') ?? 1;
+  if (n > MAX_N) throw badRequest(`n: at most ${MAX_N} completions per request`);
+  return { body, model, messages: messages as ChatMessage[], stream: stream === true, maxTokens, n };
 }
 
 function optionalCount(body: Record<string, unknown>, field: string): number | null {

@@ -11,6 +11,8 @@ import type { TokenCounts } from './usage';
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
 export interface UsageSink {
   publish(event: UsageEvent): void;
+  /** False when a new event could be neither sent nor spooled: the request is refused (503). */
+  canAdmit?(): boolean;
 }
 
 /** Token estimates for requests the provider did not report usage for (@tollgate/tokens). */
@@ -21,8 +23,11 @@ export interface TokenEstimator {
 
 export interface CompletionError {
   code: number;
+  /** What the client sees (a summary for provider errors). */
   message: string;
   errorType: string;
+  /** The provider's own text, for the generation record only (never sent to the client). */
+  detail?: string;
 }
 
 export type UsageSource = 'provider' | 'estimated';
@@ -55,8 +60,13 @@ export class Completion {
   upstreamId: string | null = null;
   finishReason: string | null = null;
   cancelled = false;
+  /** The completion ran past its maximum duration (COMPLETION_MAX_DURATION_MS) and was aborted. */
+  timedOut = false;
   error: CompletionError | null = null;
+  /** Called once when the completion ends (releases its upstream slot). */
+  release: (() => void) | null = null;
   private ended = false;
+  private deadline: NodeJS.Timeout | null = null;
 
   readonly requestId: string;
   readonly key: CachedKey;
@@ -96,6 +106,15 @@ export class Completion {
     return this.child;
   }
 
+  /** Aborts the completion (upstream request included) once it has run `ms`. */
+  startDeadline(ms: number): void {
+    this.deadline = setTimeout(() => {
+      this.timedOut = true;
+      this.abort.abort();
+    }, ms);
+    this.deadline.unref();
+  }
+
   markFirstByte(): void {
     if (this.firstByteAt === 0) this.firstByteAt = Date.now();
   }
@@ -112,6 +131,9 @@ export class Completion {
   end(tokens: TokenCounts | null, source: UsageSource, costUnits: bigint): void {
     if (this.ended) return;
     this.ended = true;
+    if (this.deadline) clearTimeout(this.deadline);
+    this.release?.();
+    this.release = null;
     this.guard.settle(this.reservation, costUnits).catch((err: unknown) => {
       this.log.error({ err }, 'spend settle failed');
     });
@@ -142,7 +164,7 @@ export class Completion {
       },
       cost: toDecimal(costUnits),
       is_byok: false,
-      error: this.error ? { code: this.error.code, message: this.error.message } : null,
+      error: this.error ? { code: this.error.code, message: this.error.detail ?? this.error.message } : null,
       started_at: new Date(this.startedAt).toISOString(),
       finished_at: new Date(finishedAt).toISOString(),
       latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),
@@ -179,11 +201,17 @@ export class Completion {
     return this.promptExact;
   }
 
-  /** Estimated counts: prompt from the request messages, completion from the text actually produced. */
-  estimate(producedText: string): TokenCounts {
+  /**
+   * Estimated counts: prompt from the request messages, completion from the text actually produced
+   * (plus `overflowBytes`, UTF-8 bytes of produced text that was only counted, not kept: an upper
+   * bound of its tokens). The estimator's counts are linear-time and budgeted (@tollgate/tokens).
+   */
+  estimate(producedText: string, overflowBytes = 0): TokenCounts {
     return {
       prompt: this.promptEstimate(),
-      completion: producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText),
+      completion:
+        (producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText)) +
+        overflowBytes,
       cached: 0,
       cacheWrite: 0,
       reasoning: 0,

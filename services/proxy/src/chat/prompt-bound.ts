@@ -12,8 +12,9 @@ import type { TokenEstimator } from './completion';
  *
  * Tokenizing is linear in the prompt and synchronous: ~0.2 ms for 650 tokens but ~2 ms for 6k and
  * ~8 ms for 60k tokens, during which every other request of this process waits. So prompts up to
- * EXACT_LIMIT characters of text get the exact estimate (@tollgate/tokens, cached for repeated
- * system prompts); longer ones get an upper bound that costs one Buffer.byteLength per string:
+ * EXACT_LIMIT characters in all the fields the estimate reads get the exact estimate
+ * (@tollgate/tokens, cached for repeated system prompts; itself linear-time and budgeted, so even a
+ * prompt made of one unbroken run stays cheap); longer ones get an upper bound that costs one Buffer.byteLength per string:
  * a BPE token always covers at least one byte, so UTF-8 bytes (+ the same per-message overhead and
  * safety margin) can never be below the estimate. The exact estimate, when billing needs it (no
  * provider usage), is computed lazily at the end of the request.
@@ -30,9 +31,17 @@ interface MessageLike {
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 
+/**
+ * Characters the exact estimate would tokenize: every field it reads (role, name, tool_call_id,
+ * content strings and parts, tool calls), so no field can smuggle a long text past the size check.
+ * Stops counting once the limit is passed.
+ */
 function textLength(messages: readonly MessageLike[]): number {
   let n = 0;
+  const str = (v: unknown) => (typeof v === 'string' ? v.length : 0);
   for (const m of messages) {
+    if (n > EXACT_LIMIT) return n;
+    n += str(m.role) + str(m.name) + str(m.tool_call_id);
     const c = m.content;
     if (typeof c === 'string') n += c.length;
     else if (Array.isArray(c)) {

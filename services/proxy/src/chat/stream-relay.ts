@@ -1,10 +1,11 @@
 import { once } from 'node:events';
-import type { AppError } from '@tollgate/errors';
+import { type AppError, safeText } from '@tollgate/errors';
 import type { Response } from 'express';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
 import type { Completion, CompletionError, UsageSource } from './completion';
+import { DETAIL_MAX, summariseProviderError } from './provider-error';
 import { SseReader } from './sse';
-import { completeUsage, isProviderUsage, streamedText, type TokenCounts, tokensFromUsage } from './usage';
+import { completeUsage, isProviderUsage, ProducedText, type TokenCounts, tokensFromUsage } from './usage';
 
 const SSE_HEAD = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -52,8 +53,8 @@ export const completionErrorOf = (err: AppError): CompletionError => ({
  */
 export class StreamRelay {
   private readonly reader = new SseReader();
-  /** Raw data of the content chunks, parsed only if the provider reports no usage (estimate). */
-  private readonly contentChunks: string[] = [];
+  /** What the content chunks produced, bounded (parsed only as far as the estimate needs). */
+  private readonly produced = new ProducedText();
   private usageChunk: Json | null = null;
   private lastFinishChunk: string | null = null;
   private sawDone = false;
@@ -65,6 +66,8 @@ export class StreamRelay {
   constructor(
     private readonly c: Completion,
     private readonly res: Response,
+    /** How long the client may leave its socket buffer full before the stream is cut. */
+    private readonly writeTimeoutMs = 30_000,
   ) {}
 
   /** SSE comments while nothing else is written; the first one also commits the 200 + SSE headers. */
@@ -85,15 +88,32 @@ export class StreamRelay {
     this.keepAliveTimer = null;
   }
 
-  /** Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect). */
+  /**
+   * Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect).
+   * A client that does not read for writeTimeoutMs is cut: the upstream request is aborted (its
+   * connection freed for others) and the completion ends cancelled, billed for what was produced.
+   */
   async push(bytes: Uint8Array): Promise<void> {
     const events = this.reader.push(bytes);
     if (events.length === 0) return;
     const out = this.handle(events);
     if (out.length > 0 && !this.write(out)) {
-      await once(this.res, 'drain', { signal: this.c.abort.signal });
+      const timer = setTimeout(this.stalled, this.writeTimeoutMs);
+      try {
+        await once(this.res, 'drain', { signal: this.c.abort.signal });
+      } finally {
+        clearTimeout(timer);
+      }
     }
   }
+
+  private readonly stalled = (): void => {
+    const c = this.c;
+    c.cancelled = true;
+    c.log.warn({ writeTimeoutMs: this.writeTimeoutMs }, 'client stopped reading: stream cut');
+    c.abort.abort();
+    this.res.destroy();
+  };
 
   /** Upstream body ended cleanly. */
   endOfInput(): void {
@@ -138,7 +158,7 @@ export class StreamRelay {
         continue;
       }
       if (c.upstreamId === null) c.upstreamId = rewritten.upstreamId;
-      this.contentChunks.push(data);
+      this.produced.addChunk(data);
       if (hasFinishReason(data)) this.lastFinishChunk = data;
       out += `data: ${stripNullUsage(rewritten.text)}\n\n`;
     }
@@ -160,14 +180,17 @@ export class StreamRelay {
     const numeric = [err.code, err.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as
       | number
       | undefined;
-    const message =
-      typeof err.message === 'string' && err.message.length > 0 ? err.message : 'Provider error';
+    const detail = typeof err.message === 'string' && err.message.length > 0 ? err.message : null;
     const code = numeric ?? 502;
+    // The client gets a summary; the provider's text goes to the generation record (and the log).
+    const summary = summariseProviderError(code, detail, this.c.provider.name, ' mid-stream');
     this.c.error = {
       code,
-      message: `Provider ${this.c.provider.name} failed mid-stream: ${message.slice(0, 500)}`,
+      message: summary.message,
       errorType: code === 504 ? 'timeout' : code >= 500 ? 'server' : 'provider_error',
+      detail: `Provider ${this.c.provider.name} failed mid-stream: ${safeText(detail ?? 'Provider error', DETAIL_MAX)}`,
     };
+    this.c.log.warn({ provider: this.c.provider.name, code, detail }, 'provider error mid-stream');
     return true;
   }
 
@@ -187,7 +210,7 @@ export class StreamRelay {
     const content: Json = { ...chunk, id: c.requestId, model: c.model.id };
     delete content.usage;
     const text = JSON.stringify(content);
-    this.contentChunks.push(text);
+    this.produced.addChunk(text);
     if (hasFinishReason(text)) this.lastFinishChunk = text;
     return text;
   }
@@ -212,7 +235,8 @@ export class StreamRelay {
       tokens = tokensFromUsage(providerUsage);
       source = 'provider';
     } else {
-      tokens = c.estimate(streamedText(this.contentChunks));
+      const produced = this.produced.result();
+      tokens = c.estimate(produced.text, produced.overflowBytes);
       source = 'estimated';
     }
     const cost = c.cost(tokens);

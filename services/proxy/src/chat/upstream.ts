@@ -1,5 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import { Pool } from 'undici';
+import { providerMessage, summariseProviderError } from './provider-error';
 
 /**
  * One keep-alive undici Pool per provider origin. The provider's base URL may carry a path
@@ -16,15 +17,21 @@ export interface UpstreamTarget {
   path: string;
   /** Request headers, built once per provider. */
   headers: Record<string, string>;
+  /** Requests in flight to the pool's origin (shared by every provider on it) and their cap. */
+  load: { inFlight: number; limit: number };
 }
 
 export interface UpstreamOptions {
   timeoutMs: number;
+  /** Connections per origin (default 256). */
   connections?: number;
+  /** Requests that may wait for a connection beyond those (default 256); more fail at once with 503. */
+  maxQueued?: number;
 }
 
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
+  private readonly loads = new Map<string, UpstreamTarget['load']>();
   private readonly targets = new Map<string, UpstreamTarget>();
 
   constructor(private readonly options: UpstreamOptions) {}
@@ -34,10 +41,14 @@ export class Upstreams {
     let target = this.targets.get(cacheKey);
     if (target) return target;
     const base = new URL(provider.baseUrl);
+    const connections = this.options.connections ?? 256;
     let pool = this.pools.get(base.origin);
-    if (!pool) {
+    let load = this.loads.get(base.origin);
+    if (!pool || !load) {
+      load = { inFlight: 0, limit: connections + (this.options.maxQueued ?? 256) };
+      this.loads.set(base.origin, load);
       pool = new Pool(base.origin, {
-        connections: this.options.connections ?? 512,
+        connections,
         keepAliveTimeout: 30_000,
         headersTimeout: this.options.timeoutMs,
         bodyTimeout: this.options.timeoutMs,
@@ -50,7 +61,7 @@ export class Upstreams {
       accept: 'application/json',
     };
     if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
-    target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers };
+    target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers, load };
     this.targets.set(cacheKey, target);
     return target;
   }
@@ -58,6 +69,27 @@ export class Upstreams {
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.close()));
   }
+}
+
+/**
+ * Takes one request slot of the target's origin, or throws 503 `service_unavailable` when every
+ * connection is busy and the wait queue is full (fail fast instead of queueing without bound).
+ * Returns the release function (call exactly once).
+ */
+export function acquireUpstream(target: UpstreamTarget, providerName: string): () => void {
+  const load = target.load;
+  if (load.inFlight >= load.limit) {
+    throw new AppError('service_unavailable', `Provider ${providerName} is at capacity; retry later`, {
+      provider_name: providerName,
+    });
+  }
+  load.inFlight++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    load.inFlight--;
+  };
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -78,29 +110,24 @@ export function transportError(err: unknown, providerName: string): AppError {
 }
 
 /**
- * Maps an upstream HTTP error response (before any byte was sent to the client): 4xx are relayed with
- * their status, except 401/403/404 which mean the gateway's own provider configuration is wrong (502);
- * everything else is 502. The provider's message is kept when it sent one.
+ * Maps an upstream HTTP error response (before any byte was sent to the client) to the gateway
+ * error: status and a safe summary (provider-error.ts); the provider's own text is `detail`, for the
+ * logs, never for the client.
  */
-export function upstreamHttpError(status: number, bodyText: string, providerName: string): AppError {
-  let message = `Provider ${providerName} returned HTTP ${status}`;
-  try {
-    const parsed = JSON.parse(bodyText) as { error?: { message?: unknown } | string; message?: unknown };
-    const m =
-      typeof parsed.error === 'object' && parsed.error !== null
-        ? parsed.error.message
-        : (parsed.error ?? parsed.message);
-    if (typeof m === 'string' && m.length > 0) message = `${message}: ${m.slice(0, 500)}`;
-  } catch {
-    // not JSON: keep the generic message
-  }
-  const relay = status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 404;
-  return new AppError(
+export function upstreamHttpError(
+  status: number,
+  bodyText: string,
+  providerName: string,
+): { error: AppError; detail: string | null } {
+  const detail = providerMessage(bodyText);
+  const summary = summariseProviderError(status, detail, providerName);
+  const error = new AppError(
     'provider_error',
-    message,
+    summary.message,
     { provider_name: providerName, upstream_status: status },
-    relay ? status : 502,
+    summary.status,
   );
+  return { error, detail };
 }
 
 /** Reads at most `limit` bytes of an error body (it is only used for its message). */

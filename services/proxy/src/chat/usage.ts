@@ -1,4 +1,5 @@
 import { toNumber } from '@tollgate/money';
+import { EXACT_BUDGET_CHARS } from '@tollgate/tokens';
 
 /** Token counts of one request, OpenAI semantics: prompt includes cached and cache-write, completion includes reasoning. */
 export interface TokenCounts {
@@ -56,21 +57,67 @@ export function completeUsage(providerUsage: unknown, tokens: TokenCounts, costU
   };
 }
 
-/** The text a streamed response produced so far, from the raw content chunks (parsed only when needed). */
-export function streamedText(rawChunks: readonly string[]): string {
-  let text = '';
-  for (const raw of rawChunks) {
-    let chunk: Json;
-    try {
-      chunk = obj(JSON.parse(raw));
-    } catch {
-      continue;
-    }
-    const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-    for (const choice of choices) text += deltaText(obj(obj(choice).delta));
+/** Raw content-chunk characters a stream keeps unparsed before folding them into text. */
+export const RAW_KEEP_CHARS = 65_536;
+/** Produced-text characters kept for the estimate; beyond, only their UTF-8 byte count. */
+export const TEXT_KEEP_CHARS = EXACT_BUDGET_CHARS;
+
+/**
+ * What a stream produced, kept only as far as the estimate needs it (bounded memory per stream):
+ * raw content chunks are held unparsed (no per-chunk work while the provider reports usage anyway)
+ * up to RAW_KEEP_CHARS, then folded into their text; the text is kept up to TEXT_KEEP_CHARS (what
+ * the tokenizer would count) and the rest is only counted, in UTF-8 bytes (an upper bound of its tokens).
+ */
+export class ProducedText {
+  private raw: string[] = [];
+  private rawChars = 0;
+  private text = '';
+  private overflowBytes = 0;
+
+  /** The data of one content chunk (JSON text). */
+  addChunk(data: string): void {
+    this.raw.push(data);
+    this.rawChars += data.length;
+    if (this.rawChars > RAW_KEEP_CHARS) this.fold();
   }
-  return text;
+
+  private fold(): void {
+    for (const raw of this.raw) {
+      let chunk: Json;
+      try {
+        chunk = obj(JSON.parse(raw));
+      } catch {
+        continue;
+      }
+      const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+      for (const choice of choices) this.addText(deltaText(obj(obj(choice).delta)));
+    }
+    this.raw = [];
+    this.rawChars = 0;
+  }
+
+  private addText(t: string): void {
+    if (t.length === 0) return;
+    const room = TEXT_KEEP_CHARS - this.text.length;
+    if (t.length <= room) {
+      this.text += t;
+      return;
+    }
+    let cut = Math.max(0, room);
+    // Never keep half a surrogate pair.
+    if (cut > 0 && cut < t.length && isLowSurrogate(t.charCodeAt(cut))) cut--;
+    if (cut > 0) this.text += t.slice(0, cut);
+    this.overflowBytes += Buffer.byteLength(cut === 0 ? t : t.slice(cut), 'utf8');
+  }
+
+  /** The kept text and the byte count of the rest. */
+  result(): { text: string; overflowBytes: number } {
+    this.fold();
+    return { text: this.text, overflowBytes: this.overflowBytes };
+  }
 }
+
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
 
 /** The text of a non-streamed response's choices (content, reasoning, tool call arguments). */
 export function messageText(response: Json): string {

@@ -1,8 +1,10 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
-import { errorHandler, healthRoutes, listen, notFoundHandler } from '@tollgate/http';
+import { errorHandler, healthRoutes, notFoundHandler } from '@tollgate/http';
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';
@@ -12,8 +14,10 @@ import express, { type RequestHandler, type Response } from 'express';
 import { Redis } from 'ioredis';
 import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
+import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import { chatCompletionsHandler } from '../chat/chat.routes';
 import type { TokenEstimator, UsageSink } from '../chat/completion';
+import { KeyConcurrency } from '../chat/concurrency';
 import { Upstreams } from '../chat/upstream';
 import type { ProxyConfig } from '../config';
 import { createForwarder } from '../forward/forward';
@@ -94,6 +98,7 @@ export function createProxyApp(deps: {
       redis,
       lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
       logger,
+      unknownKeys: new UnknownKeyLimiter(config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE),
     }),
   );
   const inference = requireScope('inference');
@@ -106,6 +111,9 @@ export function createProxyApp(deps: {
     sink: deps.sink,
     estimator: deps.estimator,
     keepAliveIntervalMs: config.KEEPALIVE_INTERVAL_MS,
+    streamWriteTimeoutMs: config.STREAM_WRITE_TIMEOUT_MS,
+    maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
+    concurrency: new KeyConcurrency(config.MAX_CONCURRENT_COMPLETIONS_PER_KEY),
     logger,
   });
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
@@ -164,6 +172,7 @@ export function createProxyApp(deps: {
   api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys);
   api.get('/key', routeName('key'), deps.forwarders.keys);
   api.get('/credits', routeName('credits'), deps.forwarders.billing);
+  api.get('/activity', routeName('activity'), management, deps.forwarders.billing);
   api.get('/generation', routeName('generation'), inference, deps.forwarders.billing);
   api.use(notFoundHandler);
 
@@ -178,6 +187,33 @@ export function createProxyApp(deps: {
       draining = true;
     },
   };
+}
+
+/**
+ * The public server with its edge deadlines and connection cap (docs/operations.md "Security"):
+ * headers and whole-request deadlines (checked every quarter of the headers deadline, ≥ 250 ms),
+ * keep-alive idle time, socket inactivity while a request is open, at most SERVER_MAX_CONNECTIONS.
+ */
+async function listenWithLimits(app: express.Express, config: ProxyConfig): Promise<Server> {
+  const server = createServer(
+    {
+      headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
+      requestTimeout: config.SERVER_REQUEST_TIMEOUT_MS,
+      keepAliveTimeout: config.SERVER_KEEPALIVE_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.max(250, Math.floor(config.SERVER_HEADERS_TIMEOUT_MS / 4)),
+    },
+    app,
+  );
+  server.setTimeout(config.SERVER_SOCKET_TIMEOUT_MS);
+  if (config.SERVER_MAX_CONNECTIONS > 0) server.maxConnections = config.SERVER_MAX_CONNECTIONS;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.PORT, config.HOST, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
 }
 
 function waitReady(redis: Redis, timeoutMs: number, logger: Logger): Promise<void> {
@@ -221,6 +257,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       url: config.KEYS_URL,
       secret: config.SERVICE_JWT_SECRET,
       timeoutMs: config.SERVICE_TIMEOUT_MS,
+      maxInFlight: config.KEY_LOOKUP_MAX_IN_FLIGHT,
     });
   const metrics = createMetrics({ defaultMetrics: true });
   const publisher =
@@ -230,9 +267,17 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       topology: usageTopology(config.AMQP_PREFIX),
       logger,
       maxBuffered: config.PUBLISHER_MAX_BUFFERED,
+      spool: {
+        dir: config.SPOOL_DIR ?? join(tmpdir(), 'tollgate-spool', config.AMQP_PREFIX),
+        maxBytes: config.SPOOL_MAX_BYTES,
+      },
     });
   metrics.watchPublisher(publisher);
-  const upstreams = new Upstreams({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+  const upstreams = new Upstreams({
+    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    connections: config.UPSTREAM_CONNECTIONS,
+    maxQueued: config.UPSTREAM_MAX_QUEUED,
+  });
   const forwardOptions = { secret: config.SERVICE_JWT_SECRET, timeoutMs: config.SERVICE_TIMEOUT_MS };
   const keysForwarder = createForwarder({ url: config.KEYS_URL, ...forwardOptions });
   const billingForwarder = createForwarder({ url: config.BILLING_URL, ...forwardOptions });
@@ -261,7 +306,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     metrics,
     forwarders: { keys: keysForwarder.handler('keys'), billing: billingForwarder.handler('billing') },
   });
-  const server = await listen(parts.app, config.PORT, config.HOST);
+  const server = await listenWithLimits(parts.app, config);
   const port = (server.address() as AddressInfo).port;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   logger.info({ port, models: catalog.models().length }, 'proxy listening');

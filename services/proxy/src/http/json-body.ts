@@ -17,6 +17,33 @@ export function parseByteLimit(limit: string): number {
 
 const tooLarge = () => new AppError('payload_too_large', 'Request body is too large');
 
+/**
+ * Deepest nesting of arrays/objects a request body may have. JSON.parse takes any depth, but
+ * JSON.stringify (forwarding, token counting) overflows the stack on deep values (500/502 before);
+ * real chat requests nest a handful of levels (tool parameter schemas perhaps a dozen).
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** True when `value` nests deeper than `max` (iterative: no recursion on hostile input). */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const stack: unknown[] = [value];
+  const depths: number[] = [1];
+  while (stack.length > 0) {
+    const v = stack.pop() as object;
+    const d = depths.pop() as number;
+    if (d > max) return true;
+    const children = Array.isArray(v) ? v : Object.values(v);
+    for (const c of children) {
+      if (typeof c === 'object' && c !== null) {
+        stack.push(c);
+        depths.push(d + 1);
+      }
+    }
+  }
+  return false;
+}
+
 export function jsonBodyReader(limitBytes: number): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
     const encoding = req.headers['content-encoding'];
@@ -63,6 +90,10 @@ export function jsonBodyReader(limitBytes: number): RequestHandler {
         req.body = JSON.parse(buf.toString('utf8'));
       } catch {
         next(badRequest('Request body is not valid JSON'));
+        return;
+      }
+      if (nestedDeeperThan(req.body, MAX_JSON_DEPTH)) {
+        next(badRequest(`Request body is nested too deeply (at most ${MAX_JSON_DEPTH} levels)`));
         return;
       }
       next();

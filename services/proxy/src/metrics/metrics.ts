@@ -3,7 +3,8 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 /** What the publisher exposes for the gauges (the @tollgate/events publisher's stats()). */
 export interface PublisherStatsSource {
-  stats(): { buffered: number; dropped: number; connected: boolean };
+  stats(): { buffered: number; dropped: number; connected: boolean; spooled?: number; spoolBytes?: number };
+  canAdmit?(): boolean;
 }
 
 export interface ProxyMetrics {
@@ -57,6 +58,30 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
     registers: [registry],
     collect() {
       this.set(publisher?.stats().connected ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_proxy_publisher_spooled_events',
+    help: "Usage events on the disk spool (fsync'd), waiting for RabbitMQ",
+    registers: [registry],
+    collect() {
+      this.set(publisher?.stats().spooled ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_proxy_publisher_spool_bytes',
+    help: 'Size of the disk spool; alarm well before SPOOL_MAX_BYTES',
+    registers: [registry],
+    collect() {
+      this.set(publisher?.stats().spoolBytes ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_proxy_usage_admitting',
+    help: '0 while billable requests are refused because usage events could be neither sent nor spooled',
+    registers: [registry],
+    collect() {
+      this.set(publisher?.canAdmit ? (publisher.canAdmit() ? 1 : 0) : 1);
     },
   });
   // A counter whose value is read from the publisher at scrape time (it only grows).

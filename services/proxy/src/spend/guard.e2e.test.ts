@@ -63,11 +63,48 @@ describe('spend guard seam', () => {
       worstCaseCostUnits: worstCaseCost(
         catalog.model('openai/gpt-4o-mini')!,
         estimatePromptTokens(messages),
-        50,
+        { maxTokens: 50 },
       ),
     });
     await vi.waitFor(() => expect(settlesFor(body.id)).toHaveLength(1));
     expect(settlesFor(body.id)[0]!.costUnits).toBe(toUnits(body.usage.cost));
+  });
+
+  it('reserves the larger token limit once per completion (n)', async () => {
+    const res = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: JSON.stringify({
+        model: 'openai/gpt-4o-mini',
+        messages,
+        max_tokens: 40,
+        max_completion_tokens: 300,
+        n: 3,
+      }),
+    });
+    // The simulator, like some providers, serves one completion only (400): admission came first.
+    await res.body?.cancel();
+    const requestId = res.headers.get('x-generation-id');
+    const admit = rec.admits.find((a) => a.requestId === requestId);
+    expect(admit?.worstCaseCostUnits).toBe(
+      worstCaseCost(catalog.model('openai/gpt-4o-mini')!, estimatePromptTokens(messages), {
+        maxTokens: 300,
+        n: 3,
+      }),
+    );
+  });
+
+  it('rejects n outside 1..128 with 400 naming the field, before admission', async () => {
+    for (const n of [0, 129, 1.5, '2']) {
+      const res = await fetch(`${stack.api}/chat/completions`, {
+        method: 'POST',
+        headers: bearer(stack.inference),
+        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages, n }),
+      });
+      const body = (await res.json()) as Json;
+      expect(res.status).toBe(400);
+      expect(body.error.message).toMatch(/^n: /);
+    }
   });
 
   it('refuses with the guard error before anything is forwarded or published', async () => {

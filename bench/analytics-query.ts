@@ -1,0 +1,198 @@
+/**
+ * Analytics query benchmark: a 30-day grouped query over the hourly roll-ups of ≥ 1M generations.
+ *
+ *   pnpm exec tsx bench/analytics-query.ts [--generations 1000000] [--keys 5] [--models 6] [--apps 4]
+ *                                          [--providers 2] [--runs 40]
+ *
+ * 1. A fresh database (test kit) migrated by billing itself.
+ * 2. N generation records of one account spread evenly over the last 30 days (plus N/10 of a second
+ *    account, so the account filter matters), inserted with one generate_series statement.
+ * 3. The hourly and daily roll-ups built from exactly those records with INSERT … SELECT … GROUP BY
+ *    (the rows the worker writes, batch by batch, in the generation transaction), checked to hold the
+ *    same request count and cost as the records.
+ * 4. Timed: billing's internal analytics API, 30 days by day grouped by model (and by app, key,
+ *    provider, and 30 days by hour), `--runs` times each after a warm-up; p50/p95/max in ms.
+ *    The same query in SQL alone (EXPLAIN ANALYZE execution time) is printed for reference.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { signServiceToken } from '@tollgate/auth';
+import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
+import pg from 'pg';
+import { loadConfig, startBilling } from '../services/billing/src/index';
+
+const { values } = parseArgs({
+  options: {
+    generations: { type: 'string', default: '1000000' },
+    keys: { type: 'string', default: '5' },
+    models: { type: 'string', default: '6' },
+    apps: { type: 'string', default: '4' },
+    providers: { type: 'string', default: '2' },
+    runs: { type: 'string', default: '40' },
+  },
+});
+const N = Number(values.generations);
+const K = Number(values.keys);
+const M = Number(values.models);
+const A = Number(values.apps);
+const P = Number(values.providers);
+const RUNS = Number(values.runs);
+
+process.env.TOLLGATE_TEST_RUN ??= `bench${Date.now().toString(36)}`;
+const secret = 'bench-secret-0123456789abcdef';
+const [database, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+const mq = createTestAmqp();
+const billing = await startBilling(
+  loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: database.url,
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: redis.prefix,
+    AMQP_URL: mq.url,
+    AMQP_PREFIX: mq.prefix,
+    SERVICE_JWT_SECRET: secret,
+    LOG_LEVEL: 'warn',
+    WORKER_ENABLED: 'false',
+  }),
+);
+const db = new pg.Client({ connectionString: database.url });
+await db.connect();
+const account = randomUUID();
+const noise = randomUUID();
+const keys = Array.from({ length: K }, () => randomUUID());
+const now = new Date();
+const t0 = new Date(now.getTime() - 30 * 24 * 3600_000);
+
+async function insertGenerations(accountId: string, count: number, keyIds: string[]) {
+  // One statement; each dimension drawn independently (random()), so every combination occurs each hour.
+  await db.query(
+    `insert into billing.generations (id, account_id, key_id, model, provider_name, upstream_model, upstream_id,
+      app, streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
+      tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
+      generation_time_ms, error, created_at, finished_at)
+    select 'gen-bench-' || $1::text || '-' || g,
+      $1::uuid,
+      ($2::uuid[])[1 + floor(random() * ${keyIds.length})::int],
+      'vendor/model-' || floor(random() * ${M})::int,
+      'provider-' || floor(random() * ${P})::int,
+      'upstream-model',
+      null,
+      nullif('app-' || floor(random() * ${A})::int, 'app-0'),
+      g % 2 = 0, false, 'stop',
+      100 + g % 900, 20 + g % 400, g % 50, 0, g % 30,
+      ((g % 997) + 1) * 0.0000001375,
+      false, 'provider', 120, 900, null,
+      $3::timestamptz + (g::double precision / ${count}) * interval '30 days',
+      $3::timestamptz + (g::double precision / ${count}) * interval '30 days'
+    from generate_series(1::bigint, ${count}::bigint) as g`,
+    [accountId, keyIds, t0],
+  );
+}
+
+function ms(start: bigint) {
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+console.log(`inserting ${N} generations (+${Math.floor(N / 10)} of another account)…`);
+let start = process.hrtime.bigint();
+await insertGenerations(account, N, keys);
+await insertGenerations(noise, Math.floor(N / 10), [randomUUID()]);
+console.log(`  inserted in ${(ms(start) / 1000).toFixed(1)} s`);
+
+start = process.hrtime.bigint();
+await db.query(`
+  insert into billing.usage_hourly
+  select account_id, date_trunc('hour', finished_at, 'UTC'), key_id, model, coalesce(app, ''), provider_name,
+    count(*), sum(tokens_prompt), sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write),
+    sum(tokens_reasoning), sum(total_cost)
+  from billing.generations
+  group by 1, 2, 3, 4, 5, 6`);
+await db.query(`
+  insert into billing.usage_daily
+  select account_id, (hour at time zone 'UTC')::date, key_id, model, app, provider_name,
+    sum(requests), sum(tokens_prompt), sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write),
+    sum(tokens_reasoning), sum(cost)
+  from billing.usage_hourly
+  group by 1, 2, 3, 4, 5, 6`);
+await db.query('analyze billing.usage_hourly');
+await db.query('analyze billing.usage_daily');
+const { rows: counts } = await db.query<{
+  rollups: string;
+  daily: string;
+  requests: string;
+  cost: string;
+  gen_cost: string;
+}>(
+  `select (select count(*) from billing.usage_hourly where account_id = $1)::text as rollups,
+    (select count(*) from billing.usage_daily where account_id = $1)::text as daily,
+    (select sum(requests) from billing.usage_hourly where account_id = $1)::text as requests,
+    (select sum(cost) from billing.usage_hourly where account_id = $1)::text as cost,
+    (select sum(total_cost) from billing.generations where account_id = $1)::text as gen_cost`,
+  [account],
+);
+const c = counts[0]!;
+if (Number(c.requests) !== N || c.cost !== c.gen_cost) {
+  throw new Error(`roll-ups disagree with the records: ${JSON.stringify(c)}`);
+}
+console.log(
+  `  roll-ups built in ${(ms(start) / 1000).toFixed(1)} s: ${c.rollups} hourly + ${c.daily} daily rows for the account (${c.requests} requests, cost ${c.cost} USD)`,
+);
+
+const from = new Date(Math.floor(t0.getTime() / 3600_000) * 3600_000).toISOString();
+const to = new Date(Math.ceil(now.getTime() / 3600_000) * 3600_000 + 3600_000).toISOString();
+const token = () => signServiceToken({ kind: 'service', service: 'bench' }, secret);
+
+async function timeQuery(label: string, query: string) {
+  const url = `${billing.url}/internal/accounts/${account}/usage?from=${from}&to=${to}&${query}`;
+  const once = async () => {
+    const s = process.hrtime.bigint();
+    const res = await fetch(url, { headers: { 'x-service-token': token() } });
+    const body = (await res.json()) as { data: { rows: unknown[] } };
+    if (res.status !== 200) throw new Error(`${label}: HTTP ${res.status} ${JSON.stringify(body)}`);
+    return { t: ms(s), rows: body.data.rows.length };
+  };
+  for (let i = 0; i < 3; i++) await once();
+  const times: number[] = [];
+  let rows = 0;
+  for (let i = 0; i < RUNS; i++) {
+    const r = await once();
+    times.push(r.t);
+    rows = r.rows;
+  }
+  times.sort((a, b) => a - b);
+  const pct = (p: number) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))]!;
+  console.log(
+    `  ${label.padEnd(34)} p50 ${pct(50).toFixed(1).padStart(6)} ms  p95 ${pct(95).toFixed(1).padStart(6)} ms  max ${times.at(-1)!.toFixed(1).padStart(6)} ms  (${rows} result rows)`,
+  );
+  return pct(50);
+}
+
+console.log(
+  `\n30-day queries through GET /internal/accounts/:id/usage (${RUNS} runs each, after 3 warm-up):`,
+);
+const headline = await timeQuery('by day, grouped by model', 'granularity=day&group_by=model');
+await timeQuery('by day, grouped by app', 'granularity=day&group_by=app');
+await timeQuery('by day, grouped by key', 'granularity=day&group_by=key');
+await timeQuery('by day, grouped by provider', 'granularity=day&group_by=provider');
+await timeQuery('total, grouped by model', 'granularity=total&group_by=model');
+await timeQuery('by hour, no grouping', 'granularity=hour&group_by=none');
+
+const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>(
+  `explain (analyze, format text)
+  select day, model, sum(requests), sum(tokens_prompt), sum(cost)
+  from billing.usage_daily where account_id = $1 and day >= $2::date and day < $3::date
+  group by 1, 2`,
+  [account, from.slice(0, 10), to.slice(0, 10)],
+);
+console.log(
+  `\nSQL alone (EXPLAIN ANALYZE, by day × model):\n${plan.map((r) => `  ${r['QUERY PLAN']}`).join('\n')}`,
+);
+console.log(
+  `\nheadline: 30-day by-day-by-model query over ${N} generations: p50 ${headline.toFixed(1)} ms (target ≤ 100 ms)`,
+);
+
+await db.end();
+await billing.close();
+await redis.cleanup();
+await database.drop();

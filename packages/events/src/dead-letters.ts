@@ -1,0 +1,137 @@
+import amqp, { type GetMessage } from 'amqplib';
+import type { UsageTopology } from './topology';
+import { parseUsageEvent } from './usage-event';
+
+/** One message of the dead-letter queue, as an operator needs to judge it. */
+export interface DeadLetter {
+  /** The event id when the body decodes, else null. */
+  id: string | null;
+  /** Why it is there: the schema error for an undecodable/invalid body, else the broker's reason. */
+  reason: string;
+  /** `rejected` (failed on its own, or invalid) or `delivery_limit` (too many redeliveries). */
+  death: string | null;
+  account_id: string | null;
+  key_id: string | null;
+  cost: string | null;
+  finished_at: string | null;
+  bytes: number;
+}
+
+export interface DeadLetterReport {
+  count: number;
+  messages: DeadLetter[];
+}
+
+export interface ReplayReport {
+  /** Valid events published back to the usage exchange (billing dedupes by id: exactly once). */
+  replayed: number;
+  /** Messages left in the dead-letter queue because their body can never be recorded. */
+  invalid: number;
+  /** Messages still in the queue after the run (over the limit, or invalid). */
+  remaining: number;
+}
+
+function describe(msg: GetMessage): DeadLetter {
+  const parsed = parseUsageEvent(msg.content);
+  const deaths = msg.properties.headers?.['x-death'] as Array<{ reason?: string }> | undefined;
+  const death = deaths?.[0]?.reason ?? null;
+  if (!parsed.ok)
+    return {
+      id: null,
+      reason: parsed.reason,
+      death,
+      account_id: null,
+      key_id: null,
+      cost: null,
+      finished_at: null,
+      bytes: msg.content.length,
+    };
+  const e = parsed.event;
+  return {
+    id: e.id,
+    reason: death === 'delivery_limit' ? 'redelivered too often' : 'failed on its own (see billing logs)',
+    death,
+    account_id: e.account_id,
+    key_id: e.key_id,
+    cost: e.cost,
+    finished_at: e.finished_at,
+    bytes: msg.content.length,
+  };
+}
+
+/**
+ * Reads up to `limit` messages of the dead-letter queue without removing them (they are fetched
+ * unacknowledged and returned to the queue when the channel closes).
+ */
+export async function inspectDeadLetters(
+  url: string,
+  topology: UsageTopology,
+  limit: number,
+): Promise<DeadLetterReport> {
+  const conn = await amqp.connect(url, { timeout: 5000 });
+  try {
+    const ch = await conn.createChannel();
+    const { messageCount } = await ch.checkQueue(topology.deadLetterQueue);
+    const messages: DeadLetter[] = [];
+    for (let i = 0; i < Math.min(limit, messageCount); i++) {
+      const msg = await ch.get(topology.deadLetterQueue, { noAck: false });
+      if (!msg) break;
+      messages.push(describe(msg));
+    }
+    await ch.close(); // unacked: back to the queue
+    return { count: messageCount, messages };
+  } finally {
+    await conn.close().catch(() => {});
+  }
+}
+
+/**
+ * Publishes up to `limit` valid dead-lettered events back to the usage exchange (persistent, with
+ * publisher confirms), removing each from the dead-letter queue only after the broker confirmed its
+ * copy. A crash in between leaves the event in both places; billing records an id once, so a replay
+ * never bills twice. Bodies that can never be recorded (undecodable, invalid) stay where they are.
+ */
+export async function replayDeadLetters(
+  url: string,
+  topology: UsageTopology,
+  limit: number,
+): Promise<ReplayReport> {
+  const conn = await amqp.connect(url, { timeout: 5000 });
+  try {
+    const ch = await conn.createConfirmChannel();
+    const { messageCount } = await ch.checkQueue(topology.deadLetterQueue);
+    let replayed = 0;
+    let invalid = 0;
+    for (let i = 0; i < messageCount && replayed < limit; i++) {
+      const msg = await ch.get(topology.deadLetterQueue, { noAck: false });
+      if (!msg) break;
+      if (!parseUsageEvent(msg.content).ok) {
+        invalid++; // left unacked: returns to the queue when the channel closes
+        continue;
+      }
+      const { headers, ...props } = msg.properties;
+      const {
+        'x-death': _death,
+        'x-first-death-exchange': _e,
+        'x-first-death-queue': _q,
+        'x-first-death-reason': _r,
+        ...rest
+      } = (headers ?? {}) as Record<string, unknown>;
+      ch.publish(topology.exchange, topology.routingKey, msg.content, {
+        ...props,
+        headers: { ...rest, 'x-tollgate-replayed': true },
+        persistent: true,
+      });
+      await ch.waitForConfirms();
+      ch.ack(msg);
+      replayed++;
+    }
+    await ch.close();
+    const after = await conn.createChannel();
+    const { messageCount: remaining } = await after.checkQueue(topology.deadLetterQueue);
+    await after.close();
+    return { replayed, invalid, remaining };
+  } finally {
+    await conn.close().catch(() => {});
+  }
+}

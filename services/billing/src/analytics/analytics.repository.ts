@@ -1,0 +1,112 @@
+import { sql } from 'kysely';
+import type { BillingDb } from '../database';
+
+export type Granularity = 'hour' | 'day' | 'total';
+export type GroupBy = 'model' | 'app' | 'key' | 'provider' | 'none';
+
+export interface UsageQuery {
+  accountId: string;
+  /** Inclusive, on an hour boundary. */
+  from: Date;
+  /** Exclusive, on an hour boundary. */
+  to: Date;
+  granularity: Granularity;
+  groupBy: GroupBy;
+  filters?: { keyId?: string; model?: string; app?: string; provider?: string };
+}
+
+export interface UsageRow {
+  bucket: Date | null;
+  group: string | null;
+  requests: string;
+  tokens_prompt: string;
+  tokens_completion: string;
+  tokens_cached: string;
+  tokens_cache_write: string;
+  tokens_reasoning: string;
+  cost: string;
+}
+
+const GROUP_COLUMN = {
+  model: sql.ref('model'),
+  app: sql.ref('app'),
+  key: sql.ref('key_id'),
+  provider: sql.ref('provider_name'),
+  none: sql`null::text`,
+} as const;
+
+const DAY_MS = 86_400_000;
+const isDay = (d: Date) => d.getTime() % DAY_MS === 0;
+
+/**
+ * Sums one account's roll-ups over [from, to): a range scan of a roll-up table's primary key
+ * (account_id, hour|day, …). Hourly buckets read `usage_hourly`; daily buckets, and totals over whole
+ * UTC days, read `usage_daily` (the caller aligns day queries to whole days). Never touches
+ * billing.generations.
+ */
+export async function queryUsage(db: BillingDb, q: UsageQuery): Promise<UsageRow[]> {
+  const daily = q.granularity === 'day' || (q.granularity === 'total' && isDay(q.from) && isDay(q.to));
+  const table = daily ? sql`billing.usage_daily` : sql`billing.usage_hourly`;
+  const time = daily ? sql.ref('day') : sql.ref('hour');
+  const lower = daily ? sql`${q.from.toISOString().slice(0, 10)}::date` : sql`${q.from}::timestamptz`;
+  const upper = daily ? sql`${q.to.toISOString().slice(0, 10)}::date` : sql`${q.to}::timestamptz`;
+  const bucket =
+    q.granularity === 'total'
+      ? sql`null::timestamptz`
+      : daily
+        ? sql`(day::timestamp at time zone 'UTC')`
+        : sql`hour`;
+  const group = GROUP_COLUMN[q.groupBy];
+  const f = q.filters ?? {};
+  const { rows } = await sql<UsageRow>`
+    select ${bucket} as bucket, ${group}::text as "group",
+      sum(requests)::text as requests,
+      sum(tokens_prompt)::text as tokens_prompt,
+      sum(tokens_completion)::text as tokens_completion,
+      sum(tokens_cached)::text as tokens_cached,
+      sum(tokens_cache_write)::text as tokens_cache_write,
+      sum(tokens_reasoning)::text as tokens_reasoning,
+      sum(cost)::text as cost
+    from ${table}
+    where account_id = ${q.accountId} and ${time} >= ${lower} and ${time} < ${upper}
+      ${f.keyId ? sql`and key_id = ${f.keyId}` : sql``}
+      ${f.model ? sql`and model = ${f.model}` : sql``}
+      ${f.app !== undefined ? sql`and app = ${f.app}` : sql``}
+      ${f.provider ? sql`and provider_name = ${f.provider}` : sql``}
+    group by 1, 2
+    order by 1 nulls first, sum(cost) desc, 2`.execute(db);
+  return rows;
+}
+
+export interface ActivityRow {
+  date: string;
+  model: string;
+  provider_name: string;
+  requests: string;
+  tokens_prompt: string;
+  tokens_completion: string;
+  tokens_reasoning: string;
+  cost: string;
+}
+
+/** Daily usage per model and provider over [from, to) (whole UTC days, daily roll-ups), newest day first. */
+export async function queryActivity(
+  db: BillingDb,
+  q: { accountId: string; from: Date; to: Date; keyId?: string },
+): Promise<ActivityRow[]> {
+  const { rows } = await sql<ActivityRow>`
+    select day::text as date,
+      model, provider_name,
+      sum(requests)::text as requests,
+      sum(tokens_prompt)::text as tokens_prompt,
+      sum(tokens_completion)::text as tokens_completion,
+      sum(tokens_reasoning)::text as tokens_reasoning,
+      sum(cost)::text as cost
+    from billing.usage_daily
+    where account_id = ${q.accountId}
+      and day >= ${q.from.toISOString().slice(0, 10)}::date and day < ${q.to.toISOString().slice(0, 10)}::date
+      ${q.keyId ? sql`and key_id = ${q.keyId}` : sql``}
+    group by 1, 2, 3
+    order by 1 desc, sum(cost) desc, 2, 3`.execute(db);
+  return rows;
+}

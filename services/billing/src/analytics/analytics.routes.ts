@@ -1,0 +1,153 @@
+import { badRequest } from '@tollgate/errors';
+import { parseInput } from '@tollgate/http';
+import { toNumber, toUnits } from '@tollgate/money';
+import { Router } from 'express';
+import { z } from 'zod';
+import type { BillingDb } from '../database';
+import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
+import { callerOf, keyCaller, serviceCaller } from '../http/caller';
+import { type Granularity, queryActivity, queryUsage, type UsageRow } from './analytics.repository';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+/** Most buckets one query may ask for (hourly: 31 days; daily: ~3 years). */
+const MAX_SPAN_MS: Record<Granularity, number> = {
+  hour: 31 * DAY_MS,
+  day: 1100 * DAY_MS,
+  total: 1100 * DAY_MS,
+};
+
+const floorTo = (d: Date, unit: number) => new Date(Math.floor(d.getTime() / unit) * unit);
+const ceilTo = (d: Date, unit: number) => new Date(Math.ceil(d.getTime() / unit) * unit);
+
+const isoDate = (field: string) =>
+  z
+    .string({ error: 'is required (ISO 8601 date-time)' })
+    .datetime({ offset: true, error: `expected an ISO 8601 date-time for ${field}` })
+    .transform((s) => new Date(s));
+
+const usageQuery = z
+  .strictObject({
+    from: isoDate('from'),
+    to: isoDate('to'),
+    granularity: z.enum(['hour', 'day', 'total'], { error: 'expected hour, day or total' }).default('day'),
+    group_by: z
+      .enum(['model', 'app', 'key', 'provider', 'none'], {
+        error: 'expected model, app, key, provider or none',
+      })
+      .default('none'),
+    key_id: z.string().uuid('expected a key id (uuid)').optional(),
+    model: z.string().min(1).max(300).optional(),
+    app: z.string().max(300).optional(),
+    provider: z.string().min(1).max(300).optional(),
+  })
+  .superRefine((q, ctx) => {
+    // zod runs this even when a field failed: only compare real dates.
+    if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
+    if (q.to.getTime() <= q.from.getTime())
+      ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
+    else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS[q.granularity]) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['to'],
+        message: `range too long for granularity ${q.granularity}`,
+      });
+    }
+  });
+
+/** The analytics row on the wire: counts as numbers, cost as an exact decimal string (USD). */
+export function usageRowView(r: UsageRow, groupBy: string) {
+  return {
+    bucket: r.bucket ? r.bucket.toISOString() : null,
+    group: groupBy === 'none' ? null : groupBy === 'app' && r.group === '' ? null : r.group,
+    requests: Number(r.requests),
+    tokens_prompt: Number(r.tokens_prompt),
+    tokens_completion: Number(r.tokens_completion),
+    tokens_cached: Number(r.tokens_cached),
+    tokens_cache_write: Number(r.tokens_cache_write),
+    tokens_reasoning: Number(r.tokens_reasoning),
+    cost: decimalOf(r.cost),
+  };
+}
+
+const activityQuery = z.strictObject({
+  date: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a UTC date (YYYY-MM-DD)')
+    .optional(),
+  api_key_hash: z.string().uuid('expected a key hash (the uuid the keys API returns)').optional(),
+});
+
+/**
+ * Analytics over the hourly roll-ups: the dashboard's internal query API (service token) and the
+ * public `GET /activity` (management key, OpenRouter's shape).
+ */
+export function analyticsRoutes(deps: { db: BillingDb; secret: string; clock: () => Date }): Router {
+  const router = Router();
+
+  router.get('/internal/accounts/:accountId/usage', serviceCaller(deps.secret), async (req, res) => {
+    const accountId = accountIdOf(req);
+    const q = parseInput(usageQuery, singleQuery(req));
+    // Hourly buckets cover whole hours, daily buckets whole UTC days: the range is widened to them.
+    const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
+    const from = floorTo(q.from, unit);
+    const to = ceilTo(q.to, unit);
+    const rows = await queryUsage(deps.db, {
+      accountId,
+      from,
+      to,
+      granularity: q.granularity,
+      groupBy: q.group_by,
+      filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
+    });
+    res.json({
+      data: {
+        from: from.toISOString(),
+        to: to.toISOString(),
+        granularity: q.granularity,
+        group_by: q.group_by,
+        rows: rows.map((r) => usageRowView(r, q.group_by)),
+      },
+    });
+  });
+
+  /** OpenRouter's GET /activity: daily usage per model (and provider) for the last 30 completed UTC days. */
+  router.get('/activity', keyCaller(deps.secret, 'management'), async (req, res) => {
+    const q = parseInput(activityQuery, singleQuery(req));
+    const today = new Date(Math.floor(deps.clock().getTime() / DAY_MS) * DAY_MS);
+    let from = new Date(today.getTime() - 30 * DAY_MS);
+    let to = today;
+    if (q.date !== undefined) {
+      const day = new Date(`${q.date}T00:00:00Z`);
+      if (Number.isNaN(day.getTime()) || day.toISOString().slice(0, 10) !== q.date) {
+        throw badRequest('date: expected a UTC date (YYYY-MM-DD)');
+      }
+      if (day < from || day >= to) throw badRequest('date: must be one of the last 30 completed UTC days');
+      from = day;
+      to = new Date(day.getTime() + DAY_MS);
+    }
+    const rows = await queryActivity(deps.db, {
+      accountId: callerOf(res).accountId,
+      from,
+      to,
+      keyId: q.api_key_hash,
+    });
+    res.json({
+      data: rows.map((r) => ({
+        date: r.date,
+        model: r.model,
+        model_permaslug: r.model,
+        endpoint_id: `${r.provider_name}:${r.model}`,
+        provider_name: r.provider_name,
+        usage: toNumber(toUnits(r.cost)),
+        byok_usage_inference: 0,
+        requests: Number(r.requests),
+        prompt_tokens: Number(r.tokens_prompt),
+        completion_tokens: Number(r.tokens_completion),
+        reasoning_tokens: Number(r.tokens_reasoning),
+      })),
+    });
+  });
+
+  return router;
+}

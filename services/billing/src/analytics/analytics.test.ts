@@ -1,0 +1,261 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { keyHeaders, serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../testing';
+
+let s: TestBillingStack;
+const now = new Date('2026-11-20T12:30:00.000Z');
+const account = randomUUID();
+const other = randomUUID();
+const keyA = randomUUID();
+const keyB = randomUUID();
+
+beforeAll(async () => {
+  s = await startTestBilling({}, { clock: () => now });
+});
+afterAll(async () => {
+  await s.cleanup();
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON bodies checked by the assertions
+type Json = any;
+async function get(path: string, headers: Record<string, string> = serviceHeaders(s.secret)) {
+  const res = await fetch(`${s.billing.url}${path}`, { headers });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : null) as Json, text };
+}
+
+const usage = (query: string) => get(`/internal/accounts/${account}/usage?${query}`);
+
+describe('hourly roll-ups', () => {
+  const events = [
+    usageEvent({
+      account_id: account,
+      key_id: keyA,
+      app: 'Chat',
+      cost: '0.0000001',
+      finished_at: '2026-11-20T10:05:00.000Z',
+    }),
+    usageEvent({
+      account_id: account,
+      key_id: keyA,
+      app: 'Chat',
+      cost: '0.0000002',
+      finished_at: '2026-11-20T10:59:59.999Z',
+    }),
+    usageEvent({
+      account_id: account,
+      key_id: keyB,
+      app: null,
+      model: 'openai/gpt-4o',
+      cost: '0.25',
+      finished_at: '2026-11-20T11:00:00.000Z',
+    }),
+    usageEvent({
+      account_id: account,
+      key_id: keyB,
+      app: 'Batch',
+      provider_name: 'sim-b',
+      cost: '1.5',
+      finished_at: '2026-11-19T23:10:00.000Z',
+    }),
+    usageEvent({
+      account_id: other,
+      key_id: randomUUID(),
+      app: 'Chat',
+      cost: '100',
+      finished_at: '2026-11-20T10:10:00.000Z',
+    }),
+  ];
+
+  beforeAll(async () => {
+    // Every event is delivered twice (redelivery after a lost ack): the roll-ups count it once.
+    await s.publish(...events, ...events);
+    await vi.waitFor(
+      async () => {
+        const r = await usage('from=2026-11-19T00:00:00Z&to=2026-11-21T00:00:00Z&granularity=total');
+        expect(r.body.data.rows[0]?.requests, r.text).toBe(4);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    // A later batch with the same ids adds nothing either.
+    await s.billing.recorder.record(events);
+  });
+
+  it('sums requests, tokens and exact cost per hour, exactly once under redelivery', async () => {
+    const r = await usage('from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&granularity=hour');
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.rows).toEqual([
+      {
+        bucket: '2026-11-20T10:00:00.000Z',
+        group: null,
+        requests: 2,
+        tokens_prompt: 20,
+        tokens_completion: 40,
+        tokens_cached: 0,
+        tokens_cache_write: 0,
+        tokens_reasoning: 0,
+        cost: '0.0000003',
+      },
+      expect.objectContaining({ bucket: '2026-11-20T11:00:00.000Z', requests: 1, cost: '0.25' }),
+    ]);
+  });
+
+  it('groups by day and by model, app, key and provider', async () => {
+    const range = 'from=2026-11-19T00:00:00Z&to=2026-11-21T00:00:00Z';
+    const byDay = await usage(`${range}&granularity=day`);
+    expect(byDay.body.data.rows.map((x: Json) => [x.bucket, x.requests, x.cost])).toEqual([
+      ['2026-11-19T00:00:00.000Z', 1, '1.5'],
+      ['2026-11-20T00:00:00.000Z', 3, '0.2500003'],
+    ]);
+    const byModel = await usage(`${range}&granularity=total&group_by=model`);
+    expect(byModel.body.data.rows.map((x: Json) => [x.group, x.cost])).toEqual([
+      ['openai/gpt-4o-mini', '1.5000003'],
+      ['openai/gpt-4o', '0.25'],
+    ]);
+    const byApp = await usage(`${range}&granularity=total&group_by=app`);
+    expect(byApp.body.data.rows.map((x: Json) => [x.group, x.requests])).toEqual([
+      ['Batch', 1],
+      [null, 1],
+      ['Chat', 2],
+    ]);
+    const byKey = await usage(`${range}&granularity=total&group_by=key`);
+    expect(byKey.body.data.rows.map((x: Json) => [x.group, x.cost])).toEqual([
+      [keyB, '1.75'],
+      [keyA, '0.0000003'],
+    ]);
+    const byProvider = await usage(`${range}&granularity=day&group_by=provider`);
+    expect(byProvider.body.data.rows.map((x: Json) => [x.bucket.slice(0, 10), x.group])).toEqual([
+      ['2026-11-19', 'sim-b'],
+      ['2026-11-20', 'sim'],
+    ]);
+    const filtered = await usage(`${range}&granularity=total&key_id=${keyA}&app=Chat`);
+    expect(filtered.body.data.rows[0]).toMatchObject({ requests: 2, cost: '0.0000003' });
+  });
+
+  it('never shows another account (the other account is asked for separately)', async () => {
+    const r = await get(
+      `/internal/accounts/${other}/usage?from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&granularity=total`,
+    );
+    expect(r.body.data.rows).toEqual([expect.objectContaining({ requests: 1, cost: '100' })]);
+  });
+
+  it.each([
+    ['to=2026-11-21T00:00:00Z', /^from:/],
+    ['from=yesterday&to=2026-11-21T00:00:00Z', /^from:/],
+    ['from=2026-11-21T00:00:00Z&to=2026-11-20T00:00:00Z', /^to: must be after from/],
+    ['from=2026-01-01T00:00:00Z&to=2026-11-21T00:00:00Z&granularity=hour', /^to: range too long/],
+    ['from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&group_by=color', /^group_by:/],
+    ['from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&key_id=nope', /^key_id:/],
+    [
+      'from=2026-11-20T00:00:00Z&from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z',
+      /^from: must be given once/,
+    ],
+    ['from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&extra=1', /extra/],
+  ])('answers 400 for %s', async (query, message) => {
+    const r = await usage(query);
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error.message).toMatch(message);
+  });
+
+  it('answers 401 without a service token and 400 for a malformed account id', async () => {
+    expect(
+      (await get(`/internal/accounts/${account}/usage?from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z`, {}))
+        .status,
+    ).toBe(401);
+    const caller = keyHeaders(s.secret, { keyId: keyA, accountId: account, scope: 'management' });
+    expect((await get(`/internal/accounts/${account}/generations`, caller)).status).toBe(401);
+    expect((await get('/internal/accounts/not-a-uuid/credits')).status).toBe(400);
+  });
+
+  it('lists generation records newest first with filters and keyset pages', async () => {
+    const first = await get(`/internal/accounts/${account}/generations?limit=2`);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.data.map((g: Json) => g.finished_at)).toEqual([
+      '2026-11-20T11:00:00.000Z',
+      '2026-11-20T10:59:59.999Z',
+    ]);
+    expect(first.body.data[0]).toMatchObject({
+      key_id: keyB,
+      cost: '0.25',
+      model: 'openai/gpt-4o',
+      app: null,
+    });
+    const second = await get(
+      `/internal/accounts/${account}/generations?limit=2&before=${first.body.next_before}`,
+    );
+    expect(second.body.data.map((g: Json) => g.finished_at)).toEqual([
+      '2026-11-20T10:05:00.000Z',
+      '2026-11-19T23:10:00.000Z',
+    ]);
+    expect(second.body.next_before).toBeNull();
+    const chat = await get(`/internal/accounts/${account}/generations?app=Chat`);
+    expect(chat.body.data).toHaveLength(2);
+    const noApp = await get(`/internal/accounts/${account}/generations?app=`);
+    expect(noApp.body.data.map((g: Json) => g.key_id)).toEqual([keyB]);
+    const id = first.body.data[0].id;
+    const one = await get(`/internal/accounts/${account}/generations/${id}`);
+    expect(one.body.data).toMatchObject({ id, cost: '0.25', upstream_model: 'gpt-4o-mini' });
+    expect((await get(`/internal/accounts/${other}/generations/${id}`)).status).toBe(404);
+  });
+});
+
+describe('credits ledger', () => {
+  it('shows the balance and the ledger newest first, paginated', async () => {
+    const acct = randomUUID();
+    for (const amount of ['10', '2.5', '-1']) {
+      const r = await fetch(`${s.billing.url}/internal/accounts/${acct}/credits`, {
+        method: 'POST',
+        headers: serviceHeaders(s.secret),
+        body: JSON.stringify({ amount, note: `grant ${amount}` }),
+      });
+      expect(r.status).toBe(201);
+    }
+    const r = await get(`/internal/accounts/${acct}/credits?limit=2`);
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data).toMatchObject({ total_credits: '11.5', total_usage: '0', remaining: '11.5' });
+    expect(r.body.data.ledger.map((e: Json) => e.amount)).toEqual(['-1', '2.5']);
+    const next = await get(`/internal/accounts/${acct}/credits?limit=2&before=${r.body.data.next_before}`);
+    expect(next.body.data.ledger.map((e: Json) => [e.amount, e.note])).toEqual([['10', 'grant 10']]);
+    const bad = await get(`/internal/accounts/${acct}/credits?before=x`);
+    expect(bad.status, bad.text).toBe(400);
+  });
+});
+
+describe('GET /activity (management key, OpenRouter shape)', () => {
+  const mgmt = () => keyHeaders(s.secret, { keyId: randomUUID(), accountId: account, scope: 'management' });
+
+  it('answers daily usage per model for the last 30 completed UTC days (today excluded)', async () => {
+    const r = await get('/activity', mgmt());
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data).toEqual([
+      {
+        date: '2026-11-19',
+        model: 'openai/gpt-4o-mini',
+        model_permaslug: 'openai/gpt-4o-mini',
+        endpoint_id: 'sim-b:openai/gpt-4o-mini',
+        provider_name: 'sim-b',
+        usage: 1.5,
+        byok_usage_inference: 0,
+        requests: 1,
+        prompt_tokens: 10,
+        completion_tokens: 20,
+        reasoning_tokens: 0,
+      },
+    ]);
+    const byDate = await get('/activity?date=2026-11-19', mgmt());
+    expect(byDate.body.data).toHaveLength(1);
+    const byKey = await get(`/activity?api_key_hash=${keyA}`, mgmt());
+    expect(byKey.body.data).toEqual([]);
+  });
+
+  it('refuses inference keys (403), today or far dates (400)', async () => {
+    const inf = keyHeaders(s.secret, { keyId: randomUUID(), accountId: account, scope: 'inference' });
+    const r = await get('/activity', inf);
+    expect(r.status).toBe(403);
+    expect(r.body.error.metadata.required_scope).toBe('management');
+    expect((await get('/activity?date=2026-11-20', mgmt())).status).toBe(400);
+    expect((await get('/activity?date=2026-02-30', mgmt())).status).toBe(400);
+    expect((await get('/activity?api_key_hash=abc', mgmt())).status).toBe(400);
+    expect((await get('/activity', {})).status).toBe(401);
+  });
+});

@@ -1,0 +1,49 @@
+import type { UsageEvent, UsageEventOf, UsageEventSchemas } from '@tollgate/events';
+import type { Logger } from '@tollgate/logger';
+import type { UsageRecorder } from './usage.recorder';
+
+/** One typed handler per entry of the usage-event catalog (type → version → handler of a batch). */
+export type UsageEventHandlers = {
+  [T in keyof UsageEventSchemas]: {
+    [V in keyof UsageEventSchemas[T]]: (events: UsageEventOf<T, V>[]) => Promise<void>;
+  };
+};
+
+/**
+ * Billing's handler of a batch of decoded usage-catalog events: groups them by type and version
+ * (in the order of their first appearance) and hands each group to its typed handler. A handler
+ * throws on failure; the consumer classifies it (`classifyBillingFailure`) and retries or dead-letters.
+ */
+export function createUsageEventHandler(deps: { recorder: UsageRecorder; logger: Logger }) {
+  const handlers: UsageEventHandlers = {
+    usage: {
+      /** Version 1: generation records and spend, exactly once (see `createUsageRecorder`). */
+      1: async (events) => {
+        const r = await deps.recorder.record(events);
+        if (r.duplicates > 0)
+          deps.logger.info(r, 'usage batch contained already recorded events (redelivery)');
+      },
+    },
+  };
+
+  return async function handle(batch: UsageEvent[]): Promise<void> {
+    const groups = new Map<string, UsageEvent[]>();
+    for (const e of batch) {
+      const k = `${e.type}\u0000${e.version}`;
+      const group = groups.get(k);
+      if (group) group.push(e);
+      else groups.set(k, [e]);
+    }
+    for (const events of groups.values()) {
+      const { type, version } = events[0] as UsageEvent;
+      const byVersion = handlers[type] as Record<
+        number,
+        ((events: UsageEvent[]) => Promise<void>) | undefined
+      >;
+      const run = byVersion?.[version];
+      // The consumer decodes only catalog entries, and the catalog and this table have the same keys.
+      if (!run) throw new Error(`no handler for usage event ${type} v${version}`);
+      await run(events);
+    }
+  };
+}

@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely/migration';
+import * as createDashboard from './2026_11_23_090000_create_dashboard';
+
+/** Every dashboard migration, in order (names sort chronologically). */
+export const migrations: Record<string, Migration> = {
+  '2026_11_23_090000_create_dashboard': createDashboard,
+};

@@ -1,0 +1,208 @@
+import type { Catalog } from '@tollgate/catalog';
+import { badRequest } from '@tollgate/errors';
+import { toDecimal, toUnits } from '@tollgate/money';
+import { Router } from 'express';
+import { requireUser, userOf } from '../http/session';
+import type { InternalClient } from '../upstream/internal-client';
+
+const DAY_MS = 86_400_000;
+
+/** Query strings as single strings; a repeated or nested parameter is a 400. */
+function plainQuery(query: Record<string, unknown>, allowed: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(query)) {
+    if (!allowed.includes(k)) throw badRequest(`${k}: unknown parameter`);
+    if (typeof v !== 'string') throw badRequest(`${k}: must be given once, as a plain value`);
+    out[k] = v;
+  }
+  return out;
+}
+
+const USAGE_PARAMS = [
+  'from',
+  'to',
+  'granularity',
+  'group_by',
+  'key_id',
+  'model',
+  'app',
+  'provider',
+  'format',
+] as const;
+const GENERATION_PARAMS = ['limit', 'before', 'model', 'app', 'key_id', 'provider', 'usage_source'] as const;
+
+const startOfDay = (d: Date) => new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS);
+const startOfWeek = (d: Date) => {
+  const day = startOfDay(d);
+  return new Date(day.getTime() - ((day.getUTCDay() + 6) % 7) * DAY_MS);
+};
+const startOfMonth = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
+
+/** USD per token → USD per million tokens, exact. */
+export const perMillion = (perToken: string) => toDecimal(toUnits(perToken) * 1_000_000n);
+
+interface UsageRow {
+  bucket: string | null;
+  group: string | null;
+  requests: number;
+  tokens_prompt: number;
+  tokens_completion: number;
+  tokens_cached: number;
+  tokens_cache_write: number;
+  tokens_reasoning: number;
+  cost: string;
+}
+
+const CSV_COLUMNS = [
+  'bucket',
+  'group',
+  'group_label',
+  'requests',
+  'tokens_prompt',
+  'tokens_completion',
+  'tokens_cached',
+  'tokens_cache_write',
+  'tokens_reasoning',
+  'cost_usd',
+] as const;
+
+/** A CSV cell: quoted, quotes doubled, and a leading = + - @ neutralised (spreadsheet formula injection). */
+const csvCell = (v: unknown) => {
+  let s = v === null || v === undefined ? '' : String(v);
+  if (/^[=+\-@\t\r]/.test(s) && !/^-?\d/.test(s)) s = `'${s}`;
+  return `"${s.replaceAll('"', '""')}"`;
+};
+
+/** Overview, usage analytics (+ CSV), generations, credits and the model catalog: reads only. */
+export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; clock: () => Date }): Router {
+  const { client } = deps;
+  const router = Router();
+
+  router.get('/api/overview', requireUser, async (_req, res) => {
+    const accountId = userOf(res).accountId;
+    const now = deps.clock();
+    const tomorrow = new Date(startOfDay(now).getTime() + DAY_MS).toISOString();
+    const from30 = new Date(startOfDay(now).getTime() - 29 * DAY_MS);
+    const total = (from: Date, group_by = 'none') =>
+      client.usage(accountId, { from: from.toISOString(), to: tomorrow, granularity: 'total', group_by });
+    const [today, week, month, daily, models, apps, credits] = await Promise.all([
+      total(startOfDay(now)),
+      total(startOfWeek(now)),
+      total(startOfMonth(now)),
+      client.usage(accountId, {
+        from: from30.toISOString(),
+        to: tomorrow,
+        granularity: 'day',
+        group_by: 'none',
+      }),
+      total(from30, 'model'),
+      total(from30, 'app'),
+      client.credits(accountId, { limit: 1 }),
+    ]);
+    const sum = (r: { rows: UsageRow[] }) => ({
+      cost: r.rows[0]?.cost ?? '0',
+      requests: r.rows[0]?.requests ?? 0,
+    });
+    const byDay = new Map((daily.rows as UsageRow[]).map((r) => [r.bucket?.slice(0, 10), r]));
+    const days = Array.from({ length: 30 }, (_, i) => {
+      const date = new Date(from30.getTime() + i * DAY_MS).toISOString().slice(0, 10);
+      const r = byDay.get(date);
+      return { date, cost: r?.cost ?? '0', requests: r?.requests ?? 0 };
+    });
+    const top = (r: { rows: UsageRow[] }) =>
+      r.rows.slice(0, 5).map((x) => ({ name: x.group, cost: x.cost, requests: x.requests }));
+    res.json({
+      data: {
+        today: sum(today),
+        week: sum(week),
+        month: sum(month),
+        credits: {
+          total_credits: credits.total_credits,
+          total_usage: credits.total_usage,
+          remaining: credits.remaining,
+        },
+        top_models: top(models),
+        top_apps: top(apps),
+        daily: days,
+      },
+    });
+  });
+
+  router.get('/api/usage', requireUser, async (req, res) => {
+    const { format, ...query } = plainQuery(req.query as Record<string, unknown>, USAGE_PARAMS);
+    if (format !== undefined && format !== 'json' && format !== 'csv')
+      throw badRequest('format: expected json or csv');
+    const accountId = userOf(res).accountId;
+    const data = await client.usage(accountId, query);
+    if (format !== 'csv') {
+      res.json({ data });
+      return;
+    }
+    // Key names for the key grouping (a label a spreadsheet reader understands).
+    const names = new Map<string, string>();
+    if (data.group_by === 'key') {
+      for (const k of await client.listKeys(accountId, true)) names.set(k.hash, k.name);
+    }
+    const lines = [CSV_COLUMNS.join(',')];
+    for (const r of data.rows as UsageRow[]) {
+      const label = data.group_by === 'key' ? (names.get(r.group ?? '') ?? '') : (r.group ?? '');
+      lines.push(
+        [
+          r.bucket ?? '',
+          r.group ?? '',
+          label,
+          r.requests,
+          r.tokens_prompt,
+          r.tokens_completion,
+          r.tokens_cached,
+          r.tokens_cache_write,
+          r.tokens_reasoning,
+          r.cost,
+        ]
+          .map(csvCell)
+          .join(','),
+      );
+    }
+    res.setHeader('content-type', 'text/csv; charset=utf-8');
+    res.setHeader(
+      'content-disposition',
+      `attachment; filename="usage-${data.granularity}-${data.group_by}-${String(data.from).slice(0, 10)}.csv"`,
+    );
+    res.send(`${lines.join('\r\n')}\r\n`);
+  });
+
+  router.get('/api/generations', requireUser, async (req, res) => {
+    const query = plainQuery(req.query as Record<string, unknown>, GENERATION_PARAMS);
+    res.json(await client.generations(userOf(res).accountId, query));
+  });
+
+  router.get('/api/generations/:id', requireUser, async (req, res) => {
+    res.json({ data: await client.generation(userOf(res).accountId, String(req.params.id)) });
+  });
+
+  router.get('/api/credits', requireUser, async (req, res) => {
+    const query = plainQuery(req.query as Record<string, unknown>, ['limit', 'before']);
+    res.json({ data: await client.credits(userOf(res).accountId, query) });
+  });
+
+  router.get('/api/models', requireUser, (_req, res) => {
+    res.json({
+      data: deps.catalog.models().map((m) => ({
+        id: m.id,
+        name: m.name,
+        description: m.description,
+        context_length: m.contextLength,
+        providers: m.providers.map((p) => p.provider.name),
+        price_per_million: {
+          prompt: perMillion(m.pricing.prompt),
+          completion: perMillion(m.pricing.completion),
+          cache_read: perMillion(m.pricing.cacheRead),
+          cache_write: perMillion(m.pricing.cacheWrite),
+        },
+        price_per_request: m.pricing.request,
+      })),
+    });
+  });
+
+  return router;
+}

@@ -1,0 +1,46 @@
+import { badRequest } from '@tollgate/errors';
+import { Router } from 'express';
+import { requireOwner, requireUser, userOf } from '../http/session';
+import type { InternalClient } from '../upstream/internal-client';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const hashOf = (value: unknown) => {
+  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('hash: must be a uuid');
+  return value;
+};
+const objectBody = (body: unknown) => {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw badRequest('Request body must be a JSON object (Content-Type: application/json)');
+  }
+  return body;
+};
+
+/**
+ * Every key of the signed-in user's account (management keys included). The keys service validates
+ * bodies (its 400 messages name the field); the account always comes from the session.
+ */
+export function keysRoutes(deps: { client: InternalClient }): Router {
+  const router = Router();
+  router.get('/api/keys', requireUser, async (req, res) => {
+    const include = req.query.include_revoked;
+    if (include !== undefined && include !== 'true' && include !== 'false') {
+      throw badRequest('include_revoked: must be true or false');
+    }
+    res.json({ data: await deps.client.listKeys(userOf(res).accountId, include === 'true') });
+  });
+  router.post('/api/keys', requireUser, requireOwner, async (req, res) => {
+    res.status(201).json({ data: await deps.client.createKey(userOf(res).accountId, objectBody(req.body)) });
+  });
+  router.patch('/api/keys/:hash', requireUser, requireOwner, async (req, res) => {
+    const data = await deps.client.updateKey(
+      userOf(res).accountId,
+      hashOf(req.params.hash),
+      objectBody(req.body),
+    );
+    res.json({ data });
+  });
+  router.delete('/api/keys/:hash', requireUser, requireOwner, async (req, res) => {
+    res.json({ data: await deps.client.revokeKey(userOf(res).accountId, hashOf(req.params.hash)) });
+  });
+  return router;
+}

@@ -1,0 +1,138 @@
+import { sql } from 'kysely';
+import type { DashboardDb, Role, User } from '../database';
+
+export async function findUserByEmail(db: DashboardDb, email: string): Promise<User | undefined> {
+  return db
+    .selectFrom('dashboard.users')
+    .selectAll()
+    .where(sql<boolean>`lower(email) = lower(${email})`)
+    .executeTakeFirst();
+}
+
+export async function insertUser(
+  db: DashboardDb,
+  u: { accountId: string; email: string; displayName: string; role: Role; passwordHash: string | null },
+): Promise<User> {
+  return db
+    .insertInto('dashboard.users')
+    .values({
+      account_id: u.accountId,
+      email: u.email,
+      display_name: u.displayName,
+      role: u.role,
+      password_hash: u.passwordHash,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listUsers(db: DashboardDb, accountId: string): Promise<User[]> {
+  return db
+    .selectFrom('dashboard.users')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .orderBy('created_at', 'asc')
+    .execute();
+}
+
+export async function setPassword(db: DashboardDb, userId: string, passwordHash: string, at: Date) {
+  await db
+    .updateTable('dashboard.users')
+    .set({ password_hash: passwordHash, updated_at: at })
+    .where('id', '=', userId)
+    .execute();
+}
+
+export async function insertSession(
+  db: DashboardDb,
+  s: { digest: string; userId: string; csrfToken: string; createdAt: Date; expiresAt: Date },
+) {
+  await db
+    .insertInto('dashboard.sessions')
+    .values({
+      digest: s.digest,
+      user_id: s.userId,
+      csrf_token: s.csrfToken,
+      created_at: s.createdAt,
+      expires_at: s.expiresAt,
+    })
+    .execute();
+}
+
+/** The session and its user, if the session exists (expiry is checked by the caller). */
+export async function findSession(db: DashboardDb, digest: string) {
+  return db
+    .selectFrom('dashboard.sessions as s')
+    .innerJoin('dashboard.users as u', 'u.id', 's.user_id')
+    .select([
+      's.digest',
+      's.csrf_token',
+      's.expires_at',
+      'u.id as user_id',
+      'u.account_id',
+      'u.email',
+      'u.display_name',
+      'u.role',
+    ])
+    .where('s.digest', '=', digest)
+    .executeTakeFirst();
+}
+
+export async function deleteSession(db: DashboardDb, digest: string) {
+  await db.deleteFrom('dashboard.sessions').where('digest', '=', digest).execute();
+}
+
+export async function deleteExpiredSessions(db: DashboardDb, now: Date) {
+  await db.deleteFrom('dashboard.sessions').where('expires_at', '<=', now).execute();
+}
+
+export async function insertInvite(
+  db: DashboardDb,
+  i: { digest: string; userId: string; createdAt: Date; expiresAt: Date },
+) {
+  await db
+    .insertInto('dashboard.invites')
+    .values({ digest: i.digest, user_id: i.userId, created_at: i.createdAt, expires_at: i.expiresAt })
+    .execute();
+}
+
+/** Marks an unused, unexpired invitation used (once, atomically); returns its user id. */
+export async function consumeInvite(db: DashboardDb, digest: string, now: Date): Promise<string | undefined> {
+  const row = await db
+    .updateTable('dashboard.invites')
+    .set({ used_at: now })
+    .where('digest', '=', digest)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .returning('user_id')
+    .executeTakeFirst();
+  return row?.user_id;
+}
+
+/** The failure counts of the subjects whose window started after `since`. */
+export async function currentFailures(db: DashboardDb, subjects: string[], since: Date) {
+  return db
+    .selectFrom('dashboard.sign_in_failures')
+    .select(['subject', 'failures', 'window_started_at'])
+    .where('subject', 'in', subjects)
+    .where('window_started_at', '>', since)
+    .execute();
+}
+
+/** Counts one failure for each subject; a window older than `since` starts over. */
+export async function recordFailures(db: DashboardDb, subjects: string[], now: Date, since: Date) {
+  for (const subject of subjects) {
+    await sql`
+      insert into dashboard.sign_in_failures (subject, failures, window_started_at)
+      values (${subject}, 1, ${now})
+      on conflict (subject) do update set
+        failures = case when dashboard.sign_in_failures.window_started_at <= ${since}
+          then 1 else dashboard.sign_in_failures.failures + 1 end,
+        window_started_at = case when dashboard.sign_in_failures.window_started_at <= ${since}
+          then ${now} else dashboard.sign_in_failures.window_started_at end`.execute(db);
+  }
+}
+
+export async function clearFailures(db: DashboardDb, subject: string) {
+  await db.deleteFrom('dashboard.sign_in_failures').where('subject', '=', subject).execute();
+}

@@ -1,0 +1,60 @@
+import { parseInput } from '@tollgate/http';
+import { Router } from 'express';
+import { z } from 'zod';
+import { clearSessionCookie, clientAddress, requireUser, setSessionCookie, userOf } from '../http/session';
+import type { InternalClient } from '../upstream/internal-client';
+import type { AuthService } from './auth.service';
+
+const signInBody = z.strictObject({
+  email: z.string({ error: 'expected a string' }).min(1, 'is required').max(320),
+  password: z.string({ error: 'expected a string' }).min(1, 'is required').max(1000),
+});
+
+const acceptBody = z.strictObject({
+  token: z.string({ error: 'expected a string' }).min(1).max(200),
+  password: z.string({ error: 'expected a string' }),
+});
+
+/** Sign-in, sign-out, the current user (with the CSRF token), accepting an invitation. */
+export function authRoutes(deps: {
+  auth: AuthService;
+  client: InternalClient;
+  secureCookie: boolean;
+}): Router {
+  const router = Router();
+
+  router.post('/api/session', async (req, res) => {
+    const body = parseInput(signInBody, req.body);
+    const session = await deps.auth.signIn(body.email, body.password, clientAddress(req));
+    setSessionCookie(res, session, deps.secureCookie);
+    res.status(204).end();
+  });
+
+  router.post('/api/invites/accept', async (req, res) => {
+    const body = parseInput(acceptBody, req.body);
+    const session = await deps.auth.acceptInvite(body.token, body.password);
+    setSessionCookie(res, session, deps.secureCookie);
+    res.status(204).end();
+  });
+
+  router.delete('/api/session', requireUser, async (_req, res) => {
+    await deps.auth.signOut(userOf(res).sessionDigest);
+    clearSessionCookie(res, deps.secureCookie);
+    res.status(204).end();
+  });
+
+  router.get('/api/me', requireUser, async (_req, res) => {
+    const u = userOf(res);
+    const account = await deps.client.account(u.accountId);
+    res.json({
+      data: {
+        user: { id: u.id, email: u.email, display_name: u.displayName, role: u.role },
+        account,
+        csrf_token: u.csrfToken,
+        session_expires_at: u.expiresAt.toISOString(),
+      },
+    });
+  });
+
+  return router;
+}

@@ -1,0 +1,190 @@
+import { AppError, badRequest, unauthorized } from '@tollgate/errors';
+import type { DashboardDb, Role } from '../database';
+import {
+  clearFailures,
+  consumeInvite,
+  currentFailures,
+  deleteExpiredSessions,
+  deleteSession,
+  findSession,
+  findUserByEmail,
+  insertInvite,
+  insertSession,
+  insertUser,
+  recordFailures,
+  setPassword,
+} from './auth.repository';
+import { hashPassword, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from './password';
+import { digestToken, newToken } from './tokens';
+
+/** The signed-in user as every route sees it. */
+export interface SessionUser {
+  id: string;
+  accountId: string;
+  email: string;
+  displayName: string;
+  role: Role;
+  csrfToken: string;
+  /** digest of the cookie value (the session's key). */
+  sessionDigest: string;
+  expiresAt: Date;
+}
+
+export interface NewSession {
+  /** The cookie value: given to the browser once, stored only as a digest. */
+  token: string;
+  expiresAt: Date;
+}
+
+export interface AuthOptions {
+  db: DashboardDb;
+  clock: () => Date;
+  sessionTtlMs: number;
+  inviteTtlMs: number;
+  maxFailures: number;
+  windowMs: number;
+}
+
+export interface AuthService {
+  /**
+   * 401 on a wrong email or password (same answer for both). 429 while the email has had
+   * `maxFailures` failed attempts in the current window, or the client address 10× that.
+   */
+  signIn(email: string, password: string, clientAddress: string): Promise<NewSession>;
+  /** The session's user, or null when the cookie names no live session (an expired one is deleted). */
+  session(token: string): Promise<SessionUser | null>;
+  signOut(sessionDigest: string): Promise<void>;
+  /** Creates a user without a password and a one-time sign-in link token. 409 if the email is taken. */
+  invite(input: { accountId: string; email: string; displayName: string; role: Role }): Promise<{
+    userId: string;
+    token: string;
+    expiresAt: Date;
+  }>;
+  /** Sets the invited user's password (once per link) and signs them in. */
+  acceptInvite(token: string, password: string): Promise<NewSession>;
+}
+
+export const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+
+export function checkPassword(password: string) {
+  if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) {
+    throw badRequest(`password: must be ${PASSWORD_MIN}-${PASSWORD_MAX} characters`, { field: 'password' });
+  }
+}
+
+export function createAuthService(o: AuthOptions): AuthService {
+  const { db } = o;
+  let lastSweep = 0;
+
+  async function startSession(userId: string): Promise<NewSession> {
+    const now = o.clock();
+    const token = newToken();
+    const expiresAt = new Date(now.getTime() + o.sessionTtlMs);
+    await insertSession(db, {
+      digest: digestToken(token),
+      userId,
+      csrfToken: newToken(),
+      createdAt: now,
+      expiresAt,
+    });
+    if (now.getTime() - lastSweep > 60_000) {
+      lastSweep = now.getTime();
+      await deleteExpiredSessions(db, now);
+    }
+    return { token, expiresAt };
+  }
+
+  return {
+    async signIn(email, password, clientAddress) {
+      const now = o.clock();
+      const since = new Date(now.getTime() - o.windowMs);
+      const emailSubject = `email:${email.trim().toLowerCase()}`;
+      const subjects = [emailSubject, `ip:${clientAddress}`];
+      // An address (many users behind one NAT, or one attacker trying many emails) gets 10× the room.
+      const locked = (await currentFailures(db, subjects, since)).filter(
+        (f) => f.failures >= (f.subject === emailSubject ? o.maxFailures : o.maxFailures * 10),
+      );
+      if (locked.length > 0) {
+        const until = Math.max(...locked.map((l) => l.window_started_at.getTime() + o.windowMs));
+        const retryAfter = Math.max(1, Math.ceil((until - now.getTime()) / 1000));
+        throw new AppError('rate_limited', 'Too many failed sign-ins: try again later', {
+          retry_after_seconds: retryAfter,
+        });
+      }
+      const user = await findUserByEmail(db, email.trim());
+      const ok = await verifyPassword(password, user?.password_hash ?? null);
+      if (!user || !ok) {
+        await recordFailures(db, subjects, now, since);
+        throw unauthorized('Wrong email or password');
+      }
+      await clearFailures(db, emailSubject);
+      return startSession(user.id);
+    },
+
+    async session(token) {
+      const digest = digestToken(token);
+      const row = await findSession(db, digest);
+      if (!row) return null;
+      if (row.expires_at.getTime() <= o.clock().getTime()) {
+        await deleteSession(db, digest);
+        return null;
+      }
+      return {
+        id: row.user_id,
+        accountId: row.account_id,
+        email: row.email,
+        displayName: row.display_name,
+        role: row.role,
+        csrfToken: row.csrf_token,
+        sessionDigest: row.digest,
+        expiresAt: row.expires_at,
+      };
+    },
+
+    signOut: (digest) => deleteSession(db, digest),
+
+    async invite(input) {
+      const email = input.email.trim();
+      if (!EMAIL.test(email)) throw badRequest('email: expected an email address', { field: 'email' });
+      const displayName = input.displayName.trim();
+      if (!displayName || displayName.length > 200 || displayName.includes('\u0000')) {
+        throw badRequest('display_name: must be 1-200 characters', { field: 'display_name' });
+      }
+      const now = o.clock();
+      const token = newToken();
+      const expiresAt = new Date(now.getTime() + o.inviteTtlMs);
+      try {
+        const userId = await db.transaction().execute(async (trx) => {
+          const user = await insertUser(trx, {
+            accountId: input.accountId,
+            email,
+            displayName,
+            role: input.role,
+            passwordHash: null,
+          });
+          await insertInvite(trx, { digest: digestToken(token), userId: user.id, createdAt: now, expiresAt });
+          return user.id;
+        });
+        return { userId, token, expiresAt };
+      } catch (err) {
+        if ((err as { code?: string }).code === '23505') {
+          throw new AppError('conflict', 'A user with this email already exists', { field: 'email' });
+        }
+        throw err;
+      }
+    },
+
+    async acceptInvite(token, password) {
+      checkPassword(password);
+      const hash = await hashPassword(password);
+      const now = o.clock();
+      const userId = await db.transaction().execute(async (trx) => {
+        const id = await consumeInvite(trx, digestToken(token), now);
+        if (id) await setPassword(trx, id, hash, now);
+        return id;
+      });
+      if (!userId) throw new AppError('not_found', 'This sign-in link is invalid, used or expired');
+      return startSession(userId);
+    },
+  };
+}

@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { hashPassword, verifyPassword } from './password';
+
+describe('password hashing (scrypt)', () => {
+  it('verifies the right password only, with a fresh salt per hash', async () => {
+    const a = await hashPassword('correct horse battery staple');
+    const b = await hashPassword('correct horse battery staple');
+    expect(a).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
+    expect(a).not.toBe(b);
+    expect(a).not.toContain('horse');
+    expect(await verifyPassword('correct horse battery staple', a)).toBe(true);
+    expect(await verifyPassword('correct horse battery stapler', a)).toBe(false);
+    expect(await verifyPassword('', a)).toBe(false);
+  });
+
+  it('answers false for a user without a password (after the same work) and for a malformed hash', async () => {
+    expect(await verifyPassword('anything at all', null)).toBe(false);
+    expect(await verifyPassword('anything at all', 'plain$text')).toBe(false);
+  });
+});

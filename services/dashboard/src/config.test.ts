@@ -1,0 +1,46 @@
+import { ConfigError, defaults } from '@tollgate/config';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config';
+
+describe('dashboard config', () => {
+  it('defaults to the make dev services, a 12 h session and secure cookies outside development', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      PORT: 8083,
+      HOST: '0.0.0.0',
+      DATABASE_URL: defaults.databaseUrl,
+      KEYS_URL: 'http://127.0.0.1:8081',
+      BILLING_URL: 'http://127.0.0.1:8082',
+      SESSION_TTL_MINUTES: 720,
+      SIGNIN_MAX_FAILURES: 5,
+      SIGNIN_WINDOW_MINUTES: 15,
+      PUBLIC_URL: 'http://127.0.0.1:8083',
+      NODE_ENV: 'development',
+      COOKIE_SECURE: false,
+    });
+    expect(c.UI_DIR).toMatch(/services\/dashboard\/ui\/dist$/);
+    expect(loadConfig({ NODE_ENV: 'test' }).COOKIE_SECURE).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'development', COOKIE_SECURE: 'true' }).COOKIE_SECURE).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'test', COOKIE_SECURE: '0' }).COOKIE_SECURE).toBe(false);
+  });
+
+  it('coerces numbers and keeps an explicit PUBLIC_URL', () => {
+    const c = loadConfig({ PORT: '0', SESSION_TTL_MINUTES: '5', PUBLIC_URL: 'https://dash.example.com' });
+    expect(c).toMatchObject({ PORT: 0, SESSION_TTL_MINUTES: 5, PUBLIC_URL: 'https://dash.example.com' });
+  });
+
+  it('lists every problem, and refuses the development secret in production', () => {
+    expect(() => loadConfig({ PORT: 'x', COOKIE_SECURE: 'maybe', KEYS_URL: 'nope' })).toThrow(ConfigError);
+    try {
+      loadConfig({ PORT: 'x', COOKIE_SECURE: 'maybe', KEYS_URL: 'nope' });
+    } catch (err) {
+      expect((err as Error).message).toMatch(/PORT/);
+      expect((err as Error).message).toMatch(/COOKIE_SECURE/);
+      expect((err as Error).message).toMatch(/KEYS_URL/);
+    }
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', SERVICE_JWT_SECRET: 'a-real-secret-of-length' }),
+    ).not.toThrow();
+  });
+});

@@ -1,0 +1,61 @@
+import { createDb, migrateToLatest } from '@tollgate/db';
+import type { ColumnType, Generated, Kysely, Selectable } from 'kysely';
+import { migrations } from '../migrations';
+
+/** Postgres schema owned by the dashboard. */
+export const DASHBOARD_SCHEMA = 'dashboard';
+
+export type Role = 'owner' | 'viewer';
+
+export interface UsersTable {
+  id: Generated<string>;
+  account_id: string;
+  email: string;
+  display_name: string;
+  role: Role;
+  /** scrypt (see auth/password.ts); null until the user accepted the invitation. */
+  password_hash: string | null;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date | string>;
+}
+
+export interface SessionsTable {
+  /** SHA-256 of the cookie value (the cookie value itself is never stored). */
+  digest: string;
+  user_id: string;
+  csrf_token: string;
+  created_at: ColumnType<Date, Date | string, never>;
+  expires_at: ColumnType<Date, Date | string, never>;
+}
+
+export interface InvitesTable {
+  digest: string;
+  user_id: string;
+  created_at: ColumnType<Date, Date | string, never>;
+  expires_at: ColumnType<Date, Date | string, never>;
+  used_at: ColumnType<Date | null, never, Date | string>;
+}
+
+export interface SignInFailuresTable {
+  /** `email:<lowercase email>` or `ip:<client address>`. */
+  subject: string;
+  failures: number;
+  window_started_at: ColumnType<Date, Date | string, Date | string>;
+}
+
+export interface Database {
+  'dashboard.users': UsersTable;
+  'dashboard.sessions': SessionsTable;
+  'dashboard.invites': InvitesTable;
+  'dashboard.sign_in_failures': SignInFailuresTable;
+}
+
+export type User = Selectable<UsersTable>;
+export type DashboardDb = Kysely<Database>;
+
+export const createDashboardDb = (url: string, options: { max?: number } = {}): DashboardDb =>
+  createDb<Database>(url, options);
+
+/** Idempotent; safe when several instances start at once. */
+export const migrateDashboardDb = (db: DashboardDb) =>
+  migrateToLatest(db as Kysely<unknown>, DASHBOARD_SCHEMA, migrations);

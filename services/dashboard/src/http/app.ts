@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Catalog } from '@tollgate/catalog';
+import { errorHandler, healthRoutes, jsonBody, notFoundHandler, type ReadinessCheck } from '@tollgate/http';
+import type { Logger } from '@tollgate/logger';
+import express from 'express';
+import { accountRoutes } from '../api/account.routes';
+import { keysRoutes } from '../api/keys.routes';
+import { authRoutes } from '../auth/auth.routes';
+import type { AuthService } from '../auth/auth.service';
+import type { DashboardDb } from '../database';
+import type { InternalClient } from '../upstream/internal-client';
+import { usersRoutes } from '../users/users.routes';
+import { loadSession, sameOrigin } from './session';
+
+export interface DashboardAppDeps {
+  db: DashboardDb;
+  auth: AuthService;
+  client: InternalClient;
+  catalog: Catalog;
+  secret: string;
+  uiDir: string;
+  publicUrl: string;
+  secureCookie: boolean;
+  clock: () => Date;
+  logger: Logger;
+  readiness: Record<string, ReadinessCheck>;
+}
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
+/** The dashboard: health, the JSON API under /api (session cookie), /internal (service token), the SPA. */
+export function createDashboardApp(deps: DashboardAppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('x-request-id', id);
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
+    (req as { log?: Logger }).log = deps.logger.child({ reqId: id });
+    next();
+  });
+  app.use(healthRoutes(deps.readiness));
+
+  const api = express.Router();
+  api.use((_req, res, next) => {
+    res.setHeader('cache-control', 'no-store');
+    next();
+  });
+  api.use(jsonBody('64kb'));
+  api.use(sameOrigin);
+  api.use(loadSession(deps.auth));
+  api.use(authRoutes({ auth: deps.auth, client: deps.client, secureCookie: deps.secureCookie }));
+  api.use(usersRoutes(deps));
+  api.use(keysRoutes({ client: deps.client }));
+  api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
+  api.use(notFoundHandler);
+  // The routers carry full paths; only /api and /internal requests enter them (static files never
+  // pay for body parsing or a session lookup).
+  app.use((req, res, next) => {
+    if (req.path === '/api' || req.path.startsWith('/api/') || req.path.startsWith('/internal/'))
+      api(req, res, next);
+    else next();
+  });
+
+  // The single-page app (hash routing: every page is index.html).
+  const index = join(deps.uiDir, 'index.html');
+  app.use(express.static(deps.uiDir, { index: 'index.html', maxAge: '1h' }));
+  app.get('/', (_req, res) => {
+    if (existsSync(index)) res.sendFile(index);
+    else res.status(503).type('text/plain').send('The dashboard UI is not built: run `make install`.\n');
+  });
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,2 @@
+export { type DashboardConfig, dashboardConfigSchema, loadConfig } from './config';
+export { type DashboardHandle, type DashboardOptions, startDashboard } from './service';

@@ -1,0 +1,98 @@
+import type { AddressInfo } from 'node:net';
+import { type Catalog, loadCatalog } from '@tollgate/catalog';
+import { sql } from '@tollgate/db';
+import { closeServer, listen } from '@tollgate/http';
+import { createLogger, type Logger } from '@tollgate/logger';
+import { type AuthService, createAuthService } from './auth/auth.service';
+import type { DashboardConfig } from './config';
+import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
+import { createDashboardApp } from './http/app';
+import { createInternalClient } from './upstream/internal-client';
+
+export interface DashboardHandle {
+  /** e.g. http://127.0.0.1:8083 */
+  url: string;
+  port: number;
+  db: DashboardDb;
+  auth: AuthService;
+  close(): Promise<void>;
+}
+
+export interface DashboardOptions {
+  logger?: Logger;
+  clock?: () => Date;
+  catalog?: Catalog;
+}
+
+/** Starts the dashboard in-process (migrates its schema first). `PORT=0` picks a free port. */
+export async function startDashboard(
+  config: DashboardConfig,
+  options: DashboardOptions = {},
+): Promise<DashboardHandle> {
+  const logger =
+    options.logger ?? createLogger({ name: 'dashboard', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+  const clock = options.clock ?? (() => new Date());
+  const catalog = options.catalog ?? loadCatalog(config.CATALOG_PATH);
+  const db = createDashboardDb(config.DATABASE_URL, { max: 10 });
+  try {
+    await migrateDashboardDb(db);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const auth = createAuthService({
+    db,
+    clock,
+    sessionTtlMs: config.SESSION_TTL_MINUTES * 60_000,
+    inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000,
+    maxFailures: config.SIGNIN_MAX_FAILURES,
+    windowMs: config.SIGNIN_WINDOW_MINUTES * 60_000,
+  });
+  const client = createInternalClient({
+    keysUrl: config.KEYS_URL,
+    billingUrl: config.BILLING_URL,
+    secret: config.SERVICE_JWT_SECRET,
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+  });
+  const app = createDashboardApp({
+    db,
+    auth,
+    client,
+    catalog,
+    secret: config.SERVICE_JWT_SECRET,
+    uiDir: config.UI_DIR,
+    publicUrl: config.PUBLIC_URL,
+    secureCookie: config.COOKIE_SECURE,
+    clock,
+    logger,
+    readiness: {
+      postgres: async () => {
+        await sql`select 1`.execute(db);
+      },
+    },
+  });
+  let server: Awaited<ReturnType<typeof listen>>;
+  try {
+    server = await listen(app, config.PORT, config.HOST);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  logger.info({ port }, 'dashboard listening');
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    db,
+    auth,
+    close() {
+      closing ??= (async () => {
+        await closeServer(server);
+        await db.destroy();
+      })();
+      return closing;
+    },
+  };
+}

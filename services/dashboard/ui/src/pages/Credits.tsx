@@ -1,0 +1,64 @@
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { createColumnHelper } from '@tanstack/react-table';
+import { get } from '../api';
+import { DataTable } from '../components/DataTable';
+import { ErrorBox, Page, Stat } from '../components/ui';
+import { usd, when } from '../format';
+
+interface Entry {
+  id: string;
+  amount: string;
+  note: string | null;
+  created_at: string;
+}
+interface Credits {
+  total_credits: string;
+  total_usage: string;
+  remaining: string;
+  ledger: Entry[];
+  next_before: string | null;
+}
+const col = createColumnHelper<Entry>();
+
+export function CreditsPage() {
+  const q = useInfiniteQuery({
+    queryKey: ['credits'],
+    initialPageParam: null as string | null,
+    queryFn: async ({ pageParam }) =>
+      (await get<{ data: Credits }>(`/api/credits?limit=50${pageParam ? `&before=${pageParam}` : ''}`)).data,
+    getNextPageParam: (last) => last.next_before,
+  });
+  const first = q.data?.pages[0];
+  const entries = q.data?.pages.flatMap((p) => p.ledger) ?? [];
+  return (
+    <Page title="Credits">
+      <ErrorBox error={q.error} />
+      {first ? (
+        <div className="stats">
+          <Stat label="Balance" value={usd(first.remaining)} testId="balance" />
+          <Stat label="Credits granted" value={usd(first.total_credits)} />
+          <Stat label="Spent" value={usd(first.total_usage)} />
+        </div>
+      ) : null}
+      <DataTable
+        label="Credit ledger"
+        data={entries}
+        columns={[
+          col.accessor('created_at', { header: 'Time', cell: (c) => when(c.getValue()) }),
+          col.accessor((e) => Number(e.amount), {
+            id: 'amount',
+            header: 'Amount',
+            cell: (c) => usd(c.row.original.amount),
+          }),
+          col.accessor('note', { header: 'Note', cell: (c) => c.getValue() ?? '—' }),
+        ]}
+        empty="No credits yet: an operator adds them with `pnpm tollgate credits add`."
+      />
+      {q.hasNextPage ? (
+        <button type="button" className="secondary" onClick={() => q.fetchNextPage()}>
+          Load more
+        </button>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,276 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { createColumnHelper } from '@tanstack/react-table';
+import { type FormEvent, useMemo, useState } from 'react';
+import { api, get, type Key } from '../api';
+import { DataTable } from '../components/DataTable';
+import { Badge, CopyButton, ErrorBox, Modal, Page } from '../components/ui';
+import { ago, usd } from '../format';
+
+const col = createColumnHelper<Key>();
+
+const stateOf = (k: Key) => (k.revoked ? 'revoked' : k.disabled ? 'disabled' : 'active');
+
+function CreateKeyForm(props: { onCreated: (k: Key & { key: string }) => void }) {
+  const queryClient = useQueryClient();
+  const [name, setName] = useState('');
+  const [limit, setLimit] = useState('');
+  const [reset, setReset] = useState('');
+  const [management, setManagement] = useState(false);
+  const create = useMutation({
+    mutationFn: () =>
+      api<{ data: Key & { key: string } }>('POST', '/api/keys', {
+        name,
+        ...(management
+          ? { management: true }
+          : { limit: limit === '' ? null : Number(limit), limit_reset: reset === '' ? null : reset }),
+      }),
+    onSuccess: (r) => {
+      setName('');
+      setLimit('');
+      setReset('');
+      setManagement(false);
+      props.onCreated(r.data);
+      void queryClient.invalidateQueries({ queryKey: ['keys'] });
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate();
+  };
+  return (
+    <form className="card form-grid" onSubmit={submit} aria-label="Create a key">
+      <h2>Create a key</h2>
+      <label>
+        Name
+        <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} />
+      </label>
+      <label>
+        Limit (USD)
+        <input
+          type="number"
+          min="0"
+          step="any"
+          value={limit}
+          disabled={management}
+          placeholder="no limit"
+          onChange={(e) => setLimit(e.target.value)}
+        />
+      </label>
+      <label>
+        Limit reset
+        <select value={reset} disabled={management} onChange={(e) => setReset(e.target.value)}>
+          <option value="">never</option>
+          <option value="daily">daily</option>
+          <option value="weekly">weekly</option>
+          <option value="monthly">monthly</option>
+        </select>
+      </label>
+      <label className="checkbox">
+        <input type="checkbox" checked={management} onChange={(e) => setManagement(e.target.checked)} />
+        Management key (manages keys through the API; cannot run models; no spend limit)
+      </label>
+      <ErrorBox error={create.error} />
+      <button type="submit" disabled={create.isPending}>
+        Create key
+      </button>
+    </form>
+  );
+}
+
+function EditLimit(props: { k: Key; onClose: () => void }) {
+  const queryClient = useQueryClient();
+  const [limit, setLimit] = useState(props.k.limit === null ? '' : String(props.k.limit));
+  const [reset, setReset] = useState(props.k.limit_reset ?? '');
+  const save = useMutation({
+    mutationFn: () =>
+      api('PATCH', `/api/keys/${props.k.hash}`, {
+        limit: limit === '' ? null : Number(limit),
+        limit_reset: reset === '' ? null : reset,
+      }),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ['keys'] });
+      props.onClose();
+    },
+  });
+  return (
+    <Modal title={`Limit of ${props.k.name}`} onClose={props.onClose}>
+      <form
+        className="form-grid"
+        onSubmit={(e) => {
+          e.preventDefault();
+          save.mutate();
+        }}
+      >
+        <label>
+          Limit (USD, empty for none)
+          <input type="number" min="0" step="any" value={limit} onChange={(e) => setLimit(e.target.value)} />
+        </label>
+        <label>
+          Limit reset
+          <select value={reset} onChange={(e) => setReset(e.target.value)}>
+            <option value="">never</option>
+            <option value="daily">daily</option>
+            <option value="weekly">weekly</option>
+            <option value="monthly">monthly</option>
+          </select>
+        </label>
+        <ErrorBox error={save.error} />
+        <div className="row">
+          <button type="submit">Save limit</button>
+          <button type="button" className="secondary" onClick={props.onClose}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </Modal>
+  );
+}
+
+function ConfirmRevoke(props: { k: Key; onClose: () => void }) {
+  const queryClient = useQueryClient();
+  const revoke = useMutation({
+    mutationFn: () => api('DELETE', `/api/keys/${props.k.hash}`),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ['keys'] });
+      props.onClose();
+    },
+  });
+  return (
+    <Modal title="Revoke key" onClose={props.onClose}>
+      <p>
+        Revoke <strong>{props.k.name}</strong> ({props.k.label})? Requests with it are refused at once. This
+        cannot be undone; its usage history stays.
+      </p>
+      <ErrorBox error={revoke.error} />
+      <div className="row">
+        <button type="button" className="danger" onClick={() => revoke.mutate()} disabled={revoke.isPending}>
+          Revoke permanently
+        </button>
+        <button type="button" className="secondary" onClick={props.onClose}>
+          Cancel
+        </button>
+      </div>
+    </Modal>
+  );
+}
+
+export function KeysPage(props: { owner: boolean }) {
+  const queryClient = useQueryClient();
+  const [showRevoked, setShowRevoked] = useState(false);
+  const [created, setCreated] = useState<(Key & { key: string }) | null>(null);
+  const [editing, setEditing] = useState<Key | null>(null);
+  const [revoking, setRevoking] = useState<Key | null>(null);
+  const keys = useQuery({
+    queryKey: ['keys', showRevoked],
+    queryFn: async () => (await get<{ data: Key[] }>(`/api/keys?include_revoked=${showRevoked}`)).data,
+    refetchInterval: 10_000,
+  });
+  const toggle = useMutation({
+    mutationFn: (k: Key) => api('PATCH', `/api/keys/${k.hash}`, { disabled: !k.disabled }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['keys'] }),
+  });
+
+  const columns = useMemo(
+    () => [
+      col.accessor('name', {
+        header: 'Name',
+        cell: (c) => (
+          <div>
+            <div>{c.getValue()}</div>
+            <code className="muted small">{c.row.original.label}</code>
+          </div>
+        ),
+      }),
+      col.accessor('scope', {
+        header: 'Scope',
+        cell: (c) => <Badge kind={c.getValue()}>{c.getValue()}</Badge>,
+      }),
+      col.accessor(stateOf, {
+        id: 'state',
+        header: 'State',
+        cell: (c) => <Badge kind={c.getValue()}>{c.getValue()}</Badge>,
+      }),
+      col.accessor('limit', {
+        header: 'Limit',
+        cell: (c) =>
+          c.getValue() === null ? 'none' : `${usd(c.getValue())} ${c.row.original.limit_reset ?? 'total'}`,
+      }),
+      col.accessor('usage', {
+        header: 'Usage (period)',
+        cell: (c) => (c.row.original.scope === 'management' ? '—' : usd(c.getValue())),
+      }),
+      col.accessor('last_used_at', { header: 'Last used', cell: (c) => ago(c.getValue()) }),
+      col.display({
+        id: 'actions',
+        header: '',
+        cell: (c) => {
+          const k = c.row.original;
+          if (!props.owner || k.revoked) return null;
+          return (
+            <div className="row actions">
+              <button type="button" className="secondary" onClick={() => toggle.mutate(k)}>
+                {k.disabled ? 'Enable' : 'Disable'}
+              </button>
+              {k.scope === 'inference' ? (
+                <button type="button" className="secondary" onClick={() => setEditing(k)}>
+                  Edit limit
+                </button>
+              ) : null}
+              <button type="button" className="danger" onClick={() => setRevoking(k)}>
+                Revoke
+              </button>
+            </div>
+          );
+        },
+      }),
+    ],
+    [props.owner, toggle],
+  );
+
+  return (
+    <Page
+      title="Keys"
+      actions={
+        <label className="checkbox">
+          <input type="checkbox" checked={showRevoked} onChange={(e) => setShowRevoked(e.target.checked)} />
+          Show revoked
+        </label>
+      }
+    >
+      {props.owner ? (
+        <CreateKeyForm onCreated={setCreated} />
+      ) : (
+        <p className="muted" data-testid="viewer-note">
+          You are a viewer: you see every key of the account and change nothing.
+        </p>
+      )}
+      <ErrorBox error={keys.error ?? toggle.error} />
+      <DataTable
+        label="Keys"
+        data={keys.data ?? []}
+        columns={columns}
+        empty="No keys."
+        rowTestId={(k) => `key-${k.name}`}
+      />
+      {created ? (
+        <Modal title="Your new key" onClose={() => setCreated(null)}>
+          <p>
+            Copy it now: this is the only time the {created.scope} key <strong>{created.name}</strong> is
+            shown.
+          </p>
+          <code className="secret" data-testid="new-key">
+            {created.key}
+          </code>
+          <div className="row">
+            <CopyButton text={created.key} />
+            <button type="button" onClick={() => setCreated(null)}>
+              Done
+            </button>
+          </div>
+        </Modal>
+      ) : null}
+      {editing ? <EditLimit k={editing} onClose={() => setEditing(null)} /> : null}
+      {revoking ? <ConfirmRevoke k={revoking} onClose={() => setRevoking(null)} /> : null}
+    </Page>
+  );
+}

@@ -1,0 +1,62 @@
+import { useQuery } from '@tanstack/react-query';
+import { createColumnHelper } from '@tanstack/react-table';
+import { get } from '../api';
+import { DataTable } from '../components/DataTable';
+import { ErrorBox, Page } from '../components/ui';
+import { int, usd } from '../format';
+
+interface Model {
+  id: string;
+  name: string;
+  context_length: number;
+  providers: string[];
+  price_per_million: { prompt: string; completion: string; cache_read: string; cache_write: string };
+  price_per_request: string;
+}
+const col = createColumnHelper<Model>();
+
+export function ModelsPage() {
+  const q = useQuery({
+    queryKey: ['models'],
+    queryFn: async () => (await get<{ data: Model[] }>('/api/models')).data,
+  });
+  return (
+    <Page title="Models">
+      <p className="muted">Prices in USD per million tokens.</p>
+      <ErrorBox error={q.error} />
+      <DataTable
+        label="Models"
+        data={q.data ?? []}
+        rowTestId={(m) => `model-${m.id}`}
+        columns={[
+          col.accessor('id', {
+            header: 'Model',
+            cell: (c) => (
+              <div>
+                <div>{c.getValue()}</div>
+                <div className="muted small">{c.row.original.name}</div>
+              </div>
+            ),
+          }),
+          col.accessor((m) => Number(m.price_per_million.prompt), {
+            id: 'prompt',
+            header: 'Input / 1M',
+            cell: (c) => usd(c.row.original.price_per_million.prompt),
+          }),
+          col.accessor((m) => Number(m.price_per_million.completion), {
+            id: 'completion',
+            header: 'Output / 1M',
+            cell: (c) => usd(c.row.original.price_per_million.completion),
+          }),
+          col.accessor((m) => Number(m.price_per_million.cache_read), {
+            id: 'cache_read',
+            header: 'Cache read / 1M',
+            cell: (c) => usd(c.row.original.price_per_million.cache_read),
+          }),
+          col.accessor('context_length', { header: 'Context', cell: (c) => int(c.getValue()) }),
+          col.accessor((m) => m.providers.join(', '), { id: 'providers', header: 'Providers' }),
+        ]}
+      />
+    </Page>
+  );
+}

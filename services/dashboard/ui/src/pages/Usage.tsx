@@ -1,0 +1,238 @@
+import { useQuery } from '@tanstack/react-query';
+import { createColumnHelper } from '@tanstack/react-table';
+import { useCallback, useMemo, useState } from 'react';
+import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { get, type Key, type UsageRow } from '../api';
+import { DataTable } from '../components/DataTable';
+import { ErrorBox, Page } from '../components/ui';
+import { int, usd } from '../format';
+
+type Metric = 'cost' | 'requests' | 'tokens';
+type GroupBy = 'none' | 'model' | 'app' | 'key' | 'provider';
+const COLORS = [
+  '#2563eb',
+  '#16a34a',
+  '#f59e0b',
+  '#dc2626',
+  '#7c3aed',
+  '#0891b2',
+  '#db2777',
+  '#65a30d',
+  '#94a3b8',
+];
+const DAY = 86_400_000;
+const RANGES = { '24h': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
+
+const metricOf = (r: UsageRow, m: Metric) =>
+  m === 'cost' ? Number(r.cost) : m === 'requests' ? r.requests : r.tokens_prompt + r.tokens_completion;
+
+interface Totals {
+  group: string;
+  label: string;
+  requests: number;
+  tokens_prompt: number;
+  tokens_completion: number;
+  tokens_cached: number;
+  tokens_reasoning: number;
+  cost: number;
+}
+const col = createColumnHelper<Totals>();
+
+export function UsagePage() {
+  const [range, setRange] = useState<keyof typeof RANGES>('30d');
+  const [granularity, setGranularity] = useState<'hour' | 'day'>('day');
+  const [groupBy, setGroupBy] = useState<GroupBy>('model');
+  const [metric, setMetric] = useState<Metric>('cost');
+  const days = RANGES[range];
+  const effectiveGranularity = days > 31 ? 'day' : granularity;
+  // Whole hours/days up to the end of the current one.
+  const unit = effectiveGranularity === 'hour' ? 3_600_000 : DAY;
+  const to = new Date(Math.ceil((Date.now() + 1) / unit) * unit);
+  const from = new Date(to.getTime() - days * DAY);
+  const query = `from=${from.toISOString()}&to=${to.toISOString()}&granularity=${effectiveGranularity}&group_by=${groupBy}`;
+
+  const usage = useQuery({
+    queryKey: ['usage', query],
+    queryFn: async () => (await get<{ data: { rows: UsageRow[] } }>(`/api/usage?${query}`)).data.rows,
+    refetchInterval: 10_000,
+  });
+  const keys = useQuery({
+    queryKey: ['keys', true],
+    queryFn: async () => (await get<{ data: Key[] }>('/api/keys?include_revoked=true')).data,
+    enabled: groupBy === 'key',
+  });
+  const keyName = useMemo(() => new Map((keys.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);
+  const labelOf = useCallback(
+    (g: string | null) =>
+      groupBy === 'none'
+        ? 'All'
+        : g === null
+          ? groupBy === 'app'
+            ? '(no X-Title)'
+            : '—'
+          : groupBy === 'key'
+            ? (keyName.get(g) ?? g.slice(0, 8))
+            : g,
+    [groupBy, keyName],
+  );
+
+  const rows = usage.data ?? [];
+  const totals = useMemo(() => {
+    const m = new Map<string, Totals>();
+    for (const r of rows) {
+      const g = r.group ?? '';
+      const t = m.get(g) ?? {
+        group: g,
+        label: labelOf(r.group),
+        requests: 0,
+        tokens_prompt: 0,
+        tokens_completion: 0,
+        tokens_cached: 0,
+        tokens_reasoning: 0,
+        cost: 0,
+      };
+      t.requests += r.requests;
+      t.tokens_prompt += r.tokens_prompt;
+      t.tokens_completion += r.tokens_completion;
+      t.tokens_cached += r.tokens_cached;
+      t.tokens_reasoning += r.tokens_reasoning;
+      t.cost += Number(r.cost);
+      m.set(g, t);
+    }
+    return [...m.values()].sort((a, b) => b.cost - a.cost || b.requests - a.requests);
+  }, [rows, labelOf]);
+
+  // Chart: one bar per bucket, stacked by the top 8 groups (the rest summed as "other").
+  const series = totals.slice(0, 8).map((t) => t.group);
+  const fromIso = from.toISOString();
+  const toMs = to.getTime();
+  const chartData = useMemo(() => {
+    // Every bucket of the range, so the axis shows the whole range (empty buckets are zero).
+    const byBucket = new Map<string, Record<string, number | string>>();
+    for (let t = new Date(fromIso).getTime(); t < toMs; t += unit) {
+      const b = new Date(t).toISOString();
+      byBucket.set(b, { bucket: b });
+    }
+    for (const r of rows) {
+      const b = r.bucket ? new Date(r.bucket).toISOString() : '';
+      const point = byBucket.get(b) ?? { bucket: b };
+      const i = series.indexOf(r.group ?? '');
+      const g = i >= 0 ? `s${i}` : '__other';
+      point[g] = Number(point[g] ?? 0) + metricOf(r, metric);
+      byBucket.set(b, point);
+    }
+    return [...byBucket.values()].sort((a, b) => String(a.bucket).localeCompare(String(b.bucket)));
+  }, [rows, metric, series, fromIso, toMs, unit]);
+  const hasOther = totals.length > 8;
+
+  const columns = [
+    col.accessor('label', {
+      header: groupBy === 'none' ? 'Total' : groupBy[0]!.toUpperCase() + groupBy.slice(1),
+    }),
+    col.accessor('requests', { header: 'Requests', cell: (c) => int(c.getValue()) }),
+    col.accessor('tokens_prompt', { header: 'Prompt tokens', cell: (c) => int(c.getValue()) }),
+    col.accessor('tokens_completion', { header: 'Completion tokens', cell: (c) => int(c.getValue()) }),
+    col.accessor('tokens_cached', { header: 'Cached', cell: (c) => int(c.getValue()) }),
+    col.accessor('cost', { header: 'Cost', cell: (c) => usd(c.getValue()) }),
+  ];
+
+  const tick = (b: string) =>
+    effectiveGranularity === 'hour' ? `${b.slice(5, 10)} ${b.slice(11, 16)}` : b.slice(5, 10);
+  const fmt = (v: number) => (metric === 'cost' ? usd(v) : int(v));
+
+  return (
+    <Page
+      title="Usage"
+      actions={
+        <a
+          className="button secondary"
+          href={`/api/usage?${query}&format=csv`}
+          download
+          data-testid="csv-export"
+        >
+          Export CSV
+        </a>
+      }
+    >
+      <fieldset className="card controls" aria-label="Usage controls">
+        <label>
+          Range
+          <select value={range} onChange={(e) => setRange(e.target.value as keyof typeof RANGES)}>
+            {Object.keys(RANGES).map((r) => (
+              <option key={r} value={r}>
+                last {r}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          By
+          <select
+            value={effectiveGranularity}
+            disabled={days > 31}
+            onChange={(e) => setGranularity(e.target.value as 'hour' | 'day')}
+          >
+            <option value="hour">hour</option>
+            <option value="day">day</option>
+          </select>
+        </label>
+        <label>
+          Group by
+          <select
+            value={groupBy}
+            onChange={(e) => setGroupBy(e.target.value as GroupBy)}
+            aria-label="Group by"
+          >
+            <option value="none">nothing</option>
+            <option value="model">model</option>
+            <option value="app">app (X-Title)</option>
+            <option value="key">key</option>
+            <option value="provider">provider</option>
+          </select>
+        </label>
+        <label>
+          Show
+          <select value={metric} onChange={(e) => setMetric(e.target.value as Metric)}>
+            <option value="cost">spend</option>
+            <option value="requests">requests</option>
+            <option value="tokens">tokens</option>
+          </select>
+        </label>
+      </fieldset>
+      <ErrorBox error={usage.error} />
+      <div className="card">
+        <div className="chart" data-testid="usage-chart">
+          <ResponsiveContainer width="100%" height={280}>
+            <BarChart data={chartData} margin={{ left: 8, right: 8 }} maxBarSize={48}>
+              <CartesianGrid strokeDasharray="3 3" vertical={false} />
+              <XAxis dataKey="bucket" tickFormatter={tick} minTickGap={16} />
+              <YAxis tickFormatter={fmt} width={88} />
+              <Tooltip formatter={(v) => fmt(Number(v))} labelFormatter={(l) => String(l)} />
+              <Legend />
+              {series.map((g, i) => (
+                <Bar
+                  key={g}
+                  dataKey={`s${i}`}
+                  name={labelOf(g === '' ? null : g)}
+                  stackId="a"
+                  fill={COLORS[i % COLORS.length]}
+                  isAnimationActive={false}
+                />
+              ))}
+              {hasOther ? (
+                <Bar dataKey="__other" name="other" stackId="a" fill={COLORS[8]} isAnimationActive={false} />
+              ) : null}
+            </BarChart>
+          </ResponsiveContainer>
+        </div>
+      </div>
+      <DataTable
+        label="Usage by group"
+        data={totals}
+        columns={columns}
+        empty="No usage in this range."
+        rowTestId={(t) => `usage-${t.label}`}
+      />
+    </Page>
+  );
+}

@@ -1,0 +1,54 @@
+import { type CommandGroup, defineCommand, UsageError } from './command';
+import { callService } from './service-call';
+
+/**
+ * Dashboard users (owned by the dashboard service, schema `dashboard`): the CLI creates an account's
+ * first owner through the dashboard's internal API (DASHBOARD_URL, default the `make dev` address)
+ * and prints the one-time sign-in link; owners invite everyone else from the dashboard.
+ */
+export const usersCommands: CommandGroup = {
+  name: 'users',
+  summary: 'Dashboard users (sign in to the web dashboard)',
+  commands: [
+    defineCommand({
+      name: 'create',
+      summary: 'Create a dashboard user of an account; prints a one-time sign-in link',
+      options: {
+        account: { type: 'string', required: true, description: 'account slug, e.g. acme' },
+        email: { type: 'string', required: true, description: 'the user’s email (their sign-in name)' },
+        role: {
+          type: 'string',
+          required: true,
+          description: 'owner (changes things) or viewer (sees everything)',
+        },
+        name: { type: 'string', description: 'display name (default: the part of the email before @)' },
+      },
+      async run(ctx, o) {
+        if (o.role !== 'owner' && o.role !== 'viewer') {
+          throw new UsageError(`--role must be owner or viewer, got "${o.role}"`);
+        }
+        const account = await ctx.runtime.accounts.requireBySlug(o.account);
+        const data = (await callService(
+          { name: 'dashboard', url: ctx.urls.dashboard, secret: ctx.config.SERVICE_JWT_SECRET },
+          'POST',
+          '/internal/users',
+          {
+            account_id: account.id,
+            email: o.email,
+            display_name: o.name ?? o.email.split('@')[0] ?? o.email,
+            role: o.role,
+          },
+        )) as { id: string; email: string; role: string; sign_in_link: string; expires_at: string };
+        return {
+          data: { ...data, account: account.slug },
+          text: [
+            `Created ${data.role} ${data.email} of ${account.slug}.`,
+            `One-time sign-in link (valid until ${data.expires_at}; the user chooses a password there):`,
+            '',
+            `  ${data.sign_in_link}`,
+          ].join('\n'),
+        };
+      },
+    }),
+  ],
+};

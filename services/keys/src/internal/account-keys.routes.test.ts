@@ -1,0 +1,126 @@
+import { signServiceToken } from '@tollgate/auth';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, expectError, expectStatus, isActive, proxyLookup } from '../test-client';
+import { startTestKeysService, type TestAccount, type TestKeysService } from '../testing';
+
+let t: TestKeysService;
+let other: TestAccount;
+
+beforeAll(async () => {
+  t = await startTestKeysService();
+  other = await t.createAccount();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const UNKNOWN = '00000000-0000-4000-8000-000000000000';
+const svc = () => t.serviceToken('dashboard');
+const base = (accountId = t.account.id) => `/internal/accounts/${accountId}`;
+const call = (method: string, path: string, body?: unknown) => api(t, method, path, { token: svc(), body });
+
+describe('dashboard key management (internal, service token)', () => {
+  it.each([
+    ['GET', ''],
+    ['GET', '/keys'],
+    ['POST', '/keys', { name: 'x' }],
+    ['PATCH', `/keys/${UNKNOWN}`, { name: 'x' }],
+    ['DELETE', `/keys/${UNKNOWN}`],
+  ] as Array<[string, string, unknown?]>)(
+    '%s …%s refuses callers without a service token with 401',
+    async (method, path, body) => {
+      expectError(await api(t, method, `${base()}${path}`, { as: null, body }), 401, 'unauthorized');
+      // A caller (API key) identity is not a service identity.
+      expectError(await api(t, method, `${base()}${path}`, { body }), 401, 'unauthorized');
+      const forged = signServiceToken(
+        { kind: 'service', service: 'dashboard' },
+        'another-secret-of-enough-length',
+      );
+      expectError(await api(t, method, `${base()}${path}`, { token: forged, body }), 401, 'unauthorized');
+    },
+  );
+
+  it('names the account', async () => {
+    const r = await call('GET', base());
+    expectStatus(r, 200);
+    expect(r.body.data).toEqual({ id: t.account.id, slug: t.account.slug, name: expect.any(String) });
+    expectError(await call('GET', base(UNKNOWN)), 404, 'not_found');
+    expectError(await call('GET', base('nope')), 400, 'bad_request');
+  });
+
+  it('creates a management key when ticked, and an inference key otherwise; both usable at once', async () => {
+    const m = await call('POST', `${base()}/keys`, { name: 'ops', management: true });
+    expectStatus(m, 201);
+    expect(m.body.data).toMatchObject({ scope: 'management', limit: null, name: 'ops' });
+    expect(m.body.data.key).toMatch(/^sk-tg-v1-[0-9a-f]{64}$/);
+    expect(isActive(await proxyLookup(t, m.body.data.key))).toBe(true);
+
+    const i = await call('POST', `${base()}/keys`, { name: 'app', limit: 2.5, limit_reset: 'monthly' });
+    expectStatus(i, 201);
+    expect(i.body.data).toMatchObject({ scope: 'inference', limit: 2.5, limit_reset: 'monthly', usage: 0 });
+
+    expectError(
+      await call('POST', `${base()}/keys`, { name: 'x', management: true, limit: 1 }),
+      400,
+      'bad_request',
+      /no spend limit/,
+    );
+    expectError(
+      await call('POST', `${base()}/keys`, { name: 'x', management: 'yes' }),
+      400,
+      'bad_request',
+      /^management:/,
+    );
+    expectError(
+      await call('POST', `${base()}/keys`, { name: 'x', scope: 'management' }),
+      400,
+      'bad_request',
+      /^scope:/,
+    );
+    expectError(await call('POST', `${base(UNKNOWN)}/keys`, { name: 'x' }), 404, 'not_found');
+  });
+
+  it('lists every key of the account, management keys included, revoked ones on request', async () => {
+    const created = await call('POST', `${base()}/keys`, { name: 'to-revoke' });
+    await call('DELETE', `${base()}/keys/${created.body.data.hash}`);
+    const r = await call('GET', `${base()}/keys`);
+    expectStatus(r, 200);
+    const scopes = new Set(r.body.data.map((k: { scope: string }) => k.scope));
+    expect(scopes).toEqual(new Set(['management', 'inference']));
+    expect(r.body.data.some((k: { hash: string }) => k.hash === created.body.data.hash)).toBe(false);
+    expect(r.body.next_offset).toBeNull();
+    const all = await call('GET', `${base()}/keys?include_revoked=true`);
+    expect(all.body.data.some((k: { hash: string }) => k.hash === created.body.data.hash)).toBe(true);
+    expectError(await call('GET', `${base()}/keys?include_revoked=maybe`), 400, 'bad_request');
+    expectError(await call('GET', `${base()}/keys?color=red`), 400, 'bad_request');
+    const otherList = await call('GET', `${base(other.id)}/keys`);
+    expect(otherList.body.data.map((k: { hash: string }) => k.hash)).toEqual([other.managementKey.id]);
+  });
+
+  it('disables, enables, edits the limit and revokes, management keys included; the proxy follows', async () => {
+    const k = (await call('POST', `${base()}/keys`, { name: 'm', management: true })).body.data;
+    const disabled = await call('PATCH', `${base()}/keys/${k.hash}`, { disabled: true });
+    expectStatus(disabled, 200);
+    expect(isActive(await proxyLookup(t, k.key))).toBe(false);
+    await call('PATCH', `${base()}/keys/${k.hash}`, { disabled: false });
+    expect(isActive(await proxyLookup(t, k.key))).toBe(true);
+
+    const inf = (await call('POST', `${base()}/keys`, { name: 'i' })).body.data;
+    const limited = await call('PATCH', `${base()}/keys/${inf.hash}`, { limit: 7, limit_reset: 'daily' });
+    expect(limited.body.data).toMatchObject({ limit: 7, limit_reset: 'daily' });
+
+    // The dashboard revokes a management key (the API never lets one revoke itself).
+    const revoked = await call('DELETE', `${base()}/keys/${k.hash}`);
+    expect(revoked.body).toEqual({ data: { hash: k.hash, deleted: true } });
+    expect(isActive(await proxyLookup(t, k.key))).toBe(false);
+    expectError(await call('PATCH', `${base()}/keys/${k.hash}`, { disabled: false }), 409, 'conflict');
+  });
+
+  it("never touches another account's key (404)", async () => {
+    const hash = other.managementKey.id;
+    expectError(await call('PATCH', `${base()}/keys/${hash}`, { disabled: true }), 404, 'not_found');
+    expectError(await call('DELETE', `${base()}/keys/${hash}`), 404, 'not_found');
+    expect(isActive(await proxyLookup(t, other.managementKey.key))).toBe(true);
+    expectError(await call('PATCH', `${base()}/keys/not-a-uuid`, { disabled: true }), 400, 'bad_request');
+  });
+});
