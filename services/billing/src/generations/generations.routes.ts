@@ -35,6 +35,7 @@ export function generationView(g: Generation) {
     app: g.app,
     latency_ms: Number(g.latency_ms),
     generation_time_ms: Number(g.generation_time_ms),
+    attempts: g.attempts ?? [],
     http_referer: g.http_referer,
     // OpenRouter's record fields (@openrouter/sdk parses them). Concepts Tollgate does not have get a
     // neutral value (null, or `global` for the data region); docs/api.md lists them.
@@ -59,7 +60,15 @@ export function generationView(g: Generation) {
     num_search_results: null,
     origin: g.http_referer ?? '',
     preset_id: null,
-    provider_responses: null,
+    provider_responses:
+      g.attempts && g.attempts.length > 0
+        ? g.attempts.map((a) => ({
+            provider_name: a.provider,
+            model_permaslug: a.model,
+            status: a.status,
+            latency: a.latency_ms,
+          }))
+        : null,
     router: null,
     service_tier: null,
     upstream_inference_cost: null,

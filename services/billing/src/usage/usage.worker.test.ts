@@ -87,6 +87,7 @@ describe('usage worker', () => {
         app: 'My App',
         latency_ms: 100,
         generation_time_ms: 400,
+        attempts: [],
         // OpenRouter's record fields.
         http_referer: 'https://app.example/',
         origin: 'https://app.example/',
@@ -97,11 +98,10 @@ describe('usage worker', () => {
         native_tokens_prompt: 10,
         native_tokens_completion: 20,
         native_finish_reason: 'stop',
-        provider_responses: null,
         upstream_inference_cost: null,
       },
     });
-    expect(Object.keys(body.data)).toHaveLength(49);
+    expect(Object.keys(body.data)).toHaveLength(50);
     expect(await spendOf(e.key_id)).toEqual({
       'd2026-11-20': 0.0125,
       'w2026-W47': 0.0125,
