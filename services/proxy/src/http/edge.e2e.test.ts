@@ -160,7 +160,7 @@ describe('per-key concurrency and provider capacity', () => {
     await vi.waitFor(() => expect(stack.proxy.inFlight()).toBeGreaterThanOrEqual(3));
     const t0 = performance.now();
     const refused = await post(b, {});
-    expect(performance.now() - t0).toBeLessThan(500);
+    expect(performance.now() - t0).toBeLessThan(1_500); // no waiting for a slot (loaded CI host: generous)
     expect(refused.status).toBe(503);
     expect(refused.json).toMatchObject({
       error: { code: 503, metadata: { error_type: 'service_unavailable', provider_name: 'sim' } },
