@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 12.21.0
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: dev test install pnpm servers lint typecheck check demo migrate bench clean
+.PHONY: dev start build test install pnpm servers lint typecheck check demo migrate bench clean
 
 ## Installs pnpm (if missing) and every dependency, Node 24 included (root devDependency `node`),
 ## then builds the dashboard's web UI (services/dashboard/ui/dist, served by the dashboard service).
@@ -23,6 +23,14 @@ servers:
 ## Runs the whole gateway (provider-sim, keys, billing, proxy) against the local servers. Ctrl-C stops it.
 dev: install servers
 	@node --import tsx infra/dev/run.ts
+
+## Compiles every service to services/<name>/dist (esbuild bundle; `node dist/main.js` runs it).
+build: install
+	@pnpm build
+
+## Like `make dev` but runs the compiled production build (node dist/main.js, JSON logs). Ctrl-C stops it.
+start: build servers
+	@node --import tsx infra/dev/run.ts --dist
 
 ## Bootstraps a demo account with a management key, credits and an inference key (stack must be running).
 demo: install
@@ -48,4 +56,4 @@ bench: install servers
 	@pnpm exec tsx bench/proxy-latency.ts && pnpm exec tsx bench/billing-throughput.ts
 
 clean:
-	rm -rf node_modules packages/*/node_modules services/*/node_modules .tools .vitest-report.json
+	rm -rf node_modules packages/*/node_modules services/*/node_modules services/*/dist .tools .vitest-report.json

@@ -75,6 +75,7 @@ if (role === 'sim') {
             unroutable: 0,
             spooled: 0,
             spoolBytes: 0,
+            blocked: false,
           }),
           flush: async () => true,
           close: async () => ({ drained: true, remaining: 0 }),

@@ -203,12 +203,16 @@ describe('docker-compose.yml', () => {
       expect(runtime.body.some((i) => i.op === 'RUN' && /pnpm|npm (ci|install)/.test(i.args))).toBe(false);
     });
 
-    it('checks its health on /healthz and starts src/main.ts', () => {
+    it('checks its health on /healthz and starts the compiled dist/main.js (no tsx at run time)', () => {
       const runtime = stages(dockerfileOf(service).text).at(-1)!;
       const health = runtime.body.find((i) => i.op === 'HEALTHCHECK');
       expect(health?.args).toContain('/healthz');
       const cmd = runtime.body.find((i) => i.op === 'CMD');
-      expect(JSON.parse(cmd?.args ?? '[]')).toEqual(['node', '--import', 'tsx', 'src/main.ts']);
+      expect(JSON.parse(cmd?.args ?? '[]')).toEqual(['node', 'dist/main.js']);
+      const text = dockerfileOf(service).text;
+      expect(text).toContain(`pnpm --filter ${svc.pkg} build`);
+      expect(text).toMatch(new RegExp(`--filter ${svc.pkg} deploy --prod`));
+      expect(text).not.toMatch(/--import tsx|tsx src/);
       const test = service.healthcheck?.test;
       if (test) expect(JSON.stringify(test)).toContain('/healthz');
     });

@@ -1,16 +1,20 @@
 /**
- * `make dev`: creates the development database if missing, starts provider-sim, keys, billing,
+ * `make dev` (from source, through tsx) and `make start` (`--dist`: the compiled production build,
+ * `node dist/main.js` in each service, JSON logs unless LOG_PRETTY=true): creates the development database if missing, starts provider-sim, keys, billing,
  * proxy and the dashboard as separate processes (each migrates its own schema on start) with readable prefixed logs,
  * waits until each answers /readyz, prints the base URL and how to get a first key. Ctrl-C (or
  * SIGTERM) stops every service cleanly.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** `--dist`: run each service's production build (`make start`; `make build` made it). */
+const fromDist = process.argv.includes('--dist');
 
 const env = {
   DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tollgate',
@@ -19,7 +23,7 @@ const env = {
   REDIS_PREFIX: process.env.REDIS_PREFIX ?? 'tg:',
   AMQP_PREFIX: process.env.AMQP_PREFIX ?? 'tollgate',
   SERVICE_JWT_SECRET: process.env.SERVICE_JWT_SECRET ?? 'tollgate-dev-service-secret-change-me',
-  LOG_PRETTY: process.env.LOG_PRETTY ?? 'true',
+  LOG_PRETTY: process.env.LOG_PRETTY ?? (fromDist ? 'false' : 'true'),
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
   PROVIDER_SIM_URL: 'http://127.0.0.1:8090',
   KEYS_URL: 'http://127.0.0.1:8081',
@@ -73,7 +77,11 @@ function log(name: string, line: string, color = 37) {
 }
 
 function start(spec: ServiceSpec): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const args = fromDist ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts'];
+  if (fromDist && !existsSync(resolve(root, spec.dir, 'dist/main.js'))) {
+    throw new Error(`${spec.dir}/dist/main.js is missing: run \`make build\` first`);
+  }
+  const child = spawn(process.execPath, args, {
     cwd: resolve(root, spec.dir),
     env: { ...process.env, ...env, PORT: String(spec.port) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -138,7 +146,7 @@ try {
 
 const base = 'http://127.0.0.1:8080/api/v1';
 process.stdout.write(`
-  Tollgate is running (started in ${((Date.now() - started) / 1000).toFixed(1)} s).
+  Tollgate is running${fromDist ? ' from the production build (dist/)' : ''} (started in ${((Date.now() - started) / 1000).toFixed(1)} s).
 
     Base URL        ${base}   (also served under http://127.0.0.1:8080/v1)
     Models          curl ${base}/models -H "Authorization: Bearer <inference key>"

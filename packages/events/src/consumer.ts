@@ -1,5 +1,6 @@
-import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import type { Channel, ConsumeMessage } from 'amqplib';
 import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
+import { superviseAmqpConnection } from './connection';
 import type { EventsLogger } from './logger';
 import { declareUsageTopology, type UsageTopology } from './topology';
 import { parseUsageEvent, type UsageEvent } from './usage-event';
@@ -93,12 +94,9 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   const declare = options.declareTopology ?? true;
   const log = logger.child({ component: 'usage-consumer' });
 
-  let connection: ChannelModel | null = null;
   let channel: Channel | null = null;
   let consumerTag: string | null = null;
   let stopping = false;
-  let connecting = false;
-  let downLogged = false;
   let wakeSleep: (() => void) | null = null;
 
   let collecting: Batch | null = null; // being filled
@@ -290,95 +288,51 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   }
 
   function lost(err: Error) {
-    const conn = connection;
-    channel = null;
-    connection = null;
-    consumerTag = null;
-    dropUnhandled(); // unacked: the broker redelivers them
-    conn?.close().catch(() => {});
-    if (stopping) return;
-    log.warn({ err: errorMessage(err) }, 'lost RabbitMQ; usage consumer reconnecting');
-    downLogged = true;
-    void connectLoop();
+    supervisor.reset(err);
   }
 
-  async function open(): Promise<void> {
-    const conn = await amqp.connect(url, {
-      timeout: 5000,
-      clientProperties: { connection_name: options.connectionName ?? 'tollgate-usage-consumer' },
-    });
-    let ch: Channel;
-    try {
-      conn.on('error', () => {});
-      ch = await conn.createChannel();
+  const supervisor = superviseAmqpConnection<Channel>({
+    url,
+    logger: log,
+    connectionName: options.connectionName ?? 'tollgate-usage-consumer',
+    reconnect: { initialDelayMs: reconnect.initialMs, maxDelayMs: reconnect.maxMs },
+    retryingNote: 'usage consumer retrying',
+    // A batch still in `handle` from the previous connection finishes first (one at a time, always).
+    beforeConnect: async () => {
+      if (inFlight) await inFlight;
+    },
+    async setup(conn) {
+      const ch = await conn.createChannel();
       ch.on('error', () => {});
       if (declare) await declareUsageTopology(ch, topology);
       await ch.prefetch(prefetch);
-    } catch (err) {
-      await conn.close().catch(() => {});
-      throw err;
-    }
-    if (stopping) {
-      await conn.close().catch(() => {});
-      return;
-    }
-    conn.on('close', (err?: Error) => {
-      if (connection === conn) lost(err ?? new Error('connection closed'));
-    });
-    ch.on('close', () => {
-      if (channel === ch) lost(new Error('channel closed'));
-    });
-    connection = conn;
-    channel = ch;
-    try {
-      const reply = await ch.consume(topology.queue, (msg) => onMessage(ch, msg), { noAck: false });
-      consumerTag = reply.consumerTag;
-    } catch (err) {
-      if (channel === ch) {
-        channel = null;
-        connection = null;
+      ch.on('close', () => {
+        if (channel === ch) lost(new Error('channel closed'));
+      });
+      // Deliveries can arrive before `consume` resolves: they must find their channel current.
+      channel = ch;
+      try {
+        const reply = await ch.consume(topology.queue, (msg) => onMessage(ch, msg), { noAck: false });
+        consumerTag = reply.consumerTag;
+      } catch (err) {
+        if (channel === ch) channel = null;
+        throw err;
       }
-      await conn.close().catch(() => {});
-      throw err;
-    }
-    if (downLogged) log.info('RabbitMQ connection restored; consuming usage events again');
-    else log.info({ queue: topology.queue, prefetch, batchSize }, 'consuming usage events');
-    downLogged = false;
-    for (const resolve of readyWaiters) resolve();
-    readyWaiters.clear();
-  }
-
-  async function connectLoop(): Promise<void> {
-    if (connecting) return;
-    connecting = true;
-    try {
-      // A batch still in `handle` from the previous connection finishes first (one at a time, always).
-      if (inFlight) await inFlight;
-      for (let attempt = 0; !stopping && !channel; attempt++) {
-        if (attempt > 0) {
-          const sleep = interruptibleSleep(backoffDelay(attempt, reconnect));
-          wakeSleep = sleep.wake;
-          await sleep.promise;
-          wakeSleep = null;
-          if (stopping) break;
-        }
-        try {
-          await open();
-        } catch (err) {
-          if (!downLogged) {
-            log.warn({ err: errorMessage(err) }, 'RabbitMQ unreachable; usage consumer retrying');
-            downLogged = true;
-          } else {
-            log.debug({ err: errorMessage(err), attempt }, 'usage consumer reconnect attempt failed');
-          }
-        }
-      }
-    } finally {
-      connecting = false;
-    }
-  }
-
-  void connectLoop();
+      return ch;
+    },
+    onUp(_ch, { restored }) {
+      if (restored) log.info('RabbitMQ connection restored; consuming usage events again');
+      else log.info({ queue: topology.queue, prefetch, batchSize }, 'consuming usage events');
+      for (const resolve of readyWaiters) resolve();
+      readyWaiters.clear();
+    },
+    onDown(_ch, err) {
+      channel = null;
+      consumerTag = null;
+      dropUnhandled(); // unacked: the broker redelivers them
+      log.warn({ err: errorMessage(err) }, 'lost RabbitMQ; usage consumer reconnecting');
+    },
+  });
 
   return {
     stats: () => ({
@@ -415,11 +369,9 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
         if (!inFlight) drive();
         await inFlight;
       }
-      const conn = connection;
       channel = null;
-      connection = null;
       await ch?.close().catch(() => {});
-      await conn?.close().catch(() => {});
+      await supervisor.close();
     },
   };
 }

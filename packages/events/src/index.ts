@@ -1,3 +1,4 @@
+export * from './connection';
 export * from './consumer';
 export * from './dead-letters';
 export type { EventsLogFn, EventsLogger } from './logger';

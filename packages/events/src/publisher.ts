@@ -1,12 +1,13 @@
-import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
+import type { ChannelModel, ConfirmChannel } from 'amqplib';
+import { errorMessage } from './backoff';
+import { type AmqpSupervisor, superviseAmqpConnection } from './connection';
 import { Fifo } from './fifo';
 import type { EventsLogger } from './logger';
 import { Spool } from './spool';
 import { declareUsageTopology, type UsageTopology } from './topology';
 import type { UsageEvent } from './usage-event';
 
-/** AMQP `type` property of version-1 usage events (the key of `usageEventSchemas`). */
+/** AMQP `type` property of version-1 usage events (`usageEventSchemas.usage[1]`). */
 export const USAGE_MESSAGE_TYPE = 'usage.v1';
 
 export interface PublisherStats {
@@ -18,6 +19,8 @@ export interface PublisherStats {
   dropped: number;
   /** A confirm channel to the broker is open. */
   connected: boolean;
+  /** The broker blocked the connection (memory or disk alarm): sent events wait for its unblock. */
+  blocked: boolean;
   /** Confirmed but routed to no queue (someone deleted the queue or binding); logged as errors. */
   unroutable: number;
   /** Events on the disk spool (fsync'd), waiting for the broker. */
@@ -125,17 +128,13 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
   let dropped = 0;
   let unroutable = 0;
 
-  let connection: ChannelModel | null = null;
   let channel: ConfirmChannel | null = null;
+  let supervisor: AmqpSupervisor<ConfirmChannel> | null = null; // set once the functions below exist
+  let lostWhy: string | null = null;
   let generation = 0;
   let waitingDrain = false;
   let pumpScheduled = false;
   let stopped = false; // close() finished draining: no new events, no reconnects
-  let connecting = false;
-  let everConnected = false;
-  let downSince: number | null = Date.now();
-  let downLogged = false;
-  let wakeReconnect: (() => void) | null = null;
 
   let pendingPublishedDelta = 0;
   let pendingDroppedDelta = 0;
@@ -149,6 +148,7 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     published,
     dropped,
     connected: channel !== null,
+    blocked: supervisor?.blocked ?? false,
     unroutable,
     spooled: spool?.events ?? 0,
     spoolBytes: spool?.bytes ?? 0,
@@ -343,13 +343,20 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     }
   }
 
-  /** The current channel or connection failed: requeue the unconfirmed, reconnect. */
+  /** The current channel failed (nack, publish error, channel closed): drop the connection, reconnect. */
   function channelLost(err: Error, why: string) {
-    if (!channel && !connection) return;
-    const conn = connection;
+    if (!channel) return;
+    lostWhy = why;
+    supervisor?.reset(err);
+  }
+
+  /** The connection is gone: requeue the unconfirmed (or spool them), wait for the supervisor. */
+  function onDown(err: Error) {
+    const why = lostWhy ?? 'connection closed';
+    lostWhy = null;
     generation++;
     channel = null;
-    connection = null;
+    if (stopped) return; // close() has dealt with the unconfirmed
     waitingDrain = false;
     const unconfirmed = inflight.toArray().filter((e) => !e.confirmed && !e.dropped);
     inflight.clear();
@@ -366,45 +373,17 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
       replay = null;
       toSpool(all.filter((e) => !e.segment));
     }
-    conn?.close().catch(() => {});
-    downSince = Date.now();
-    if (!stopped) {
-      log.warn(
-        { err: errorMessage(err), buffered },
-        `RabbitMQ connection lost (${why}); buffering usage events until it is back`,
-      );
-      downLogged = true;
-    }
+    log.warn(
+      { err: errorMessage(err), buffered },
+      `RabbitMQ connection lost (${why}); buffering usage events until it is back`,
+    );
     emit({ type: 'connection', connected: false });
-    if (!stopped) void connectLoop();
   }
 
-  async function openChannel(): Promise<void> {
-    const conn = await amqp.connect(url, {
-      timeout: 5000,
-      clientProperties: { connection_name: options.connectionName ?? 'tollgate-usage-publisher' },
-    });
-    let ch: ConfirmChannel;
-    try {
-      conn.on('error', () => {}); // the 'close' that follows carries the handling
-      ch = await conn.createConfirmChannel();
-      ch.on('error', () => {});
-      if (declare) await declareUsageTopology(ch, topology);
-    } catch (err) {
-      await conn.close().catch(() => {});
-      throw err;
-    }
-    if (stopped) {
-      await conn.close().catch(() => {});
-      return;
-    }
-    conn.on('close', (err?: Error) => {
-      if (connection === conn) channelLost(err ?? new Error('connection closed'), 'connection closed');
-    });
-    conn.on('blocked', (reason: string) =>
-      log.warn({ reason }, 'RabbitMQ blocked publishing (resource alarm)'),
-    );
-    conn.on('unblocked', () => log.info('RabbitMQ unblocked publishing'));
+  async function setupChannel(conn: ChannelModel): Promise<ConfirmChannel> {
+    const ch = await conn.createConfirmChannel();
+    ch.on('error', () => {});
+    if (declare) await declareUsageTopology(ch, topology);
     ch.on('close', () => {
       if (channel === ch) channelLost(new Error('channel closed'), 'channel closed');
     });
@@ -420,57 +399,24 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
         'usage event was routed to no queue (queue or binding missing); it is lost',
       );
     });
-    connection = conn;
+    return ch;
+  }
+
+  function onUp(ch: ConfirmChannel, { restored, downMs }: { restored: boolean; downMs: number }) {
     channel = ch;
     generation++;
     waitingDrain = false;
-    const wasDown = downLogged;
-    const downFor = downSince === null ? 0 : Date.now() - downSince;
-    downSince = null;
-    downLogged = false;
-    if (wasDown) {
+    if (restored) {
       log.info(
-        { buffered, downMs: downFor },
+        { buffered, downMs },
         `RabbitMQ connection restored; sending ${buffered} buffered usage events`,
       );
-    } else if (!everConnected) {
+    } else {
       log.info({ buffered }, 'connected to RabbitMQ');
     }
-    everConnected = true;
     emit({ type: 'connection', connected: true });
     schedulePump();
     maybeReplay();
-  }
-
-  async function connectLoop(): Promise<void> {
-    if (connecting) return;
-    connecting = true;
-    try {
-      for (let attempt = 0; !stopped && !channel; attempt++) {
-        if (attempt > 0) {
-          const sleep = interruptibleSleep(backoffDelay(attempt, backoff));
-          wakeReconnect = sleep.wake;
-          await sleep.promise;
-          wakeReconnect = null;
-          if (stopped) break;
-        }
-        try {
-          await openChannel();
-        } catch (err) {
-          if (!downLogged) {
-            log.warn(
-              { err: errorMessage(err), buffered },
-              `RabbitMQ unreachable${everConnected ? '' : ' at startup'}; buffering usage events and retrying`,
-            );
-            downLogged = true;
-          } else {
-            log.debug({ err: errorMessage(err), attempt }, 'RabbitMQ reconnect attempt failed');
-          }
-        }
-      }
-    } finally {
-      connecting = false;
-    }
   }
 
   const idle = () => buffered === 0 && (spool?.events ?? 0) === 0;
@@ -489,7 +435,16 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     });
   };
 
-  void connectLoop();
+  supervisor = superviseAmqpConnection<ConfirmChannel>({
+    url,
+    logger: log,
+    connectionName: options.connectionName ?? 'tollgate-usage-publisher',
+    reconnect: { initialDelayMs: backoff.initialMs, maxDelayMs: backoff.maxMs },
+    retryingNote: 'buffering usage events and retrying',
+    setup: setupChannel,
+    onUp,
+    onDown: (_ch, err) => onDown(err),
+  });
 
   return {
     publish(event: UsageEvent): void {
@@ -533,7 +488,6 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     async close({ drainTimeoutMs = 10_000 } = {}): Promise<CloseResult> {
       const drained = await flush(drainTimeoutMs);
       stopped = true;
-      wakeReconnect?.();
       if (!drained && spool) {
         // What the broker did not confirm in time goes to disk for the next start to replay.
         const unconfirmed = [
@@ -558,13 +512,11 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
           `usage publisher closed with ${remaining} unconfirmed usage events (RabbitMQ unreachable); they are lost`,
         );
       }
-      const conn = connection;
       const ch = channel;
       channel = null;
-      connection = null;
       generation++;
       await ch?.close().catch(() => {});
-      await conn?.close().catch(() => {});
+      await supervisor?.close();
       flushMetrics();
       return { drained, remaining };
     },

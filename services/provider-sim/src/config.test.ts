@@ -26,6 +26,12 @@ describe('provider-sim config', () => {
     expect(c.SIM_MODELS).toEqual(['a', 'b', 'c']);
   });
 
+  it('reads SIM_STRICT as a boolean (default false)', () => {
+    expect(loadConfig({}).SIM_STRICT).toBe(false);
+    expect(loadConfig({ SIM_STRICT: 'true' }).SIM_STRICT).toBe(true);
+    expect(() => loadConfig({ SIM_STRICT: 'yes please' })).toThrow(/SIM_STRICT/);
+  });
+
   it('treats an empty SIM_API_KEY as unset', () => {
     expect(loadConfig({ SIM_API_KEY: '' }).SIM_API_KEY).toBeUndefined();
   });

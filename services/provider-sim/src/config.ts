@@ -1,4 +1,4 @@
-import { commonEnv, envPort, loadConfig as parseEnv } from '@tollgate/config';
+import { commonEnv, envBoolean, envPort, loadConfig as parseEnv } from '@tollgate/config';
 import { z } from 'zod';
 
 const delayMs = z.coerce.number().int().min(0).max(600_000).default(0);
@@ -15,6 +15,8 @@ export const configSchema = z.object({
   SIM_INTER_TOKEN_MS: delayMs,
   /** When set, every /v1 request must carry `Authorization: Bearer <SIM_API_KEY>`. */
   SIM_API_KEY: z.preprocess(emptyToUndefined, z.string().min(1).optional()),
+  /** `true`: unknown chat-completion arguments get OpenAI's 400 "Unrecognized request argument supplied". */
+  SIM_STRICT: envBoolean(false),
   /** Comma-separated model ids listed by GET /v1/models (any model id is accepted by completions). */
   SIM_MODELS: z.preprocess(
     emptyToUndefined,

@@ -12,6 +12,7 @@ const sim = await startProviderSim({
   interTokenMs: config.SIM_INTER_TOKEN_MS,
   apiKey: config.SIM_API_KEY,
   models: config.SIM_MODELS,
+  strict: config.SIM_STRICT,
 });
 logger.info(
   {

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { upstreamError } from '../http/openai-error';
 import { defaultCompletionLength, generatePieces, PIECES_JSON, piecesText, promptSeed } from './generator';
 import { countPromptTokens } from './prompt-tokens';
-import type { CompletionRequest } from './request';
+import type { CompletionRequest, SimOptions } from './request';
 
 export interface SimDefaults {
   ttftMs: number;
@@ -22,9 +22,16 @@ export interface CompletionPlan {
 }
 
 export function planCompletion(req: CompletionRequest): CompletionPlan {
-  const { sim, maxTokens } = req;
-  const promptTokens = countPromptTokens(req.messages);
-  const seed = promptSeed(req.messages);
+  return planTokens(promptSeed(req.messages), countPromptTokens(req.messages), req.maxTokens, req.sim);
+}
+
+/** The plan of a completion whose prompt hashes to `seed` and counts `promptTokens` (both wire formats). */
+export function planTokens(
+  seed: number,
+  promptTokens: number,
+  maxTokens: number | undefined,
+  sim: SimOptions,
+): CompletionPlan {
   let target = sim.completionTokens ?? defaultCompletionLength(seed);
   let reasoning = sim.reasoningTokens;
   let finishReason: 'stop' | 'length' = 'stop';
@@ -82,14 +89,24 @@ export function completionId(): string {
   return s;
 }
 
-function writeError(res: ServerResponse, status: number, message?: string): void {
+/** Headers of an error answer: JSON, plus `retry-after` when `sim.retry_after` asks for it. */
+export function errorHeaders(body: string, retryAfter: number | undefined): Record<string, string | number> {
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  };
+  if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
+  return headers;
+}
+
+function writeError(res: ServerResponse, status: number, message?: string, retryAfter?: number): void {
   const body = JSON.stringify(upstreamError(status, message).toJSON());
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(status, errorHeaders(body, retryAfter));
   res.end(body);
 }
 
 /** Waits `ms` unless the client went away; false means stop. */
-async function wait(ms: number, signal: AbortSignal): Promise<boolean> {
+export async function wait(ms: number, signal: AbortSignal): Promise<boolean> {
   if (ms <= 0) return !signal.aborted;
   try {
     await sleep(ms, undefined, { signal });
@@ -99,7 +116,7 @@ async function wait(ms: number, signal: AbortSignal): Promise<boolean> {
   }
 }
 
-function clientGone(req: IncomingMessage, res: ServerResponse): AbortSignal {
+export function clientGone(req: IncomingMessage, res: ServerResponse): AbortSignal {
   const ac = new AbortController();
   const abort = () => {
     if (!res.writableFinished) ac.abort();
@@ -121,7 +138,8 @@ export async function completeJson(
   const inter = sim.interTokenMs ?? defaults.interTokenMs;
   const delay = ttft + inter * Math.max(plan.pieces.length - 1, 0);
   if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
-  if (sim.errorStatus !== undefined) return writeError(res, sim.errorStatus, sim.errorMessage);
+  if (sim.errorStatus !== undefined)
+    return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
   if (sim.errorAfterChunks !== undefined) return writeError(res, 500, sim.errorMessage);
   if (sim.cutAfterChunks !== undefined) {
     res.destroy();
@@ -153,7 +171,8 @@ export async function completeStream(
   const signal = ttft > 0 || inter > 0 ? clientGone(req, res) : undefined;
 
   if (ttft > 0 && !(await wait(ttft, signal!))) return;
-  if (sim.errorStatus !== undefined) return writeError(res, sim.errorStatus, sim.errorMessage);
+  if (sim.errorStatus !== undefined)
+    return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
 
   const usageNull = body.includeUsage ? ',"usage":null' : '';
   const meta =

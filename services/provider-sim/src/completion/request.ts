@@ -16,6 +16,8 @@ export interface SimOptions {
   interTokenMs?: number;
   /** Text of every content chunk instead of the generated pieces (adversarial outputs in tests). */
   piece?: string;
+  /** `Retry-After` header (seconds) sent with an `error_status` answer. */
+  retryAfter?: number;
 }
 
 export interface CompletionRequest {
@@ -80,7 +82,7 @@ function boolParam(obj: Record<string, unknown>, key: string, param: string): bo
   return v;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
+export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function parseMessages(raw: unknown): SimMessage[] {
@@ -143,7 +145,8 @@ function parseMessages(raw: unknown): SimMessage[] {
   return raw as SimMessage[];
 }
 
-function parseSim(raw: unknown): SimOptions {
+/** The `sim` object of a request body (both wire formats); throws OpenAIError (400) naming the field. */
+export function parseSim(raw: unknown): SimOptions {
   if (raw === undefined || raw === null) return { omitUsage: false, cachedTokens: 0, reasoningTokens: 0 };
   if (!isObject(raw)) throw invalidType('sim', 'an object', raw);
   const errorMessage = raw.error_message;
@@ -165,11 +168,54 @@ function parseSim(raw: unknown): SimOptions {
     reasoningTokens: intParam(raw, 'reasoning_tokens', 'sim.reasoning_tokens', 0, 1_000_000) ?? 0,
     ttftMs: intParam(raw, 'ttft_ms', 'sim.ttft_ms', 0, 600_000),
     interTokenMs: intParam(raw, 'inter_token_ms', 'sim.inter_token_ms', 0, 60_000),
+    retryAfter: intParam(raw, 'retry_after', 'sim.retry_after', 0, 86_400),
   };
 }
 
-/** Validates a chat completion body the way the OpenAI API does; throws OpenAIError (400). */
-export function parseCompletionRequest(body: unknown): CompletionRequest {
+/** The chat-completion arguments OpenAI documents; with `strict`, anything else is refused. */
+const OPENAI_ARGUMENTS = new Set([
+  'model',
+  'messages',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'n',
+  'stop',
+  'presence_penalty',
+  'frequency_penalty',
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'seed',
+  'user',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'functions',
+  'function_call',
+  'response_format',
+  'reasoning_effort',
+  'modalities',
+  'audio',
+  'prediction',
+  'verbosity',
+  'web_search_options',
+  'store',
+  'metadata',
+  'service_tier',
+  'safety_identifier',
+  'prompt_cache_key',
+  'sim',
+]);
+
+/**
+ * Validates a chat completion body the way the OpenAI API does; throws OpenAIError (400).
+ * `strict`: unknown top-level arguments are refused like OpenAI refuses them.
+ */
+export function parseCompletionRequest(body: unknown, strict = false): CompletionRequest {
   if (!isObject(body)) {
     throw new OpenAIError(
       400,
@@ -182,6 +228,16 @@ export function parseCompletionRequest(body: unknown): CompletionRequest {
     throw new OpenAIError(400, 'you must provide a model parameter', 'invalid_request_error', null, null);
   }
   if (typeof model !== 'string') throw invalidType('model', 'a string', model);
+  if (strict) {
+    const unknown = Object.keys(body).filter((k) => !OPENAI_ARGUMENTS.has(k));
+    if (unknown.length > 0) {
+      throw new OpenAIError(
+        400,
+        `Unrecognized request argument${unknown.length > 1 ? 's' : ''} supplied: ${unknown.join(', ')}`,
+        'invalid_request_error',
+      );
+    }
+  }
   const messages = parseMessages(body.messages);
   const stream = boolParam(body, 'stream', 'stream') ?? false;
   let includeUsage = false;

@@ -1,5 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AnthropicError, anthropicId } from '../anthropic/anthropic-error';
+import { messagesJson, messagesStream } from '../anthropic/messages.handler';
+import { parseMessagesRequest } from '../anthropic/messages.request';
 import { completeJson, completeStream, type SimDefaults } from '../completion/completion.handler';
 import { parseCompletionRequest } from '../completion/request';
 import { OpenAIError } from './openai-error';
@@ -21,6 +24,11 @@ export interface ProviderSimOptions {
   apiKey?: string;
   /** Ids listed by GET /v1/models. Completions accept any model id. */
   models?: readonly string[];
+  /**
+   * Refuse unknown chat-completion arguments the way OpenAI does (400 "Unrecognized request argument
+   * supplied: …"); `sim` is still accepted. Default false (unknown fields ignored).
+   */
+  strict?: boolean;
 }
 
 export interface ProviderSim {
@@ -52,6 +60,17 @@ function sendJson(res: ServerResponse, status: number, body: string): void {
 const sendError = (res: ServerResponse, err: OpenAIError) =>
   sendJson(res, err.status, JSON.stringify(err.toJSON()));
 
+/** An Anthropic-shaped error answer (the /v1/messages route). */
+function sendAnthropicError(res: ServerResponse, err: AnthropicError): void {
+  const body = JSON.stringify(err.toJSON(anthropicId('req_')));
+  res.writeHead(err.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'request-id': anthropicId('req_'),
+  });
+  res.end(body);
+}
+
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -80,17 +99,46 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
   const models = options.models ?? DEFAULT_MODELS;
   const modelsJson = JSON.stringify({ object: 'list', data: models.map(modelObject) });
 
-  async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function readJson(req: IncomingMessage): Promise<unknown> {
     const raw = await readBody(req);
-    let body: unknown;
     try {
-      body = JSON.parse(raw.toString('utf8'));
+      return JSON.parse(raw.toString('utf8'));
     } catch {
-      body = undefined;
+      return undefined;
     }
-    const parsed = parseCompletionRequest(body);
+  }
+
+  async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const parsed = parseCompletionRequest(await readJson(req), options.strict === true);
     if (parsed.stream) await completeStream(req, res, parsed, defaults);
     else await completeJson(req, res, parsed, defaults);
+  }
+
+  /**
+   * Anthropic mode: the key (when apiKey is set) as `x-api-key` or `Authorization: Bearer` (the
+   * official SDK sends the latter), and `anthropic-version`, are required, as by the API.
+   */
+  async function messages(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { authorization } = req.headers;
+    const key = req.headers['x-api-key'];
+    if (expectedAuth !== undefined && key !== options.apiKey && authorization !== expectedAuth) {
+      throw new AnthropicError(
+        401,
+        key || authorization ? 'invalid x-api-key' : 'x-api-key header is required',
+      );
+    }
+    if (!req.headers['anthropic-version'])
+      throw new AnthropicError(400, 'anthropic-version: header is required');
+    let body: unknown;
+    try {
+      body = await readJson(req);
+    } catch (err) {
+      if (err instanceof OpenAIError) throw new AnthropicError(err.status, err.message);
+      throw err;
+    }
+    const parsed = parseMessagesRequest(body);
+    if (parsed.stream) await messagesStream(req, res, parsed, defaults);
+    else await messagesJson(req, res, parsed, defaults);
   }
 
   function route(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
@@ -99,6 +147,7 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
     const path = q === -1 ? url : url.slice(0, q);
     if (path === '/healthz' || path === '/readyz') return sendJson(res, 200, '{"status":"ok"}');
     const route = path.startsWith('/v1/') ? path.slice(3) : path;
+    if (route === '/messages' && req.method === 'POST') return messages(req, res);
     if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
       const provided = req.headers.authorization;
       throw new OpenAIError(
@@ -126,6 +175,10 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
     }
     if (err instanceof OpenAIError) {
       sendError(res, err);
+      return;
+    }
+    if (err instanceof AnthropicError) {
+      sendAnthropicError(res, err);
       return;
     }
     sendError(

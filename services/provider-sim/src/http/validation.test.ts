@@ -124,3 +124,32 @@ describe('SIM_API_KEY', () => {
     expect((await fetch(`${keyed.url}/healthz`)).status).toBe(200);
   });
 });
+
+describe('strict mode (OpenAI refuses unknown arguments)', () => {
+  it('answers 400 "Unrecognized request argument supplied" naming the fields; sim still accepted', async () => {
+    const strict = await startProviderSim({ strict: true });
+    try {
+      const post = (body: unknown) =>
+        fetch(`${strict.baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const one = await post({ ...chat('hi'), usage: { include: true } });
+      const oneBody = (await one.json()) as Json;
+      expect(one.status, JSON.stringify(oneBody)).toBe(400);
+      expect(oneBody.error).toEqual({
+        message: 'Unrecognized request argument supplied: usage',
+        type: 'invalid_request_error',
+        param: null,
+        code: null,
+      });
+      const two = (await (await post({ ...chat('hi'), models: [], provider: {} })).json()) as Json;
+      expect(two.error.message).toBe('Unrecognized request arguments supplied: models, provider');
+      const ok = await post({ ...chat('hi'), sim: { completion_tokens: 2 }, store: false });
+      expect(ok.status).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+});
