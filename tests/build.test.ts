@@ -134,6 +134,50 @@ async function healthz(svc: Running, timeoutMs = 60_000): Promise<number> {
 }
 
 describe('production build', () => {
+  it('runs the compiled migrations safely when several start at once (Kubernetes init containers)', async () => {
+    const fresh = await createTestDatabase();
+    try {
+      const migrating = services.filter((s) => existsSync(resolve(root, 'services', s, 'dist/migrate.js')));
+      expect(migrating.length).toBeGreaterThanOrEqual(2);
+      const runs = migrating.flatMap((name) =>
+        Array.from(
+          { length: 3 },
+          () =>
+            new Promise<{ name: string; code: number | null; out: string }>((done) => {
+              const child = spawn(process.execPath, ['dist/migrate.js'], {
+                cwd: resolve(root, 'services', name),
+                env: {
+                  PATH: process.env.PATH,
+                  DATABASE_URL: fresh.url,
+                  LOG_LEVEL: 'info',
+                  LOG_PRETTY: 'false',
+                },
+                stdio: ['ignore', 'pipe', 'pipe'],
+              });
+              let out = '';
+              child.stdout?.on('data', (c: Buffer) => {
+                out += c.toString();
+              });
+              child.stderr?.on('data', (c: Buffer) => {
+                out += c.toString();
+              });
+              child.on('exit', (code) => done({ name, code, out }));
+            }),
+        ),
+      );
+      const results = await Promise.all(runs);
+      for (const r of results) expect(r.code, `${r.name}: ${r.out}`).toBe(0);
+      // Each migration applied exactly once per service: one run reports it, the others find nothing to do.
+      for (const name of migrating) {
+        // keys/billing log JSON ({"applied":[...]}), dashboard prints `applied: <names>`.
+        const applying = results.filter((r) => r.name === name && /"applied":\["|^applied: /m.test(r.out));
+        expect(applying, name).toHaveLength(1);
+      }
+    } finally {
+      await fresh.drop();
+    }
+  }, 120_000);
+
   it('finds every service, including any added later (each with src/main.ts)', () => {
     expect(services).toEqual(expect.arrayContaining(['billing', 'keys', 'provider-sim', 'proxy']));
     for (const name of services)

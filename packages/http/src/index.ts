@@ -5,6 +5,25 @@ import type { Logger } from '@tollgate/logger';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Router } from 'express';
 import type { z } from 'zod';
 
+export {
+  currentRequestId,
+  REQUEST_ID_HEADER,
+  REQUEST_ID_LOG_FIELD,
+  type RequestContextOptions,
+  requestContext,
+  requestIdOf,
+  requestLogger,
+  withRequestId,
+} from './request-context';
+export {
+  type CallOptions,
+  createServiceClient,
+  type HttpMethod,
+  type ServiceClient,
+  type ServiceClientOptions,
+  type StreamOptions,
+} from './service-client';
+
 /** JSON body parsing with the errors mapped into the envelope by errorHandler. */
 export const jsonBody = (limit = '1mb'): RequestHandler => express.json({ limit, strict: false });
 
@@ -40,7 +59,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const appError = toAppError(err);
     if (res.headersSent) {
-      logger.error({ err, path: req.path }, 'error after response started');
+      ((req as { log?: Logger }).log ?? logger).error(
+        { err, path: req.path },
+        'error after response started',
+      );
       res.destroy();
       return;
     }
@@ -48,8 +70,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.status(appError.status).json(appError.toEnvelope());
       return;
     }
-    (req as { log?: Logger }).log?.error({ err }, 'unhandled error') ??
-      logger.error({ err }, 'unhandled error');
+    // Logged once: with the request's child logger (it carries the request id) when there is one.
+    ((req as { log?: Logger }).log ?? logger).error({ err }, 'unhandled error');
     res.status(500).json(internalErrorEnvelope());
   };
 }

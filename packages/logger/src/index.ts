@@ -1,4 +1,4 @@
-import { type Logger, type LoggerOptions, pino } from 'pino';
+import { type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
 
 export type { Logger } from 'pino';
 
@@ -31,6 +31,8 @@ export interface LoggerConfig {
   name: string;
   level?: string;
   pretty?: boolean;
+  /** Where JSON lines go (default stdout); tests pass a stream to read a service's log lines. */
+  destination?: DestinationStream;
 }
 
 /** Matches a Tollgate key or a bearer token anywhere in a free-text log message. */
@@ -61,5 +63,5 @@ export function createLogger(config: LoggerConfig): Logger {
       transport: { target: 'pino-pretty', options: { colorize: true, singleLine: true } },
     });
   }
-  return pino(options);
+  return config.destination ? pino(options, config.destination) : pino(options);
 }

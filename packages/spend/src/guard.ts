@@ -1,6 +1,9 @@
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { serviceTokenSource } from '@tollgate/auth';
+import { spendRebuild } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
+import { createServiceClient } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
+import type { Logger } from '@tollgate/logger';
 import { type LimitReset, periodKey, toUnits } from '@tollgate/money';
 import type { Redis } from 'ioredis';
 import { createSpendStore, defaultTimings, type Lease, type SpendTimings } from './store';
@@ -40,6 +43,8 @@ export interface RedisSpendGuardOptions {
   serviceName?: string;
   /** Rebuild request timeout (default 5 s). */
   rebuildTimeoutMs?: number;
+  /** Where the details of failed billing calls go (never into an answer). */
+  logger?: Logger;
   /** Called with background refresh and lease-renewal failures (they never fail a request). */
   onBackgroundError?: (err: unknown) => void;
 }
@@ -79,7 +84,6 @@ export const paymentRequired = () =>
 export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGuard {
   const clock = options.clock ?? (() => new Date());
   const store = createSpendStore(options.redis, { prefix: options.prefix, timings: options.timings });
-  const base = options.billingUrl.replace(/\/+$/, '');
   const inflight = new Map<string, Promise<void>>();
   const leaseRenewMs = options.timings?.leaseRenewMs ?? defaultTimings.leaseRenewMs;
 
@@ -107,24 +111,27 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
     }
   };
 
+  const billing = createServiceClient({
+    service: 'billing',
+    url: options.billingUrl.replace(/\/+$/, ''),
+    token: serviceTokenSource(options.serviceJwtSecret, options.serviceName ?? 'proxy'),
+    timeoutMs: options.rebuildTimeoutMs ?? 5_000,
+    logger: options.logger,
+    ownerErrors: 'unavailable',
+    unavailableMessage: 'Spend counters are unavailable, retry shortly',
+  });
   const callRebuild = async (accountId: string, keyId: string | null, at: Date) => {
-    const token = signServiceToken(
-      { kind: 'service', service: options.serviceName ?? 'proxy' },
-      options.serviceJwtSecret,
-    );
-    let res: Response;
     try {
-      res = await fetch(`${base}/internal/spend/rebuild`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', [SERVICE_TOKEN_HEADER]: token },
-        body: JSON.stringify({ account_id: accountId, key_id: keyId, at: at.toISOString() }),
-        signal: AbortSignal.timeout(options.rebuildTimeoutMs ?? 5_000),
+      await billing.call({
+        method: spendRebuild.method,
+        path: spendRebuild.path,
+        body: { account_id: accountId, key_id: keyId, at: at.toISOString() },
+        response: spendRebuild.response,
       });
     } catch {
+      // Whatever billing answered (the detail is logged by the client): the request cannot be checked.
       throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
     }
-    await res.body?.cancel();
-    if (!res.ok) throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
   };
 
   /** One rebuild at a time per (account, key) in this process; concurrent callers share it. */

@@ -1,10 +1,11 @@
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
-import type { CachedKey } from '@tollgate/key-cache';
+import { serviceTokenSource } from '@tollgate/auth';
+import { type ResolvedKey, resolveKey as resolveKeyContract } from '@tollgate/contracts';
+import { createServiceClient } from '@tollgate/http';
 
 /**
- * The proxy's side of `POST /internal/keys/resolve`: call it when the key cache answers `miss` or
- * `pending`, or when Redis is unreachable. Returns the record (disabled/revoked included; the caller
- * decides 401) or null for an unknown key. Throws on any other answer.
+ * One `POST /internal/keys/resolve` through the shared service client (tests and tools; the proxy
+ * keeps a pooled client in its key resolver). Returns the record (disabled/revoked included; the
+ * caller decides 401) or null for an unknown key. Throws an AppError on any other answer.
  */
 export async function resolveKey(options: {
   keysUrl: string;
@@ -12,20 +13,24 @@ export async function resolveKey(options: {
   digest: string;
   service?: string;
   timeoutMs?: number;
-}): Promise<CachedKey | null> {
-  const res = await fetch(`${options.keysUrl}/internal/keys/resolve`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      [SERVICE_TOKEN_HEADER]: signServiceToken(
-        { kind: 'service', service: options.service ?? 'proxy' },
-        options.secret,
-      ),
-    },
-    body: JSON.stringify({ digest: options.digest }),
-    signal: AbortSignal.timeout(options.timeoutMs ?? 3000),
+}): Promise<ResolvedKey | null> {
+  const keys = createServiceClient({
+    service: 'keys',
+    url: options.keysUrl,
+    token: serviceTokenSource(options.secret, options.service ?? 'proxy'),
+    timeoutMs: options.timeoutMs ?? 3000,
+    connections: 1,
   });
-  if (res.status === 404) return null;
-  if (!res.ok) throw new Error(`keys resolve answered ${res.status}: ${await res.text()}`);
-  return ((await res.json()) as { data: CachedKey }).data;
+  try {
+    const answer = await keys.call({
+      method: resolveKeyContract.method,
+      path: resolveKeyContract.path,
+      body: { digest: options.digest },
+      response: resolveKeyContract.response,
+      nullOn404: true,
+    });
+    return answer?.data ?? null;
+  } finally {
+    await keys.close();
+  }
 }

@@ -77,7 +77,7 @@ export async function createKeysRuntime(
   const baseCache = createKeyCache(redis, { prefix: config.REDIS_PREFIX });
   const cache = options.wrapCache ? options.wrapCache(baseCache) : baseCache;
   const lastUsed = createLastUsedStore(redis, config.REDIS_PREFIX);
-  const usage = options.usage ?? createUsageReader(config);
+  const usage = options.usage ?? createUsageReader(config, logger);
   const keys = createKeyService({ db, cache, redis, logger });
   return {
     config,
@@ -91,6 +91,7 @@ export async function createKeysRuntime(
     accounts: createAccountService(db),
     presenter: createKeyPresenter({ usage, lastUsed, logger }),
     async close() {
+      await usage.close();
       await redis.quit().catch(() => redis.disconnect());
       await db.destroy();
     },

@@ -1,19 +1,13 @@
+import { accountParams, grantCredits, setPostpaid } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { MoneyError, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
 import type { CreditsService } from './credits.service';
 
-const accountParams = z.object({ accountId: z.string().uuid('expected an account id (uuid)') });
 const MAX_GRANT = 10n ** 9n * 10n ** 10n; // 1e9 USD in units
-
-const creditBody = z.object({
-  amount: z.union([z.string(), z.number()], { error: 'expected a decimal USD amount' }),
-  note: z.string().max(500).nullable().optional(),
-});
-const postpaidBody = z.object({ postpaid: z.boolean({ error: 'expected a boolean' }) });
 
 function amountUnits(value: string | number): bigint {
   let units: bigint;
@@ -39,16 +33,22 @@ export function creditsRoutes(deps: { credits: CreditsService; secret: string })
 
   router.post('/internal/accounts/:accountId/credits', serviceCaller(deps.secret), async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const body = parseInput(creditBody, req.body);
+    const body = parseInput(grantCredits.request, req.body);
     const result = await deps.credits.addCredits(accountId, amountUnits(body.amount), body.note ?? null);
-    res.status(201).json({ data: { account_id: accountId, total_credits: result.totalCredits } });
+    const answer: z.input<typeof grantCredits.response> = {
+      data: { account_id: accountId, total_credits: result.totalCredits },
+    };
+    res.status(201).json(answer);
   });
 
   router.put('/internal/accounts/:accountId/postpaid', serviceCaller(deps.secret), async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const body = parseInput(postpaidBody, req.body);
+    const body = parseInput(setPostpaid.request, req.body);
     const result = await deps.credits.setPostpaid(accountId, body.postpaid);
-    res.json({ data: { account_id: accountId, postpaid: result.postpaid } });
+    const answer: z.input<typeof setPostpaid.response> = {
+      data: { account_id: accountId, postpaid: result.postpaid },
+    };
+    res.json(answer);
   });
 
   return router;

@@ -1,6 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import type { UsageTopology } from '@tollgate/events';
-import { errorHandler, healthRoutes, jsonBody, notFoundHandler, type ReadinessCheck } from '@tollgate/http';
+import {
+  errorHandler,
+  healthRoutes,
+  jsonBody,
+  notFoundHandler,
+  type ReadinessCheck,
+  requestContext,
+} from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import express from 'express';
 import type { Registry } from 'prom-client';
@@ -33,13 +39,7 @@ export interface BillingAppDeps {
 export function createBillingApp(deps: BillingAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use((req, res, next) => {
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
-    res.setHeader('x-request-id', id);
-    (req as { log?: Logger }).log = deps.logger.child({ reqId: id });
-    next();
-  });
+  app.use(requestContext(deps.logger, { accessLog: 'info' }));
   app.use(healthRoutes(deps.readiness));
   const { metrics } = deps;
   if (metrics) {

@@ -1,15 +1,9 @@
+import type { KeyUsage } from '@tollgate/contracts';
 import { type LimitReset, periodKey, toDecimal, toUnits } from '@tollgate/money';
 import type { SpendStore } from '@tollgate/spend';
 import { readAccountSettings } from '../credits/credits.repository';
 import type { BillingDb } from '../database';
 import { accountUsage, keySpendForPeriods, keySpendFrom } from './spend.repository';
-
-export interface KeyUsage {
-  usage: string;
-  usage_daily: string;
-  usage_weekly: string;
-  usage_monthly: string;
-}
 
 export interface SpendService {
   /** Current-period spend of each key (decimal USD strings), for key objects in the keys service. */

@@ -1,8 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Catalog } from '@tollgate/catalog';
-import { errorHandler, healthRoutes, jsonBody, notFoundHandler, type ReadinessCheck } from '@tollgate/http';
+import {
+  errorHandler,
+  healthRoutes,
+  jsonBody,
+  notFoundHandler,
+  type ReadinessCheck,
+  requestContext,
+} from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import express from 'express';
 import { accountRoutes } from '../api/account.routes';
@@ -41,12 +47,9 @@ export function createDashboardApp(deps: DashboardAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use((req, res, next) => {
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
-    res.setHeader('x-request-id', id);
+  app.use(requestContext(deps.logger, { accessLog: 'info' }));
+  app.use((_req, res, next) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
-    (req as { log?: Logger }).log = deps.logger.child({ reqId: id });
     next();
   });
   app.use(healthRoutes(deps.readiness));

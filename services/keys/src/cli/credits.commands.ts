@@ -1,3 +1,10 @@
+import {
+  type GrantCreditsRequest,
+  grantCredits,
+  type SetPostpaidRequest,
+  setPostpaid,
+} from '@tollgate/contracts';
+import type { HttpMethod } from '@tollgate/http';
 import { type CliContext, type CommandGroup, defineCommand, UsageError } from './command';
 import { callService } from './service-call';
 
@@ -7,13 +14,21 @@ import { callService } from './service-call';
  * service's own code and call billing's internal API (BILLING_URL, default the `make dev` address)
  * with a service token.
  */
-const callBilling = (ctx: CliContext, method: string, path: string, body: unknown) =>
-  callService(
-    { name: 'billing', url: ctx.urls.billing, secret: ctx.config.SERVICE_JWT_SECRET },
-    method,
-    path,
-    body,
-  );
+const callBilling = async (ctx: CliContext, method: HttpMethod, path: string, body: unknown) =>
+  (
+    await callService(
+      { name: 'billing', url: ctx.urls.billing, secret: ctx.config.SERVICE_JWT_SECRET },
+      method,
+      path,
+      body,
+    )
+  ).data;
+
+const billing = (ctx: CliContext) => ({
+  name: 'billing' as const,
+  url: ctx.urls.billing,
+  secret: ctx.config.SERVICE_JWT_SECRET,
+});
 
 export const creditsCommands: CommandGroup = {
   name: 'credits',
@@ -33,10 +48,14 @@ export const creditsCommands: CommandGroup = {
           throw new UsageError(`--amount must be a USD amount like 25 or 10.50, got "${o.amount}"`);
         }
         const account = await runtime.accounts.requireBySlug(o.account);
-        const data = (await callBilling(ctx, 'POST', `/internal/accounts/${account.id}/credits`, {
-          amount: o.amount,
-          note: o.note ?? null,
-        })) as { total_credits: string };
+        const body: GrantCreditsRequest = { amount: o.amount, note: o.note ?? null };
+        const { data } = await callService(
+          billing(ctx),
+          grantCredits.method,
+          grantCredits.path(account.id),
+          body,
+          grantCredits.response,
+        );
         return {
           data: {
             account: account.slug,
@@ -61,9 +80,14 @@ export const setPostpaidCommand = defineCommand({
   },
   async run(ctx, o) {
     const account = await ctx.runtime.accounts.requireBySlug(o.account);
-    const data = (await callBilling(ctx, 'PUT', `/internal/accounts/${account.id}/postpaid`, {
-      postpaid: !o.off,
-    })) as { postpaid: boolean };
+    const body: SetPostpaidRequest = { postpaid: !o.off };
+    const { data } = await callService(
+      billing(ctx),
+      setPostpaid.method,
+      setPostpaid.path(account.id),
+      body,
+      setPostpaid.response,
+    );
     return {
       data: { account: account.slug, account_id: account.id, postpaid: data.postpaid },
       text: `${account.slug} is now ${data.postpaid ? 'postpaid' : 'prepaid'}`,

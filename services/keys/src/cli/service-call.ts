@@ -1,5 +1,6 @@
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
-import { AppError, type ErrorType, errorStatus } from '@tollgate/errors';
+import { serviceTokenSource } from '@tollgate/auth';
+import { createServiceClient, type HttpMethod } from '@tollgate/http';
+import { z } from 'zod';
 
 /** Where `make dev` runs the services the CLI calls: the defaults when the variables are unset. */
 export const DEV_URLS = { billing: 'http://127.0.0.1:8082', dashboard: 'http://127.0.0.1:8083' } as const;
@@ -17,42 +18,32 @@ export const serviceUrls = (env: NodeJS.ProcessEnv): ServiceUrls => ({
   dashboard: clean(env.DASHBOARD_URL) ?? DEV_URLS.dashboard,
 });
 
+const anyData = z.object({ data: z.unknown() }).partial();
+
 /**
- * One call to another service's internal API with a CLI service token. The owner's 4xx comes back
- * as the same AppError; an unreachable service is a 503 naming the address (and the variable to set).
+ * One call to another service's internal API through the shared service client, with a CLI service
+ * token. The owner's 4xx comes back as the same AppError; an unreachable or failing service is a 503
+ * naming the address (and the variable to set). Pass the contract's response schema where there is one.
  */
-export async function callService(
+export async function callService<S extends z.ZodType = typeof anyData>(
   target: { name: 'billing' | 'dashboard'; url: string; secret: string },
-  method: string,
+  method: HttpMethod,
   path: string,
   body: unknown,
-): Promise<unknown> {
-  let res: Response;
+  response?: S,
+): Promise<z.output<S>> {
+  const variable = target.name === 'billing' ? 'BILLING_URL' : 'DASHBOARD_URL';
+  const client = createServiceClient({
+    service: target.name,
+    url: target.url,
+    token: serviceTokenSource(target.secret, 'cli'),
+    timeoutMs: 10_000,
+    connections: 1,
+    unavailableMessage: `${target.name} at ${target.url} did not answer (or failed); is the stack running? Set ${variable} to reach another address`,
+  });
   try {
-    res = await fetch(`${target.url}${path}`, {
-      method,
-      headers: {
-        'content-type': 'application/json',
-        [SERVICE_TOKEN_HEADER]: signServiceToken({ kind: 'service', service: 'cli' }, target.secret),
-      },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    });
-  } catch (err) {
-    const variable = target.name === 'billing' ? 'BILLING_URL' : 'DASHBOARD_URL';
-    throw new AppError(
-      'service_unavailable',
-      `${target.name} at ${target.url} did not answer (${(err as Error).message}); is the stack running? Set ${variable} to reach another address`,
-    );
+    return await client.call({ method, path, body, response: (response ?? anyData) as S });
+  } finally {
+    await client.close();
   }
-  const json = (await res.json().catch(() => null)) as {
-    data?: unknown;
-    error?: { message?: string; metadata?: { error_type?: string } };
-  } | null;
-  if (!res.ok) {
-    const type = json?.error?.metadata?.error_type;
-    const known = type && type in errorStatus ? (type as ErrorType) : 'internal';
-    throw new AppError(known, json?.error?.message ?? `${target.name} answered HTTP ${res.status}`);
-  }
-  return json?.data;
 }

@@ -28,7 +28,7 @@ export const usersCommands: CommandGroup = {
           throw new UsageError(`--role must be owner or viewer, got "${o.role}"`);
         }
         const account = await ctx.runtime.accounts.requireBySlug(o.account);
-        const data = (await callService(
+        const { data } = (await callService(
           { name: 'dashboard', url: ctx.urls.dashboard, secret: ctx.config.SERVICE_JWT_SECRET },
           'POST',
           '/internal/users',
@@ -38,7 +38,7 @@ export const usersCommands: CommandGroup = {
             display_name: o.name ?? o.email.split('@')[0] ?? o.email,
             role: o.role,
           },
-        )) as { id: string; email: string; role: string; sign_in_link: string; expires_at: string };
+        )) as { data: { id: string; email: string; role: string; sign_in_link: string; expires_at: string } };
         return {
           data: { ...data, account: account.slug },
           text: [

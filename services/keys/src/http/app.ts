@@ -1,5 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import { errorHandler, healthRoutes, jsonBody, notFoundHandler, type ReadinessCheck } from '@tollgate/http';
+import {
+  errorHandler,
+  healthRoutes,
+  jsonBody,
+  notFoundHandler,
+  type ReadinessCheck,
+  requestContext,
+} from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import express from 'express';
 import type { AccountService } from '../accounts/accounts.service';
@@ -22,13 +28,7 @@ export interface KeysAppDeps {
 export function createKeysApp(deps: KeysAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use((req, res, next) => {
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
-    res.setHeader('x-request-id', id);
-    (req as { log?: Logger }).log = deps.logger.child({ reqId: id });
-    next();
-  });
+  app.use(requestContext(deps.logger, { accessLog: 'info' }));
   app.use(healthRoutes(deps.readiness));
   app.use(jsonBody('64kb'));
   app.use(resolveRoutes(deps));

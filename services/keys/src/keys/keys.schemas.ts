@@ -51,12 +51,6 @@ export function parseHash(value: unknown): string {
   return value.toLowerCase();
 }
 
-export const resolveBody = z.object({
-  digest: z
-    .string({ error: 'expected a string' })
-    .regex(/^[0-9a-f]{64}$/, { error: 'must be a lowercase sha256 hex digest' }),
-});
-
 /** Parses a JSON object body: 400 naming the field (unknown fields included). */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {

@@ -1,7 +1,9 @@
+import { resolveKey } from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
 import { Router } from 'express';
+import type { z } from 'zod';
 import { serviceCaller } from '../http/caller';
-import { parseBody, resolveBody } from '../keys/keys.schemas';
+import { parseBody } from '../keys/keys.schemas';
 import type { KeyService } from '../keys/keys.service';
 
 /**
@@ -11,11 +13,12 @@ import type { KeyService } from '../keys/keys.service';
  */
 export function resolveRoutes(deps: { keys: KeyService; secret: string }): Router {
   const router = Router();
-  router.post('/internal/keys/resolve', serviceCaller(deps.secret), async (req, res) => {
-    const { digest } = parseBody(resolveBody, req.body);
+  router.post(resolveKey.path, serviceCaller(deps.secret), async (req, res) => {
+    const { digest } = parseBody(resolveKey.request, req.body);
     const key = await deps.keys.resolve(digest);
     if (!key) throw notFound('No key with this digest');
-    res.json({ data: key });
+    const answer: z.input<typeof resolveKey.response> = { data: key };
+    res.json(answer);
   });
   return router;
 }

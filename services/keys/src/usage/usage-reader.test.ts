@@ -94,9 +94,23 @@ describe('usage figures from billing', () => {
     for (const failure of [
       { status: 500, body: { error: 'boom' } },
       { status: 200, body: { data: { [key.id]: { usage: 1 } } } },
+      {
+        status: 400,
+        body: {
+          error: {
+            code: 400,
+            message: 'keys.0.id: internal detail',
+            metadata: { error_type: 'bad_request' },
+          },
+        },
+      },
     ]) {
       answer = () => failure;
-      expectError(await api(t, 'GET', `/keys/${key.id}`), 503, 'service_unavailable', /[Uu]sage/);
+      const one = await api(t, 'GET', `/keys/${key.id}`);
+      expectError(one, 503, 'service_unavailable', /[Uu]sage/);
+      // The public caller never sees what billing said or why the call failed (it is logged instead).
+      expect(one.body.error.metadata).toEqual({ error_type: 'service_unavailable', service: 'billing' });
+      expect(JSON.stringify(one.body)).not.toMatch(/internal detail|500|boom/);
       expectError(await api(t, 'GET', '/keys'), 503, 'service_unavailable');
     }
     const patched = await api(t, 'PATCH', `/keys/${key.id}`, { body: { disabled: true } });

@@ -1,15 +1,10 @@
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
-import { AppError } from '@tollgate/errors';
+import { serviceTokenSource } from '@tollgate/auth';
+import { type KeyUsage, keysUsage } from '@tollgate/contracts';
+import { createServiceClient } from '@tollgate/http';
+import type { Logger } from '@tollgate/logger';
 import type { LimitReset } from '@tollgate/money';
-import { z } from 'zod';
 
-/** Spend figures of one key, decimal USD strings. `usage` = spend in the key's current limit period. */
-export interface KeyUsage {
-  usage: string;
-  usage_daily: string;
-  usage_weekly: string;
-  usage_monthly: string;
-}
+export type { KeyUsage } from '@tollgate/contracts';
 
 export const ZERO_USAGE: KeyUsage = Object.freeze({
   usage: '0',
@@ -24,6 +19,7 @@ export const ZERO_USAGE: KeyUsage = Object.freeze({
  */
 export interface UsageReader {
   read(keys: ReadonlyArray<{ id: string; limitReset: LimitReset | null }>): Promise<Map<string, KeyUsage>>;
+  close(): Promise<void>;
 }
 
 /** BILLING_URL unset: every key reads as zero usage. */
@@ -31,67 +27,51 @@ export const zeroUsageReader: UsageReader = {
   async read(keys) {
     return new Map(keys.map((k) => [k.id, ZERO_USAGE]));
   },
+  async close() {},
 };
 
-const decimal = z.string().regex(/^-?\d+(\.\d+)?$/);
-const usageResponse = z.object({
-  data: z.record(
-    z.string(),
-    z.object({ usage: decimal, usage_daily: decimal, usage_weekly: decimal, usage_monthly: decimal }),
-  ),
-});
-
-/** Billing's `POST /internal/usage/keys` (contracts.md), called with a `{kind:'service', service:'keys'}` token. */
+/**
+ * Billing's `POST /internal/usage/keys` (contract `keysUsage` in @tollgate/contracts) through the
+ * shared service client. Billing unreachable or answering outside the contract: 503 without the
+ * internal detail (which is logged).
+ */
 export function billingUsageReader(options: {
   billingUrl: string;
   secret: string;
   timeoutMs?: number;
+  logger?: Logger;
 }): UsageReader {
-  const url = `${options.billingUrl}/internal/usage/keys`;
+  const billing = createServiceClient({
+    service: 'billing',
+    url: options.billingUrl,
+    token: serviceTokenSource(options.secret, 'keys'),
+    timeoutMs: options.timeoutMs ?? 3000,
+    logger: options.logger,
+    ownerErrors: 'unavailable',
+    unavailableMessage: 'Usage figures are unavailable (billing did not answer); retry later',
+  });
   return {
     async read(keys) {
       const out = new Map<string, KeyUsage>();
       if (keys.length === 0) return out;
-      let body: unknown;
-      try {
-        const res = await fetch(url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            [SERVICE_TOKEN_HEADER]: signServiceToken({ kind: 'service', service: 'keys' }, options.secret),
-          },
-          body: JSON.stringify({ keys: keys.map((k) => ({ id: k.id, limit_reset: k.limitReset })) }),
-          signal: AbortSignal.timeout(options.timeoutMs ?? 3000),
-        });
-        if (!res.ok) throw new Error(`billing answered ${res.status}`);
-        body = await res.json();
-      } catch (err) {
-        throw new AppError(
-          'service_unavailable',
-          'Usage figures are unavailable (billing did not answer); retry later',
-          {
-            cause: String((err as Error).message ?? err),
-          },
-        );
-      }
-      const parsed = usageResponse.safeParse(body);
-      if (!parsed.success) {
-        throw new AppError(
-          'service_unavailable',
-          'Usage figures are unavailable (unexpected answer from billing)',
-        );
-      }
-      for (const k of keys) out.set(k.id, parsed.data.data[k.id] ?? ZERO_USAGE);
+      const answer = await billing.call({
+        method: keysUsage.method,
+        path: keysUsage.path,
+        body: { keys: keys.map((k) => ({ id: k.id, limit_reset: k.limitReset })) },
+        response: keysUsage.response,
+      });
+      for (const k of keys) out.set(k.id, answer.data[k.id] ?? ZERO_USAGE);
       return out;
     },
+    close: () => billing.close(),
   };
 }
 
-export function createUsageReader(config: {
-  BILLING_URL?: string | undefined;
-  SERVICE_JWT_SECRET: string;
-}): UsageReader {
+export function createUsageReader(
+  config: { BILLING_URL?: string | undefined; SERVICE_JWT_SECRET: string },
+  logger?: Logger,
+): UsageReader {
   return config.BILLING_URL
-    ? billingUsageReader({ billingUrl: config.BILLING_URL, secret: config.SERVICE_JWT_SECRET })
+    ? billingUsageReader({ billingUrl: config.BILLING_URL, secret: config.SERVICE_JWT_SECRET, logger })
     : zeroUsageReader;
 }

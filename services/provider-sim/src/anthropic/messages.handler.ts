@@ -2,8 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   clientGone,
   errorHeaders,
+  firstToken,
   planTokens,
   type SimDefaults,
+  streamContent,
   wait,
 } from '../completion/completion.handler';
 import { PIECES } from '../completion/generator';
@@ -149,10 +151,8 @@ export async function messagesStream(
 ): Promise<void> {
   const { sim } = body;
   const plan = planMessage(body);
-  const ttft = sim.ttftMs ?? defaults.ttftMs;
-  const inter = sim.interTokenMs ?? defaults.interTokenMs;
-  const signal = ttft > 0 || inter > 0 ? clientGone(req, res) : undefined;
-  if (ttft > 0 && !(await wait(ttft, signal!))) return;
+  const pacing = await firstToken(req, res, sim, defaults);
+  if (!pacing) return;
   if (sim.errorStatus !== undefined) return writeError(res, body, sim.errorStatus);
 
   res.writeHead(200, {
@@ -185,26 +185,19 @@ export async function messagesStream(
     );
   out += event('ping', '{"type": "ping"}');
 
-  const stopAt = Math.min(sim.errorAfterChunks ?? Infinity, sim.cutAfterChunks ?? Infinity, deltas.length);
-  for (let i = 0; i < stopAt; i++) {
-    if (i > 0 && inter > 0) {
-      res.write(out);
-      out = '';
-      if (!(await wait(inter, signal!))) return;
-    }
-    out += event('content_block_delta', `{"type":"content_block_delta","index":0,"delta":${deltas[i]}}`);
-  }
-
-  const errorFirst =
-    sim.errorAfterChunks !== undefined &&
-    (sim.cutAfterChunks === undefined || sim.errorAfterChunks <= sim.cutAfterChunks);
-  if (sim.errorAfterChunks !== undefined && errorFirst) {
+  const sent = await streamContent(
+    res,
+    out,
+    deltas.length,
+    (i) => event('content_block_delta', `{"type":"content_block_delta","index":0,"delta":${deltas[i]}}`),
+    sim,
+    pacing,
+  );
+  if (!sent) return;
+  out = sent.out;
+  if (sent.end === 'error') {
     const err = simulatedError(529, sim.errorMessage).toJSON(anthropicId('req_'));
     res.end(out + event('error', JSON.stringify({ type: 'error', error: err.error })));
-    return;
-  }
-  if (sim.cutAfterChunks !== undefined) {
-    res.write(out, () => res.destroy());
     return;
   }
   if (hasBlock) out += event('content_block_stop', '{"type":"content_block_stop","index":0}');

@@ -158,6 +158,57 @@ export async function completeJson(
 const MID_STREAM_ERROR = (message?: string) =>
   `data: ${JSON.stringify(upstreamError(500, message).toJSON())}\n\n`;
 
+/** Stream pacing of a request: waits the time to first token; null when the client went away. */
+export async function firstToken(
+  req: IncomingMessage,
+  res: ServerResponse,
+  sim: SimOptions,
+  defaults: SimDefaults,
+): Promise<{ inter: number; signal: AbortSignal | undefined } | null> {
+  const ttft = sim.ttftMs ?? defaults.ttftMs;
+  const inter = sim.interTokenMs ?? defaults.interTokenMs;
+  const signal = ttft > 0 || inter > 0 ? clientGone(req, res) : undefined;
+  if (ttft > 0 && !(await wait(ttft, signal!))) return null;
+  return { inter, signal };
+}
+
+/**
+ * The content part of a simulated stream, shared by both wire formats: appends `eventAt(0..count-1)`
+ * to `out`, flushing and waiting `inter` ms between events, and stops where `sim.error_after_chunks` /
+ * `sim.cut_after_chunks` say (the smaller wins, the error on a tie). A cut is carried out here (what
+ * was produced is flushed, then the socket destroyed); an error is left to the caller, whose wire
+ * format shapes it. Returns the unsent text and how the stream goes on, or null when it is over
+ * (client gone or cut).
+ */
+export async function streamContent(
+  res: ServerResponse,
+  out: string,
+  count: number,
+  eventAt: (i: number) => string,
+  sim: SimOptions,
+  pacing: { inter: number; signal: AbortSignal | undefined },
+): Promise<{ out: string; end: 'complete' | 'error' } | null> {
+  const stopAt = Math.min(sim.errorAfterChunks ?? Infinity, sim.cutAfterChunks ?? Infinity, count);
+  for (let i = 0; i < stopAt; i++) {
+    if (i > 0 && pacing.inter > 0) {
+      res.write(out);
+      out = '';
+      if (!(await wait(pacing.inter, pacing.signal!))) return null;
+    }
+    out += eventAt(i);
+  }
+  const errorFirst =
+    sim.errorAfterChunks !== undefined &&
+    (sim.cutAfterChunks === undefined || sim.errorAfterChunks <= sim.cutAfterChunks);
+  if (errorFirst) return { out, end: 'error' };
+  if (sim.cutAfterChunks !== undefined) {
+    // Flush what was produced, then kill the socket: no finish, no usage, no end marker.
+    res.write(out, () => res.destroy());
+    return null;
+  }
+  return { out, end: 'complete' };
+}
+
 export async function completeStream(
   req: IncomingMessage,
   res: ServerResponse,
@@ -166,11 +217,8 @@ export async function completeStream(
 ): Promise<void> {
   const { sim } = body;
   const plan = planCompletion(body);
-  const ttft = sim.ttftMs ?? defaults.ttftMs;
-  const inter = sim.interTokenMs ?? defaults.interTokenMs;
-  const signal = ttft > 0 || inter > 0 ? clientGone(req, res) : undefined;
-
-  if (ttft > 0 && !(await wait(ttft, signal!))) return;
+  const pacing = await firstToken(req, res, sim, defaults);
+  if (!pacing) return;
   if (sim.errorStatus !== undefined)
     return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
 
@@ -182,30 +230,20 @@ export async function completeStream(
   const tail = `,"logprobs":null,"finish_reason":null}]${usageNull}}\n\n`;
 
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  let out = `${head}{"role":"assistant"}${tail}`;
-
   const pieces = plan.pieces;
   const pieceJson = sim.piece === undefined ? null : JSON.stringify(sim.piece);
-  const stopAt = Math.min(sim.errorAfterChunks ?? Infinity, sim.cutAfterChunks ?? Infinity, pieces.length);
-  for (let i = 0; i < stopAt; i++) {
-    if (i > 0 && inter > 0) {
-      res.write(out);
-      out = '';
-      if (!(await wait(inter, signal!))) return;
-    }
-    out += `${head}{"content":${pieceJson ?? PIECES_JSON[pieces[i]!]}}${tail}`;
-  }
-
-  const errorFirst =
-    sim.errorAfterChunks !== undefined &&
-    (sim.cutAfterChunks === undefined || sim.errorAfterChunks <= sim.cutAfterChunks);
-  if (sim.errorAfterChunks !== undefined && errorFirst) {
+  const sent = await streamContent(
+    res,
+    `${head}{"role":"assistant"}${tail}`,
+    pieces.length,
+    (i) => `${head}{"content":${pieceJson ?? PIECES_JSON[pieces[i]!]}}${tail}`,
+    sim,
+    pacing,
+  );
+  if (!sent) return;
+  let out = sent.out;
+  if (sent.end === 'error') {
     res.end(out + MID_STREAM_ERROR(sim.errorMessage));
-    return;
-  }
-  if (sim.cutAfterChunks !== undefined) {
-    // Flush what was produced, then kill the socket: no finish chunk, no usage, no [DONE].
-    res.write(out, () => res.destroy());
     return;
   }
   out += `${head}{},"logprobs":null,"finish_reason":"${plan.finishReason}"}]${usageNull}}\n\n`;

@@ -1,6 +1,6 @@
-import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError, badRequest, safeText } from '@tollgate/errors';
+import { requestIdOf } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { authenticatedKey } from '../auth/authenticate';
@@ -39,7 +39,6 @@ export interface ChatDeps {
 
 const X_TITLE_MAX = 200;
 /** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
-const nextRequestId = requestIdSource(256);
 
 interface CompletionLocals {
   completion?: Completion;
@@ -85,7 +84,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     }
     res.once('close', slot);
 
-    const requestId = nextRequestId();
+    const requestId = requestIdOf(res);
     res.setHeader('X-Generation-Id', requestId);
     const prompt = admissionPromptTokens(chat.messages, estimator);
     const reservation = await guard.admit({

@@ -1,8 +1,8 @@
 import { pipeline } from 'node:stream/promises';
 import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
-import { AppError } from '@tollgate/errors';
+import { createServiceClient } from '@tollgate/http';
+import type { Logger } from '@tollgate/logger';
 import type { Request, RequestHandler, Response } from 'express';
-import { Pool } from 'undici';
 import { authenticatedKey } from '../auth/authenticate';
 
 /**
@@ -11,22 +11,31 @@ import { authenticatedKey } from '../auth/authenticate';
  * (never parsed here); the mount prefix is stripped, the query string kept, status and body relayed.
  */
 export interface Forwarder {
-  handler(serviceName: string): RequestHandler;
+  handler(): RequestHandler;
   close(): Promise<void>;
 }
 
 const RELAYED_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'retry-after'] as const;
 
-export function createForwarder(options: { url: string; secret: string; timeoutMs: number }): Forwarder {
-  const pool = new Pool(options.url, {
+export function createForwarder(options: {
+  /** The owning service, as named in the 503 (`keys`, `billing`). */
+  service: string;
+  url: string;
+  secret: string;
+  timeoutMs: number;
+  logger?: Logger;
+}): Forwarder {
+  // The shared service client: its pool, deadline, request id and 503 mapping; the token is the caller's.
+  const owner = createServiceClient({
+    service: options.service,
+    url: options.url,
+    token: () => '',
+    timeoutMs: options.timeoutMs,
     connections: 32,
-    keepAliveTimeout: 30_000,
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
-    connectTimeout: options.timeoutMs,
+    logger: options.logger,
   });
 
-  async function forward(serviceName: string, req: Request, res: Response): Promise<void> {
+  async function forward(req: Request, res: Response): Promise<void> {
     const key = authenticatedKey(res);
     const token = signServiceToken(
       { kind: 'key', keyId: key.id, accountId: key.accountId, scope: key.scope },
@@ -41,23 +50,12 @@ export function createForwarder(options: { url: string; secret: string; timeoutM
       if (length) headers['content-length'] = length;
     }
     // req.url is relative to the mount point (`/api/v1` or `/v1` stripped) and keeps the query string.
-    let upstream: Awaited<ReturnType<Pool['request']>>;
-    try {
-      upstream = await pool.request({
-        method: req.method as 'GET',
-        path: req.url,
-        headers,
-        body: hasBody && (headers['content-length'] || req.headers['transfer-encoding']) ? req : undefined,
-      });
-    } catch {
-      throw new AppError(
-        'service_unavailable',
-        `The ${serviceName} service is unavailable, try again shortly`,
-        {
-          service: serviceName,
-        },
-      );
-    }
+    const upstream = await owner.stream({
+      method: req.method,
+      path: req.url,
+      headers,
+      body: hasBody && (headers['content-length'] || req.headers['transfer-encoding']) ? req : undefined,
+    });
     res.status(upstream.statusCode);
     for (const name of RELAYED_RESPONSE_HEADERS) {
       const value = upstream.headers[name];
@@ -73,11 +71,11 @@ export function createForwarder(options: { url: string; secret: string; timeoutM
   }
 
   return {
-    handler(serviceName) {
+    handler() {
       return (req, res, next) => {
-        forward(serviceName, req, res).catch(next);
+        forward(req, res).catch(next);
       };
     },
-    close: () => pool.close(),
+    close: () => owner.close(),
   };
 }

@@ -2,9 +2,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
-import { errorHandler, healthRoutes, notFoundHandler } from '@tollgate/http';
+import { errorHandler, healthRoutes, notFoundHandler, requestContext } from '@tollgate/http';
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';
@@ -90,6 +91,9 @@ export function createProxyApp(deps: {
     if (draining) res.setHeader('connection', 'close');
     next();
   });
+  // Every request gets a `gen-…` id (never the client's: it becomes the generation id), sent on to
+  // keys and billing as `x-request-id` and logged as `requestId`.
+  app.use(requestContext(logger, { trustIncoming: false, newId: requestIdSource(256), accessLog: 'debug' }));
 
   const auth = authMiddleware(
     createAuthenticator({
@@ -252,6 +256,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       secret: config.SERVICE_JWT_SECRET,
       timeoutMs: config.SERVICE_TIMEOUT_MS,
       maxInFlight: config.KEY_LOOKUP_MAX_IN_FLIGHT,
+      logger,
     });
   const metrics = createMetrics({ defaultMetrics: true });
   const publisher =
@@ -272,9 +277,13 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     connections: config.UPSTREAM_CONNECTIONS,
     maxQueued: config.UPSTREAM_MAX_QUEUED,
   });
-  const forwardOptions = { secret: config.SERVICE_JWT_SECRET, timeoutMs: config.SERVICE_TIMEOUT_MS };
-  const keysForwarder = createForwarder({ url: config.KEYS_URL, ...forwardOptions });
-  const billingForwarder = createForwarder({ url: config.BILLING_URL, ...forwardOptions });
+  const forwardOptions = { secret: config.SERVICE_JWT_SECRET, timeoutMs: config.SERVICE_TIMEOUT_MS, logger };
+  const keysForwarder = createForwarder({ service: 'keys', url: config.KEYS_URL, ...forwardOptions });
+  const billingForwarder = createForwarder({
+    service: 'billing',
+    url: config.BILLING_URL,
+    ...forwardOptions,
+  });
 
   const parts = createProxyApp({
     config,
@@ -289,6 +298,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
             billingUrl: config.BILLING_URL,
             serviceJwtSecret: config.SERVICE_JWT_SECRET,
             rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
+            logger,
             onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
           })
         : allowAllSpendGuard),
@@ -298,7 +308,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     estimator: deps.estimator ?? defaultEstimator,
     upstreams,
     metrics,
-    forwarders: { keys: keysForwarder.handler('keys'), billing: billingForwarder.handler('billing') },
+    forwarders: { keys: keysForwarder.handler(), billing: billingForwarder.handler() },
   });
   const server = await listenWithLimits(parts.app, config);
   const port = (server.address() as AddressInfo).port;

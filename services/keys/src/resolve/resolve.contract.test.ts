@@ -1,0 +1,47 @@
+/** Owner's side of `resolveKey` (@tollgate/contracts): the real route's answers parse with the contract. */
+import { digestKey, serviceTokenSource } from '@tollgate/auth';
+import { resolveKey } from '@tollgate/contracts';
+import { createServiceClient, type ServiceClient } from '@tollgate/http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestKeysService, type TestKeysService } from '../testing';
+
+let t: TestKeysService;
+let keys: ServiceClient;
+beforeAll(async () => {
+  t = await startTestKeysService();
+  keys = createServiceClient({
+    service: 'keys',
+    url: t.url,
+    token: serviceTokenSource(t.config.SERVICE_JWT_SECRET, 'proxy'),
+  });
+});
+afterAll(async () => {
+  await keys?.close();
+  await t?.close();
+});
+
+describe("keys' resolve contract (owner side)", () => {
+  it('answers a key record matching the contract, revoked ones included, and 404 for an unknown digest', async () => {
+    const key = await t.createKey(t.account.id, { limit: '2.5', limitReset: 'weekly' });
+    const call = (digest: string) =>
+      keys.call({
+        method: resolveKey.method,
+        path: resolveKey.path,
+        body: { digest },
+        response: resolveKey.response,
+        nullOn404: true,
+      });
+    const answer = await call(digestKey(key.key));
+    expect(answer?.data).toMatchObject({
+      id: key.id,
+      accountId: t.account.id,
+      scope: 'inference',
+      disabled: false,
+      revoked: false,
+      limit: '2.5',
+      limitReset: 'weekly',
+    });
+    expect(await call('0'.repeat(64))).toBeNull();
+    await expect(call('NOT-A-DIGEST')).rejects.toMatchObject({ status: 400, message: /digest/ });
+  });
+});
