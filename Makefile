@@ -50,7 +50,7 @@ typecheck: install
 check: lint typecheck test
 
 migrate: install
-	@pnpm --filter @tollgate/keys migrate && pnpm --filter @tollgate/billing migrate
+	@pnpm --filter @tollgate/keys migrate && pnpm --filter @tollgate/billing migrate && pnpm --filter @tollgate/dashboard migrate
 
 bench: install servers
 	@pnpm exec tsx bench/proxy-latency.ts && pnpm exec tsx bench/billing-throughput.ts

@@ -39,8 +39,6 @@ describe('dashboard config', () => {
       expect((err as Error).message).toMatch(/KEYS_URL/);
     }
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
-    expect(() =>
-      loadConfig({ NODE_ENV: 'production', SERVICE_JWT_SECRET: 'a-real-secret-of-length-0123456789' }),
-    ).not.toThrow();
+    expect(() => loadConfig({ NODE_ENV: 'production', SERVICE_JWT_SECRET: 'f'.repeat(40) })).not.toThrow();
   });
 });

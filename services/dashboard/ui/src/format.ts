@@ -1,10 +1,13 @@
-/** USD for display from an exact decimal string: cents for large amounts, up to 8 decimals for tiny ones. */
+/**
+ * USD for display from an exact decimal string: at least cents, and enough decimals (up to 6, or 8
+ * below a cent) that a balance of 99.999973 is not shown as 100.00.
+ */
 export function usd(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '—';
   const n = Number(value);
   if (n === 0) return '$0.00';
   const abs = Math.abs(n);
-  const digits = abs >= 1 ? 2 : abs >= 0.01 ? 4 : 8;
+  const digits = abs >= 0.01 ? 6 : 8;
   return `${n < 0 ? '-' : ''}$${abs.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: digits })}`;
 }
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus } from '../test-client';
 import { startTestKeysService, type TestKeysService } from '../testing';
 
-/** Stands in for billing's POST /internal/usage/keys (contracts.md) until the real one is wired in. */
+/** Stands in for billing's POST /internal/usage/keys (contract `keysUsage` in @tollgate/contracts): the answer is chosen per test. */
 let billing: Server;
 let billingUrl: string;
 let answer: (body: { keys: Array<{ id: string; limit_reset: string | null }> }) => {
