@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 12.21.0
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: dev start build test install pnpm servers lint typecheck check demo migrate bench clean
+.PHONY: dev start build test test-faults install pnpm servers lint typecheck check demo migrate bench clean
 
 ## Installs pnpm (if missing) and every dependency, Node 24 included (root devDependency `node`),
 ## then builds the dashboard's web UI (services/dashboard/ui/dist, served by the dashboard service).
@@ -39,6 +39,10 @@ demo: install
 ## Runs every test (unit + integration against real Postgres, Redis, RabbitMQ).
 test: install servers
 	@pnpm test
+
+## The fault suite (tests/faults): the stack as processes through broker, database and process failures.
+test-faults: install servers
+	@pnpm exec vitest run --config tests/faults/vitest.config.ts
 
 lint: install
 	@pnpm lint

@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'tests/**/*.test.ts'],
+    // The fault suite runs on its own (`make test-faults`, tests/faults/vitest.config.ts).
+    exclude: ['tests/faults/**', '**/node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     globalSetup: ['packages/testkit/src/global-setup.ts'],

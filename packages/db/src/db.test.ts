@@ -26,3 +26,34 @@ describe('migrateToLatest', () => {
     }
   });
 });
+
+describe('createDb under a lost connection', () => {
+  it('survives Postgres going away in the middle of a transaction, and works again when it is back', async () => {
+    const { createTcpProxy, hostPortOf } = await import('@tollgate/testkit');
+    const test = await createTestDatabase();
+    const hop = await createTcpProxy(hostPortOf(test.url, 5432));
+    const db = createDb<unknown>(hop.url(test.url), { max: 2 });
+    try {
+      const failed = await db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`select 1`.execute(trx);
+          await hop.stop(); // the socket dies while the client is checked out, between two queries
+          await new Promise((r) => setTimeout(r, 200)); // an unhandled 'error' would crash here
+          await sql`select 2`.execute(trx);
+        })
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
+      expect(failed).toBeInstanceOf(Error);
+      await hop.start();
+      const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db);
+      expect(rows).toEqual([{ one: 1 }]);
+    } finally {
+      await db.destroy();
+      await hop.close();
+      await test.drop();
+    }
+  });
+});

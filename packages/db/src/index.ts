@@ -11,6 +11,13 @@ export function createDb<DB>(connectionString: string, options: { max?: number }
   pool.on('error', () => {
     // idle client errors (server restart) are surfaced on the next query instead of crashing
   });
+  // A client checked out of the pool (e.g. inside a transaction, between two queries) whose socket
+  // dies emits 'error' with no pool listener attached: without this the process crashed with
+  // "Connection terminated unexpectedly" when Postgres went away. The failure reaches the caller as
+  // the rejection of its next query, and the pool discards the broken client on release.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   connectionStrings.set(db, connectionString);
   return db;

@@ -17,6 +17,12 @@ export interface SpendReservation {
   keyTracked: boolean;
   /** A hold was made on the account's hash (the account is prepaid). */
   accountTracked: boolean;
+  /**
+   * Set by the caller: called when the request must stop because its lease lapsed (the process
+   * stalled past it, or Redis lost it) and holding it again put the key or account over its limit
+   * (others were admitted into the gap). Continuing could overshoot the limit.
+   */
+  onLost?: (reason: AppError) => void;
 }
 
 /** What the proxy calls around every chat completion (services/proxy/src/spend/guard.ts). */
@@ -93,7 +99,11 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
    * leaves the set the moment settle is called, before the settle script is sent, so a renewal can
    * never resurrect a settled hold (both go over the same connection, in order).
    */
-  const live = new Map<string, Lease>();
+  interface LiveLease extends Lease {
+    reservation: SpendReservation;
+    limitReset: LimitReset | null;
+  }
+  const live = new Map<string, LiveLease>();
   let renewTimer: NodeJS.Timeout | null = null;
   const renewLeases = () => {
     if (live.size === 0) {
@@ -101,9 +111,23 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
       renewTimer = null;
       return;
     }
-    store.renew(clock().getTime(), live.values()).catch((err: unknown) => options.onBackgroundError?.(err));
+    store
+      .renew(clock().getTime(), live.values())
+      .then(({ overLimit }) => {
+        for (const lease of overLimit) {
+          const l = live.get(lease.requestId);
+          if (!l) continue; // settled meanwhile
+          live.delete(lease.requestId);
+          l.reservation.onLost?.(
+            l.keyTracked && l.limitUnits !== null && l.limitUnits !== undefined
+              ? keyLimitExceeded(l.limitReset)
+              : paymentRequired(),
+          );
+        }
+      })
+      .catch((err: unknown) => options.onBackgroundError?.(err));
   };
-  const track = (lease: Lease) => {
+  const track = (lease: LiveLease) => {
     live.set(lease.requestId, lease);
     if (!renewTimer) {
       renewTimer = setInterval(renewLeases, leaseRenewMs);
@@ -188,7 +212,14 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           keyTracked: outcome.keyTracked,
           accountTracked: outcome.accountTracked,
         };
-        track({ ...reservation, units: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits });
+        track({
+          ...reservation,
+          units: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits,
+          limitUnits,
+          period: periodKey(key.limitReset, at),
+          reservation,
+          limitReset: key.limitReset,
+        });
         return reservation;
       }
     },

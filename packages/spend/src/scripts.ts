@@ -6,9 +6,9 @@ import type { Redis } from 'ioredis';
  * non-negative integer count of money units (1e-10 USD) written as a decimal string; the scripts
  * never do arithmetic on amounts in Lua numbers, so stored values stay exact int64s.
  *
- * Amounts are added and compared as decimal strings (`add`, `gt`), so admission is exact at any
- * amount up to the int64 range HINCRBY keeps (about 920 million USD); Lua numbers (doubles) are only
- * used for timestamps.
+ * Amounts are added, subtracted and compared as decimal strings (`add`, `sub`, `gt`), and `_held` is
+ * written as the exact string sum (not HINCRBY, which is bounded by int64 ≈ 922 million USD), so
+ * admission is exact at any amount; Lua numbers (doubles) are only used for timestamps.
  *
  * Owner hash fields (one hash per key, one per account):
  *   _ok      epoch ms the hash was (re)built from Postgres; absent = unknown, must be rebuilt
@@ -42,6 +42,22 @@ local function add(a, b)
   if r == '' then return '0' end
   return r
 end
+-- a - b for non-negative decimal integer strings (a >= b; '0' when b > a), exact at any length.
+local function sub(a, b)
+  if not gt(a, b) then return '0' end
+  local out, borrow = {}, 0
+  local i, j = #a, #b
+  while i > 0 do
+    local d = string.byte(a, i) - 48 - borrow
+    if j > 0 then d = d - (string.byte(b, j) - 48); j = j - 1 end
+    if d < 0 then d = d + 10; borrow = 1 else borrow = 0 end
+    out[#out + 1] = string.char(48 + d)
+    i = i - 1
+  end
+  local r = string.gsub(string.reverse(table.concat(out)), '^0+', '')
+  if r == '' then return '0' end
+  return r
+end
 -- An amount field as a canonical non-negative decimal string (missing or negative -> '0').
 local function amount(v)
   if (not v) or v == '' or string.sub(v, 1, 1) == '-' then return '0' end
@@ -63,7 +79,7 @@ local function drop(h, f)
   local c = string.sub(f, 1, 2)
   if c == 'r:' or c == 'p:' then
     local amt = split(v)
-    if amt ~= '0' then redis.call('HINCRBY', h, '_held', '-' .. amt) end
+    if amt ~= '0' then redis.call('HSET', h, '_held', sub(amount(redis.call('HGET', h, '_held')), amt)) end
   end
   redis.call('HDEL', h, f)
   return true
@@ -72,7 +88,7 @@ local function hold(h, f, amt, expires)
   drop(h, f)
   if amt == '0' then return end
   redis.call('HSET', h, f, amt .. '|' .. string.format('%d', expires))
-  redis.call('HINCRBY', h, '_held', amt)
+  redis.call('HSET', h, '_held', add(amount(redis.call('HGET', h, '_held')), amt))
 end
 local function gc(h, now, every)
   local nxt = redis.call('HGET', h, '_gc')
@@ -165,19 +181,28 @@ return 0
 
 /**
  * Lease renewal for the live reservations of one proxy process (one call for all of them).
- * KEYS: owner hashes. ARGV: now, lease ms, hash ttl s, then per KEYS[i] a request id and its amount.
+ * KEYS: owner hashes. ARGV: now, lease ms, hash ttl s, then per KEYS[i] four values: request id,
+ * amount, kind ('k' key hash / 'a' account hash) and, for a key, its limit ('' = none) and period
+ * field joined as "<limit>|<period>".
  * A live reservation gets a new expiry. One that lapsed (the process could not renew in time) is held
- * again, unless the worker already counted the request (tombstone) or it was settled (pending).
+ * again, unless the worker already counted the request (tombstone) or it was settled (pending); if
+ * holding it again puts the owner over its limit or credits (others were admitted into the gap), its
+ * index is returned so the proxy stops that request: the hold stays (conservative) and no new work
+ * is admitted on top of it.
+ * Returns {renewed, over index...}.
  */
 const RENEW = `${PRELUDE}
 local now = tonumber(ARGV[1])
 local expires = now + tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
 local renewed = 0
+local out = {0}
 for i = 1, #KEYS do
   local h = KEYS[i]
-  local req = ARGV[2 + 2 * i]
-  local amt = ARGV[3 + 2 * i]
+  local req = ARGV[4 * i]
+  local amt = ARGV[4 * i + 1]
+  local kind = ARGV[4 * i + 2]
+  local cap = ARGV[4 * i + 3]
   local v = redis.call('HGET', h, 'r:' .. req)
   if v then
     local units = split(v)
@@ -185,10 +210,26 @@ for i = 1, #KEYS do
     renewed = renewed + 1
   elseif redis.call('HEXISTS', h, 't:' .. req) == 0 and redis.call('HEXISTS', h, 'p:' .. req) == 0 then
     hold(h, 'r:' .. req, amt, expires)
+    local held = amount(redis.call('HGET', h, '_held'))
+    local over = false
+    if amt == '0' then
+      over = false
+    elseif kind == 'k' then
+      local j = string.find(cap, '|', 1, true)
+      local limit = string.sub(cap, 1, j - 1)
+      if limit ~= '' then
+        over = gt(add(amount(redis.call('HGET', h, string.sub(cap, j + 1))), held), limit)
+      end
+    else
+      local acct = redis.call('HMGET', h, 'postpaid', 'credits', 'usage')
+      if acct[1] ~= '1' then over = gt(add(amount(acct[3]), held), amount(acct[2])) end
+    end
+    if over then out[#out + 1] = i end
   end
   redis.call('EXPIRE', h, ttl)
 end
-return renewed
+out[1] = renewed
+return out
 `;
 
 /**

@@ -177,6 +177,37 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     expect((await admit('0.0000000001', null)).code).toBe('credits');
   });
 
+  it('keeps limits, credits and held sums exact beyond int64 (9.2e18 units ≈ 922 million USD)', async () => {
+    // 1.2e21 units: past int64, where HINCRBY would fail; room left exactly 1.0000000001 USD.
+    const limit = '123456789012.3456789012';
+    await loadBoth('123456789011.3456789011', '99999999999999999999');
+    expect((await admit('1.0000000002', limit)).code).toBe('key_limit'); // one unit over
+    expect((await admit('1', limit)).code).toBe('admitted');
+    expect((await admit('0.0000000002', limit)).code).toBe('key_limit');
+    expect((await admit('0.0000000001', limit)).code).toBe('admitted'); // = limit exactly
+    expect((await admit('0.0000000001', limit)).code).toBe('key_limit');
+    expect(await field(keyHash(), '_held')).toBe(String(usd('1.0000000001')));
+    // Holds larger than int64 on the account, added and released exactly.
+    const huge = '1000000000000'; // 1e22 units
+    const reqs = ['gen-1-hhhhhhhhhhhhhhhhhhhh', 'gen-1-iiiiiiiiiiiiiiiiiiii'];
+    for (const q of reqs) expect((await admit(huge, null, q)).code).toBe('admitted');
+    const acctHeld = await field(acctHash(), '_held');
+    expect(acctHeld).toBe(String(2n * usd(huge) + usd('1.0000000001')));
+    for (const q of reqs)
+      await store.settle({
+        keyId,
+        accountId,
+        requestId: q,
+        costUnits: 3n,
+        keyTracked: false,
+        accountTracked: true,
+        now: NOW,
+      });
+    expect(await field(acctHash(), '_held')).toBe(String(6n + usd('1.0000000001')));
+    await store.applyCommitted(NOW, [], [{ accountId, usageUnits: 6n, requestIds: reqs }]);
+    expect(await field(acctHash(), '_held')).toBe(String(usd('1.0000000001')));
+  });
+
   it('keeps a renewed lease past its TTL and releases an abandoned one after it (crashed proxy)', async () => {
     const leased = createSpendStore(r.client, {
       prefix: r.prefix,
@@ -207,7 +238,7 @@ describe('spend store (Lua scripts on a real Redis)', () => {
       accountTracked: true,
       units: usd('4'),
     };
-    expect(await leased.renew(NOW + 800, [lease])).toBe(2); // key hash and account hash
+    expect((await leased.renew(NOW + 800, [lease])).renewed).toBe(2); // key hash and account hash
     // At +1.5 s the crashed request's lease has lapsed and is swept; the live one still holds.
     expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 1_500)).code).toBe('admitted');
     expect(await field(keyHash(), `r:${crashed}`)).toBeNull();
@@ -263,10 +294,53 @@ describe('spend store (Lua scripts on a real Redis)', () => {
       accountTracked: false,
       units: usd('1'),
     });
-    expect(await leased.renew(NOW + 2_100, [lease(lapsed), lease(settled)])).toBe(0);
+    expect((await leased.renew(NOW + 2_100, [lease(lapsed), lease(settled)])).renewed).toBe(0);
     expect(await field(keyHash(), `r:${lapsed}`)).not.toBeNull();
     expect(await field(keyHash(), `r:${settled}`)).toBeNull();
     expect(await field(keyHash(), '_held')).toBe(String(usd('1.5'))); // lapsed 1 + settled pending 0.5
+  });
+
+  it('reports a lapsed lease that no longer fits once held again, so its request is stopped', async () => {
+    const leased = createSpendStore(r.client, {
+      prefix: r.prefix,
+      timings: { gcIntervalMs: 0, reservationTtlMs: 1_000 },
+    });
+    await loadBoth('0', '100');
+    const at = (requestId: string, now: number, worst: string) =>
+      leased.admit({
+        keyId,
+        accountId,
+        requestId,
+        worstCaseUnits: usd(worst),
+        limitUnits: usd('10'),
+        period: DAY,
+        now,
+      });
+    const stalled = `gen-1-${randomUUID().slice(0, 20)}`;
+    const fits = `gen-1-${randomUUID().slice(0, 20)}`;
+    expect((await at(stalled, NOW, '6')).code).toBe('admitted');
+    expect((await at(fits, NOW, '1')).code).toBe('admitted');
+    // Both processes stall past the lease; meanwhile another request takes the room (sweep at +1.5 s).
+    expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 1_500, '6')).code).toBe('admitted');
+    const lease = (requestId: string, units: string) => ({
+      keyId,
+      accountId,
+      requestId,
+      keyTracked: true,
+      accountTracked: true,
+      units: usd(units),
+      limitUnits: usd('10'),
+      period: DAY,
+    });
+    const result = await leased.renew(NOW + 1_600, [lease(fits, '1'), lease(stalled, '6')]);
+    // 6 (newcomer) + 1 fits within 10; then 6 + 1 + 6 = 13 > 10: the stalled one must stop. Its hold
+    // stays (conservative: nothing new is admitted on top of it).
+    expect(result.renewed).toBe(0);
+    expect(result.overLimit.map((l) => l.requestId)).toEqual([stalled]);
+    expect(await field(keyHash(), '_held')).toBe(String(usd('13')));
+    expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 1_700, '0.0000000001')).code).toBe(
+      'key_limit',
+    );
   });
 
   it('applies account settings in version order only', async () => {

@@ -50,6 +50,16 @@ export interface Lease {
   keyTracked: boolean;
   accountTracked: boolean;
   units: bigint;
+  /** The key's limit (units) and the period field it was admitted in, to re-check a lapsed lease. */
+  limitUnits?: bigint | null;
+  period?: string;
+}
+
+/** What a renewal found: how many holds it renewed, and lapsed leases that no longer fit. */
+export interface RenewResult {
+  renewed: number;
+  /** Leases held again after they lapsed that put their key or account over its limit: stop them. */
+  overLimit: Lease[];
 }
 
 export type AdmitOutcome =
@@ -112,7 +122,7 @@ export interface SpendStore {
   admit(args: AdmitArgs): Promise<AdmitOutcome>;
   settle(args: SettleArgs): Promise<void>;
   /** Renews the leases of live reservations (one script call); returns how many were still held. */
-  renew(now: number, leases: Iterable<Lease>): Promise<number>;
+  renew(now: number, leases: Iterable<Lease>): Promise<RenewResult>;
   /** Billing worker, after commit: raise counters to the committed totals, clear holds of the batch. */
   applyCommitted(now: number, keys: CommittedKey[], accounts: CommittedAccount[]): Promise<void>;
   /** Rebuild step 1: placeholder so worker updates racing with the Postgres read are not lost. */
@@ -195,21 +205,30 @@ export function createSpendStore(
     async renew(now, leases) {
       const keys: string[] = [];
       const args: string[] = [];
+      const owners: Lease[] = [];
       for (const l of leases) {
         const units = (l.units < 0n ? 0n : l.units).toString();
         if (l.keyTracked) {
           keys.push(keyHash(l.keyId));
-          args.push(l.requestId, units);
+          const limit = l.limitUnits === undefined || l.limitUnits === null ? '' : l.limitUnits.toString();
+          args.push(l.requestId, units, 'k', `${limit}|${l.period ?? ''}`);
+          owners.push(l);
         }
         if (l.accountTracked) {
           keys.push(acctHash(l.accountId));
-          args.push(l.requestId, units);
+          args.push(l.requestId, units, 'a', '');
+          owners.push(l);
         }
       }
-      if (keys.length === 0) return 0;
-      return Number(
-        await scripts.renew.run(redis, keys, [now, t.reservationTtlMs, t.hashTtlSeconds, ...args]),
-      );
+      if (keys.length === 0) return { renewed: 0, overLimit: [] };
+      const [renewed, ...over] = (await scripts.renew.run(redis, keys, [
+        now,
+        t.reservationTtlMs,
+        t.hashTtlSeconds,
+        ...args,
+      ])) as number[];
+      const overLimit = [...new Set(over.map((i) => owners[i - 1]!))];
+      return { renewed: renewed ?? 0, overLimit };
     },
 
     async applyCommitted(now, keys, accounts) {

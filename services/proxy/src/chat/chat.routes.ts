@@ -118,6 +118,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     (res.locals as CompletionLocals).completion = c;
     res.once('close', onResponseClose);
     c.startDeadline(deps.maxDurationMs);
+    // A lease that lapsed and no longer fits the limit stops the request (packages/spend, Leases).
+    if (reservation) reservation.onLost = (reason) => c.stop(reason);
 
     // Only the wire format's documented fields reach the provider (request-fields.ts).
     const body = upstreamFields(chat.body, route.provider);
@@ -150,6 +152,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   /** The gateway error for a failed upstream call: capacity (503), the duration cap (504), transport. */
   function failureOf(c: Completion, err: unknown): AppError {
     if (err instanceof AppError) return err;
+    if (c.stopReason) return c.stopReason;
     if (c.timedOut) {
       return new AppError(
         'timeout',

@@ -1,5 +1,6 @@
 import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
 import { computeCost } from '@tollgate/catalog';
+import type { AppError } from '@tollgate/errors';
 import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
@@ -103,6 +104,17 @@ export class Completion {
   }
 
   /** Aborts the completion (upstream request included) once it has run `ms`. */
+  /** Why the gateway stopped the request before it ended (its spend lease lapsed over the limit). */
+  stopReason: AppError | null = null;
+
+  /** Stops the request with `reason` (answered like the duration cap: HTTP error or error chunk). */
+  stop(reason: AppError): void {
+    if (this.ended) return;
+    this.stopReason = reason;
+    this.timedOut = true;
+    this.abort.abort();
+  }
+
   startDeadline(ms: number): void {
     this.deadline = setTimeout(() => {
       this.timedOut = true;

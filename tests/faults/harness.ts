@@ -1,0 +1,513 @@
+/**
+ * The fault suite's stack: provider-sim, keys, billing and proxy as separate processes (spawned like
+ * `infra/dev/run.ts` does, `node --import tsx src/main.ts`), pointed at an isolated database, Redis
+ * prefix and RabbitMQ names of the test kit — optionally through TCP fault proxies — plus a load
+ * generator and the reconciliation every scenario ends with.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { usageTopology } from '@tollgate/events';
+import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
+import { toUnits } from '@tollgate/money';
+import {
+  createTestAmqp,
+  createTestDatabase,
+  createTestRedis,
+  type TestAmqp,
+  type TestDatabase,
+  type TestRedis,
+} from '@tollgate/testkit';
+import amqplib from 'amqplib';
+import pg from 'pg';
+
+const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+export const MODEL = 'openai/gpt-4o-mini';
+/** Limit of every third key: a handful of requests' worth, so those keys reach it under load. */
+export const LIMIT = '0.0002';
+
+export type ServiceName = 'provider-sim' | 'keys' | 'billing' | 'proxy';
+
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = net.createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => res(port));
+    });
+  });
+}
+
+export interface ServiceProcess {
+  name: string;
+  port: number;
+  url: string;
+  child: ChildProcess;
+  /** Last lines of its output (for failure messages). */
+  tail: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export async function spawnService(
+  service: ServiceName,
+  env: Record<string, string>,
+  options: { port?: number; label?: string } = {},
+): Promise<ServiceProcess> {
+  const port = options.port ?? (await freePort());
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: resolve(root, 'services', service),
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'test' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const tail: string[] = [];
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      tail.push(line);
+      if (tail.length > 40) tail.shift();
+      if (process.env.FAULTS_VERBOSE) process.stdout.write(`${options.label ?? service}| ${line}\n`);
+    });
+  }
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const proc = { name: options.label ?? service, port, url, child, tail, exited };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${service} exited during start:\n${tail.join('\n')}`);
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${service} not up within 60 s:\n${tail.join('\n')}`);
+    await sleep(100);
+  }
+  return proc;
+}
+
+export async function stopService(p: ServiceProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+  p.child.kill(signal);
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), 15_000);
+  await p.exited;
+  clearTimeout(timer);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface FaultStackOptions {
+  /** AMQP_URL the proxy and billing use (e.g. through a TCP fault proxy). Default the test kit's. */
+  amqpUrl?: (base: string) => string;
+  /** DATABASE_URL billing uses. */
+  billingDatabaseUrl?: (base: string) => string;
+  /** REDIS_URL of every service. */
+  redisUrl?: string;
+  billingEnv?: Record<string, string>;
+  proxyEnv?: Record<string, string>;
+}
+
+export interface KeyUnderTest {
+  key: string;
+  id: string;
+  accountId: string;
+  /** USD limit (decimal string), or null. */
+  limit: string | null;
+}
+
+export interface Outcome {
+  status: number;
+  streamed: boolean;
+  /** The request id (`gen-…`) of a 200. */
+  id?: string;
+  /** Cost the response carried (usage.cost), as sent. */
+  cost?: string;
+  keyId: string;
+  /** A stream that ended with the error chunk. */
+  errorChunk?: boolean;
+  /** fetch failed (connection reset by a killed proxy…). */
+  transportError?: string;
+}
+
+export class FaultStack {
+  db!: TestDatabase;
+  redis!: TestRedis;
+  amqp!: TestAmqp;
+  pool!: pg.Pool;
+  secret = `faults-${randomBytes(12).toString('hex')}`;
+  spoolDir = mkdtempSync(join(tmpdir(), 'tollgate-spool-'));
+  sim!: ServiceProcess;
+  keysSvc!: ServiceProcess;
+  billing: ServiceProcess[] = [];
+  proxy!: ServiceProcess;
+  proxyPort = 0;
+  keys: KeyUnderTest[] = [];
+  /** Keys revoked and disabled before the load: never admitted, whatever happens to Redis. */
+  blockedKeys: KeyUnderTest[] = [];
+  env: Record<string, string> = {};
+
+  constructor(readonly options: FaultStackOptions = {}) {}
+
+  async start(): Promise<void> {
+    [this.db, this.redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+    this.amqp = createTestAmqp();
+    this.pool = new pg.Pool({ connectionString: this.db.url, max: 3 });
+    this.pool.on('error', () => {});
+    this.env = {
+      LOG_LEVEL: process.env.FAULTS_LOG_LEVEL ?? 'warn',
+      SERVICE_JWT_SECRET: this.secret,
+      REDIS_URL: this.options.redisUrl ?? this.redis.url,
+      REDIS_PREFIX: this.redis.prefix,
+      DATABASE_URL: this.db.url,
+      AMQP_PREFIX: this.amqp.prefix,
+      AMQP_URL: this.options.amqpUrl?.(this.amqp.url) ?? this.amqp.url,
+    };
+    this.sim = await spawnService('provider-sim', {
+      ...this.env,
+      SIM_TTFT_MS: '20',
+      SIM_INTER_TOKEN_MS: '5',
+    });
+    await this.startBilling();
+    this.keysSvc = await spawnService('keys', {
+      ...this.env,
+      BILLING_URL: this.billing[0]?.url ?? '',
+      LAST_USED_FLUSH_MS: '500',
+    });
+    this.proxyPort = await freePort();
+    await this.startProxy();
+  }
+
+  billingEnv(): Record<string, string> {
+    return {
+      ...this.env,
+      DATABASE_URL: this.options.billingDatabaseUrl?.(this.db.url) ?? this.db.url,
+      BATCH_TIMEOUT_MS: '20',
+      BATCH_SIZE: '50',
+      PREFETCH: '200',
+      ...this.options.billingEnv,
+    };
+  }
+
+  async startBilling(extra: Record<string, string> = {}): Promise<ServiceProcess> {
+    const port = this.billing[0]?.port;
+    const p = await spawnService(
+      'billing',
+      { ...this.billingEnv(), ...extra },
+      { port: this.billing.length === 0 ? port : undefined, label: `billing${this.billing.length}` },
+    );
+    this.billing.push(p);
+    return p;
+  }
+
+  async startProxy(): Promise<ServiceProcess> {
+    this.proxy = await spawnService(
+      'proxy',
+      {
+        ...this.env,
+        KEYS_URL: this.keysSvc.url,
+        BILLING_URL: this.billing[0]?.url ?? '',
+        CATALOG_PATH: resolve(root, 'infra/catalog/dev.yaml'),
+        PROVIDER_SIM_URL: this.sim.url,
+        SPOOL_DIR: this.spoolDir,
+        SHUTDOWN_TIMEOUT_MS: '20000',
+        UPSTREAM_TIMEOUT_MS: '20000',
+        MAX_CONCURRENT_COMPLETIONS_PER_KEY: '1000',
+        ...this.options.proxyEnv,
+      },
+      { port: this.proxyPort },
+    );
+    return this.proxy;
+  }
+
+  /** Accounts and keys: `count` keys over two accounts; every third key has a limit near its spend. */
+  async createKeys(count: number, credits = '1000'): Promise<KeyUnderTest[]> {
+    // The admin CLI's path: the keys service's own code against the same database.
+    const admin = await startKeysService(
+      loadKeysConfig({
+        ...this.env,
+        LOG_LEVEL: 'silent',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        BILLING_URL: this.billing[0]?.url ?? '',
+      }),
+    );
+    const runtime = admin.runtime;
+    try {
+      const accounts = [];
+      for (let a = 0; a < 2; a++) {
+        const slug = `faults-${randomBytes(4).toString('hex')}`;
+        const account = await runtime.accounts.create({ slug, name: slug });
+        await this.addCredits(account.id, credits);
+        accounts.push(account);
+      }
+      for (let i = 0; i < count; i++) {
+        const account = accounts[i % accounts.length] as { id: string };
+        const limit = i % 3 === 2 ? LIMIT : null;
+        const { row, key } = await runtime.keys.create(account.id, {
+          name: `load-${i}`,
+          scope: 'inference',
+          limit,
+          limitReset: null,
+        });
+        this.keys.push({ key, id: row.id, accountId: account.id, limit });
+      }
+      for (const how of ['revoked', 'disabled'] as const) {
+        const account = accounts[0] as { id: string };
+        const { row, key } = await runtime.keys.create(account.id, { name: how, scope: 'inference' });
+        if (how === 'revoked') await runtime.keys.revoke(account.id, row.id);
+        else await runtime.keys.update(account.id, row.id, { disabled: true });
+        this.blockedKeys.push({ key, id: row.id, accountId: account.id, limit: null });
+      }
+    } finally {
+      await admin.close();
+    }
+    return this.keys;
+  }
+
+  async addCredits(accountId: string, amount: string) {
+    const token = signServiceToken({ kind: 'service', service: 'keys' }, this.secret);
+    const res = await fetch(`${this.billing[0]?.url}/internal/accounts/${accountId}/credits`, {
+      method: 'POST',
+      headers: { [SERVICE_TOKEN_HEADER]: token, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount, note: 'fault suite' }),
+    });
+    if (!res.ok) throw new Error(`credits: HTTP ${res.status} ${await res.text()}`);
+  }
+
+  /** One chat completion through the proxy; records what the client saw. */
+  async request(k: KeyUnderTest, streamed: boolean, signal?: AbortSignal): Promise<Outcome> {
+    const o: Outcome = { status: 0, streamed, keyId: k.id };
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.proxyPort}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${k.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: MODEL,
+          stream: streamed,
+          max_tokens: 24,
+          messages: [{ role: 'user', content: `fault suite ${randomBytes(4).toString('hex')}` }],
+        }),
+        signal,
+      });
+      o.status = res.status;
+      const text = await res.text();
+      if (res.status !== 200) return o;
+      if (!streamed) {
+        const body = JSON.parse(text) as { id: string; usage?: { cost?: number | string } };
+        o.id = body.id;
+        o.cost = body.usage?.cost === undefined ? undefined : String(body.usage.cost);
+        return o;
+      }
+      for (const line of text.split('\n')) {
+        if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+        const chunk = JSON.parse(line.slice(6)) as {
+          id?: string;
+          usage?: { cost?: number | string };
+          error?: unknown;
+        };
+        if (chunk.id) o.id = chunk.id;
+        if (chunk.usage?.cost !== undefined) o.cost = String(chunk.usage.cost);
+        if (chunk.error) o.errorChunk = true;
+      }
+      return o;
+    } catch (err) {
+      o.transportError = (err as Error).message;
+      return o;
+    }
+  }
+
+  /**
+   * Generated load: `concurrency` clients sending requests (half streamed) round-robin over the keys
+   * until `until()` is true. Returns every outcome.
+   */
+  async load(options: { concurrency: number; until: () => boolean; pauseMs?: number }): Promise<Outcome[]> {
+    const outcomes: Outcome[] = [];
+    let n = 0;
+    await Promise.all(
+      Array.from({ length: options.concurrency }, async () => {
+        while (!options.until()) {
+          const i = n++;
+          const k = this.keys[i % this.keys.length] as KeyUnderTest;
+          outcomes.push(await this.request(k, i % 2 === 0));
+          if (options.pauseMs) await sleep(options.pauseMs);
+        }
+      }),
+    );
+    return outcomes;
+  }
+
+  async queueDepths(): Promise<{ queue: number; dead: number }> {
+    const t = usageTopology(this.amqp.prefix);
+    const conn = await amqplib.connect(this.amqp.url);
+    try {
+      const ch = await conn.createChannel();
+      const q = await ch.checkQueue(t.queue).catch(() => ({ messageCount: 0 }));
+      const d = await ch.checkQueue(t.deadLetterQueue).catch(() => ({ messageCount: 0 }));
+      return { queue: q.messageCount, dead: d.messageCount };
+    } finally {
+      await conn.close().catch(() => {});
+    }
+  }
+
+  async proxyMetric(name: string): Promise<number | null> {
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${this.proxyPort}/metrics`)).text();
+      const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Waits until every served request is recorded (or `timeoutMs`), then reconciles. Returns the
+   * figures; `recoveryMs` counts from `since` to the moment the last record appeared.
+   */
+  async reconcile(outcomes: Outcome[], since: number, timeoutMs = 90_000): Promise<Figures> {
+    const served = outcomes.filter((o) => o.status === 200 && o.id);
+    const ids = served.map((o) => o.id as string);
+    const deadline = Date.now() + timeoutMs;
+    let rows: Array<{ id: string; key_id: string; account_id: string; total_cost: string }> = [];
+    for (;;) {
+      rows = (await this.pool.query('select id, key_id, account_id, total_cost from billing.generations'))
+        .rows;
+      const have = new Set(rows.map((r) => r.id));
+      const missing = ids.filter((id) => !have.has(id));
+      const depths = await this.queueDepths();
+      const spooled = (await this.proxyMetric('tollgate_proxy_publisher_spooled_events')) ?? 0;
+      if (missing.length === 0 && depths.queue === 0 && spooled === 0) break;
+      if (Date.now() > deadline) break;
+      await sleep(250);
+    }
+    const recoveryMs = Date.now() - since;
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    let lost = 0;
+    let wrongCost = 0;
+    for (const o of served) {
+      const r = byId.get(o.id as string);
+      if (!r) lost++;
+      else if (o.cost === undefined || toUnits(r.total_cost) !== toUnits(o.cost)) wrongCost++;
+    }
+    const servedIds = new Set(ids);
+    // Records of requests whose answer the client never saw (a killed proxy, a reset connection)
+    // are legitimate; any other record is unexplained.
+    const unseen = outcomes.filter((o) => o.status !== 200 || !o.id).length;
+    const extra = rows.filter((r) => !servedIds.has(r.id)).length;
+    const idCounts = new Map<string, number>();
+    for (const id of ids) idCounts.set(id, (idCounts.get(id) ?? 0) + 1);
+    const duplicatedResponses = [...idCounts.values()].filter((n) => n > 1).length;
+
+    // Sums: key spend (all-time) and account usage equal the sums of the records.
+    const sumBy = (field: 'key_id' | 'account_id') => {
+      const m = new Map<string, bigint>();
+      for (const r of rows) m.set(r[field], (m.get(r[field]) ?? 0n) + toUnits(r.total_cost));
+      return m;
+    };
+    const keySums = sumBy('key_id');
+    const accountSums = sumBy('account_id');
+    const keySpend = (
+      await this.pool.query<{ key_id: string; amount: string }>(
+        `select key_id, amount from billing.key_spend where period = 'all'`,
+      )
+    ).rows;
+    const accountUsage = (
+      await this.pool.query<{ account_id: string; amount: string }>(
+        'select account_id, amount from billing.account_usage',
+      )
+    ).rows;
+    let sumMismatches = 0;
+    for (const r of keySpend) if ((keySums.get(r.key_id) ?? 0n) !== toUnits(r.amount)) sumMismatches++;
+    for (const r of accountUsage)
+      if ((accountSums.get(r.account_id) ?? 0n) !== toUnits(r.amount)) sumMismatches++;
+    if (keySpend.length !== keySums.size || accountUsage.length !== accountSums.size) sumMismatches++;
+    let overshot = 0;
+    for (const k of this.keys) {
+      if (k.limit === null) continue;
+      if ((keySums.get(k.id) ?? 0n) > toUnits(k.limit)) overshot++;
+    }
+    const depths = await this.queueDepths();
+    const figures: Figures = {
+      requests: outcomes.length,
+      served: served.length,
+      refused: outcomes.filter((o) => o.status !== 200 && o.status !== 0).length,
+      refusedByStatus: countBy(
+        outcomes.filter((o) => o.status !== 200 && o.status !== 0).map((o) => o.status),
+      ),
+      transportErrors: outcomes.filter((o) => o.status === 0).length,
+      errorChunks: served.filter((o) => o.errorChunk).length,
+      lost,
+      duplicated: duplicatedResponses,
+      wrongCost,
+      unexplainedRecords: Math.max(0, extra - unseen),
+      recordsOfUnseenAnswers: Math.min(extra, unseen),
+      sumMismatches,
+      overshot,
+      queue: depths.queue,
+      dlq: depths.dead,
+      spooled: (await this.proxyMetric('tollgate_proxy_publisher_spooled_events')) ?? -1,
+      recoveryMs,
+    };
+    return figures;
+  }
+
+  async close(): Promise<void> {
+    const all = [this.proxy, ...this.billing, this.keysSvc, this.sim].filter(Boolean) as ServiceProcess[];
+    await Promise.all(all.map((p) => stopService(p, 'SIGTERM').catch(() => {})));
+    await this.pool?.end().catch(() => {});
+    const t = usageTopology(this.amqp.prefix);
+    await Promise.allSettled([
+      this.redis?.cleanup(),
+      this.db?.drop(),
+      this.amqp?.cleanup({
+        queues: [t.queue, t.deadLetterQueue],
+        exchanges: [t.exchange, t.deadLetterExchange],
+      }),
+    ]);
+    rmSync(this.spoolDir, { recursive: true, force: true });
+  }
+}
+
+export interface Figures {
+  requests: number;
+  served: number;
+  refused: number;
+  refusedByStatus: Record<string, number>;
+  transportErrors: number;
+  errorChunks: number;
+  lost: number;
+  duplicated: number;
+  wrongCost: number;
+  unexplainedRecords: number;
+  recordsOfUnseenAnswers: number;
+  sumMismatches: number;
+  overshot: number;
+  queue: number;
+  dlq: number;
+  spooled: number;
+  recoveryMs: number;
+}
+
+export const countBy = (values: number[]) => {
+  const m: Record<string, number> = {};
+  for (const v of values) m[v] = (m[v] ?? 0) + 1;
+  return m;
+};
+
+/** Prints a scenario's figures (the issue's note quotes them). */
+export function report(scenario: string, f: Figures): void {
+  process.stdout.write(
+    `\n[faults] ${scenario}: served=${f.served} refused=${f.refused} ${JSON.stringify(f.refusedByStatus)} ` +
+      `transportErrors=${f.transportErrors} errorChunks=${f.errorChunks} lost=${f.lost} duplicated=${f.duplicated} ` +
+      `wrongCost=${f.wrongCost} unexplained=${f.unexplainedRecords} sumMismatches=${f.sumMismatches} ` +
+      `overshot=${f.overshot} queue=${f.queue} dlq=${f.dlq} spooled=${f.spooled} recovery=${f.recoveryMs}ms\n`,
+  );
+}
