@@ -5,7 +5,7 @@
  * waits until each answers /readyz, prints the base URL and how to get a first key. Ctrl-C (or
  * SIGTERM) stops every service cleanly.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -125,6 +125,8 @@ async function stop(code: number) {
   await Promise.all(exits);
   clearTimeout(timer);
   log('dev', 'all services stopped');
+  // Servers `make servers` started with Docker for this checkout (and only those) stop too.
+  spawnSync('bash', [resolve(root, 'infra/dev/stop-servers.sh')], { stdio: 'inherit' });
   process.exit(code);
 }
 

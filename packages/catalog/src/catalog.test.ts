@@ -41,10 +41,12 @@ describe('parseCatalog', () => {
       baseUrl: 'http://127.0.0.1:8090/v1',
       apiKeyEnv: 'SIM_KEY',
       apiKey: 'sk-up',
+      apiKeys: ['sk-up'],
       format: 'openai',
       simulator: false,
     });
     expect(c.provider('local')!.apiKey).toBeUndefined();
+    expect(c.provider('local')!.apiKeys).toEqual([]);
     const m = c.model('openai/gpt-4o-mini')!;
     expect(m.description).toBe('');
     expect(m.pricing).toEqual({
@@ -168,5 +170,24 @@ models:
       'providers[0] (sim).api_key_env: required API key variable SIM_KEY is not set',
     ]);
     expect(parseCatalog(text, { env: { SIM_KEY: 'k' } }).provider('sim')!.apiKey).toBe('k');
+  });
+
+  it('collects several keys per provider: api_key_env, api_key_envs, comma-separated values', () => {
+    const c = parseCatalog(
+      `
+providers:
+  - { name: multi, base_url: "http://127.0.0.1:1/v1", api_key_env: K1, api_key_envs: [K2, K3] }
+models:
+  - id: a/b
+    name: b
+    context_length: 10
+    created: 1
+    providers: [{ provider: multi, model: b }]
+    pricing: { prompt: "0.1", completion: "0.1" }
+`,
+      { env: { K1: 'one', K2: 'two, three', K3: '' } },
+    );
+    expect(c.provider('multi')!.apiKeys).toEqual(['one', 'two', 'three']);
+    expect(c.provider('multi')!.apiKey).toBe('one');
   });
 });

@@ -11,8 +11,10 @@ export interface CatalogProvider {
   baseUrl: string;
   /** Name of the env var holding the key; undefined for keyless local providers. */
   apiKeyEnv: string | undefined;
-  /** The key, read from env at load time; undefined when unset. */
+  /** The first key, read from env at load time; undefined when unset. */
   apiKey: string | undefined;
+  /** Every key (api_key_env, then api_key_envs; comma-separated values split), in order. */
+  apiKeys: readonly string[];
   format: 'openai';
   /** The provider simulator: the proxy forwards its `sim` request field (dev/test catalogs only). */
   simulator: boolean;
@@ -156,11 +158,16 @@ function crossCheck(raw: unknown, env: Record<string, string | undefined>): stri
 function build(file: CatalogFile, env: Record<string, string | undefined>): Catalog {
   const providers = new Map<string, CatalogProvider>();
   for (const p of file.providers) {
+    const apiKeys = [p.api_key_env, ...(p.api_key_envs ?? [])]
+      .flatMap((name) => (name ? (env[name] ?? '').split(',') : []))
+      .map((k) => k.trim())
+      .filter((k) => k.length > 0);
     providers.set(p.name, {
       name: p.name,
       baseUrl: substituteEnv(p.base_url, env).value.replace(/\/+$/, ''),
       apiKeyEnv: p.api_key_env,
-      apiKey: p.api_key_env ? env[p.api_key_env] || undefined : undefined,
+      apiKey: apiKeys[0],
+      apiKeys: Object.freeze(apiKeys),
       format: p.format,
       simulator: p.simulator,
     });

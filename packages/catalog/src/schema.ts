@@ -47,6 +47,14 @@ export const providerSchema = z.strictObject({
   name: z.string().regex(PROVIDER_NAME, 'provider name must be lowercase letters, digits, ".", "_" or "-"'),
   base_url: z.string().min(1),
   api_key_env: z.string().regex(ENV_NAME, 'api_key_env must be an environment variable name').optional(),
+  /**
+   * More keys of the same provider account(s): requests are spread across every key (api_key_env's,
+   * then these), and a key the provider rejects (401/403/429) is skipped for a while.
+   * A variable may also hold a comma-separated list.
+   */
+  api_key_envs: z
+    .array(z.string().regex(ENV_NAME, 'api_key_envs entries must be environment variable names'))
+    .optional(),
   /** When true, loading fails if the env var named by api_key_env is unset or empty. */
   api_key_required: z.boolean().default(false),
   format: z.literal('openai').default('openai'),

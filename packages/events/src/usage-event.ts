@@ -54,6 +54,22 @@ export const usageEventV1 = z.object({
   latency_ms: count,
   /** Request start to end of generation. */
   generation_time_ms: count,
+  /**
+   * Every provider attempt of the request in order, the serving one last (failover). Optional:
+   * events of proxies before routing have none.
+   */
+  attempts: z
+    .array(
+      z.object({
+        provider: text.pipe(z.string().min(1)),
+        model: text.pipe(z.string().min(1)),
+        status: z.number().int().nullable(),
+        outcome: text,
+        latency_ms: count,
+      }),
+    )
+    .max(32)
+    .optional(),
 });
 
 export type UsageEventV1 = z.output<typeof usageEventV1>;

@@ -81,6 +81,14 @@ export const proxyEnv = z
     STREAM_WRITE_TIMEOUT_MS: positiveMs.default(30_000),
     /** Longest a completion (streamed or not) may run; then it ends with a 504 timeout error. */
     COMPLETION_MAX_DURATION_MS: positiveMs.default(900_000),
+    /** Most providers tried for one request before its first byte (failover), the first included. */
+    ROUTING_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(4),
+    /** Failover stops trying new candidates this long after the request started. */
+    ROUTING_DEADLINE_MS: positiveMs.default(30_000),
+    /** Consecutive failed attempts that open a provider's circuit (it is skipped while others exist). */
+    CIRCUIT_FAILURE_THRESHOLD: z.coerce.number().int().min(1).default(3),
+    /** How long an open circuit skips the provider before one probe request tries it again. */
+    CIRCUIT_COOLDOWN_MS: positiveMs.default(30_000),
     /** Chat completions one key may have in flight in this process (0 = no limit); more get 429. */
     MAX_CONCURRENT_COMPLETIONS_PER_KEY: z.coerce.number().int().min(0).default(64),
     /** Connections per provider origin, and requests that may wait for one; beyond: 503 at once. */

@@ -35,6 +35,7 @@ export function generationView(g: Generation) {
     app: g.app,
     latency_ms: Number(g.latency_ms),
     generation_time_ms: Number(g.generation_time_ms),
+    attempts: g.attempts ?? [],
   };
 }
 

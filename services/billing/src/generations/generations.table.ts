@@ -29,9 +29,19 @@ export interface GenerationsTable {
   latency_ms: Int8;
   generation_time_ms: Int8;
   error: ColumnType<{ code: number; message: string } | null, string | null, string | null>;
+  /** Provider attempts in order, the serving one last (jsonb). */
+  attempts: ColumnType<GenerationAttempt[], string | undefined, never>;
   created_at: ColumnType<Date, Date | string, never>;
   finished_at: ColumnType<Date, Date | string, never>;
   recorded_at: ColumnType<Date, never, never>;
+}
+
+export interface GenerationAttempt {
+  provider: string;
+  model: string;
+  status: number | null;
+  outcome: string;
+  latency_ms: number;
 }
 
 export type Generation = Selectable<GenerationsTable>;

@@ -148,7 +148,11 @@ describe('admin CLI credits commands', () => {
 
     const replay = await cli(['dlq', 'replay', '--json']);
     expect(replay.code, replay.stderr).toBe(0);
-    expect(replay.json().data).toEqual({ replayed: 2, invalid: 1, remaining: 1 });
+    expect(replay.json().data).toMatchObject({ replayed: 2, invalid: 1 });
+    // The invalid body is back in the queue (the broker requeues it asynchronously).
+    await vi.waitFor(async () => expect((await cli(['dlq', 'show', '--json'])).json().data.count).toBe(1), {
+      timeout: 5000,
+    });
     await vi.waitFor(
       async () => {
         const rows = await billing.billing.db

@@ -54,6 +54,7 @@ export function toGenerationRow(e: UsageEvent): NewGeneration {
     latency_ms: e.latency_ms,
     generation_time_ms: e.generation_time_ms,
     error: e.error ? JSON.stringify(e.error) : null,
+    attempts: JSON.stringify(e.attempts ?? []),
     created_at: e.started_at,
     finished_at: e.finished_at,
   };

@@ -86,6 +86,7 @@ describe('usage worker', () => {
         app: 'My App',
         latency_ms: 100,
         generation_time_ms: 400,
+        attempts: [],
       },
     });
     expect(await spendOf(e.key_id)).toEqual({

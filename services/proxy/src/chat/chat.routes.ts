@@ -3,10 +3,14 @@ import { AppError, badRequest, safeText } from '@tollgate/errors';
 import { requestIdOf } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Dispatcher } from 'undici';
 import { authenticatedKey } from '../auth/authenticate';
+import { type Candidate, routeOf } from '../routing/candidates';
+import type { KeyRing, ProviderHealth } from '../routing/health';
+import { backoffMs, failsOver, keyRejected, retryAfterMs } from '../routing/policy';
 import type { SpendGuard } from '../spend/guard';
 import { parseChatRequest } from './chat.validation';
-import { Completion, type TokenEstimator, type UsageSink } from './completion';
+import { type Attempt, Completion, type TokenEstimator, type UsageSink } from './completion';
 import type { KeyConcurrency } from './concurrency';
 import { admissionPromptTokens } from './prompt-bound';
 import { upstreamFields } from './request-fields';
@@ -34,11 +38,36 @@ export interface ChatDeps {
   maxDurationMs: number;
   /** Per-key cap on completions in flight in this process. */
   concurrency: KeyConcurrency;
+  /** Failover bounds, provider health and key rotation (services/proxy/src/routing). */
+  routing: { maxAttempts: number; deadlineMs: number; health: ProviderHealth; keys: KeyRing };
   logger: Logger;
 }
 
 const X_TITLE_MAX = 200;
 /** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
+
+type UpstreamResponse = Dispatcher.ResponseData;
+
+/** What a completion may be dispatched to, and the request as the caller sent it. */
+interface Dispatch {
+  plan: Candidate[];
+  original: Record<string, unknown>;
+  res: Response;
+}
+
+/** Resolves after `ms`, or at once when the request is aborted. */
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 
 interface CompletionLocals {
   completion?: Completion;
@@ -63,9 +92,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     const chat = parseChatRequest(req.body);
     const model = catalog.model(chat.model);
     if (!model) throw badRequest(`model: '${chat.model}' is not a model of this gateway (see GET /models)`);
-    const route = model.providers[0];
-    if (!route)
-      throw new AppError('service_unavailable', `model: '${chat.model}' has no provider configured`);
+    const plan = candidatesOf(routeOf(catalog, model, chat.body));
+    const first = plan[0] as Candidate;
 
     // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
     if (sink.canAdmit && !sink.canAdmit()) {
@@ -87,14 +115,16 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     const requestId = requestIdOf(res);
     res.setHeader('X-Generation-Id', requestId);
     const prompt = admissionPromptTokens(chat.messages, estimator);
-    const reservation = await guard.admit({
-      key,
-      worstCaseCostUnits: worstCaseCost(model, prompt.tokens, {
+    // The dearest candidate that may serve bounds what the request can cost.
+    let worst = 0n;
+    for (const cand of plan) {
+      const w = worstCaseCost(cand.model, prompt.tokens, {
         maxTokens: chat.maxTokens ?? undefined,
         n: chat.n,
-      }),
-      requestId,
-    });
+      });
+      if (w > worst) worst = w;
+    }
+    const reservation = await guard.admit({ key, worstCaseCostUnits: worst, requestId });
 
     const title = req.headers['x-title'];
     const c = new Completion(
@@ -102,9 +132,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         requestId,
         key,
         chat,
-        model,
-        provider: route.provider,
-        upstreamModel: route.upstreamModel,
+        model: first.model,
+        provider: first.provider,
+        upstreamModel: first.upstreamModel,
         app: typeof title === 'string' && title.length > 0 ? safeText(title, X_TITLE_MAX) : null,
         logger,
         promptEstimate: prompt.exact,
@@ -121,24 +151,126 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     // A lease that lapsed and no longer fits the limit stops the request (packages/spend, Leases).
     if (reservation) reservation.onLost = (reason) => c.stop(reason);
 
+    const original = chat.body;
+    const attempt: Dispatch = { plan, original, res };
+    if (chat.stream) await relayStream(c, res, attempt);
+    else await relayJson(c, res, attempt);
+  }
+
+  /** The candidates to try, circuit-open providers skipped while another candidate exists. */
+  function candidatesOf(route: ReturnType<typeof routeOf>): Candidate[] {
+    const all = route.allowFallbacks ? route.candidates : route.candidates.slice(0, 1);
+    const usable = all.filter((c) => deps.routing.health.available(c.provider.name));
+    return usable.length > 0 ? usable : all;
+  }
+
+  /** Points the completion at `cand` and builds its upstream body (documented fields only). */
+  function aim(c: Completion, cand: Candidate, original: Record<string, unknown>): void {
+    c.model = cand.model;
+    c.provider = cand.provider;
+    c.upstreamModel = cand.upstreamModel;
     // Only the wire format's documented fields reach the provider (request-fields.ts).
-    const body = upstreamFields(chat.body, route.provider);
-    chat.body = body;
-    body.model = route.upstreamModel;
-    if (chat.stream) {
+    const body = upstreamFields(original, cand.provider);
+    body.model = cand.upstreamModel;
+    if (c.chat.stream) {
       body.stream_options = {
         ...((body.stream_options as object | null | undefined) ?? {}),
         include_usage: true,
       };
-      await relayStream(c, res);
-    } else {
-      await relayJson(c, res);
     }
+    c.chat.body = body;
   }
 
-  /** Request start → provider response; errors before any byte are ordinary HTTP errors. */
-  async function send(c: Completion) {
-    const target = upstreams.target(c.provider);
+  /**
+   * Tries the candidates in order until one answers with something other than a failover status
+   * (policy.ts), before any byte reached the client; bounded by `maxAttempts` and one deadline.
+   * Returns that answer (2xx, or the caller's own 4xx); throws the last failure when none is left,
+   * and rethrows a cancel/abort as it is.
+   */
+  async function dispatch(c: Completion, d: Dispatch): Promise<UpstreamResponse> {
+    const { maxAttempts, deadlineMs, health, keys } = deps.routing;
+    const deadline = c.startedAt + deadlineMs;
+    const rejectedKeys = new Set<string>();
+    let last: AppError | null = null;
+    let lastRetryAfter: number | undefined;
+    let previous: string | null = null;
+    for (let i = 0; i < d.plan.length && i < maxAttempts; i++) {
+      const cand = d.plan[i] as Candidate;
+      if (i > 0) {
+        if (cand.provider.name === previous) {
+          // The same provider again (another model or key): back off, honouring Retry-After.
+          const wait = Math.min(lastRetryAfter ?? backoffMs(i), deadline - Date.now());
+          if (wait > 0) await sleep(wait, c.abort.signal);
+        }
+        if (Date.now() >= deadline || c.cancelled) break;
+      }
+      aim(c, cand, d.original);
+      previous = cand.provider.name;
+      const apiKey = keys.pick(cand.provider.name, cand.provider.apiKeys, rejectedKeys);
+      const started = Date.now();
+      health.attempting(cand.provider.name);
+      const record = (status: number | null, outcome: string) =>
+        c.attempts.push({
+          provider: cand.provider.name,
+          model: cand.model.id,
+          status,
+          outcome,
+          latency_ms: Date.now() - started,
+        } satisfies Attempt);
+      let up: UpstreamResponse;
+      try {
+        up = await send(c, apiKey);
+      } catch (err) {
+        c.release?.();
+        c.release = null;
+        if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
+        const e = failureOf(c, err);
+        // At capacity in this process is not the provider's fault: no health penalty.
+        if (e.type !== 'service_unavailable') health.failure(cand.provider.name);
+        record(
+          null,
+          e.type === 'timeout' ? 'timeout' : e.type === 'service_unavailable' ? 'capacity' : 'unreachable',
+        );
+        last = e;
+        lastRetryAfter = undefined;
+        continue;
+      }
+      if (!failsOver(up.statusCode)) {
+        health.success(cand.provider.name);
+        record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
+        return up;
+      }
+      const errorText = await readSome(up.body);
+      c.release?.();
+      c.release = null;
+      lastRetryAfter = retryAfterMs(up.headers['retry-after']);
+      if (keyRejected(up.statusCode) && apiKey) {
+        keys.reject(apiKey, lastRetryAfter);
+        rejectedKeys.add(apiKey);
+      }
+      health.failure(cand.provider.name);
+      record(up.statusCode, `http_${up.statusCode}`);
+      last = refusal(c, up.statusCode, errorText);
+    }
+    // A final 429 passes the provider's Retry-After on to the client.
+    if (last?.status === 429 && lastRetryAfter !== undefined && !d.res.headersSent) {
+      d.res.setHeader('Retry-After', String(Math.ceil(lastRetryAfter / 1000)));
+    }
+    throw (
+      last ??
+      new AppError(
+        'provider_error',
+        `No provider of ${c.model.id} could be tried within the routing deadline`,
+        {
+          provider_name: c.provider.name,
+        },
+      )
+    );
+  }
+
+  /** One attempt: request start → provider response headers. */
+  async function send(c: Completion, apiKey: string | undefined): Promise<UpstreamResponse> {
+    const target = upstreams.target(c.provider, apiKey);
     c.release = acquireUpstream(target, c.provider.name);
     return target.pool.request({
       method: 'POST',
@@ -176,10 +308,10 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     c.end(tokens, 'estimated', c.cost(tokens));
   }
 
-  async function relayJson(c: Completion, res: Response): Promise<void> {
-    let up: Awaited<ReturnType<typeof send>>;
+  async function relayJson(c: Completion, res: Response, d: Dispatch): Promise<void> {
+    let up: UpstreamResponse;
     try {
-      up = await send(c);
+      up = await dispatch(c, d);
     } catch (err) {
       if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
       c.end(null, 'estimated', 0n);
@@ -225,6 +357,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     c.finishReason = typeof reason === 'string' ? reason : null;
     json.id = c.requestId;
     json.model = c.model.id;
+    json.provider = c.provider.name;
     json.usage = completeUsage(providerUsage, tokens, cost);
     if (!c.cancelled) {
       const out = JSON.stringify(json);
@@ -233,12 +366,12 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     c.end(tokens, fromProvider ? 'provider' : 'estimated', cost);
   }
 
-  async function relayStream(c: Completion, res: Response): Promise<void> {
+  async function relayStream(c: Completion, res: Response, d: Dispatch): Promise<void> {
     const relay = new StreamRelay(c, res, deps.streamWriteTimeoutMs);
     relay.startKeepAlive(keepAliveIntervalMs);
-    let up: Awaited<ReturnType<typeof send>>;
+    let up: UpstreamResponse;
     try {
-      up = await send(c);
+      up = await dispatch(c, d);
     } catch (err) {
       relay.stopKeepAlive();
       if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);

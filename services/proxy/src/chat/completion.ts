@@ -33,6 +33,17 @@ export interface CompletionError {
 
 export type UsageSource = 'provider' | 'estimated';
 
+/** One try of one candidate: what a user debugging a failover needs. */
+export interface Attempt {
+  provider: string;
+  model: string;
+  /** HTTP status of the provider's answer, or null for a transport failure. */
+  status: number | null;
+  /** `ok`, `http_<status>`, `timeout`, `unreachable`, `circuit_open`. */
+  outcome: string;
+  latency_ms: number;
+}
+
 export interface CompletionInit {
   requestId: string;
   key: CachedKey;
@@ -70,9 +81,12 @@ export class Completion {
   readonly requestId: string;
   readonly key: CachedKey;
   readonly chat: ChatRequest;
-  readonly model: CatalogModel;
-  readonly provider: CatalogProvider;
-  readonly upstreamModel: string;
+  /** The candidate being tried, then the one that served (failover moves these). */
+  model: CatalogModel;
+  provider: CatalogProvider;
+  upstreamModel: string;
+  /** Every attempt before the serving one (provider, model, outcome, latency), for the record. */
+  readonly attempts: Attempt[] = [];
   readonly app: string | null;
   private readonly logger: Logger;
   private child: Logger | null = null;
@@ -176,6 +190,7 @@ export class Completion {
       finished_at: new Date(finishedAt).toISOString(),
       latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),
       generation_time_ms: Math.max(0, finishedAt - this.startedAt),
+      attempts: this.attempts,
     };
     try {
       this.sink.publish(event);

@@ -246,6 +246,7 @@ export class StreamRelay {
         ...(this.usageChunk ?? { object: 'chat.completion.chunk', created: Math.floor(c.startedAt / 1000) }),
         id: c.requestId,
         model: c.model.id,
+        provider: c.provider.name,
         choices: [],
         usage: completeUsage(providerUsage, tokens, cost),
       };

@@ -36,8 +36,9 @@ export class Upstreams {
 
   constructor(private readonly options: UpstreamOptions) {}
 
-  target(provider: ProviderEndpoint): UpstreamTarget {
-    const cacheKey = `${provider.name}\u0000${provider.baseUrl}`;
+  /** The target for `provider` with one of its API keys (default its first). */
+  target(provider: ProviderEndpoint, apiKey: string | undefined = provider.apiKey): UpstreamTarget {
+    const cacheKey = `${provider.name}\u0000${provider.baseUrl}\u0000${apiKey ?? ''}`;
     let target = this.targets.get(cacheKey);
     if (target) return target;
     const base = new URL(provider.baseUrl);
@@ -60,7 +61,7 @@ export class Upstreams {
       'content-type': 'application/json',
       accept: 'application/json',
     };
-    if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
     target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers, load };
     this.targets.set(cacheKey, target);
     return target;

@@ -24,6 +24,7 @@ import type { ProxyConfig } from '../config';
 import { createForwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelsHandler } from '../models/models.routes';
+import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { jsonBodyReader, parseByteLimit } from './json-body';
 
@@ -118,6 +119,12 @@ export function createProxyApp(deps: {
     streamWriteTimeoutMs: config.STREAM_WRITE_TIMEOUT_MS,
     maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
     concurrency: new KeyConcurrency(config.MAX_CONCURRENT_COMPLETIONS_PER_KEY),
+    routing: {
+      maxAttempts: config.ROUTING_MAX_ATTEMPTS,
+      deadlineMs: config.ROUTING_DEADLINE_MS,
+      health: new ProviderHealth(config.CIRCUIT_FAILURE_THRESHOLD, config.CIRCUIT_COOLDOWN_MS),
+      keys: new KeyRing(),
+    },
     logger,
   });
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
