@@ -36,6 +36,7 @@ const SPEC_ROUTES: Array<[HttpMethod, string]> = [
   ['get', '/credits'],
   ['post', '/chat/completions'],
   ['get', '/models'],
+  ['get', '/models/{author}/{slug}/endpoints'],
   ['get', '/generation'],
   ['get', '/openapi.json'],
 ];
@@ -411,6 +412,18 @@ describe('the running stack, checked against the document', () => {
       conforms('get', '/models', await stack.api('/models', { key: generateKey() }), 401);
     });
 
+    it('lists the endpoints of a model in the documented shape', async () => {
+      const path = '/models/{author}/{slug}/endpoints';
+      const res = await stack.api(`/models/${MODEL}/endpoints`, { key: stack.inferenceKey });
+      conforms('get', path, res, 200);
+      expect(res.body.data.id).toBe(MODEL);
+      const other = await stack.api('/models/nobody/nothing/endpoints', { key: stack.inferenceKey });
+      conforms('get', path, other, 404);
+      const asMgmt = await stack.api(`/models/${MODEL}/endpoints`, { key: stack.account.managementKey });
+      conforms('get', path, asMgmt, 403);
+      conforms('get', path, await stack.api(`/models/${MODEL}/endpoints`, { key: generateKey() }), 401);
+    });
+
     it('returns the generation record, with X-Title as app', async () => {
       const done = await stack.api('/chat/completions', {
         key: stack.inferenceKey,
@@ -542,7 +555,8 @@ describe('the running stack, checked against the document', () => {
       for (const { method, path, operation } of documentedOperations()) {
         if (operation['x-required-scope'] === 'none') continue;
         const body = method === 'post' || method === 'patch' ? {} : undefined;
-        const res = await request(cut.url, method, path.replace('{hash}', randomUUID()), key, body);
+        const concrete = path.replace('{hash}', randomUUID()).replace('{author}/{slug}', MODEL);
+        const res = await request(cut.url, method, concrete, key, body);
         conforms(method, path, res, 503);
       }
     } finally {

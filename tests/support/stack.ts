@@ -77,7 +77,7 @@ export interface Stack {
   /** POST /keys with a management key; throws with the response body unless 201. */
   createInferenceKey(
     managementKey: string,
-    body?: { name?: string; limit?: number | null; limit_reset?: string | null },
+    body?: { name?: string; limit?: number | null; limit_reset?: string | null } & Record<string, unknown>,
   ): Promise<CreatedKey>;
   /** `fetch` against the public API with a key: `api('/keys', {key, method, body})`. */
   api(

@@ -102,6 +102,17 @@ describe('toModelsEntry', () => {
   it('renders the /models item with string prices and top_provider', () => {
     expect(toModelsEntry(priced)).toEqual({
       id: 'v/priced',
+      canonical_slug: 'v/priced',
+      architecture: {
+        modality: 'text->text',
+        input_modalities: ['text'],
+        output_modalities: ['text'],
+        instruct_type: null,
+      },
+      default_parameters: null,
+      links: { details: '/api/v1/models/v/priced/endpoints' },
+      per_request_limits: null,
+      supported_voices: null,
       name: 'Priced',
       created: 1700000000,
       description: 'All prices set',

@@ -11,5 +11,5 @@ export type { TokenCounts } from './cost';
 export { computeCost, type OutputBound, worstCaseCost } from './cost';
 export { substituteEnv } from './env';
 export type { ModelsEntry } from './models-entry';
-export { toModelsEntry } from './models-entry';
+export { toModelEndpoints, toModelsEntry } from './models-entry';
 export { DEFAULT_SUPPORTED_PARAMETERS } from './schema';

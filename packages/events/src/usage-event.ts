@@ -29,8 +29,10 @@ export const usageEventV1 = z.object({
   upstream_model: text.pipe(z.string().min(1)),
   /** The provider's own response id, when it sent one. */
   upstream_id: text.nullable(),
-  /** X-Title of the request. */
+  /** X-OpenRouter-Title (or X-Title) of the request. */
   app: text.nullable(),
+  /** HTTP-Referer of the request (optional: events published before it existed parse). */
+  http_referer: text.nullable().optional(),
   streamed: z.boolean(),
   cancelled: z.boolean(),
   finish_reason: text.nullable(),

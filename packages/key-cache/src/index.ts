@@ -23,6 +23,14 @@ export interface CachedKey {
   /** USD decimal string, or null for no limit. */
   limit: string | null;
   limitReset: 'daily' | 'weekly' | 'monthly' | null;
+  /**
+   * Governance (optional: records cached before these existed read as "none"). `expiresAt` is epoch
+   * ms (the key stops authenticating at that instant), `allowedModels` ids or `vendor/*` patterns
+   * (absent or empty = all), `rateLimitRpm` requests per minute across all proxies.
+   */
+  expiresAt?: number | null;
+  allowedModels?: string[];
+  rateLimitRpm?: number | null;
   version: number;
 }
 
@@ -65,10 +73,26 @@ end
 return 0
 `;
 
+/** A key's request count in the current one-minute window (see `getCounting`). */
+export interface RequestCount {
+  count: number;
+  /** Epoch ms at which the window ends (the count starts again at 0). */
+  windowEndMs: number;
+}
+
+export const RATE_WINDOW_MS = 60_000;
+
 export interface KeyCache {
   redisKey(digest: string): string;
   /** One round trip. Throws if Redis is unreachable: callers must then ask the keys service. */
   get(digest: string): Promise<CacheLookup>;
+  /**
+   * `get` plus this request counted in the key's fixed one-minute window, pipelined into the same
+   * round trip (HMGET, INCR, PEXPIRE): the per-key rate limit costs no extra round trip. Counted by
+   * digest, which is known before the record is read, so every authenticated request of a key counts
+   * in one Redis counter shared by all proxies. Throws if Redis is unreachable.
+   */
+  getCounting(digest: string, nowMs: number): Promise<{ lookup: CacheLookup; count: RequestCount }>;
   /** Cache fill after reading Postgres; refused (false) if a newer version is cached or pending. */
   fill(digest: string, key: CachedKey): Promise<boolean>;
   /** Negative entry for a digest no key has. Never overwrites an existing entry. */
@@ -99,11 +123,23 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
   return {
     redisKey,
     async get(digest) {
-      const [v, s, d] = await redis.hmget(redisKey(digest), 'v', 's', 'd');
-      if (v === null || s === null) return { state: 'miss' };
-      if (s === 'absent') return { state: 'absent' };
-      if (s === 'pending' || !d) return { state: 'pending' };
-      return { state: 'hit', key: JSON.parse(d) as CachedKey };
+      return toLookup(await redis.hmget(redisKey(digest), 'v', 's', 'd'));
+    },
+    async getCounting(digest, nowMs) {
+      const window = Math.floor(nowMs / RATE_WINDOW_MS);
+      const counter = `${options.prefix}rl:${digest}:${window}`;
+      const results = await redis
+        .pipeline()
+        .hmget(redisKey(digest), 'v', 's', 'd')
+        .incr(counter)
+        .pexpire(counter, RATE_WINDOW_MS * 2)
+        .exec();
+      const failed = results?.find(([err]) => err !== null);
+      if (!results || failed) throw failed?.[0] ?? new Error('Redis pipeline returned nothing');
+      return {
+        lookup: toLookup(results[0]?.[1] as (string | null)[]),
+        count: { count: Number(results[1]?.[1]), windowEndMs: (window + 1) * RATE_WINDOW_MS },
+      };
     },
     fill: (digest, key) => write(digest, key.version, 'ok', JSON.stringify(key), recordTtl, 'cas'),
     fillAbsent: (digest) => write(digest, 0, 'absent', '', absentTtl, 'nx'),
@@ -113,6 +149,32 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
       await redis.eval(CLEAR_PENDING_SCRIPT, 1, redisKey(digest), String(version));
     },
   };
+}
+
+function toLookup([v, s, d]: (string | null)[]): CacheLookup {
+  if (v == null || s == null) return { state: 'miss' };
+  if (s === 'absent') return { state: 'absent' };
+  if (s === 'pending' || !d) return { state: 'pending' };
+  return { state: 'hit', key: JSON.parse(d) as CachedKey };
+}
+
+/** True when the key's expiry instant has passed at `nowMs`. */
+export const isExpired = (key: CachedKey, nowMs: number): boolean =>
+  key.expiresAt != null && key.expiresAt <= nowMs;
+
+/** The 401 message of an expired key (the proxy and the keys service say the same). */
+export const expiredKeyMessage = (expiresAtMs: number): string =>
+  `This API key expired at ${new Date(expiresAtMs).toISOString()}`;
+
+/** Whether the key may call `modelId`: an empty or absent list allows every model; `vendor/*` a vendor. */
+export function allowsModel(key: CachedKey, modelId: string): boolean {
+  const list = key.allowedModels;
+  if (!list || list.length === 0) return true;
+  for (const entry of list) {
+    if (entry === modelId) return true;
+    if (entry.endsWith('/*') && modelId.startsWith(entry.slice(0, -1))) return true;
+  }
+  return false;
 }
 
 /** Where the proxy records successful authentications; the keys service flushes them to Postgres. */

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
-import { closeServer, currentRequestId, listen } from '@tollgate/http';
+import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { type AuthService, createAuthService } from './auth/auth.service';
 import type { DashboardConfig } from './config';
@@ -48,15 +48,14 @@ export async function startDashboard(
     maxFailures: config.SIGNIN_MAX_FAILURES,
     windowMs: config.SIGNIN_WINDOW_MINUTES * 60_000,
   });
-  const client = createInternalClient(
-    {
-      keysUrl: config.KEYS_URL,
-      billingUrl: config.BILLING_URL,
-      secret: config.SERVICE_JWT_SECRET,
-      timeoutMs: config.SERVICE_TIMEOUT_MS,
-    },
-    currentRequestId,
-  );
+  // Passes the current request id on by itself (request context of @tollgate/http).
+  const client = createInternalClient({
+    keysUrl: config.KEYS_URL,
+    billingUrl: config.BILLING_URL,
+    secret: config.SERVICE_JWT_SECRET,
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+  });
   const app = createDashboardApp({
     db,
     auth,
@@ -93,6 +92,7 @@ export async function startDashboard(
     close() {
       closing ??= (async () => {
         await closeServer(server);
+        await client.close();
         await db.destroy();
       })();
       return closing;

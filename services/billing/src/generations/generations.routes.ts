@@ -36,6 +36,46 @@ export function generationView(g: Generation) {
     latency_ms: Number(g.latency_ms),
     generation_time_ms: Number(g.generation_time_ms),
     attempts: g.attempts ?? [],
+    http_referer: g.http_referer,
+    // OpenRouter's record fields (@openrouter/sdk parses them). Concepts Tollgate does not have get a
+    // neutral value (null, or `global` for the data region); docs/api.md lists them.
+    api_type: 'completions',
+    app_id: null,
+    cache_discount: null,
+    data_region: 'global',
+    external_user: null,
+    generation_time: Number(g.generation_time_ms),
+    latency: Number(g.latency_ms),
+    moderation_latency: null,
+    native_finish_reason: g.finish_reason,
+    native_tokens_prompt: Number(g.tokens_prompt),
+    native_tokens_completion: Number(g.tokens_completion),
+    native_tokens_cached: Number(g.tokens_cached),
+    native_tokens_reasoning: Number(g.tokens_reasoning),
+    native_tokens_completion_images: null,
+    num_fetches: null,
+    num_input_audio_prompt: null,
+    num_media_completion: null,
+    num_media_prompt: null,
+    num_search_results: null,
+    origin: g.http_referer ?? '',
+    preset_id: null,
+    provider_responses:
+      g.attempts && g.attempts.length > 0
+        ? g.attempts.map((a) => ({
+            provider_name: a.provider,
+            model_permaslug: a.model,
+            status: a.status,
+            latency: a.latency_ms,
+          }))
+        : null,
+    router: null,
+    service_tier: null,
+    upstream_inference_cost: null,
+    usage: toNumber(toUnits(g.total_cost)),
+    user_agent: null,
+    web_search_engine: null,
+    workspace_id: null,
   };
 }
 

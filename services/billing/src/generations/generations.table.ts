@@ -15,6 +15,7 @@ export interface GenerationsTable {
   upstream_model: string;
   upstream_id: string | null;
   app: string | null;
+  http_referer: ColumnType<string | null, string | null | undefined, string | null>;
   streamed: boolean;
   cancelled: boolean;
   finish_reason: string | null;

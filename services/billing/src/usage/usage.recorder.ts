@@ -40,6 +40,7 @@ export function toGenerationRow(e: UsageEvent): NewGeneration {
     upstream_model: e.upstream_model,
     upstream_id: e.upstream_id,
     app: e.app,
+    http_referer: e.http_referer ?? null,
     streamed: e.streamed,
     cancelled: e.cancelled,
     finish_reason: e.finish_reason,

@@ -52,6 +52,7 @@ describe('usage worker', () => {
       cost: '0.0125',
       finished_at: '2026-11-20T10:00:00.000Z',
       app: 'My App',
+      http_referer: 'https://app.example/',
       streamed: true,
     });
     await s.publish(e);
@@ -65,7 +66,7 @@ describe('usage worker', () => {
     const body = (await (await getGeneration(e.id, { keyId: e.key_id, accountId: e.account_id })).json()) as {
       data: Record<string, unknown>;
     };
-    expect(body).toEqual({
+    expect(body).toMatchObject({
       data: {
         id: e.id,
         model: 'openai/gpt-4o-mini',
@@ -87,8 +88,20 @@ describe('usage worker', () => {
         latency_ms: 100,
         generation_time_ms: 400,
         attempts: [],
+        // OpenRouter's record fields.
+        http_referer: 'https://app.example/',
+        origin: 'https://app.example/',
+        usage: 0.0125,
+        api_type: 'completions',
+        latency: 100,
+        generation_time: 400,
+        native_tokens_prompt: 10,
+        native_tokens_completion: 20,
+        native_finish_reason: 'stop',
+        upstream_inference_cost: null,
       },
     });
+    expect(Object.keys(body.data)).toHaveLength(50);
     expect(await spendOf(e.key_id)).toEqual({
       'd2026-11-20': 0.0125,
       'w2026-W47': 0.0125,

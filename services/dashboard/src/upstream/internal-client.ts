@@ -1,20 +1,24 @@
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
-import { AppError, type ErrorType, errorStatus } from '@tollgate/errors';
+import { serviceTokenSource } from '@tollgate/auth';
+import { createServiceClient, type HttpMethod } from '@tollgate/http';
+import type { Logger } from '@tollgate/logger';
+import { z } from 'zod';
 
 /**
- * The dashboard's only way to keys and billing: their internal HTTP APIs with a service token
- * (`{kind:'service', service:'dashboard'}`), a deadline per call and the request id passed on.
- * Every internal call the dashboard makes is a method here, so moving to the shared service
- * client (`@tollgate/http`, `packages/contracts`) is a change to this file only.
+ * The dashboard's only way to keys and billing: their internal HTTP APIs through the shared service
+ * client of `@tollgate/http` (undici keep-alive pool, cached `{kind:'service', service:'dashboard'}`
+ * token, a deadline per call, the request id passed on). Every internal call the dashboard makes is
+ * a method here.
  *
- * Errors: a 4xx answer becomes the same AppError (its message names the field, safe to show);
- * anything else (5xx, timeout, connection refused) becomes 503 without the internal detail.
+ * Errors: the owner's 4xx becomes the same AppError (its message names the field, safe to show);
+ * anything else (5xx, timeout, connection refused, an answer without `data`) becomes 503 naming only
+ * the service.
  */
 export interface InternalClientOptions {
   keysUrl: string;
   billingUrl: string;
   secret: string;
   timeoutMs: number;
+  logger?: Logger;
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -41,49 +45,33 @@ function qs(query: Query = {}): string {
   return s ? `?${s}` : '';
 }
 
-export function createInternalClient(
-  o: InternalClientOptions,
-  requestId?: () => string | undefined,
-): InternalClient {
-  async function call(
+/** Every answer used here is `{"data": …}` (plus paging fields); the owners' contracts shape `data`. */
+const enveloped = z.looseObject({ data: z.unknown() });
+
+export function createInternalClient(o: InternalClientOptions): InternalClient & { close(): Promise<void> } {
+  const token = serviceTokenSource(o.secret, 'dashboard');
+  const clients = {
+    keys: createServiceClient({
+      service: 'keys',
+      url: o.keysUrl,
+      token,
+      timeoutMs: o.timeoutMs,
+      logger: o.logger,
+    }),
+    billing: createServiceClient({
+      service: 'billing',
+      url: o.billingUrl,
+      token,
+      timeoutMs: o.timeoutMs,
+      logger: o.logger,
+    }),
+  };
+  const call = (
     service: 'keys' | 'billing',
-    method: string,
+    method: HttpMethod,
     path: string,
     body?: unknown,
-  ): Promise<Json> {
-    const base = service === 'keys' ? o.keysUrl : o.billingUrl;
-    const headers: Record<string, string> = {
-      [SERVICE_TOKEN_HEADER]: signServiceToken({ kind: 'service', service: 'dashboard' }, o.secret),
-      accept: 'application/json',
-    };
-    const rid = requestId?.();
-    if (rid) headers['x-request-id'] = rid;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await fetch(`${base}${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(o.timeoutMs),
-      });
-    } catch {
-      throw new AppError('service_unavailable', `The ${service} service is unavailable, try again shortly`);
-    }
-    const json = (await res.json().catch(() => null)) as Json;
-    if (res.ok) return json;
-    const type = json?.error?.metadata?.error_type as string | undefined;
-    if (res.status >= 400 && res.status < 500 && type && type in errorStatus) {
-      const { error_type: _t, ...metadata } = json.error.metadata ?? {};
-      throw new AppError(
-        type as ErrorType,
-        String(json.error.message ?? 'Request refused'),
-        metadata,
-        res.status,
-      );
-    }
-    throw new AppError('service_unavailable', `The ${service} service is unavailable, try again shortly`);
-  }
+  ): Promise<Json> => clients[service].call({ method, path, body, response: enveloped });
 
   const acct = (id: string) => `/internal/accounts/${encodeURIComponent(id)}`;
   return {
@@ -112,5 +100,8 @@ export function createInternalClient(
     generation: async (id, genId) =>
       (await call('billing', 'GET', `${acct(id)}/generations/${encodeURIComponent(genId)}`)).data,
     credits: async (id, query) => (await call('billing', 'GET', `${acct(id)}/credits${qs(query)}`)).data,
+    close: async () => {
+      await Promise.all([clients.keys.close(), clients.billing.close()]);
+    },
   };
 }

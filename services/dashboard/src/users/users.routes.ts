@@ -44,46 +44,35 @@ export function usersRoutes(deps: {
     });
   });
 
-  /** An owner invites a user into their own account: answers the one-time sign-in link. */
-  router.post('/api/users', requireUser, requireOwner, async (req, res) => {
-    const body = parseInput(inviteBody, req.body);
-    const invite = await deps.auth.invite({
-      accountId: userOf(res).accountId,
+  /** Creates the user and its invitation; the answer carries the one-time sign-in link. */
+  const invite = async (accountId: string, body: z.output<typeof inviteBody>) => {
+    const created = await deps.auth.invite({
+      accountId,
       email: body.email,
       displayName: body.display_name,
       role: body.role as Role,
     });
-    res.status(201).json({
-      data: {
-        id: invite.userId,
-        email: body.email.trim(),
-        role: body.role,
-        sign_in_link: inviteLink(deps.publicUrl, invite.token),
-        expires_at: invite.expiresAt.toISOString(),
-      },
-    });
+    return {
+      id: created.userId,
+      account_id: accountId,
+      email: body.email.trim(),
+      role: body.role,
+      sign_in_link: inviteLink(deps.publicUrl, created.token),
+      expires_at: created.expiresAt.toISOString(),
+    };
+  };
+
+  /** An owner invites a user into their own account. */
+  router.post('/api/users', requireUser, requireOwner, async (req, res) => {
+    const body = parseInput(inviteBody, req.body);
+    res.status(201).json({ data: await invite(userOf(res).accountId, body) });
   });
 
   /** The admin CLI (`tollgate users create`): the first owner of an account (service token). */
   router.post('/internal/users', serviceCaller(deps.secret), async (req, res) => {
     const body = parseInput(internalInviteBody, req.body);
     await deps.client.account(body.account_id); // 404 unless the account exists
-    const invite = await deps.auth.invite({
-      accountId: body.account_id,
-      email: body.email,
-      displayName: body.display_name,
-      role: body.role as Role,
-    });
-    res.status(201).json({
-      data: {
-        id: invite.userId,
-        account_id: body.account_id,
-        email: body.email.trim(),
-        role: body.role,
-        sign_in_link: inviteLink(deps.publicUrl, invite.token),
-        expires_at: invite.expiresAt.toISOString(),
-      },
-    });
+    res.status(201).json({ data: await invite(body.account_id, body) });
   });
 
   return router;

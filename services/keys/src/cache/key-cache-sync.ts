@@ -27,6 +27,9 @@ export function toCachedKey(row: ApiKey): CachedKey {
     revoked: row.revoked,
     limit: row.limit === null ? null : normaliseDecimal(row.limit),
     limitReset: row.limit_reset,
+    expiresAt: row.expires_at === null ? null : row.expires_at.getTime(),
+    allowedModels: row.allowed_models,
+    rateLimitRpm: row.rate_limit_rpm,
     version: row.version,
   };
 }

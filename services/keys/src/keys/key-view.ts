@@ -19,14 +19,41 @@ export interface KeyObject {
   updated_at: string;
   usage: number;
   limit_remaining: number | null;
-}
-
-/** GET /key: the caller's own key with every period's usage. */
-export interface CallerKeyObject extends KeyObject {
   usage_daily: number;
   usage_weekly: number;
   usage_monthly: number;
+  // Governance.
+  expires_at: string | null;
+  include_byok_in_limit: boolean;
+  allowed_models: string[];
+  rate_limit_rpm: number | null;
+  // OpenRouter's fields for concepts Tollgate does not have (neutral values, docs/api.md).
+  byok_usage: 0;
+  byok_usage_daily: 0;
+  byok_usage_weekly: 0;
+  byok_usage_monthly: 0;
+  creator_user_id: null;
+  external_user: null;
+  /** The key's account: Tollgate's only grouping of keys. */
+  workspace_id: string;
+}
+
+/** OpenRouter's `rate_limit` object of GET /key. */
+export interface RateLimitObject {
+  requests: number;
+  interval: string;
+  note: string;
+}
+
+/** GET /key: the caller's own key, with OpenRouter's account-level fields. */
+export interface CallerKeyObject extends KeyObject {
   is_management_key: boolean;
+  is_provisioning_key: boolean;
+  is_free_tier: false;
+  rate_limit: RateLimitObject;
+  free_model_daily_requests: { limit: 0; remaining: 0; used: 0 };
+  allowed_data_regions: [];
+  organization_id: null;
 }
 
 /**
@@ -62,7 +89,32 @@ export function toKeyObject(row: ApiKey, usage: KeyUsage, pendingLastUsed?: Date
     updated_at: row.updated_at.toISOString(),
     usage: toNumber(usedUnits),
     limit_remaining: remaining === null ? null : toNumber(remaining),
+    usage_daily: usd(usage.usage_daily),
+    usage_weekly: usd(usage.usage_weekly),
+    usage_monthly: usd(usage.usage_monthly),
+    expires_at: row.expires_at === null ? null : row.expires_at.toISOString(),
+    include_byok_in_limit: row.include_byok_in_limit,
+    allowed_models: row.allowed_models,
+    rate_limit_rpm: row.rate_limit_rpm,
+    byok_usage: 0,
+    byok_usage_daily: 0,
+    byok_usage_weekly: 0,
+    byok_usage_monthly: 0,
+    creator_user_id: null,
+    external_user: null,
+    workspace_id: row.account_id,
   };
+}
+
+/** The key's request rate limit in OpenRouter's `rate_limit` shape (requests 0 = none). */
+export function rateLimitObject(rpm: number | null): RateLimitObject {
+  return rpm === null
+    ? { requests: 0, interval: '1m', note: 'This key has no request rate limit (requests 0 = unlimited).' }
+    : {
+        requests: rpm,
+        interval: '1m',
+        note: `At most ${rpm} requests per minute for this key, across all proxies.`,
+      };
 }
 
 export function createKeyPresenter(deps: {
@@ -97,10 +149,14 @@ export function createKeyPresenter(deps: {
       const u = usage.get(row.id) ?? ZERO_USAGE;
       return {
         ...toKeyObject(row, u, pending.get(row.id)),
-        usage_daily: usd(u.usage_daily),
-        usage_weekly: usd(u.usage_weekly),
-        usage_monthly: usd(u.usage_monthly),
         is_management_key: row.scope === 'management',
+        // OpenRouter's provisioning key is what Tollgate calls a management key.
+        is_provisioning_key: row.scope === 'management',
+        is_free_tier: false,
+        rate_limit: rateLimitObject(row.rate_limit_rpm),
+        free_model_daily_requests: { limit: 0, remaining: 0, used: 0 },
+        allowed_data_regions: [],
+        organization_id: null,
       };
     },
   };

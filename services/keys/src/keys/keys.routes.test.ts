@@ -126,6 +126,20 @@ describe('§3 state table', () => {
         'updated_at',
         'usage',
         'limit_remaining',
+        'usage_daily',
+        'usage_weekly',
+        'usage_monthly',
+        'expires_at',
+        'include_byok_in_limit',
+        'allowed_models',
+        'rate_limit_rpm',
+        'byok_usage',
+        'byok_usage_daily',
+        'byok_usage_weekly',
+        'byok_usage_monthly',
+        'creator_user_id',
+        'external_user',
+        'workspace_id',
         'key',
       ].sort(),
     );
@@ -203,7 +217,7 @@ describe('§3 state table', () => {
       }
       const del = await api(t, 'DELETE', `/keys/${key.hash}`, { as: acct.managementKey });
       expectStatus(del, 200);
-      expect(del.body).toEqual({ data: { hash: key.hash, deleted: true } });
+      expect(del.body).toEqual({ data: { hash: key.hash, deleted: true }, deleted: true });
       expect(await proxyLookup(t, key.key)).toMatchObject({ revoked: true, disabled: true });
 
       const got = await api(t, 'GET', `/keys/${key.hash}`, { as: acct.managementKey });
@@ -247,7 +261,7 @@ describe('§3 state table', () => {
     expectStatus(await api(t, 'DELETE', `/keys/${key.hash}`, { as: acct.managementKey }), 200);
     const again = await api(t, 'DELETE', `/keys/${key.hash}`, { as: acct.managementKey });
     expectStatus(again, 200);
-    expect(again.body).toEqual({ data: { hash: key.hash, deleted: true } });
+    expect(again.body).toEqual({ data: { hash: key.hash, deleted: true }, deleted: true });
   });
 
   it('a management key cannot revoke itself: 403 forbidden pointing to the dashboard', async () => {

@@ -3,7 +3,7 @@ import { Router } from 'express';
 import { callerOf, keyCaller } from '../http/caller';
 import type { KeyPresenter } from './key-view';
 import { createKeyBody, parseBody, parseHash, parseListQuery, updateKeyBody } from './keys.schemas';
-import type { KeyService } from './keys.service';
+import type { KeyGovernanceInput, KeyService } from './keys.service';
 
 /** The management API (spec §4.1) and GET /key, as forwarded by the proxy with the prefix stripped. */
 export function keysRoutes(deps: { keys: KeyService; presenter: KeyPresenter; secret: string }): Router {
@@ -19,9 +19,11 @@ export function keysRoutes(deps: { keys: KeyService; presenter: KeyPresenter; se
       scope: 'inference',
       limit: body.limit,
       limitReset: body.limit_reset,
+      governance: governanceOf(body),
     });
     const [object] = await presenter.present([row], 'zero');
-    res.status(201).json({ data: { ...object, key } });
+    // `data.key` (the spec) and top-level `key` (OpenRouter's create response).
+    res.status(201).json({ data: { ...object, key }, key });
   });
 
   router.get('/keys', management, async (req, res) => {
@@ -55,6 +57,7 @@ export function keysRoutes(deps: { keys: KeyService; presenter: KeyPresenter; se
       disabled: body.disabled,
       limit: body.limit,
       limitReset: body.limit_reset,
+      governance: governanceOf(body),
     });
     const [object] = await presenter.present([row], 'best-effort');
     res.json({ data: object });
@@ -63,7 +66,8 @@ export function keysRoutes(deps: { keys: KeyService; presenter: KeyPresenter; se
   router.delete('/keys/:hash', management, async (req, res) => {
     const caller = callerOf(res);
     const row = await keys.revoke(caller.account_id, parseHash(req.params.hash), { callerKeyId: caller.id });
-    res.json({ data: { hash: row.id, deleted: true } });
+    // `data` (the spec's revocation result) and top-level `deleted` (OpenRouter's delete response).
+    res.json({ data: { hash: row.id, deleted: true }, deleted: true });
   });
 
   router.get('/key', anyScope, async (_req, res) => {
@@ -71,4 +75,18 @@ export function keysRoutes(deps: { keys: KeyService; presenter: KeyPresenter; se
   });
 
   return router;
+}
+
+function governanceOf(body: {
+  expires_at?: Date | null;
+  include_byok_in_limit?: boolean;
+  allowed_models?: string[];
+  rate_limit_rpm?: number | null;
+}): KeyGovernanceInput {
+  return {
+    expiresAt: body.expires_at,
+    includeByokInLimit: body.include_byok_in_limit,
+    allowedModels: body.allowed_models,
+    rateLimitRpm: body.rate_limit_rpm,
+  };
 }

@@ -31,10 +31,51 @@ const limit = z
 
 const limitReset = z.enum(LIMIT_RESETS, { error: 'expected one of daily, weekly, monthly, or null' });
 
+/** ISO 8601 date-time with a zone (`Z` or an offset); must lie in the future. */
+const expiresAt = z
+  .string({ error: 'expected an ISO 8601 date-time (e.g. 2030-01-01T00:00:00Z) or null' })
+  .refine((s) => z.iso.datetime({ offset: true }).safeParse(s).success, {
+    error: 'expected an ISO 8601 date-time with a time zone (e.g. 2030-01-01T00:00:00Z) or null',
+  })
+  .transform((s) => new Date(s))
+  .refine((d) => Number.isFinite(d.getTime()), { error: 'is not a valid date' })
+  .refine((d) => d.getTime() > Date.now(), { error: 'must be in the future' });
+
+/** Highest accepted allow-list length and per-key requests per minute. */
+export const MAX_ALLOWED_MODELS = 200;
+export const MAX_RATE_LIMIT_RPM = 1_000_000;
+
+/** A model id (`vendor/name`) or a vendor pattern (`vendor/*`). */
+export const MODEL_PATTERN =
+  /^[A-Za-z0-9][A-Za-z0-9._-]*\/(\*|[A-Za-z0-9][A-Za-z0-9._:-]*(\/[A-Za-z0-9._:-]+)*)$/;
+
+const allowedModels = z
+  .array(
+    z
+      .string({ error: 'expected model ids (vendor/name) or vendor/* patterns' })
+      .max(200, { error: 'each entry must be at most 200 characters' })
+      .regex(MODEL_PATTERN, { error: 'each entry must be a model id (vendor/name) or a vendor/* pattern' }),
+    { error: 'expected an array of model ids (vendor/name) or vendor/* patterns' },
+  )
+  .max(MAX_ALLOWED_MODELS, { error: `must have at most ${MAX_ALLOWED_MODELS} entries` })
+  .transform((list) => [...new Set(list)]);
+
+const rateLimitRpm = z
+  .number({ error: 'expected a positive integer (requests per minute) or null' })
+  .int({ error: 'must be an integer' })
+  .min(1, { error: 'must be at least 1 (null removes the limit)' })
+  .max(MAX_RATE_LIMIT_RPM, { error: `must be at most ${MAX_RATE_LIMIT_RPM}` });
+
+const includeByok = z.boolean({ error: 'expected true or false' });
+
 export const createKeyBody = z.strictObject({
   name,
   limit: limit.nullable().optional(),
   limit_reset: limitReset.nullable().optional(),
+  expires_at: expiresAt.nullable().optional(),
+  include_byok_in_limit: includeByok.optional(),
+  allowed_models: allowedModels.optional(),
+  rate_limit_rpm: rateLimitRpm.nullable().optional(),
 });
 
 export const updateKeyBody = z.strictObject({
@@ -42,6 +83,10 @@ export const updateKeyBody = z.strictObject({
   disabled: z.boolean({ error: 'expected true or false' }).optional(),
   limit: limit.nullable().optional(),
   limit_reset: limitReset.nullable().optional(),
+  expires_at: expiresAt.nullable().optional(),
+  include_byok_in_limit: includeByok.optional(),
+  allowed_models: allowedModels.optional(),
+  rate_limit_rpm: rateLimitRpm.nullable().optional(),
 });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

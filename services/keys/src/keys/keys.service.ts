@@ -1,6 +1,6 @@
 import { digestKey, generateKey, type KeyScope, keyLabel } from '@tollgate/auth';
 import { AppError, badRequest, notFound, unauthorized } from '@tollgate/errors';
-import type { CachedKey } from '@tollgate/key-cache';
+import { type CachedKey, expiredKeyMessage } from '@tollgate/key-cache';
 import { type LimitReset, toUnits } from '@tollgate/money';
 import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-cache-sync';
 import {
@@ -20,6 +20,15 @@ export interface CreateKeyInput {
   /** USD decimal string, validated by the caller. */
   limit?: string | null;
   limitReset?: LimitReset | null;
+  governance?: KeyGovernanceInput;
+}
+
+/** The governance fields of create and update (undefined = unchanged / default). */
+export interface KeyGovernanceInput {
+  expiresAt?: Date | null;
+  includeByokInLimit?: boolean;
+  allowedModels?: string[];
+  rateLimitRpm?: number | null;
 }
 
 export interface UpdateKeyInput {
@@ -27,6 +36,7 @@ export interface UpdateKeyInput {
   disabled?: boolean;
   limit?: string | null;
   limitReset?: LimitReset | null;
+  governance?: KeyGovernanceInput;
 }
 
 export interface KeyService {
@@ -57,6 +67,8 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
     async authenticateCaller(claims) {
       const row = await findKeyInAccount(db, claims.accountId, claims.keyId);
       if (!row || row.revoked || row.disabled || row.scope !== claims.scope) throw unauthorized();
+      if (row.expires_at !== null && row.expires_at.getTime() <= Date.now())
+        throw unauthorized(expiredKeyMessage(row.expires_at.getTime()));
       return row;
     },
 
@@ -75,6 +87,10 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
           digest: digestKey(key),
           limit: input.limit ?? null,
           limit_reset: input.limitReset ?? null,
+          expires_at: input.governance?.expiresAt ?? null,
+          include_byok_in_limit: input.governance?.includeByokInLimit ?? false,
+          allowed_models: input.governance?.allowedModels ?? [],
+          rate_limit_rpm: input.governance?.rateLimitRpm ?? null,
         }),
       }));
       return { row, key };
@@ -115,6 +131,7 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
         if (input.limitReset !== undefined && input.limitReset !== current.limit_reset) {
           changes.limit_reset = input.limitReset;
         }
+        governanceChanges(current, input.governance, changes);
         if (Object.keys(changes).length === 0) return { row: current, changed: false };
         return { row: await updateKey(trx, current.id, changes), changed: true };
       });
@@ -152,6 +169,22 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
       return row ? toCachedKey(row) : null;
     },
   };
+}
+
+function governanceChanges(current: ApiKey, g: KeyGovernanceInput | undefined, changes: ApiKeyUpdate): void {
+  if (!g) return;
+  if (g.expiresAt !== undefined && g.expiresAt?.getTime() !== current.expires_at?.getTime()) {
+    changes.expires_at = g.expiresAt;
+  }
+  if (g.includeByokInLimit !== undefined && g.includeByokInLimit !== current.include_byok_in_limit) {
+    changes.include_byok_in_limit = g.includeByokInLimit;
+  }
+  if (g.allowedModels !== undefined && g.allowedModels.join('\n') !== current.allowed_models.join('\n')) {
+    changes.allowed_models = g.allowedModels;
+  }
+  if (g.rateLimitRpm !== undefined && g.rateLimitRpm !== current.rate_limit_rpm) {
+    changes.rate_limit_rpm = g.rateLimitRpm;
+  }
 }
 
 function sameDecimal(a: string | null, b: string | null): boolean {

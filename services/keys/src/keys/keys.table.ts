@@ -16,6 +16,14 @@ export interface ApiKeysTable {
   limit_reset: LimitReset | null;
   disabled: Generated<boolean>;
   revoked: Generated<boolean>;
+  /** The instant the key stops authenticating; null = never. */
+  expires_at: Date | null;
+  /** OpenRouter's flag, stored and reported; no effect (Tollgate has no BYOK yet). */
+  include_byok_in_limit: Generated<boolean>;
+  /** Model ids or `vendor/*` patterns the key may call; empty = every model. */
+  allowed_models: ColumnType<string[], string[] | undefined, string[]>;
+  /** Requests per minute; null = no per-key rate limit. */
+  rate_limit_rpm: number | null;
   /** Bumped by every change; the key cache compares it (CAS). */
   version: Generated<number>;
   last_used_at: ColumnType<Date | null, never, Date | null>;

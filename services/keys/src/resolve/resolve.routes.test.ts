@@ -28,6 +28,9 @@ describe('POST /internal/keys/resolve', () => {
       revoked: false,
       limit: '7.25',
       limitReset: 'weekly',
+      expiresAt: null,
+      allowedModels: [],
+      rateLimitRpm: null,
       version: 1,
     };
     expect(res.body).toEqual({ data: expected });

@@ -1,6 +1,12 @@
 import { digestKey, type KeyScope, looksLikeKey } from '@tollgate/auth';
 import { AppError, forbiddenScope, unauthorized } from '@tollgate/errors';
-import type { CachedKey, KeyCache } from '@tollgate/key-cache';
+import {
+  type CachedKey,
+  expiredKeyMessage,
+  isExpired,
+  type KeyCache,
+  type RequestCount,
+} from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
@@ -14,7 +20,13 @@ import type { UnknownKeyLimiter } from './unknown-keys';
  */
 export interface Authenticator {
   /** `client`: the caller's address, for the unknown-key rate limit. */
-  authenticate(authorization: string | undefined, client?: string): Promise<CachedKey>;
+  authenticate(authorization: string | undefined, client?: string): Promise<Authenticated>;
+}
+
+export interface Authenticated {
+  key: CachedKey;
+  /** This request counted in the key's current minute (null when Redis could not be reached). */
+  count: RequestCount | null;
 }
 
 export interface AuthDeps {
@@ -65,11 +77,17 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
 
   const unknownKeys = deps.unknownKeys;
 
-  async function lookup(digest: string, client: string): Promise<CachedKey | null> {
+  /** The key-cache read and the rate-limit count in one pipelined round trip. */
+  async function lookup(
+    digest: string,
+    client: string,
+  ): Promise<{ key: CachedKey | null; count: RequestCount | null }> {
+    let count: RequestCount | null = null;
     try {
-      const hit = await keyCache.get(digest);
-      if (hit.state === 'hit') return hit.key;
-      if (hit.state === 'absent') return null;
+      const read = await keyCache.getCounting(digest, now());
+      count = read.count;
+      if (read.lookup.state === 'hit') return { key: read.lookup.key, count };
+      if (read.lookup.state === 'absent') return { key: null, count };
     } catch (err) {
       logger.warn({ err }, 'key cache unavailable, asking the keys service');
     }
@@ -82,7 +100,7 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     }
     const record = await resolver.resolve(digest);
     if (record === null) unknownKeys?.recordUnknown(client);
-    return record;
+    return { key: record, count };
   }
 
   return {
@@ -91,12 +109,15 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
       if (key === null)
         throw unauthorized('Missing or malformed Authorization header (expected "Bearer <key>")');
       if (!looksLikeKey(key)) throw unauthorized('Invalid API key');
-      const record = await lookup(digestKey(key), client);
+      const { key: record, count } = await lookup(digestKey(key), client);
       if (record === null) throw unauthorized('Invalid API key');
       if (record.revoked) throw unauthorized('This API key has been revoked');
       if (record.disabled) throw unauthorized('This API key is disabled');
+      if (record.expiresAt != null && isExpired(record, now())) {
+        throw unauthorized(expiredKeyMessage(record.expiresAt));
+      }
       recordLastUse(record.id);
-      return record;
+      return { key: record, count };
     },
   };
 }
@@ -108,14 +129,33 @@ export interface AuthLocals {
 
 export const authenticatedKey = (res: Response): CachedKey => (res.locals as AuthLocals).key;
 
-export function authMiddleware(auth: Authenticator): RequestHandler {
+export function authMiddleware(auth: Authenticator, now: () => number = Date.now): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
-    let key: CachedKey;
+    let authenticated: Authenticated;
     try {
-      key = await auth.authenticate(req.headers.authorization, req.socket.remoteAddress);
+      authenticated = await auth.authenticate(req.headers.authorization, req.socket.remoteAddress);
     } catch (err) {
       next(err);
       return;
+    }
+    const { key, count } = authenticated;
+    const limit = key.rateLimitRpm;
+    if (limit != null && count !== null) {
+      res.setHeader('X-RateLimit-Limit', limit);
+      res.setHeader('X-RateLimit-Remaining', Math.max(0, limit - count.count));
+      res.setHeader('X-RateLimit-Reset', count.windowEndMs);
+      if (count.count > limit) {
+        const retryAfter = Math.max(1, Math.ceil((count.windowEndMs - now()) / 1000));
+        res.setHeader('Retry-After', retryAfter);
+        next(
+          new AppError(
+            'rate_limited',
+            `This key is limited to ${limit} requests per minute; retry in ${retryAfter} s`,
+            { limit, interval: '1m', retry_after_seconds: retryAfter },
+          ),
+        );
+        return;
+      }
     }
     (res.locals as AuthLocals).key = key;
     next();

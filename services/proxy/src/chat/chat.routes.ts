@@ -1,6 +1,7 @@
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError, badRequest, safeText } from '@tollgate/errors';
 import { requestIdOf } from '@tollgate/http';
+import { allowsModel } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
@@ -44,6 +45,7 @@ export interface ChatDeps {
 }
 
 const X_TITLE_MAX = 200;
+const HTTP_REFERER_MAX = 500;
 /** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
 
 type UpstreamResponse = Dispatcher.ResponseData;
@@ -92,7 +94,19 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     const chat = parseChatRequest(req.body);
     const model = catalog.model(chat.model);
     if (!model) throw badRequest(`model: '${chat.model}' is not a model of this gateway (see GET /models)`);
-    const plan = candidatesOf(routeOf(catalog, model, chat.body));
+    if (!allowsModel(key, model.id)) {
+      throw new AppError(
+        'forbidden',
+        `model: this key may not use '${model.id}' (its allowed_models: ${(key.allowedModels ?? []).join(', ')})`,
+        { model: model.id },
+      );
+    }
+    // Fallback models outside the key's allow-list are never tried (the requested model is allowed).
+    const route = routeOf(catalog, model, chat.body);
+    const plan = candidatesOf({
+      ...route,
+      candidates: route.candidates.filter((c) => allowsModel(key, c.model.id)),
+    });
     const first = plan[0] as Candidate;
 
     // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
@@ -126,7 +140,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     }
     const reservation = await guard.admit({ key, worstCaseCostUnits: worst, requestId });
 
-    const title = req.headers['x-title'];
+    const title = req.headers['x-openrouter-title'] ?? req.headers['x-title'];
+    const referer = req.headers['http-referer'];
     const c = new Completion(
       {
         requestId,
@@ -136,6 +151,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         provider: first.provider,
         upstreamModel: first.upstreamModel,
         app: typeof title === 'string' && title.length > 0 ? safeText(title, X_TITLE_MAX) : null,
+        httpReferer:
+          typeof referer === 'string' && referer.length > 0 ? safeText(referer, HTTP_REFERER_MAX) : null,
         logger,
         promptEstimate: prompt.exact,
         reservation,

@@ -75,6 +75,19 @@ export function hasUsage(data: string): boolean {
   return j !== -1 && data.charCodeAt(j) === 123; /* '{' */
 }
 
+const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,?/;
+
+/**
+ * Removes a `"usage": null` member. OpenAI-style servers put one on every content chunk once
+ * `include_usage` is set; OpenRouter never sends it and its SDK rejects it, so content chunks go out
+ * without `usage` and the one usage chunk stays the last event before [DONE]. One `indexOf` on the
+ * common path; the regex runs only on chunks that carry the member.
+ */
+export function stripNullUsage(text: string): string {
+  if (!text.includes('"usage"')) return text;
+  return text.replace(NULL_USAGE, '');
+}
+
 /** True when the chunk may carry an `error` object (confirmed by parsing). */
 export function mayHaveError(data: string): boolean {
   const j = valueStart(data, '"error":');

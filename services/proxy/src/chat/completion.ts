@@ -52,6 +52,8 @@ export interface CompletionInit {
   provider: CatalogProvider;
   upstreamModel: string;
   app: string | null;
+  /** HTTP-Referer of the request. */
+  httpReferer: string | null;
   /** The service logger; the request's child logger (with requestId and keyId) is made on first use. */
   logger: Logger;
   /** The exact prompt estimate when admission already computed it (short prompts), else null. */
@@ -88,6 +90,7 @@ export class Completion {
   /** Every attempt before the serving one (provider, model, outcome, latency), for the record. */
   readonly attempts: Attempt[] = [];
   readonly app: string | null;
+  readonly httpReferer: string | null;
   private readonly logger: Logger;
   private child: Logger | null = null;
   private promptExact: number | null;
@@ -106,6 +109,7 @@ export class Completion {
     this.provider = init.provider;
     this.upstreamModel = init.upstreamModel;
     this.app = init.app;
+    this.httpReferer = init.httpReferer;
     this.logger = init.logger;
     this.promptExact = init.promptEstimate;
     this.reservation = init.reservation;
@@ -172,6 +176,7 @@ export class Completion {
       upstream_model: this.upstreamModel,
       upstream_id: this.upstreamId,
       app: this.app,
+      http_referer: this.httpReferer,
       streamed: this.chat.stream,
       cancelled: this.cancelled,
       finish_reason: this.error ? 'error' : this.finishReason,

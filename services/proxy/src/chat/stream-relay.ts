@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { type AppError, safeText } from '@tollgate/errors';
 import type { Response } from 'express';
-import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from './chunk';
+import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
 import type { Completion, CompletionError, UsageSource } from './completion';
 import { DETAIL_MAX, summariseProviderError } from './provider-error';
 import { SseReader } from './sse';
@@ -160,7 +160,7 @@ export class StreamRelay {
       if (c.upstreamId === null) c.upstreamId = rewritten.upstreamId;
       this.produced.addChunk(data);
       if (hasFinishReason(data)) this.lastFinishChunk = data;
-      out += `data: ${rewritten.text}\n\n`;
+      out += `data: ${stripNullUsage(rewritten.text)}\n\n`;
     }
     return out;
   }

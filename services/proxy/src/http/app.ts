@@ -23,7 +23,7 @@ import { Upstreams } from '../chat/upstream';
 import type { ProxyConfig } from '../config';
 import { createForwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
-import { modelsHandler } from '../models/models.routes';
+import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { jsonBodyReader, parseByteLimit } from './json-body';
@@ -174,6 +174,12 @@ export function createProxyApp(deps: {
   const api = express.Router();
   api.use(deps.metrics.track, auth);
   api.get('/models', routeName('models'), inference, modelsHandler(deps.catalog));
+  api.get(
+    '/models/:author/:slug/endpoints',
+    routeName('model_endpoints'),
+    inference,
+    modelEndpointsHandler(deps.catalog),
+  );
   api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys);
   api.get('/key', routeName('key'), deps.forwarders.keys);
   api.get('/credits', routeName('credits'), deps.forwarders.billing);

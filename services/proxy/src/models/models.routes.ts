@@ -1,12 +1,30 @@
-import { type Catalog, toModelsEntry } from '@tollgate/catalog';
-import type { RequestHandler } from 'express';
+import { type Catalog, toModelEndpoints, toModelsEntry } from '@tollgate/catalog';
+import { notFound } from '@tollgate/errors';
+import type { RequestHandler, Response } from 'express';
 
-/** GET /models: the catalog in DESIGN.md's shape, serialised once at start. */
+function sendJson(res: Response, body: Buffer): void {
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', body.length);
+  res.end(body);
+}
+
+/** GET /models: the catalog in DESIGN.md's (and OpenRouter's) shape, serialised once at start. */
 export function modelsHandler(catalog: Catalog): RequestHandler {
-  const body = Buffer.from(JSON.stringify({ data: catalog.models().map(toModelsEntry) }));
-  return (_req, res) => {
-    res.setHeader('content-type', 'application/json; charset=utf-8');
-    res.setHeader('content-length', body.length);
-    res.end(body);
+  const data = catalog.models().map(toModelsEntry);
+  // OpenRouter's list envelope: the whole catalog is one page, so there is no next link.
+  const body = Buffer.from(JSON.stringify({ data, links: { next: null }, total_count: data.length }));
+  return (_req, res) => sendJson(res, body);
+}
+
+/** GET /models/{author}/{slug}/endpoints: the model's providers in OpenRouter's shape (404 if unknown). */
+export function modelEndpointsHandler(catalog: Catalog): RequestHandler {
+  const bodies = new Map(
+    catalog.models().map((m) => [m.id, Buffer.from(JSON.stringify({ data: toModelEndpoints(m) }))]),
+  );
+  return (req, res) => {
+    const id = `${req.params.author}/${req.params.slug}`;
+    const body = bodies.get(id);
+    if (!body) throw notFound(`No model ${id} in the catalog (GET /models lists them)`);
+    sendJson(res, body);
   };
 }

@@ -8,6 +8,21 @@ import { ago, usd } from '../format';
 
 const col = createColumnHelper<Key>();
 
+/** The limit period: '' is "never" (the limit is a total). */
+function ResetSelect(props: { value: string; disabled?: boolean; onChange: (v: string) => void }) {
+  return (
+    <label>
+      Limit reset
+      <select value={props.value} disabled={props.disabled} onChange={(e) => props.onChange(e.target.value)}>
+        <option value="">never</option>
+        <option value="daily">daily</option>
+        <option value="weekly">weekly</option>
+        <option value="monthly">monthly</option>
+      </select>
+    </label>
+  );
+}
+
 const stateOf = (k: Key) => (k.revoked ? 'revoked' : k.disabled ? 'disabled' : 'active');
 
 function CreateKeyForm(props: { onCreated: (k: Key & { key: string }) => void }) {
@@ -56,15 +71,7 @@ function CreateKeyForm(props: { onCreated: (k: Key & { key: string }) => void })
           onChange={(e) => setLimit(e.target.value)}
         />
       </label>
-      <label>
-        Limit reset
-        <select value={reset} disabled={management} onChange={(e) => setReset(e.target.value)}>
-          <option value="">never</option>
-          <option value="daily">daily</option>
-          <option value="weekly">weekly</option>
-          <option value="monthly">monthly</option>
-        </select>
-      </label>
+      <ResetSelect value={reset} disabled={management} onChange={setReset} />
       <label className="checkbox">
         <input type="checkbox" checked={management} onChange={(e) => setManagement(e.target.checked)} />
         Management key (manages keys through the API; cannot run models; no spend limit)
@@ -105,15 +112,7 @@ function EditLimit(props: { k: Key; onClose: () => void }) {
           Limit (USD, empty for none)
           <input type="number" min="0" step="any" value={limit} onChange={(e) => setLimit(e.target.value)} />
         </label>
-        <label>
-          Limit reset
-          <select value={reset} onChange={(e) => setReset(e.target.value)}>
-            <option value="">never</option>
-            <option value="daily">daily</option>
-            <option value="weekly">weekly</option>
-            <option value="monthly">monthly</option>
-          </select>
-        </label>
+        <ResetSelect value={reset} onChange={setReset} />
         <ErrorBox error={save.error} />
         <div className="row">
           <button type="submit">Save limit</button>
