@@ -92,6 +92,11 @@ describe('@openrouter/sdk', () => {
     expect(deleted.deleted).toBe(true);
   });
 
+  it('analytics.getUserActivity (GET /activity) parses', async () => {
+    const activity = await management.analytics.getUserActivity();
+    expect(Array.isArray(activity.data)).toBe(true);
+  });
+
   it('getCurrentKeyMetadata (GET /key) and credits.getCredits', async () => {
     const key = await inference.apiKeys.getCurrentKeyMetadata();
     expect(key.data.label).toBeTruthy();
