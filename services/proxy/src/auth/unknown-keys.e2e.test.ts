@@ -93,7 +93,7 @@ describe('unknown-key lookups', () => {
       const t0 = performance.now();
       const refused = await models(api, randomKey());
       expect(refused.status).toBe(503);
-      expect(performance.now() - t0).toBeLessThan(500);
+      expect(performance.now() - t0).toBeLessThan(1_500); // no waiting for a slot (loaded CI host: generous)
       expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([503, 503]); // timed out
     } finally {
       await proxy.close();
