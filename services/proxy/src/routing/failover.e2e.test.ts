@@ -7,7 +7,7 @@ import { toNumber } from '@tollgate/money';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import { generateText } from 'ai';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPENAI_CHAT_FIELDS } from '../chat/request-fields';
 import { readSse } from '../testing/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
@@ -188,16 +188,7 @@ async function chat(body: Record<string, unknown>): Promise<{ res: Response; jso
   return { res, json: (await res.json()) as Json };
 }
 
-function eventOf(id: string): Promise<UsageEvent> {
-  return vi.waitFor(
-    () => {
-      const e = stack.eventFor(id);
-      if (!e) throw new Error(`no usage event for ${id}`);
-      return e;
-    },
-    { timeout: 5000, interval: 20 },
-  );
-}
+const eventOf = (id: string): Promise<UsageEvent> => stack.waitForEvent(id);
 
 describe('failover before the first byte', () => {
   it.each([

@@ -39,6 +39,8 @@ export interface ProxyStack {
   /** Requests the simulator received. */
   upstreamRequests: number;
   eventFor(requestId: string): UsageEvent | undefined;
+  /** The usage event of `requestId` once it arrives (rejects after `timeoutMs`). */
+  waitForEvent(requestId: string, timeoutMs?: number): Promise<UsageEvent>;
   close(): Promise<void>;
 }
 
@@ -152,6 +154,15 @@ export async function startProxyStack(
       return upstreamRequests;
     },
     eventFor: (id) => events.find((e) => e.id === id),
+    async waitForEvent(id, timeoutMs = 5_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const e = events.find((x) => x.id === id);
+        if (e) return e;
+        if (Date.now() > until) throw new Error(`no usage event for ${id}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
     async close() {
       await proxy.close();
       await channel.close().catch(() => {});

@@ -3,7 +3,7 @@ import type { UsageEvent } from '@tollgate/events';
 import { toNumber } from '@tollgate/money';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Json, readSse } from '../../testing/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../testing/stack';
 
@@ -73,16 +73,7 @@ const weather = {
   },
 };
 
-function eventOf(id: string): Promise<UsageEvent> {
-  return vi.waitFor(
-    () => {
-      const e = stack.eventFor(id);
-      if (!e) throw new Error(`no usage event for ${id}`);
-      return e;
-    },
-    { timeout: 5000, interval: 20 },
-  );
-}
+const eventOf = (id: string): Promise<UsageEvent> => stack.waitForEvent(id);
 
 const tokensOf = (u: Json) => ({
   prompt: u.prompt_tokens as number,

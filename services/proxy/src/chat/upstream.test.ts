@@ -1,0 +1,35 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { Upstreams } from './upstream';
+
+const upstreams = new Upstreams({ timeoutMs: 1_000 });
+afterAll(() => upstreams.close());
+
+describe('Upstreams.target by wire format', () => {
+  it('OpenAI format: <base path>/chat/completions with a Bearer key', () => {
+    const t = upstreams.target(
+      { name: 'o', baseUrl: 'https://api.example.com/v1', format: 'openai' },
+      'sk-1',
+    );
+    expect(t.path).toBe('/v1/chat/completions');
+    expect(t.headers.authorization).toBe('Bearer sk-1');
+    expect(t.headers['x-api-key']).toBeUndefined();
+  });
+
+  it('Anthropic format: <base path>/messages with x-api-key and anthropic-version, no Bearer', () => {
+    const t = upstreams.target(
+      { name: 'a', baseUrl: 'https://api.anthropic.com/v1', format: 'anthropic' },
+      'sk-ant-1',
+    );
+    expect(t.path).toBe('/v1/messages');
+    expect(t.headers['x-api-key']).toBe('sk-ant-1');
+    expect(t.headers['anthropic-version']).toBe('2023-06-01');
+    expect(t.headers.authorization).toBeUndefined();
+    // One pool per origin, one target per key.
+    const other = upstreams.target(
+      { name: 'a', baseUrl: 'https://api.anthropic.com/v1', format: 'anthropic' },
+      'sk-ant-2',
+    );
+    expect(other.pool).toBe(t.pool);
+    expect(other.headers['x-api-key']).toBe('sk-ant-2');
+  });
+});
