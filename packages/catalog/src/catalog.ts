@@ -15,7 +15,8 @@ export interface CatalogProvider {
   apiKey: string | undefined;
   /** Every key (api_key_env, then api_key_envs; comma-separated values split), in order. */
   apiKeys: readonly string[];
-  format: 'openai';
+  /** Wire format of the upstream API (`anthropic`: Anthropic's Messages API at `<baseUrl>/messages`). */
+  format: 'openai' | 'anthropic';
   /** The provider simulator: the proxy forwards its `sim` request field (dev/test catalogs only). */
   simulator: boolean;
 }

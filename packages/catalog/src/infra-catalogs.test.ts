@@ -17,18 +17,28 @@ describe('shipped catalogs', () => {
   });
 
   it('infra/catalog/example.providers.yaml loads once the cloud keys are set, and lists each missing one otherwise', () => {
-    const env = { OPENAI_API_KEY: 'a', GROQ_API_KEY: 'b', TOGETHER_API_KEY: 'c', DEEPSEEK_API_KEY: 'd' };
+    const env = {
+      OPENAI_API_KEY: 'a',
+      GROQ_API_KEY: 'b',
+      TOGETHER_API_KEY: 'c',
+      DEEPSEEK_API_KEY: 'd',
+      ANTHROPIC_API_KEY: 'e',
+    };
     const c = loadCatalog(file('example.providers.yaml'), env);
     expect(c.providers().map((p) => p.name)).toEqual([
       'openai',
       'groq',
       'together',
       'deepseek',
+      'anthropic',
       'vllm',
       'ollama',
     ]);
     expect(c.provider('ollama')!.baseUrl).toBe('http://127.0.0.1:11434/v1');
     expect(c.provider('openai')!.apiKey).toBe('a');
+    expect(c.provider('openai')!.format).toBe('openai');
+    expect(c.provider('anthropic')!.format).toBe('anthropic');
+    expect(c.model('anthropic/claude-sonnet-4.5')!.pricing.cacheWrite).toBe('0.00000375');
     expect(c.model('meta-llama/llama-3.1-8b-instruct')!.providers.map((p) => p.provider.name)).toEqual([
       'groq',
       'together',
@@ -40,7 +50,7 @@ describe('shipped catalogs', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(CatalogError);
-    expect((err as CatalogError).problems).toHaveLength(4);
+    expect((err as CatalogError).problems).toHaveLength(5);
   });
 
   it('reports a missing file as a CatalogError', () => {

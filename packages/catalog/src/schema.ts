@@ -57,7 +57,8 @@ export const providerSchema = z.strictObject({
     .optional(),
   /** When true, loading fails if the env var named by api_key_env is unset or empty. */
   api_key_required: z.boolean().default(false),
-  format: z.literal('openai').default('openai'),
+  /** Wire format of the upstream API: OpenAI chat completions or Anthropic Messages. */
+  format: z.enum(['openai', 'anthropic']).default('openai'),
   /** The provider simulator (dev/test): the proxy also forwards its `sim` request field. */
   simulator: z.boolean().default(false),
 });

@@ -6,6 +6,7 @@ import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { authenticatedKey } from '../auth/authenticate';
+import { buildMessagesRequest, MessagesSseBridge, readMessage } from '../providers/anthropic';
 import { type Candidate, routeOf } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
 import { backoffMs, failsOver, keyRejected, retryAfterMs } from '../routing/policy';
@@ -54,6 +55,8 @@ type UpstreamResponse = Dispatcher.ResponseData;
 interface Dispatch {
   plan: Candidate[];
   original: Record<string, unknown>;
+  /** The Anthropic Messages body (model filled in per candidate), when a candidate speaks it. */
+  messages: Record<string, unknown> | null;
   res: Response;
 }
 
@@ -103,10 +106,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     }
     // Fallback models outside the key's allow-list are never tried (the requested model is allowed).
     const route = routeOf(catalog, model, chat.body);
-    const plan = candidatesOf({
+    const routed = candidatesOf({
       ...route,
       candidates: route.candidates.filter((c) => allowsModel(key, c.model.id)),
     });
+    // Anthropic candidates get the translated body, built once before admission: a request it cannot
+    // express (n > 1, audio parts, …) skips them, and is a 400 when no other candidate is left.
+    const { plan, messages } = anthropicPlan(routed, chat.body);
     const first = plan[0] as Candidate;
 
     // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
@@ -169,7 +175,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (reservation) reservation.onLost = (reason) => c.stop(reason);
 
     const original = chat.body;
-    const attempt: Dispatch = { plan, original, res };
+    const attempt: Dispatch = { plan, original, messages, res };
     if (chat.stream) await relayStream(c, res, attempt);
     else await relayJson(c, res, attempt);
   }
@@ -181,11 +187,37 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     return usable.length > 0 ? usable : all;
   }
 
+  /**
+   * The Messages body for the plan's Anthropic candidates (null when there are none), and the plan
+   * without them when the request cannot be translated (the adapter's 400 when nothing else is left).
+   */
+  function anthropicPlan(
+    plan: Candidate[],
+    body: Record<string, unknown>,
+  ): { plan: Candidate[]; messages: Record<string, unknown> | null } {
+    if (!plan.some((cand) => cand.provider.format === 'anthropic')) return { plan, messages: null };
+    try {
+      return { plan, messages: buildMessagesRequest(body, { model: '' }) };
+    } catch (err) {
+      const others = plan.filter((cand) => cand.provider.format !== 'anthropic');
+      if (others.length === 0 || !(err instanceof AppError)) throw err;
+      return { plan: others, messages: null };
+    }
+  }
+
   /** Points the completion at `cand` and builds its upstream body (documented fields only). */
-  function aim(c: Completion, cand: Candidate, original: Record<string, unknown>): void {
+  function aim(c: Completion, cand: Candidate, d: Dispatch): void {
     c.model = cand.model;
     c.provider = cand.provider;
     c.upstreamModel = cand.upstreamModel;
+    if (cand.provider.format === 'anthropic' && d.messages) {
+      // Anthropic Messages body (providers/anthropic): no OpenAI-only fields such as stream_options.
+      const body: Record<string, unknown> = { ...d.messages, model: cand.upstreamModel };
+      if (cand.provider.simulator && d.original.sim !== undefined) body.sim = d.original.sim;
+      c.chat.body = body;
+      return;
+    }
+    const original = d.original;
     // Only the wire format's documented fields reach the provider (request-fields.ts).
     const body = upstreamFields(original, cand.provider);
     body.model = cand.upstreamModel;
@@ -221,7 +253,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         }
         if (Date.now() >= deadline || c.cancelled) break;
       }
-      aim(c, cand, d.original);
+      aim(c, cand, d);
       previous = cand.provider.name;
       const apiKey = keys.pick(cand.provider.name, cand.provider.apiKeys, rejectedKeys);
       const started = Date.now();
@@ -356,6 +388,12 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     try {
       json = JSON.parse(text) as Record<string, unknown>;
       if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('not an object');
+      if (c.provider.format === 'anthropic') {
+        // An Anthropic Message → the chat.completion (and OpenAI-shaped usage) priced below.
+        const read = readMessage(json, { model: c.model.id, created: Math.floor(c.startedAt / 1000) });
+        if (!read) throw new Error('not a Message');
+        json = read;
+      }
     } catch {
       const e = new AppError('provider_error', `Provider ${c.provider.name} returned an invalid response`, {
         provider_name: c.provider.name,
@@ -400,11 +438,23 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       return refuseStream(c, res, refusal(c, up.statusCode, errorText));
     }
     writeSseHead(res);
+    // Anthropic events are translated into the OpenAI chunks the relay reads (providers/anthropic).
+    const bridge =
+      c.provider.format === 'anthropic'
+        ? new MessagesSseBridge(c.model.id, Math.floor(c.startedAt / 1000))
+        : null;
     try {
       for await (const bytes of up.body) {
         c.markFirstByte();
-        await relay.push(bytes as Uint8Array);
+        if (bridge) {
+          const text = bridge.push(bytes as Uint8Array);
+          if (text.length > 0) await relay.push(Buffer.from(text));
+        } else await relay.push(bytes as Uint8Array);
         if (relay.terminated) break;
+      }
+      if (bridge && !relay.terminated) {
+        const text = bridge.end();
+        if (text.length > 0) await relay.push(Buffer.from(text));
       }
       if (!relay.terminated) relay.endOfInput();
     } catch (err) {

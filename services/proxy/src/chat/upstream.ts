@@ -1,15 +1,18 @@
 import { AppError } from '@tollgate/errors';
 import { Pool } from 'undici';
+import { messagesHeaders, messagesPath } from '../providers/anthropic';
 import { providerMessage, summariseProviderError } from './provider-error';
 
 /**
  * One keep-alive undici Pool per provider origin. The provider's base URL may carry a path
- * (`https://api.openai.com/v1`); requests go to `<base path>/chat/completions`.
+ * (`https://api.openai.com/v1`); requests go to `<base path>/chat/completions` with a Bearer key, or
+ * for `format: anthropic` to `<base path>/messages` with `x-api-key` and `anthropic-version`.
  */
 export interface ProviderEndpoint {
   name: string;
   baseUrl: string;
   apiKey?: string | undefined;
+  format?: 'openai' | 'anthropic';
 }
 
 export interface UpstreamTarget {
@@ -57,12 +60,16 @@ export class Upstreams {
       });
       this.pools.set(base.origin, pool);
     }
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      accept: 'application/json',
-    };
-    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
-    target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers, load };
+    if (provider.format === 'anthropic') {
+      target = { pool, path: messagesPath(provider.baseUrl), headers: messagesHeaders(apiKey), load };
+    } else {
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        accept: 'application/json',
+      };
+      if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+      target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers, load };
+    }
     this.targets.set(cacheKey, target);
     return target;
   }

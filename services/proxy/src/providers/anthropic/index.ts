@@ -14,4 +14,5 @@ export {
   messagesPath,
 } from './request';
 export { finishReason, openAiUsage, type ReadContext, readMessage } from './response';
+export { MessagesSseBridge } from './sse-bridge';
 export { MessagesStreamReader, type StreamRead } from './stream';
