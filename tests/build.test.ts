@@ -23,8 +23,6 @@ import { listServices } from '../infra/build/build';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const services = listServices();
-/** Services that still log each request at info (to be fixed in @tollgate/http; see the note below). */
-const PER_REQUEST_LINE_AT_INFO = new Set(['keys', 'billing', 'dashboard']);
 
 async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
@@ -209,10 +207,8 @@ describe('production build', () => {
       for (let i = 0; i < 5; i++)
         expect((await fetch(`http://127.0.0.1:${svc.port}/healthz`)).status).toBe(200);
       await new Promise((r) => setTimeout(r, 300));
-      // KNOWN REGRESSION (reported, issue 11): since the shared request-context middleware landed,
-      // keys, billing and dashboard write one info line per request; proxy and provider-sim must not.
-      if (!PER_REQUEST_LINE_AT_INFO.has(name)) expect(svc.lines.slice(before)).toEqual([]);
-      else console.log(`${name} per-request line: ${svc.lines.at(-1)}`);
+      // The access log line of the request context is at debug: nothing per request at info.
+      expect(svc.lines.slice(before)).toEqual([]);
       expect(svc.lines.length).toBeGreaterThan(0);
       for (const line of svc.lines) {
         const entry = JSON.parse(line) as { level?: number };

@@ -39,7 +39,7 @@ export interface BillingAppDeps {
 export function createBillingApp(deps: BillingAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(requestContext(deps.logger, { accessLog: 'info' }));
+  app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use(healthRoutes(deps.readiness));
   const { metrics } = deps;
   if (metrics) {

@@ -47,7 +47,7 @@ export function createDashboardApp(deps: DashboardAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(requestContext(deps.logger, { accessLog: 'info' }));
+  app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use((_req, res, next) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
     next();

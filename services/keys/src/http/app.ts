@@ -28,7 +28,7 @@ export interface KeysAppDeps {
 export function createKeysApp(deps: KeysAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(requestContext(deps.logger, { accessLog: 'info' }));
+  app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use(healthRoutes(deps.readiness));
   app.use(jsonBody('64kb'));
   app.use(resolveRoutes(deps));
