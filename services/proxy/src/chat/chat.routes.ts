@@ -213,6 +213,11 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (cand.provider.format === 'anthropic' && d.messages) {
       // Anthropic Messages body (providers/anthropic): no OpenAI-only fields such as stream_options.
       const body: Record<string, unknown> = { ...d.messages, model: cand.upstreamModel };
+      // Without a caller's max_tokens, the adapter's default stays within the model's output cap
+      // (what the admission worst case assumed).
+      const cap = cand.model.maxOutputTokens;
+      const unbounded = d.original.max_tokens == null && d.original.max_completion_tokens == null;
+      if (unbounded && cap !== undefined && (body.max_tokens as number) > cap) body.max_tokens = cap;
       if (cand.provider.simulator && d.original.sim !== undefined) body.sim = d.original.sim;
       c.chat.body = body;
       return;

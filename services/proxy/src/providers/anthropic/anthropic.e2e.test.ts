@@ -41,6 +41,13 @@ models:
     created: 1
     providers: [{ provider: anth, model: claude-sonnet-4 }, { provider: oai, model: gpt-4o-mini }]
     pricing: { prompt: "0.000003", completion: "0.000015" }
+  - id: anthropic/claude-short
+    name: claude short
+    context_length: 200000
+    max_output_tokens: 3
+    created: 1
+    providers: [{ provider: anth, model: claude-sonnet-4 }]
+    pricing: { prompt: "0.000003", completion: "0.000015" }
   - id: anthropic/claude-only
     name: claude only
     context_length: 200000
@@ -176,6 +183,16 @@ describe('format: anthropic through the proxy', () => {
     expect(name).toBe('get_weather');
     expect(JSON.parse(args)).toEqual(JSON.parse(call.function.arguments));
     expect(finish).toBe('tool_calls');
+  });
+
+  it("without max_tokens the Messages request asks for no more than the model's max_output_tokens", async () => {
+    const r = (await client.chat.completions.create({
+      model: 'anthropic/claude-short',
+      messages,
+      sim: { completion_tokens: 50 },
+    } as never)) as unknown as Json;
+    expect(r.choices[0].finish_reason).toBe('length');
+    expect(r.usage.completion_tokens).toBe(3);
   });
 
   it('an Anthropic stream error event becomes the §6 error chunk', async () => {
