@@ -40,6 +40,8 @@ export function OverviewPage() {
   const q = useQuery({
     queryKey: ['overview'],
     queryFn: async () => (await get<{ data: Overview }>('/api/overview')).data,
+    // Coming back to the overview always shows fresh figures (a cached answer may predate new spend).
+    refetchOnMount: 'always',
     refetchInterval: 10_000,
   });
   const o = q.data;
