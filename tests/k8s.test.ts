@@ -144,7 +144,9 @@ function requiredVars(config: ConfigModule, env: Record<string, string>): string
     const parsed = config.schema.shape[key]!.safeParse(undefined);
     if (!parsed.success) return true;
     const def = String(parsed.data ?? '');
-    if (/127\.0\.0\.1|localhost|\/infra\/catalog\//.test(def)) return true;
+    // METRICS_HOST's 127.0.0.1 is where a listener binds, not a dependency's address (the main
+    // containers' METRICS_HOST is checked on its own below).
+    if (key !== 'METRICS_HOST' && /127\.0\.0\.1|localhost|\/infra\/catalog\//.test(def)) return true;
     const without: Record<string, string> = { ...env, NODE_ENV: 'production' };
     delete without[key];
     try {
