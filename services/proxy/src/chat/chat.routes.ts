@@ -134,7 +134,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
 
     const requestId = requestIdOf(res);
     res.setHeader('X-Generation-Id', requestId);
-    const prompt = admissionPromptTokens(chat.messages, estimator);
+    const prompt = admissionPromptTokens(chat.messages, chat.toolsJson, estimator);
     // The dearest candidate that may serve bounds what the request can cost.
     let worst = 0n;
     for (const cand of plan) {
