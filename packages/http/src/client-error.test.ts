@@ -7,7 +7,11 @@ import { clientErrorFor, closeServer, listen } from './index';
 describe('clientErrorFor', () => {
   it('maps parser errors to envelope errors and leaves socket failures unanswered', () => {
     expect(clientErrorFor('HPE_HEADER_OVERFLOW')?.toEnvelope()).toEqual({
-      error: { code: 431, message: 'Request headers are too large', metadata: { error_type: 'payload_too_large' } },
+      error: {
+        code: 431,
+        message: 'Request headers are too large',
+        metadata: { error_type: 'payload_too_large' },
+      },
     });
     expect(clientErrorFor('HPE_INVALID_METHOD')?.status).toBe(400);
     expect(clientErrorFor('HPE_CHUNK_EXTENSIONS_OVERFLOW')?.status).toBe(413);

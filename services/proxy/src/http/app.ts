@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
-import { answerClientErrors, errorHandler, healthRoutes, notFoundHandler, requestContext } from '@tollgate/http';
+import {
+  answerClientErrors,
+  errorHandler,
+  healthRoutes,
+  notFoundHandler,
+  requestContext,
+} from '@tollgate/http';
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';

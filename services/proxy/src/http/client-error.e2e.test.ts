@@ -84,7 +84,9 @@ describe('HTTP parser errors on the public edge', () => {
     const text = await new Promise<string>((resolve) => {
       const chunks: Buffer[] = [];
       const s = connect(Number(port), '127.0.0.1', () =>
-        s.write('POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'),
+        s.write(
+          'POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+        ),
       );
       s.on('data', (c: Buffer) => chunks.push(c));
       s.on('error', () => {});
