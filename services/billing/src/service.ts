@@ -107,7 +107,7 @@ export async function startBilling(
 
   let server: Awaited<ReturnType<typeof listen>>;
   try {
-    server = await listen(app, config.PORT, config.HOST);
+    server = await listen(app, config.PORT, config.HOST, logger);
   } catch (err) {
     await consumer?.close();
     await db.destroy();

@@ -81,7 +81,7 @@ export async function startDashboard(
   });
   let server: Awaited<ReturnType<typeof listen>>;
   try {
-    server = await listen(app, config.PORT, config.HOST);
+    server = await listen(app, config.PORT, config.HOST, logger);
   } catch (err) {
     await db.destroy();
     throw err;

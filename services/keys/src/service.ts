@@ -56,7 +56,7 @@ export async function startKeysService(
   });
   let server: Awaited<ReturnType<typeof listen>>;
   try {
-    server = await listen(app, config.PORT, config.HOST);
+    server = await listen(app, config.PORT, config.HOST, logger);
   } catch (err) {
     await flusher.stop();
     await runtime.close();

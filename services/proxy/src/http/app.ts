@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
-import { errorHandler, healthRoutes, notFoundHandler, requestContext } from '@tollgate/http';
+import {
+  answerClientErrors,
+  errorHandler,
+  healthRoutes,
+  notFoundHandler,
+  requestContext,
+} from '@tollgate/http';
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';
@@ -198,7 +204,7 @@ export function createProxyApp(deps: {
  * headers and whole-request deadlines (checked every quarter of the headers deadline, ≥ 250 ms),
  * keep-alive idle time, socket inactivity while a request is open, at most SERVER_MAX_CONNECTIONS.
  */
-async function listenWithLimits(app: express.Express, config: ProxyConfig): Promise<Server> {
+async function listenWithLimits(app: express.Express, config: ProxyConfig, logger: Logger): Promise<Server> {
   const server = createServer(
     {
       headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
@@ -209,6 +215,7 @@ async function listenWithLimits(app: express.Express, config: ProxyConfig): Prom
     app,
   );
   server.setTimeout(config.SERVER_SOCKET_TIMEOUT_MS);
+  answerClientErrors(server, logger);
   if (config.SERVER_MAX_CONNECTIONS > 0) server.maxConnections = config.SERVER_MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -323,7 +330,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     metrics,
     forwarders: { keys: keysForwarder.handler(), billing: billingForwarder.handler() },
   });
-  const server = await listenWithLimits(parts.app, config);
+  const server = await listenWithLimits(parts.app, config, logger);
   const port = (server.address() as AddressInfo).port;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   logger.info({ port, models: catalog.models().length }, 'proxy listening');
