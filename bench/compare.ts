@@ -233,6 +233,23 @@ const results: Record<string, unknown> = {
 };
 
 const db = await createTestDatabase();
+// A private redis-server (when installed): its CPU and its command counts are this stack's alone.
+const privateRedisPort = await freePort();
+let privateRedis: ChildProcess | null = null;
+try {
+  execFileSync('redis-server', ['--version']);
+  privateRedis = spawn(
+    'redis-server',
+    ['--port', String(privateRedisPort), '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  process.env.REDIS_URL = `redis://127.0.0.1:${privateRedisPort}`;
+} catch {
+  privateRedis = null;
+}
 const redis = await createTestRedis();
 const amqp = createTestAmqp();
 const spoolDir = mkdtempSync(join(os.tmpdir(), 'tollgate-bench-spool-'));
@@ -243,6 +260,7 @@ async function cleanup() {
   await stopAll();
   await closeAdmin().catch(() => {});
   await redis.cleanup().catch(() => {});
+  privateRedis?.kill('SIGTERM');
   await db.drop().catch(() => {});
   const t = usageTopology(amqp.prefix);
   await amqp
@@ -337,7 +355,19 @@ try {
     'proxy',
     // BENCH_PROXY_NODE_OPTIONS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (profile written at exit).
     [...(process.env.BENCH_PROXY_NODE_OPTIONS ?? '').split(' ').filter(Boolean), 'dist/main.js'],
-    { ...proxyEnv, PORT: String(ports.proxy), METRICS_PORT: String(metricsPorts.proxy), WORKERS: '1' },
+    {
+      ...proxyEnv,
+      PORT: String(ports.proxy),
+      METRICS_PORT: String(metricsPorts.proxy),
+      WORKERS: '1',
+      // Diagnostic only (never in published numbers): e.g. BENCH_PROXY_ENV=SPEND_GUARD=off
+      ...Object.fromEntries(
+        (process.env.BENCH_PROXY_ENV ?? '')
+          .split(',')
+          .filter(Boolean)
+          .map((kv) => kv.split('=') as [string, string]),
+      ),
+    },
     dist('proxy'),
   );
   const proxyN = spawnProcess(
@@ -472,7 +502,7 @@ try {
     proxy: treeOf(proxyPid),
     keys: [keys.pid as number],
     billing: [billing.pid as number],
-    'redis-server': pidsOf('redis-server'),
+    'redis-server': privateRedis ? [privateRedis.pid as number] : pidsOf('redis-server'),
     'rabbitmq (beam.smp)': pidsOf('beam.smp'),
     postgres: await postgresPids(),
     upstream: [upstream.pid as number],
@@ -498,6 +528,47 @@ try {
     Object.fromEntries(
       Object.entries(d).map(([k, ms]) => [k, Math.round((ms * 1000) / Math.max(1, requests))]),
     );
+
+  // ------------------------------------------------------------ 0. Redis commands per chat request
+  if (privateRedis && phase('redis')) {
+    const stats = async () => {
+      const out = execFileSync('redis-cli', [
+        '-p',
+        String(privateRedisPort),
+        'info',
+        'commandstats',
+      ]).toString();
+      const m = new Map<string, { calls: number; usec: number }>();
+      for (const line of out.split('\n')) {
+        const x = /^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/.exec(line.trim());
+        if (x) m.set(x[1] as string, { calls: Number(x[2]), usec: Number(x[3]) });
+      }
+      return m;
+    };
+    await new Promise((r) => setTimeout(r, 2000));
+    const before = await stats();
+    const n = 500;
+    await load({
+      kind: 'seq',
+      count: n,
+      warmup: 0,
+      ...(targets.tollgate?.('bench/fast', false) as LoadRequest),
+    });
+    await new Promise((r) => setTimeout(r, 2000)); // billing commits
+    const after = await stats();
+    const perRequest: Record<string, { calls: number; usec: number }> = {};
+    for (const [cmd, a] of after) {
+      const b = before.get(cmd) ?? { calls: 0, usec: 0 };
+      if (a.calls - b.calls <= 0 || cmd === 'info') continue;
+      perRequest[cmd] = { calls: r2((a.calls - b.calls) / n), usec: r2((a.usec - b.usec) / n) };
+    }
+    results.redisCommandsPerRequest = {
+      requests: n,
+      note: 'proxy + keys + billing, sequential requests, private redis-server',
+      perRequest,
+    };
+    log(`redis commands per chat request: ${JSON.stringify(perRequest)}`);
+  }
 
   // ------------------------------------------------------------ 1. sequential latency, max throughput
   const seqTargets = ['direct', 'portkey', 'tollgate'];
