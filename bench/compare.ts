@@ -316,7 +316,7 @@ try {
     proxy: await freePort(),
     proxyN: await freePort(),
   };
-  const metricsPorts = { billing: await freePort(), proxy: await freePort(), proxyN: await freePort() };
+  const metricsPorts = { keys: await freePort(), billing: await freePort(), proxy: await freePort(), proxyN: await freePort() };
   const urls = {
     keys: `http://127.0.0.1:${ports.keys}`,
     billing: `http://127.0.0.1:${ports.billing}`,
@@ -334,7 +334,7 @@ try {
   const keys = spawnProcess(
     'keys',
     ['dist/main.js'],
-    { ...common, PORT: String(ports.keys), BILLING_URL: urls.billing, METRICS_PORT: '0' },
+    { ...common, PORT: String(ports.keys), BILLING_URL: urls.billing, METRICS_PORT: String(metricsPorts.keys) },
     dist('keys'),
   );
   await waitHttp(`${urls.keys}/readyz`);
@@ -892,6 +892,14 @@ try {
         headers: bearer,
       });
       gets[name] = { p50: r3(pct(r.samples, 50)), p99: r3(pct(r.samples, 99)), errors: r.errors };
+      if (process.env.BENCH_VERBOSE) {
+        for (const [svc, port] of [['keys', metricsPorts.keys], ['billing', metricsPorts.billing]] as const) {
+          const text = await metricsText(port);
+          for (const line of text.split('\n')) {
+            if (/_http_request_duration_seconds_(sum|count)\{/.test(line)) log(`${svc} ${line}`);
+          }
+        }
+      }
       log(`GET ${path}: p50 ${r2(pct(r.samples, 50))} ms`);
     }
     results.gets = gets;
