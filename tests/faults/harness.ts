@@ -110,8 +110,13 @@ export interface FaultStackOptions {
   amqpUrl?: (base: string) => string;
   /** DATABASE_URL billing uses. */
   billingDatabaseUrl?: (base: string) => string;
-  /** REDIS_URL of every service. */
+  /** REDIS_URL of every service (e.g. a private redis-server, or a TCP fault proxy in front of it). */
   redisUrl?: string;
+  /**
+   * Admin URL of the Postgres server of the whole stack (keys, billing, the reconciliation), e.g. a
+   * private cluster; a database is created on it. Default: the test kit's server.
+   */
+  postgresUrl?: string;
   billingEnv?: Record<string, string>;
   proxyEnv?: Record<string, string>;
 }
@@ -136,6 +141,9 @@ export interface Outcome {
   errorChunk?: boolean;
   /** fetch failed (connection reset by a killed proxy…). */
   transportError?: string;
+  /** When the request was sent and when its answer was complete (epoch ms). */
+  startedAt: number;
+  endedAt: number;
 }
 
 export class FaultStack {
@@ -158,7 +166,10 @@ export class FaultStack {
   constructor(readonly options: FaultStackOptions = {}) {}
 
   async start(): Promise<void> {
-    [this.db, this.redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+    [this.db, this.redis] = await Promise.all([
+      this.options.postgresUrl ? createDatabaseOn(this.options.postgresUrl) : createTestDatabase(),
+      createTestRedis(),
+    ]);
     this.amqp = createTestAmqp();
     this.pool = new pg.Pool({ connectionString: this.db.url, max: 3 });
     this.pool.on('error', () => {});
@@ -228,10 +239,16 @@ export class FaultStack {
     return this.proxy;
   }
 
-  /** Accounts and keys: `count` keys over two accounts; every third key has a limit near its spend. */
-  async createKeys(count: number, credits = '1000'): Promise<KeyUnderTest[]> {
-    // The admin CLI's path: the keys service's own code against the same database.
-    const admin = await startKeysService(
+  private adminHandle: Awaited<ReturnType<typeof startKeysService>> | null = null;
+  /** Accounts created by createKeys. */
+  accounts: Array<{ id: string }> = [];
+
+  /**
+   * The admin CLI's path: the keys service's own code (in this process) against the same database
+   * and Redis. Kept open for the scenario, so key changes can be made during a fault.
+   */
+  async admin() {
+    this.adminHandle ??= await startKeysService(
       loadKeysConfig({
         ...this.env,
         LOG_LEVEL: 'silent',
@@ -240,37 +257,53 @@ export class FaultStack {
         BILLING_URL: this.billing[0]?.url ?? '',
       }),
     );
-    const runtime = admin.runtime;
-    try {
-      const accounts = [];
-      for (let a = 0; a < 2; a++) {
-        const slug = `faults-${randomBytes(4).toString('hex')}`;
-        const account = await runtime.accounts.create({ slug, name: slug });
-        await this.addCredits(account.id, credits);
-        accounts.push(account);
-      }
-      for (let i = 0; i < count; i++) {
-        const account = accounts[i % accounts.length] as { id: string };
-        const limit = i % 3 === 2 ? LIMIT : null;
-        const { row, key } = await runtime.keys.create(account.id, {
-          name: `load-${i}`,
-          scope: 'inference',
-          limit,
-          limitReset: null,
-        });
-        this.keys.push({ key, id: row.id, accountId: account.id, limit });
-      }
-      for (const how of ['revoked', 'disabled'] as const) {
-        const account = accounts[0] as { id: string };
-        const { row, key } = await runtime.keys.create(account.id, { name: how, scope: 'inference' });
-        if (how === 'revoked') await runtime.keys.revoke(account.id, row.id);
-        else await runtime.keys.update(account.id, row.id, { disabled: true });
-        this.blockedKeys.push({ key, id: row.id, accountId: account.id, limit: null });
-      }
-    } finally {
-      await admin.close();
+    return this.adminHandle.runtime;
+  }
+
+  /** Accounts and keys: `count` keys over two accounts; every third key has a limit near its spend. */
+  async createKeys(count: number, credits = '1000'): Promise<KeyUnderTest[]> {
+    const runtime = await this.admin();
+    for (let a = 0; a < 2; a++) {
+      const slug = `faults-${randomBytes(4).toString('hex')}`;
+      const account = await runtime.accounts.create({ slug, name: slug });
+      await this.addCredits(account.id, credits);
+      this.accounts.push(account);
+    }
+    for (let i = 0; i < count; i++) {
+      const account = this.accounts[i % this.accounts.length] as { id: string };
+      const limit = i % 3 === 2 ? LIMIT : null;
+      const { row, key } = await runtime.keys.create(account.id, {
+        name: `load-${i}`,
+        scope: 'inference',
+        limit,
+        limitReset: null,
+      });
+      this.keys.push({ key, id: row.id, accountId: account.id, limit });
+    }
+    for (const how of ['revoked', 'disabled'] as const) {
+      const account = this.accounts[0] as { id: string };
+      const { row, key } = await runtime.keys.create(account.id, { name: how, scope: 'inference' });
+      if (how === 'revoked') await runtime.keys.revoke(account.id, row.id);
+      else await runtime.keys.update(account.id, row.id, { disabled: true });
+      this.blockedKeys.push({ key, id: row.id, accountId: account.id, limit: null });
     }
     return this.keys;
+  }
+
+  /** One more key without a limit (not in the load's round robin), on the first account. */
+  async extraKey(name: string): Promise<KeyUnderTest> {
+    const runtime = await this.admin();
+    const account = this.accounts[0] as { id: string };
+    const { row, key } = await runtime.keys.create(account.id, { name, scope: 'inference' });
+    return { key, id: row.id, accountId: account.id, limit: null };
+  }
+
+  async revoke(k: KeyUnderTest): Promise<void> {
+    await (await this.admin()).keys.revoke(k.accountId, k.id);
+  }
+
+  async disable(k: KeyUnderTest): Promise<void> {
+    await (await this.admin()).keys.update(k.accountId, k.id, { disabled: true });
   }
 
   async addCredits(accountId: string, amount: string) {
@@ -285,7 +318,15 @@ export class FaultStack {
 
   /** One chat completion through the proxy; records what the client saw. */
   async request(k: KeyUnderTest, streamed: boolean, signal?: AbortSignal): Promise<Outcome> {
-    const o: Outcome = { status: 0, streamed, keyId: k.id };
+    const o: Outcome = { status: 0, streamed, keyId: k.id, startedAt: Date.now(), endedAt: 0 };
+    try {
+      return await this.send(k, streamed, o, signal);
+    } finally {
+      o.endedAt = Date.now();
+    }
+  }
+
+  private async send(k: KeyUnderTest, streamed: boolean, o: Outcome, signal?: AbortSignal): Promise<Outcome> {
     try {
       const res = await fetch(`http://127.0.0.1:${this.proxyPort}/api/v1/chat/completions`, {
         method: 'POST',
@@ -460,6 +501,8 @@ export class FaultStack {
   }
 
   async close(): Promise<void> {
+    await this.adminHandle?.close().catch(() => {});
+    this.adminHandle = null;
     const all = [this.proxy, ...this.billing, this.keysSvc, this.sim].filter(Boolean) as ServiceProcess[];
     await Promise.all(all.map((p) => stopService(p, 'SIGTERM').catch(() => {})));
     await this.pool?.end().catch(() => {});
@@ -474,6 +517,33 @@ export class FaultStack {
     ]);
     rmSync(this.spoolDir, { recursive: true, force: true });
   }
+}
+
+/** A fresh database on the Postgres server at `adminUrl` (a private cluster), dropped with it. */
+async function createDatabaseOn(adminUrl: string): Promise<TestDatabase> {
+  const name = `tgt_faults_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
 }
 
 export interface Figures {

@@ -257,6 +257,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       maxRetriesPerRequest: 1,
       commandTimeout: 1_000,
       lazyConnect: false,
+      // Reconnect at most 500 ms apart (ioredis' default backs off to 2 s): every admission needs
+      // Redis, so each second of backoff after Redis is back is a second of 503s (fault suite 3).
+      retryStrategy: (times) => Math.min(times * 50, 500),
     });
   redis.on('error', (err: unknown) => logger.debug({ err }, 'redis error'));
   // Without an offline queue, commands sent before the connection is ready fail: wait for it
