@@ -16,7 +16,7 @@ import {
   sleep,
   stopService,
 } from './harness';
-import { type PrivatePostgres, type PrivateRedis, startPrivatePostgres, startPrivateRedis } from './servers';
+import { type PrivatePostgres, type PrivateRedis, startPrivateRedis } from './servers';
 
 const RABBIT_OUTAGE_MS = Number(process.env.FAULTS_RABBIT_OUTAGE_MS ?? 30_000);
 const POSTGRES_OUTAGE_MS = Number(process.env.FAULTS_POSTGRES_OUTAGE_MS ?? 30_000);
@@ -216,10 +216,7 @@ describe('fault suite', () => {
     // Serving resumes: no 503 for requests sent 5 s after Redis came back (a correctness bound, not a
     // latency target; the printed figures are the measurement).
     for (const o of outcomes)
-      if (
-        (o.startedAt > restartedAt + 5000 && o.startedAt < cutAt) ||
-        o.startedAt > restoredAt + 5000
-      )
+      if ((o.startedAt > restartedAt + 5000 && o.startedAt < cutAt) || o.startedAt > restoredAt + 5000)
         expect(o.status, `request sent ${o.startedAt - restoredAt} ms after the outage`).not.toBe(503);
     // Outside the outage and the restart, refusals are limits and credits only.
     for (const o of outcomes)
