@@ -7,20 +7,37 @@
  */
 import { createTcpProxy, hostPortOf, type TcpProxy, testInfra } from '@tollgate/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { neverReader, openFilesLimit, openIdle, rssMb, slowloris } from './clients';
 import {
   FaultStack,
   type Figures,
   type KeyUnderTest,
+  MODEL,
   type Outcome,
   report,
   sleep,
   stopService,
 } from './harness';
-import { type PrivatePostgres, type PrivateRedis, startPrivateRedis } from './servers';
+import { type PrivatePostgres, type PrivateRedis, startPrivatePostgres, startPrivateRedis } from './servers';
 
 const RABBIT_OUTAGE_MS = Number(process.env.FAULTS_RABBIT_OUTAGE_MS ?? 30_000);
 const POSTGRES_OUTAGE_MS = Number(process.env.FAULTS_POSTGRES_OUTAGE_MS ?? 30_000);
 const REDIS_OUTAGE_MS = Number(process.env.FAULTS_REDIS_OUTAGE_MS ?? 10_000);
+/** Scenario 4a: how long the private Postgres cluster stays stopped. */
+const PG_RESTART_DOWN_MS = Number(process.env.FAULTS_PG_RESTART_DOWN_MS ?? 10_000);
+/**
+ * Scenario 6: idle connections opened (fewer when this process may not open that many files), the
+ * proxy's connection cap (above the flood, below its open-files limit), slowloris connections,
+ * never-reading streams, and the bound on the proxy's RSS growth.
+ */
+const IDLE_TARGET = Number(process.env.FAULTS_IDLE_CONNECTIONS ?? 10_000);
+const MAX_CONNECTIONS = 16_000;
+const SLOWLORIS = 200;
+const NEVER_READERS = 20;
+const RSS_GROWTH_BOUND_MB = 300;
+/** Scenario 5a: streams open at SIGTERM, and the proxy's SHUTDOWN_TIMEOUT_MS. */
+const STREAMS = 200;
+const DRAIN_MS = 12_000;
 
 const countStatuses = (outcomes: Outcome[]) => {
   const m: Record<string, number> = {};
@@ -110,6 +127,17 @@ function refusals(outcomes: Outcome[], from: number, to: number) {
   const refused = inWindow.filter((o) => o.status === 503);
   const last = refused.reduce((m, o) => Math.max(m, o.startedAt), from);
   return { sent: inWindow.length, refused503: refused.length, lastRefusalMs: last - from };
+}
+
+/** A gauge or counter of billing's first worker's /metrics (null when unreadable). */
+async function billingMetric(s: FaultStack, name: string): Promise<number | null> {
+  try {
+    const text = await (await fetch(`${s.billing[0]?.url}/metrics`)).text();
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
 }
 
 describe('fault suite', () => {
@@ -241,6 +269,218 @@ describe('fault suite', () => {
     report(`Postgres unreachable for billing ${POSTGRES_OUTAGE_MS / 1000} s`, f);
     // Billing's own API is down with its database: a key whose counters need a rebuild may be refused.
     expectReconciled(f, { allowRefused: true });
+  }, 180_000);
+
+  it(`4a. Postgres restarted (private cluster stopped mid-load for ${PG_RESTART_DOWN_MS / 1000} s): billing catches up by itself`, async () => {
+    const postgres = await startPrivatePostgres();
+    servers.push(postgres);
+    stack = new FaultStack({ postgresUrl: postgres.url });
+    await stack.start();
+    await stack.createKeys(6);
+    const load = backgroundLoad(stack);
+    await sleep(2000);
+    const stoppingAt = Date.now();
+    await postgres.stop(); // pg_ctl stop -m fast: every connection terminated, clean shutdown
+    const stoppedAt = Date.now();
+    await sleep(Math.max(0, stoppingAt + PG_RESTART_DOWN_MS - Date.now()));
+    await postgres.start();
+    const restartedAt = Date.now();
+    await sleep(3000);
+    const outcomes = await load.stop();
+    const lag = await billingMetric(stack, 'tollgate_billing_lag_seconds');
+    const f = await stack.reconcile(outcomes, restartedAt);
+    const during = refusals(outcomes, stoppingAt, restartedAt);
+    const after = refusals(outcomes, restartedAt, Date.now());
+    report(
+      `Postgres restarted (down ${Math.round((restartedAt - stoppingAt) / 1000)} s, stop took ${stoppedAt - stoppingAt} ms)`,
+      f,
+    );
+    process.stdout.write(
+      `[faults]   while it was down: ${during.sent} requests, ${during.refused503} × 503; after: ${after.refused503}/${after.sent} × 503; ` +
+        `billing lag 3 s after the restart: ${lag ?? '?'} s\n`,
+    );
+    // Proxy admission needs no Postgres (keys cached and counters warm in Redis): it kept serving.
+    expect(during.sent).toBeGreaterThan(0);
+    expect(during.refused503).toBe(0);
+    expectReconciled(f);
+  }, 180_000);
+
+  it('5a. proxy SIGTERM with 200 open streams: each finishes or ends with the error chunk, all billed, it exits by itself', async () => {
+    stack = new FaultStack({ proxyEnv: { SHUTDOWN_TIMEOUT_MS: String(DRAIN_MS) } });
+    await stack.start();
+    await stack.createKeys(6);
+    const s = stack;
+    const unlimited = s.keys.filter((k) => k.limit === null);
+    let open = 0;
+    let ended = 0;
+    // Three in four streams last ~8 s (inside the drain timeout), one in four ~30 s (outlives it).
+    const streams = Array.from({ length: STREAMS }, (_, i) =>
+      s
+        .request(unlimited[i % unlimited.length] as KeyUnderTest, true, {
+          sim:
+            i % 4 === 0
+              ? { completion_tokens: 300, inter_token_ms: 100 }
+              : { completion_tokens: 80, inter_token_ms: 100 },
+          onHeaders: () => open++,
+        })
+        .finally(() => ended++),
+    );
+    const openDeadline = Date.now() + 30_000;
+    while (open < STREAMS && Date.now() < openDeadline) await sleep(20);
+    const openAtSigterm = open - ended;
+    const proxy = s.proxy;
+    proxy.child.kill('SIGTERM');
+    const sigtermAt = Date.now();
+    const exit = await Promise.race([proxy.exited, sleep(DRAIN_MS + 10_000).then(() => null)]);
+    const exitMs = Date.now() - sigtermAt;
+    if (!exit) proxy.child.kill('SIGKILL');
+    const outcomes = await Promise.all(streams);
+    await s.startProxy(); // same SPOOL_DIR: its spool must be empty
+    const f = await s.reconcile(outcomes, sigtermAt);
+    const finished = outcomes.filter((o) => o.status === 200 && o.done && !o.errorChunk).length;
+    const errorChunks = outcomes.filter((o) => o.status === 200 && o.done && o.errorChunk).length;
+    report(`proxy SIGTERM with ${openAtSigterm} open streams (drain timeout ${DRAIN_MS / 1000} s)`, f);
+    process.stdout.write(
+      `[faults]   ${finished} finished, ${errorChunks} ended with the error chunk at the deadline, ` +
+        `exit ${JSON.stringify(exit)} ${exitMs} ms after SIGTERM\n`,
+    );
+    expect(openAtSigterm).toBe(STREAMS);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(exitMs).toBeLessThan(DRAIN_MS + 5_000);
+    for (const o of outcomes) {
+      expect(o.status).toBe(200);
+      expect(o.transportError).toBeUndefined();
+      expect(o.done).toBe(true);
+      expect(o.cost).toBeDefined();
+    }
+    expect(finished + errorChunks).toBe(STREAMS);
+    expect(errorChunks).toBeGreaterThan(0);
+    expectReconciled(f);
+  }, 180_000);
+
+  it('6. clients that never read, slowloris headers and 10,000 idle connections: memory bounded, others served', async () => {
+    // Open files: the idle connections hold one descriptor each in this process and in the proxy.
+    const files = openFilesLimit();
+    const idleCount = Math.max(0, Math.min(IDLE_TARGET, (files?.soft ?? 1024) - 2000));
+    stack = new FaultStack({
+      proxyOpenFiles: files?.hard,
+      proxyEnv: { SERVER_MAX_CONNECTIONS: String(MAX_CONNECTIONS) },
+    });
+    await stack.start();
+    await stack.createKeys(6);
+    const s = stack;
+    const port = s.proxyPort;
+    const proxyFiles = openFilesLimit(s.proxy.child.pid ?? 'self');
+    const rss: number[] = [];
+    const sampler = setInterval(() => {
+      const mb = rssMb(s.proxy.child.pid);
+      if (mb !== null) rss.push(mb);
+    }, 250);
+    try {
+      const load = backgroundLoad(s, 2, 50);
+      await sleep(3000);
+      const baselineRss = rssMb(s.proxy.child.pid) ?? 0;
+      const floodAt = Date.now();
+      const idle = await openIdle(port, idleCount);
+      const idleOpenMs = Date.now() - floodAt;
+      const loris = await slowloris(port, SLOWLORIS, 2000);
+      const unlimited = s.keys.find((k) => k.limit === null) as KeyUnderTest;
+      const readersAt = Date.now();
+      const readers = await Promise.all(
+        Array.from({ length: NEVER_READERS }, (_, i) =>
+          neverReader(port, unlimited.key, {
+            model: MODEL,
+            stream: true,
+            max_tokens: 4000,
+            messages: [{ role: 'user', content: `never read ${i}` }],
+            // ~8 MB per answer: far more than the socket buffers hold, so the proxy's writes back up.
+            sim: { completion_tokens: 4000, piece: 'x'.repeat(2048) },
+          }),
+        ),
+      );
+      // Until the never-read streams are cut (STREAM_WRITE_TIMEOUT_MS) and recorded, or 60 s.
+      const ids = readers.map((r) => r.generationId).filter((id): id is string => id !== null);
+      const deadline = readersAt + 60_000;
+      let cut: Array<{ id: string; cancelled: boolean; ms: number }> = [];
+      while (Date.now() < deadline) {
+        cut = (
+          await s.pool.query<{ id: string; cancelled: boolean; ms: string }>(
+            `select id, cancelled, (extract(epoch from finished_at - created_at) * 1000)::int8 as ms
+               from billing.generations where id = any($1)`,
+            [ids],
+          )
+        ).rows.map((r) => ({ ...r, ms: Number(r.ms) }));
+        if (cut.length === ids.length) break;
+        await sleep(500);
+      }
+      await loris.stop();
+      const outcomes = await load.stop();
+      const endRss = rssMb(s.proxy.child.pid) ?? 0;
+      clearInterval(sampler);
+      const peakRss = Math.max(...rss);
+
+      const closedAfter = (held: Array<{ openedAt: number; closedAt: number }>) =>
+        held.reduce(
+          (m, h) => Math.max(m, h.closedAt ? h.closedAt - h.openedAt : Number.POSITIVE_INFINITY),
+          0,
+        );
+      const latency = (from: number, to: number) => {
+        const ms = outcomes
+          .filter((o) => !o.streamed && o.status === 200 && o.startedAt >= from && o.startedAt < to)
+          .map((o) => o.endedAt - o.startedAt)
+          .sort((a, b) => a - b);
+        const at = (q: number) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? -1;
+        return { n: ms.length, p50: at(0.5), p95: at(0.95) };
+      };
+      const before = latency(0, floodAt);
+      const during = latency(floodAt, Date.now());
+      const f = await s.reconcile(
+        [
+          ...outcomes,
+          // Answers the client never read: billed (cancelled), never seen by their client.
+          ...readers.map((r) => ({
+            status: 0,
+            streamed: true,
+            keyId: unlimited.id,
+            startedAt: r.openedAt,
+            endedAt: r.closedAt,
+            transportError: 'never read',
+          })),
+        ],
+        floodAt,
+      );
+      report(`${idleCount} idle + ${SLOWLORIS} slowloris + ${NEVER_READERS} never-reading clients`, f);
+      process.stdout.write(
+        `[faults]   open files: test ${files?.soft}/${files?.hard}, proxy ${proxyFiles?.soft}/${proxyFiles?.hard}; ` +
+          `${idleCount} idle opened in ${idleOpenMs} ms, all closed by the proxy within ${closedAfter(idle)} ms ` +
+          `(${idle.filter((h) => h.firstBytes.startsWith('HTTP/1.1 408')).length} with a 408); ` +
+          `slowloris closed within ${closedAfter(loris.held)} ms ` +
+          `(${loris.held.filter((h) => h.firstBytes.startsWith('HTTP/1.1 408')).length} × 408); ` +
+          `never-read streams: ${readers.filter((r) => r.status === 200).length} × 200, ${cut.filter((c) => c.cancelled).length} recorded cancelled ` +
+          `after ${Math.min(...cut.map((c) => c.ms))}–${Math.max(...cut.map((c) => c.ms))} ms; ` +
+          `proxy RSS ${baselineRss} MB before, peak ${peakRss} MB, ${endRss} MB after; ` +
+          `others' non-streamed latency p50/p95 ${before.p50}/${before.p95} ms before (n=${before.n}), ` +
+          `${during.p50}/${during.p95} ms during (n=${during.n})\n`,
+      );
+      const stillOpen = [...idle, ...loris.held, ...readers].filter((h) => !h.closedAt);
+      for (const h of [...idle, ...loris.held, ...readers]) h.socket.destroy();
+      expect(idleCount).toBeGreaterThanOrEqual(Math.min(IDLE_TARGET, 5000));
+      // Idle and slowloris connections are closed by the headers deadline (10 s, checked every 2.5 s).
+      expect(stillOpen.filter((h) => !readers.includes(h as never)).length).toBe(0);
+      expect(closedAfter(loris.held)).toBeLessThan(30_000);
+      // Never-read streams: cut by the write timeout, billed for what was produced, marked cancelled.
+      expect(readers.every((r) => r.status === 200 && r.generationId)).toBe(true);
+      expect(cut.length).toBe(NEVER_READERS);
+      for (const c of cut) expect(c.cancelled).toBe(true);
+      // Others were served throughout: only limit/credit refusals, no 5xx, no broken connection.
+      expect(during.n).toBeGreaterThan(10);
+      expectReconciled(f);
+      expect(f.transportErrors).toBe(NEVER_READERS);
+      // Memory bounded: no per-byte buffering of unread answers, a few KB per idle connection.
+      expect(peakRss).toBeLessThan(baselineRss + RSS_GROWTH_BOUND_MB);
+    } finally {
+      clearInterval(sampler);
+    }
   }, 180_000);
 
   it('5b. proxy SIGKILLed with events on its spool: the restart replays them, nothing lost or doubled', async () => {

@@ -58,10 +58,15 @@ export interface ServiceProcess {
 export async function spawnService(
   service: ServiceName,
   env: Record<string, string>,
-  options: { port?: number; label?: string } = {},
+  options: { port?: number; label?: string; openFiles?: number } = {},
 ): Promise<ServiceProcess> {
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const node = [process.execPath, '--import', 'tsx', 'src/main.ts'];
+  // `openFiles`: the child's soft limit of open files raised (to at most the hard limit) first.
+  const [file, ...args] = options.openFiles
+    ? ['bash', '-c', `ulimit -n ${options.openFiles} && exec "$@"`, 'bash', ...node]
+    : node;
+  const child = spawn(file as string, args, {
     cwd: resolve(root, 'services', service),
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'test' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -119,6 +124,8 @@ export interface FaultStackOptions {
   postgresUrl?: string;
   billingEnv?: Record<string, string>;
   proxyEnv?: Record<string, string>;
+  /** Soft limit of open files of the proxy process (raised with `ulimit -n` before it starts). */
+  proxyOpenFiles?: number;
 }
 
 export interface KeyUnderTest {
@@ -127,6 +134,14 @@ export interface KeyUnderTest {
   accountId: string;
   /** USD limit (decimal string), or null. */
   limit: string | null;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** The simulator's request options (delays, lengths: services/provider-sim request.ts). */
+  sim?: Record<string, unknown>;
+  /** Called when the response headers arrive (a stream is open). */
+  onHeaders?: (status: number) => void;
 }
 
 export interface Outcome {
@@ -139,6 +154,8 @@ export interface Outcome {
   keyId: string;
   /** A stream that ended with the error chunk. */
   errorChunk?: boolean;
+  /** A stream that ended with `data: [DONE]`. */
+  done?: boolean;
   /** fetch failed (connection reset by a killed proxy…). */
   transportError?: string;
   /** When the request was sent and when its answer was complete (epoch ms). */
@@ -234,7 +251,7 @@ export class FaultStack {
         MAX_CONCURRENT_COMPLETIONS_PER_KEY: '1000',
         ...this.options.proxyEnv,
       },
-      { port: this.proxyPort },
+      { port: this.proxyPort, openFiles: this.options.proxyOpenFiles },
     );
     return this.proxy;
   }
@@ -317,16 +334,22 @@ export class FaultStack {
   }
 
   /** One chat completion through the proxy; records what the client saw. */
-  async request(k: KeyUnderTest, streamed: boolean, signal?: AbortSignal): Promise<Outcome> {
+  async request(k: KeyUnderTest, streamed: boolean, options: RequestOptions = {}): Promise<Outcome> {
     const o: Outcome = { status: 0, streamed, keyId: k.id, startedAt: Date.now(), endedAt: 0 };
     try {
-      return await this.send(k, streamed, o, signal);
+      return await this.send(k, streamed, o, options);
     } finally {
       o.endedAt = Date.now();
     }
   }
 
-  private async send(k: KeyUnderTest, streamed: boolean, o: Outcome, signal?: AbortSignal): Promise<Outcome> {
+  private async send(
+    k: KeyUnderTest,
+    streamed: boolean,
+    o: Outcome,
+    options: RequestOptions,
+  ): Promise<Outcome> {
+    const { signal, sim, onHeaders } = options;
     try {
       const res = await fetch(`http://127.0.0.1:${this.proxyPort}/api/v1/chat/completions`, {
         method: 'POST',
@@ -334,12 +357,14 @@ export class FaultStack {
         body: JSON.stringify({
           model: MODEL,
           stream: streamed,
-          max_tokens: 24,
+          max_tokens: typeof sim?.completion_tokens === 'number' ? sim.completion_tokens : 24,
           messages: [{ role: 'user', content: `fault suite ${randomBytes(4).toString('hex')}` }],
+          ...(sim ? { sim } : {}),
         }),
         signal,
       });
       o.status = res.status;
+      onHeaders?.(res.status);
       const text = await res.text();
       if (res.status !== 200) return o;
       if (!streamed) {
@@ -349,6 +374,7 @@ export class FaultStack {
         return o;
       }
       for (const line of text.split('\n')) {
+        if (line === 'data: [DONE]') o.done = true;
         if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
         const chunk = JSON.parse(line.slice(6)) as {
           id?: string;

@@ -3,10 +3,11 @@
  * PostgreSQL cluster (initdb + pg_ctl into a temp dir) on free ports, owned by the test alone. The
  * shared 127.0.0.1 servers other jobs use are never stopped.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { freePort, sleep } from './harness';
@@ -100,15 +101,16 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   chmodSync(dir, 0o777);
   const data = join(dir, 'data');
   const port = await freePort();
-  const run = (cmd: string, args: string[]) => {
+  // Asynchronous: the load generator of the same process keeps running while the server stops.
+  const run = async (cmd: string, args: string[]) => {
     const c = asPgUser(join(bin, cmd), args);
-    execFileSync(c.file, c.args, { stdio: 'pipe', timeout: 60_000 });
+    await promisify(execFile)(c.file, c.args, { timeout: 60_000 });
   };
-  run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+  await run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`;
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const start = async () => {
-    run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', '-t', '30', 'start']);
+    await run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', '-t', '30', 'start']);
     const deadline = Date.now() + 30_000;
     for (;;) {
       const c = new pg.Client({ connectionString: url });
@@ -124,7 +126,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     }
   };
   const stop = async () => {
-    run('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '30', 'stop']);
+    await run('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '30', 'stop']);
   };
   await start();
   return {
@@ -134,7 +136,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     start,
     async close() {
       try {
-        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '30', 'stop']);
+        await run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '30', 'stop']);
       } catch {
         // already stopped
       }
