@@ -132,7 +132,7 @@ function refusals(outcomes: Outcome[], from: number, to: number) {
 /** A gauge or counter of billing's first worker's /metrics (null when unreadable). */
 async function billingMetric(s: FaultStack, name: string): Promise<number | null> {
   try {
-    const text = await (await fetch(`${s.billing[0]?.url}/metrics`)).text();
+    const text = await (await fetch(`http://127.0.0.1:${s.billingMetricsPort}/metrics`)).text();
     const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
     return m ? Number(m[1]) : null;
   } catch {

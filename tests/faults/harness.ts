@@ -177,6 +177,8 @@ export class FaultStack {
   proxyPort = 0;
   /** The proxy's metrics listener (METRICS_PORT; every other service picks a free one). */
   proxyMetricsPort = 0;
+  /** The first billing worker's metrics listener. */
+  billingMetricsPort = 0;
   keys: KeyUnderTest[] = [];
   /** Keys revoked and disabled before the load: never admitted, whatever happens to Redis. */
   blockedKeys: KeyUnderTest[] = [];
@@ -231,9 +233,11 @@ export class FaultStack {
 
   async startBilling(extra: Record<string, string> = {}): Promise<ServiceProcess> {
     const port = this.billing[0]?.port;
+    if (this.billing.length === 0) this.billingMetricsPort = await freePort();
+    const metrics = this.billing.length === 0 ? { METRICS_PORT: String(this.billingMetricsPort) } : {};
     const p = await spawnService(
       'billing',
-      { ...this.billingEnv(), ...extra },
+      { ...this.billingEnv(), ...metrics, ...extra },
       { port: this.billing.length === 0 ? port : undefined, label: `billing${this.billing.length}` },
     );
     this.billing.push(p);
