@@ -147,12 +147,17 @@ function contentTokens(content: unknown, budget: CountBudget): number {
   return n;
 }
 
-/** Exact prompt count with OpenAI's chat overhead, before the safety margin. */
+/**
+ * Exact prompt count with OpenAI's chat overhead, before the safety margin. `toolsJson` is the JSON of
+ * the request's tool (and legacy function) definitions: providers put them in the prompt and bill
+ * them as input tokens, so they are counted as their JSON text (one budget with the messages).
+ */
 export function countPromptTokens(
   messages: readonly ChatMessageLike[],
   budget: CountBudget = newBudget(),
+  toolsJson: string | null = null,
 ): number {
-  let n = REPLY_PRIMING_TOKENS;
+  let n = REPLY_PRIMING_TOKENS + (toolsJson === null ? 0 : countTextTokens(toolsJson, budget));
   for (const m of messages) {
     n += TOKENS_PER_MESSAGE + countTextTokens(String(m.role), budget) + contentTokens(m.content, budget);
     if (typeof m.name === 'string') n += TOKENS_PER_NAME + countTextTokens(m.name, budget);
@@ -166,9 +171,14 @@ export function countPromptTokens(
 /** exact + 5%, rounded up, in integer arithmetic. */
 export const withMargin = (exact: number): number => exact + Math.ceil((exact * SAFETY_MARGIN_PERCENT) / 100);
 
-/** Conservative prompt estimate for `messages` (content: string or parts with `text`); one budget for all. */
-export const estimatePromptTokens = (messages: readonly ChatMessageLike[]): number =>
-  withMargin(countPromptTokens(messages));
+/**
+ * Conservative prompt estimate for `messages` (content: string or parts with `text`) and the JSON of
+ * the tool definitions, if any; one budget for all.
+ */
+export const estimatePromptTokens = (
+  messages: readonly ChatMessageLike[],
+  toolsJson: string | null = null,
+): number => withMargin(countPromptTokens(messages, newBudget(), toolsJson));
 
 /** Conservative estimate of the tokens of generated text (e.g. what a cut stream delivered). */
 export const estimateCompletionTokens = (text: string): number => withMargin(countTextTokens(text));

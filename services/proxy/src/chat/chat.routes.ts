@@ -6,7 +6,12 @@ import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { authenticatedKey } from '../auth/authenticate';
-import { buildMessagesRequest, MessagesSseBridge, readMessage } from '../providers/anthropic';
+import {
+  buildMessagesRequest,
+  classifyHttpError,
+  MessagesSseBridge,
+  readMessage,
+} from '../providers/anthropic';
 import { type Candidate, routeOf } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
 import { backoffMs, failsOver, keyRejected, retryAfterMs } from '../routing/policy';
@@ -49,7 +54,8 @@ const X_TITLE_MAX = 200;
 const HTTP_REFERER_MAX = 500;
 /** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
 
-type UpstreamResponse = Dispatcher.ResponseData;
+/** A provider's answer; `errorText` is its body when routing already read it (an error answer). */
+type UpstreamResponse = Dispatcher.ResponseData & { errorText?: string };
 
 /** What a completion may be dispatched to, and the request as the caller sent it. */
 interface Dispatch {
@@ -134,7 +140,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
 
     const requestId = requestIdOf(res);
     res.setHeader('X-Generation-Id', requestId);
-    const prompt = admissionPromptTokens(chat.messages, estimator);
+    const prompt = admissionPromptTokens(chat.messages, chat.toolsJson, estimator);
     // The dearest candidate that may serve bounds what the request can cost.
     let worst = 0n;
     for (const cand of plan) {
@@ -289,12 +295,19 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         lastRetryAfter = undefined;
         continue;
       }
-      if (!failsOver(up.statusCode)) {
+      let errorText: string | null = null;
+      let over = failsOver(up.statusCode);
+      if (!over && up.statusCode === 400 && cand.provider.format === 'anthropic') {
+        // Anthropic's 400 `billing_error` is our account's problem, not the caller's: read the body.
+        errorText = await readSome(up.body);
+        over = classifyHttpError(up.statusCode, errorText).failover;
+      }
+      if (!over) {
         health.success(cand.provider.name);
         record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
-        return up;
+        return errorText === null ? up : Object.assign(up, { errorText });
       }
-      const errorText = await readSome(up.body);
+      errorText ??= await readSome(up.body);
       c.release?.();
       c.release = null;
       lastRetryAfter = retryAfterMs(up.headers['retry-after']);
@@ -375,7 +388,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     let text: string;
     try {
       if (up.statusCode < 200 || up.statusCode >= 300) {
-        const errorText = await readSome(up.body);
+        const errorText = up.errorText ?? (await readSome(up.body));
         c.end(null, 'estimated', 0n);
         throw refusal(c, up.statusCode, errorText);
       }
@@ -439,7 +452,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     }
     if (up.statusCode < 200 || up.statusCode >= 300) {
       relay.stopKeepAlive();
-      const errorText = await readSome(up.body);
+      const errorText = up.errorText ?? (await readSome(up.body));
       return refuseStream(c, res, refusal(c, up.statusCode, errorText));
     }
     writeSseHead(res);

@@ -24,6 +24,11 @@ export interface ChatRequest {
   maxTokens: number | null;
   /** Completions requested (`n`, default 1); admission reserves the output budget once per completion. */
   n: number;
+  /**
+   * JSON of the tool definitions the model is given (`tools`, legacy `functions`), or null: providers
+   * bill them as prompt tokens, so the admission and the estimate count them.
+   */
+  toolsJson: string | null;
 }
 
 /** Upper bound of `n` (OpenAI's own limit is 128). */
@@ -68,7 +73,28 @@ export function parseChatRequest(body: unknown): ChatRequest {
   const maxTokens = a !== null && b !== null ? Math.max(a, b) : (a ?? b);
   const n = optionalCount(body, 'n') ?? 1;
   if (n > MAX_N) throw badRequest(`n: at most ${MAX_N} completions per request`);
-  return { body, model, messages: messages as ChatMessage[], stream: stream === true, maxTokens, n };
+  const toolsJson = definitionsJson(body);
+  return {
+    body,
+    model,
+    messages: messages as ChatMessage[],
+    stream: stream === true,
+    maxTokens,
+    n,
+    toolsJson,
+  };
+}
+
+/** `tools` and `functions` (each an array when given) as one JSON text, or null when neither is given. */
+function definitionsJson(body: Record<string, unknown>): string | null {
+  const defs: unknown[] = [];
+  for (const field of ['tools', 'functions'] as const) {
+    const v = body[field];
+    if (v === undefined || v === null) continue;
+    if (!Array.isArray(v)) throw badRequest(`${field}: expected an array`);
+    if (v.length > 0) defs.push(v);
+  }
+  return defs.length === 0 ? null : JSON.stringify(defs.length === 1 ? defs[0] : defs);
 }
 
 function optionalCount(body: Record<string, unknown>, field: string): number | null {

@@ -18,7 +18,7 @@ export interface UsageSink {
 
 /** Token estimates for requests the provider did not report usage for (@tollgate/tokens). */
 export interface TokenEstimator {
-  estimatePromptTokens(messages: readonly unknown[]): number;
+  estimatePromptTokens(messages: readonly unknown[], toolsJson: string | null): number;
   estimateCompletionTokens(text: string): number;
 }
 
@@ -224,7 +224,7 @@ export class Completion {
 
   /** Conservative prompt estimate of the request messages (tokenized on first use only). */
   promptEstimate(): number {
-    this.promptExact ??= this.estimator.estimatePromptTokens(this.chat.messages);
+    this.promptExact ??= this.estimator.estimatePromptTokens(this.chat.messages, this.chat.toolsJson);
     return this.promptExact;
   }
 

@@ -33,19 +33,38 @@ describe('prompt token bound', () => {
         { role: 'tool', tool_call_id: 'c1', content: text.slice(0, 100) },
       ];
       expect(promptTokenBound(messages)).toBeGreaterThanOrEqual(estimatePromptTokens(messages));
+      const toolsJson = JSON.stringify([{ type: 'function', function: { name: 'f', description: text } }]);
+      expect(promptTokenBound(messages, toolsJson)).toBeGreaterThanOrEqual(
+        estimatePromptTokens(messages, toolsJson),
+      );
     }
   });
 
   it('uses the exact estimate for short prompts and the cheap bound for long ones', () => {
     const short = [{ role: 'user', content: 'short prompt' }];
-    expect(admissionPromptTokens(short, defaultEstimator)).toEqual({
+    expect(admissionPromptTokens(short, null, defaultEstimator)).toEqual({
       tokens: estimatePromptTokens(short),
       exact: estimatePromptTokens(short),
     });
     const long = [{ role: 'user', content: 'word '.repeat(EXACT_LIMIT) }];
-    const r = admissionPromptTokens(long, defaultEstimator);
+    const r = admissionPromptTokens(long, null, defaultEstimator);
     expect(r.exact).toBeNull();
     expect(r.tokens).toBe(promptTokenBound(long));
     expect(r.tokens).toBeGreaterThanOrEqual(estimatePromptTokens(long));
+  });
+
+  it('counts tool definitions on both paths, and long definitions take the bound', () => {
+    const short = [{ role: 'user', content: 'short prompt' }];
+    const small = JSON.stringify([{ type: 'function', function: { name: 'get_time', parameters: {} } }]);
+    const exact = admissionPromptTokens(short, small, defaultEstimator);
+    expect(exact.exact).toBe(estimatePromptTokens(short, small));
+    expect(exact.tokens).toBeGreaterThan(estimatePromptTokens(short));
+    const large = JSON.stringify([
+      { type: 'function', function: { name: 'f', description: 'x'.repeat(EXACT_LIMIT) } },
+    ]);
+    const bound = admissionPromptTokens(short, large, defaultEstimator);
+    expect(bound.exact).toBeNull();
+    expect(bound.tokens).toBe(promptTokenBound(short, large));
+    expect(bound.tokens).toBeGreaterThan(EXACT_LIMIT);
   });
 });

@@ -56,8 +56,8 @@ function textLength(messages: readonly MessageLike[]): number {
 }
 
 /** UTF-8 byte count standing in for the token count (never below it), with the estimate's overheads. */
-export function promptTokenBound(messages: readonly MessageLike[]): number {
-  let n = REPLY_PRIMING_TOKENS;
+export function promptTokenBound(messages: readonly MessageLike[], toolsJson: string | null = null): number {
+  let n = REPLY_PRIMING_TOKENS + (toolsJson === null ? 0 : bytes(toolsJson));
   for (const m of messages) {
     n += TOKENS_PER_MESSAGE + bytes(String(m.role));
     const c = m.content;
@@ -79,14 +79,18 @@ export function promptTokenBound(messages: readonly MessageLike[]): number {
   return n + Math.ceil((n * SAFETY_MARGIN_PERCENT) / 100);
 }
 
-/** Admission figure: the exact estimate for short prompts (also returned for reuse), else the bound. */
+/**
+ * Admission figure for the messages and the tool definitions' JSON: the exact estimate for short
+ * prompts (also returned for reuse), else the bound.
+ */
 export function admissionPromptTokens(
   messages: readonly MessageLike[],
+  toolsJson: string | null,
   estimator: TokenEstimator,
 ): { tokens: number; exact: number | null } {
-  if (textLength(messages) <= EXACT_LIMIT) {
-    const exact = estimator.estimatePromptTokens(messages);
+  if (textLength(messages) + (toolsJson?.length ?? 0) <= EXACT_LIMIT) {
+    const exact = estimator.estimatePromptTokens(messages, toolsJson);
     return { tokens: exact, exact };
   }
-  return { tokens: promptTokenBound(messages), exact: null };
+  return { tokens: promptTokenBound(messages, toolsJson), exact: null };
 }

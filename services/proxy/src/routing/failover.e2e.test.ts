@@ -98,6 +98,9 @@ providers:
   - { name: hanging, base_url: "${urls.hanging}" }
   - { name: refuses, base_url: "${urls.refuses}" }
   - { name: strict, base_url: "${urls.strict}" }
+  - { name: unpaid, base_url: "${urls.unpaid}" }
+  - { name: anthro-billing, base_url: "${urls.anthroBilling}", format: anthropic }
+  - { name: anthro-invalid, base_url: "${urls.anthroInvalid}", format: anthropic }
   - { name: sim, base_url: "${urls.sim}", simulator: true }
   - { name: sim2, base_url: "${urls.sim}", simulator: true }
 models:
@@ -112,6 +115,9 @@ ${[
   ['t/broken', 'broken'],
   ['t/strict', 'strict'],
   ['t/sim-sim2', 'sim', 'sim2'],
+  ['t/unpaid-sim', 'unpaid', 'sim'],
+  ['t/anthro-billing-sim', 'anthro-billing', 'sim'],
+  ['t/anthro-invalid-sim', 'anthro-invalid', 'sim'],
 ]
   .map(
     ([id, ...providers]) => `  - id: ${id}
@@ -147,6 +153,13 @@ beforeAll(async () => {
   fakes.badkey = await fakeProvider(status(401));
   fakes.refuses = await fakeProvider(status(400));
   fakes.strict = await fakeProvider(strictOpenAI);
+  fakes.unpaid = await fakeProvider(status(402));
+  const anthropicError = (type: string) => (_b: unknown, res: ServerResponse) => {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ type: 'error', error: { type, message: `${type} for org-secret123` } }));
+  };
+  fakes.anthroBilling = await fakeProvider(anthropicError('billing_error'));
+  fakes.anthroInvalid = await fakeProvider(anthropicError('invalid_request_error'));
   fakes.hanging = await fakeProvider(() => {}); // never answers
   const closed = await fakeProvider(status(200));
   closedPort = Number(new URL(closed.url).port);
@@ -160,6 +173,9 @@ beforeAll(async () => {
       hanging: fakes.hanging.url,
       refuses: fakes.refuses.url,
       strict: fakes.strict.url,
+      unpaid: fakes.unpaid.url,
+      anthroBilling: fakes.anthroBilling.url,
+      anthroInvalid: fakes.anthroInvalid.url,
       sim: sim.baseUrl,
     }),
     { env: {} },
@@ -197,6 +213,8 @@ describe('failover before the first byte', () => {
     ['HTTP 429', 't/limited-sim', 'http_429'],
     ['HTTP 401 (our key is bad)', 't/badkey-sim', 'http_401'],
     ['timeout before headers', 't/hanging-sim', 'timeout'],
+    ['HTTP 402 (our provider account is out of credit)', 't/unpaid-sim', 'http_402'],
+    ["Anthropic's 400 billing_error (credit balance too low)", 't/anthro-billing-sim', 'http_400'],
   ])('%s moves to the next provider; only the serving attempt is billed', async (_name, model, outcome) => {
     const { res, json } = await chat({ model });
     expect(res.status, JSON.stringify(json)).toBe(200);
@@ -233,6 +251,22 @@ describe('failover before the first byte', () => {
     expect(res.status).toBe(400);
     expect(json.error.metadata.provider_name).toBe('refuses');
     expect(JSON.stringify(json)).not.toContain('org-secret123');
+    expect(simRequests).toBe(before);
+  });
+
+  it("does not fail over on Anthropic's 400 invalid_request_error, streamed or not", async () => {
+    const before = simRequests;
+    const { res, json } = await chat({ model: 't/anthro-invalid-sim' });
+    expect(res.status).toBe(400);
+    expect(json.error.metadata.provider_name).toBe('anthro-invalid');
+    expect(JSON.stringify(json)).not.toContain('org-secret123');
+    const streamed = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: { ...bearer(stack.inference), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 't/anthro-invalid-sim', messages, stream: true }),
+    });
+    expect(streamed.status).toBe(400);
+    await streamed.body?.cancel();
     expect(simRequests).toBe(before);
   });
 

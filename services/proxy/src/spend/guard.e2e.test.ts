@@ -94,6 +94,46 @@ describe('spend guard seam', () => {
     );
   });
 
+  it('counts the tool definitions in the reserved prompt (providers bill them as input)', async () => {
+    const tools = [
+      {
+        type: 'function',
+        function: {
+          name: 'lookup_weather',
+          description: 'Looks up the weather of a city. '.repeat(40),
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      },
+    ];
+    const res = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages, max_tokens: 20, tools }),
+    });
+    await res.body?.cancel();
+    const admit = rec.admits.find((a) => a.requestId === res.headers.get('x-generation-id'));
+    const model = catalog.model('openai/gpt-4o-mini')!;
+    const withTools = estimatePromptTokens(messages, JSON.stringify(tools));
+    expect(withTools).toBeGreaterThan(estimatePromptTokens(messages) + 200);
+    expect(admit?.worstCaseCostUnits).toBe(worstCaseCost(model, withTools, { maxTokens: 20 }));
+  });
+
+  it('rejects tools or functions that are not arrays with 400 naming the field', async () => {
+    for (const [field, value] of [
+      ['tools', { type: 'function' }],
+      ['functions', 'f'],
+    ] as const) {
+      const res = await fetch(`${stack.api}/chat/completions`, {
+        method: 'POST',
+        headers: bearer(stack.inference),
+        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages, [field]: value }),
+      });
+      const body = (await res.json()) as Json;
+      expect(res.status).toBe(400);
+      expect(body.error.message).toBe(`${field}: expected an array`);
+    }
+  });
+
   it('rejects n outside 1..128 with 400 naming the field, before admission', async () => {
     for (const n of [0, 129, 1.5, '2']) {
       const res = await fetch(`${stack.api}/chat/completions`, {

@@ -8,7 +8,11 @@ import {
 } from '@tanstack/react-table';
 import { useState } from 'react';
 
-/** A sortable table (TanStack Table) in a horizontally scrolling frame (narrow screens). */
+/**
+ * A sortable table (TanStack Table). On narrow screens (styles.css, ≤ 760 px) each row becomes a card
+ * of "label value" lines, labelled from the column headers, so every column and action stays reachable
+ * without horizontal scrolling.
+ */
 export function DataTable<T>(props: {
   data: T[];
   // biome-ignore lint/suspicious/noExplicitAny: column value types differ per column
@@ -61,9 +65,14 @@ export function DataTable<T>(props: {
                 className={props.onRowClick ? 'clickable' : undefined}
                 onClick={props.onRowClick ? () => props.onRowClick?.(row.original) : undefined}
               >
-                {row.getVisibleCells().map((cell) => (
-                  <td key={cell.id}>{flexRender(cell.column.columnDef.cell, cell.getContext())}</td>
-                ))}
+                {row.getVisibleCells().map((cell) => {
+                  const header = cell.column.columnDef.header;
+                  return (
+                    <td key={cell.id} data-label={typeof header === 'string' ? header : undefined}>
+                      {flexRender(cell.column.columnDef.cell, cell.getContext())}
+                    </td>
+                  );
+                })}
               </tr>
             ))
           )}

@@ -33,6 +33,72 @@ describe('buildMessagesRequest', () => {
     });
   });
 
+  it('passes prompt-caching breakpoints (cache_control) on system, user and image parts and tools', () => {
+    const out = build({
+      messages: [
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: 'You are a librarian.' },
+            { type: 'text', text: 'BOOK '.repeat(10), cache_control: { type: 'ephemeral' } },
+          ],
+        },
+        { role: 'system', content: 'Be brief.' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Summarise', cache_control: { type: 'ephemeral', ttl: '1h' } },
+            {
+              type: 'image_url',
+              image_url: { url: 'https://x.test/a.png' },
+              cache_control: { type: 'ephemeral' },
+            },
+          ],
+        },
+      ],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'f', parameters: { type: 'object' } },
+          cache_control: { type: 'ephemeral' },
+        },
+      ],
+    });
+    expect(out.system).toEqual([
+      { type: 'text', text: 'You are a librarian.' },
+      { type: 'text', text: 'BOOK '.repeat(10), cache_control: { type: 'ephemeral' } },
+      { type: 'text', text: 'Be brief.' },
+    ]);
+    expect(out.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Summarise', cache_control: { type: 'ephemeral', ttl: '1h' } },
+          {
+            type: 'image',
+            source: { type: 'url', url: 'https://x.test/a.png' },
+            cache_control: { type: 'ephemeral' },
+          },
+        ],
+      },
+    ]);
+    expect(out.tools).toEqual([
+      { name: 'f', input_schema: { type: 'object' }, cache_control: { type: 'ephemeral' } },
+    ]);
+  });
+
+  it('refuses a malformed cache_control with 400 naming the field', () => {
+    const user = (cache_control: unknown) => ({
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control }] }],
+    });
+    expect(refusal(user({ type: 'persistent' })).message).toBe(
+      "messages[0].content[0].cache_control: must be {type: 'ephemeral'}",
+    );
+    expect(refusal(user({ type: 'ephemeral', ttl: '2d' })).message).toBe(
+      "messages[0].content[0].cache_control.ttl: must be '5m' or '1h'",
+    );
+  });
+
   it('translates image parts: data: URIs to base64 sources, URLs to url sources', () => {
     const out = build({
       messages: [

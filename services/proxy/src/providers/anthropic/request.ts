@@ -6,7 +6,9 @@ import { AppError } from '@tollgate/errors';
  * `image_url` as base64 `data:` URI or URL); assistant text + `tool_calls` → `tool_use` blocks; `tool`
  * messages → `tool_result` blocks in one user turn; consecutive turns of one role merged; `stop` →
  * `stop_sequences`; `temperature` (capped at Anthropic's 1), `top_p`; `max_tokens` /
- * `max_completion_tokens` (the smaller) or the default; `tools`, `tool_choice`
+ * `max_completion_tokens` (the smaller) or the default; prompt-caching breakpoints (`cache_control` on
+ * text and image parts, as OpenRouter accepts them; a system message with one makes `system` a list of
+ * blocks) and on tool definitions; `tools`, `tool_choice`
  * (`required` → `any`), `parallel_tool_calls: false` → `disable_parallel_tool_use`; `user` →
  * `metadata.user_id`. Not translatable, refused with 400 naming the field: `n` > 1, other content part
  * types, `function`-role messages, tool-call arguments that are not a JSON object. Fields without an
@@ -34,14 +36,33 @@ const bad = (field: string, message: string) =>
 
 const DATA_URI = /^data:([^;,]+);base64,(.*)$/s;
 
+/**
+ * A part's `cache_control` (Anthropic's prompt-caching breakpoint: `{type: 'ephemeral', ttl?: '5m' |
+ * '1h'}`) as the block field, or nothing. Cache writes are billed at the catalog's cache-write price.
+ */
+function cacheControl(part: Json, at: string): { cache_control?: Json } {
+  const cc = part.cache_control;
+  if (cc === undefined || cc === null) return {};
+  if (!isObj(cc) || cc.type !== 'ephemeral') throw bad(`${at}.cache_control`, "must be {type: 'ephemeral'}");
+  if (cc.ttl !== undefined && cc.ttl !== '5m' && cc.ttl !== '1h')
+    throw bad(`${at}.cache_control.ttl`, "must be '5m' or '1h'");
+  return { cache_control: cc.ttl === undefined ? { type: 'ephemeral' } : { type: 'ephemeral', ttl: cc.ttl } };
+}
+
 function imageBlock(part: Json, at: string): Block {
   const ref = part.image_url;
   const url = isObj(ref) ? ref.url : ref;
   if (typeof url !== 'string' || url.length === 0)
     throw bad(`${at}.image_url.url`, 'must be a URL or a data: URI');
   const m = DATA_URI.exec(url);
-  if (m) return { type: 'image', source: { type: 'base64', media_type: m[1], data: m[2] } };
-  if (/^https?:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } };
+  if (m)
+    return {
+      type: 'image',
+      source: { type: 'base64', media_type: m[1], data: m[2] },
+      ...cacheControl(part, at),
+    };
+  if (/^https?:\/\//i.test(url))
+    return { type: 'image', source: { type: 'url', url }, ...cacheControl(part, at) };
   throw bad(`${at}.image_url.url`, 'must be an http(s) URL or a base64 data: URI');
 }
 
@@ -56,17 +77,12 @@ function contentBlocks(content: unknown, at: string, images: boolean): Block[] {
     if (!isObj(part)) throw bad(p, 'must be an object');
     if (part.type === 'text') {
       if (typeof part.text !== 'string') throw bad(`${p}.text`, 'must be a string');
-      if (part.text.length > 0) out.push({ type: 'text', text: part.text });
+      if (part.text.length > 0) out.push({ type: 'text', text: part.text, ...cacheControl(part, p) });
     } else if (part.type === 'image_url' && images) out.push(imageBlock(part, p));
     else throw bad(`${p}.type`, `'${String(part.type)}' parts cannot be sent to an Anthropic provider`);
   });
   return out;
 }
-
-const textOf = (content: unknown, at: string): string =>
-  contentBlocks(content, at, false)
-    .map((b) => b.text as string)
-    .join('\n');
 
 function toolUseBlocks(toolCalls: unknown, at: string): Block[] {
   if (toolCalls === undefined || toolCalls === null) return [];
@@ -96,9 +112,9 @@ function toolResultBlock(m: Json, at: string): Block {
   return { type: 'tool_result', tool_use_id: m.tool_call_id, content: blocks.length > 0 ? blocks : '' };
 }
 
-function translateMessages(raw: unknown): { system: string | undefined; messages: Json[] } {
+function translateMessages(raw: unknown): { system: string | Block[] | undefined; messages: Json[] } {
   if (!Array.isArray(raw)) throw bad('messages', 'must be an array');
-  const system: string[] = [];
+  const system: Block[][] = [];
   const messages: { role: 'user' | 'assistant'; content: Block[] }[] = [];
   const push = (role: 'user' | 'assistant', blocks: Block[]) => {
     if (blocks.length === 0) return;
@@ -112,8 +128,8 @@ function translateMessages(raw: unknown): { system: string | undefined; messages
     switch (m.role) {
       case 'system':
       case 'developer': {
-        const text = textOf(m.content, at);
-        if (text.length > 0) system.push(text);
+        const blocks = contentBlocks(m.content, at, false);
+        if (blocks.length > 0) system.push(blocks);
         break;
       }
       case 'user':
@@ -136,7 +152,17 @@ function translateMessages(raw: unknown): { system: string | undefined; messages
     if (m.role === 'user')
       m.content.sort((a, b) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
   }
-  return { system: system.length > 0 ? system.join('\n\n') : undefined, messages };
+  return { system: systemField(system), messages };
+}
+
+/**
+ * The top-level `system`: one string (messages joined by a blank line, a message's parts by a line
+ * break), or, when a part carries a cache breakpoint, the text blocks themselves so it reaches Anthropic.
+ */
+function systemField(messages: Block[][]): string | Block[] | undefined {
+  if (messages.length === 0) return undefined;
+  if (messages.some((blocks) => blocks.some((b) => b.cache_control !== undefined))) return messages.flat();
+  return messages.map((blocks) => blocks.map((b) => b.text as string).join('\n')).join('\n\n');
 }
 
 function translateTools(tools: unknown): Json[] | undefined {
@@ -152,6 +178,7 @@ function translateTools(tools: unknown): Json[] | undefined {
       name: f.name,
       ...(typeof f.description === 'string' ? { description: f.description } : {}),
       input_schema: schema,
+      ...cacheControl(t, `tools[${i}]`),
     };
   });
 }
