@@ -4,7 +4,9 @@ import { AppError, badRequest, describeIssues, internalErrorEnvelope, unauthoriz
 import type { Logger } from '@tollgate/logger';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Router } from 'express';
 import type { z } from 'zod';
+import { answerClientErrors } from './client-error';
 
+export { answerClientErrors, clientErrorFor } from './client-error';
 export {
   currentRequestId,
   REQUEST_ID_HEADER,
@@ -114,10 +116,17 @@ export function healthRoutes(checks: Record<string, ReadinessCheck>): Router {
   return router;
 }
 
-export function listen(app: express.Express, port: number, host = '0.0.0.0'): Promise<Server> {
+/** Starts an internal service's server; parser errors are answered in the envelope (answerClientErrors). */
+export function listen(
+  app: express.Express,
+  port: number,
+  host = '0.0.0.0',
+  logger?: Logger,
+): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host, (err?: Error) => (err ? reject(err) : resolve(server)));
     server.keepAliveTimeout = 65_000;
+    answerClientErrors(server, logger);
   });
 }
 

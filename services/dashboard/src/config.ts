@@ -7,6 +7,7 @@ import {
   refuseDevSecretInProduction,
   serviceJwtEnv,
 } from '@tollgate/config';
+import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 
 /** Where `pnpm --filter @tollgate/dashboard build:ui` writes the single-page app. */
@@ -21,6 +22,8 @@ export const dashboardEnv = z.object({
   ...commonEnv,
   ...serviceJwtEnv,
   PORT: envPort(8083),
+  /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
+  ...metricsEnv(9467),
   HOST: z.string().min(1).default('0.0.0.0'),
   DATABASE_URL: z.string().url().default(defaults.databaseUrl),
   KEYS_URL: z.string().url().default('http://127.0.0.1:8081'),

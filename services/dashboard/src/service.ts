@@ -3,6 +3,8 @@ import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
+import { serviceRegistry } from '@tollgate/metrics';
+import type { Registry } from 'prom-client';
 import { type AuthService, createAuthService } from './auth/auth.service';
 import type { DashboardConfig } from './config';
 import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
@@ -15,6 +17,8 @@ export interface DashboardHandle {
   port: number;
   db: DashboardDb;
   auth: AuthService;
+  /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
+  metrics: Registry;
   close(): Promise<void>;
 }
 
@@ -56,7 +60,9 @@ export async function startDashboard(
     timeoutMs: config.SERVICE_TIMEOUT_MS,
     logger,
   });
+  const metrics = serviceRegistry('dashboard');
   const app = createDashboardApp({
+    metrics,
     db,
     auth,
     client,
@@ -75,7 +81,7 @@ export async function startDashboard(
   });
   let server: Awaited<ReturnType<typeof listen>>;
   try {
-    server = await listen(app, config.PORT, config.HOST);
+    server = await listen(app, config.PORT, config.HOST, logger);
   } catch (err) {
     await db.destroy();
     throw err;
@@ -89,6 +95,7 @@ export async function startDashboard(
     port,
     db,
     auth,
+    metrics,
     close() {
       closing ??= (async () => {
         await closeServer(server);

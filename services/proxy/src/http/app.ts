@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
-import { errorHandler, healthRoutes, notFoundHandler, requestContext } from '@tollgate/http';
+import {
+  answerClientErrors,
+  errorHandler,
+  healthRoutes,
+  notFoundHandler,
+  requestContext,
+} from '@tollgate/http';
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';
@@ -149,14 +155,7 @@ export function createProxyApp(deps: {
       },
     }),
   );
-  app.get('/metrics', async (_req, res, next) => {
-    try {
-      res.setHeader('content-type', deps.metrics.registry.contentType);
-      res.end(await deps.metrics.registry.metrics());
-    } catch (err) {
-      next(err);
-    }
-  });
+  // No /metrics here: the public port answers it 404 (the metrics listener is METRICS_HOST:METRICS_PORT).
 
   // The machine-readable API description (spec §9), public like the spec it describes.
   const openapi = Buffer.from(openapiJson);
@@ -205,7 +204,7 @@ export function createProxyApp(deps: {
  * headers and whole-request deadlines (checked every quarter of the headers deadline, ≥ 250 ms),
  * keep-alive idle time, socket inactivity while a request is open, at most SERVER_MAX_CONNECTIONS.
  */
-async function listenWithLimits(app: express.Express, config: ProxyConfig): Promise<Server> {
+async function listenWithLimits(app: express.Express, config: ProxyConfig, logger: Logger): Promise<Server> {
   const server = createServer(
     {
       headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
@@ -216,6 +215,7 @@ async function listenWithLimits(app: express.Express, config: ProxyConfig): Prom
     app,
   );
   server.setTimeout(config.SERVER_SOCKET_TIMEOUT_MS);
+  answerClientErrors(server, logger);
   if (config.SERVER_MAX_CONNECTIONS > 0) server.maxConnections = config.SERVER_MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -302,20 +302,27 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     config,
     logger,
     catalog,
-    guard:
+    guard: metrics.instrumentGuard(
       deps.guard ??
-      (config.SPEND_GUARD === 'redis'
-        ? createRedisSpendGuard({
-            redis,
-            prefix: config.REDIS_PREFIX,
-            billingUrl: config.BILLING_URL,
-            serviceJwtSecret: config.SERVICE_JWT_SECRET,
-            rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
-            logger,
-            onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
-          })
-        : allowAllSpendGuard),
-    sink: publisher,
+        (config.SPEND_GUARD === 'redis'
+          ? createRedisSpendGuard({
+              redis,
+              prefix: config.REDIS_PREFIX,
+              billingUrl: config.BILLING_URL,
+              serviceJwtSecret: config.SERVICE_JWT_SECRET,
+              rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
+              logger,
+              onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
+            })
+          : allowAllSpendGuard),
+    ),
+    sink: {
+      publish(event) {
+        metrics.usageEvent(event);
+        publisher.publish(event);
+      },
+      canAdmit: () => publisher.canAdmit(),
+    },
     redis,
     resolver,
     estimator: deps.estimator ?? defaultEstimator,
@@ -323,7 +330,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     metrics,
     forwarders: { keys: keysForwarder.handler(), billing: billingForwarder.handler() },
   });
-  const server = await listenWithLimits(parts.app, config);
+  const server = await listenWithLimits(parts.app, config, logger);
   const port = (server.address() as AddressInfo).port;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   logger.info({ port, models: catalog.models().length }, 'proxy listening');
