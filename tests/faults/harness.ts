@@ -234,7 +234,8 @@ export class FaultStack {
   async startBilling(extra: Record<string, string> = {}): Promise<ServiceProcess> {
     const port = this.billing[0]?.port;
     if (this.billing.length === 0) this.billingMetricsPort = await freePort();
-    const metrics = this.billing.length === 0 ? { METRICS_PORT: String(this.billingMetricsPort) } : {};
+    const metrics: Record<string, string> =
+      this.billing.length === 0 ? { METRICS_PORT: String(this.billingMetricsPort) } : {};
     const p = await spawnService(
       'billing',
       { ...this.billingEnv(), ...metrics, ...extra },
