@@ -1,10 +1,12 @@
 import {
   type GrantCreditsRequest,
   grantCredits,
+  type ReplayDeadLettersRequest,
+  replayDeadLetters,
   type SetPostpaidRequest,
   setPostpaid,
+  showDeadLetters,
 } from '@tollgate/contracts';
-import type { HttpMethod } from '@tollgate/http';
 import { type CliContext, type CommandGroup, defineCommand, UsageError } from './command';
 import { callService } from './service-call';
 
@@ -14,16 +16,6 @@ import { callService } from './service-call';
  * service's own code and call billing's internal API (BILLING_URL, default the `make dev` address)
  * with a service token.
  */
-const callBilling = async (ctx: CliContext, method: HttpMethod, path: string, body: unknown) =>
-  (
-    await callService(
-      { name: 'billing', url: ctx.urls.billing, secret: ctx.config.SERVICE_JWT_SECRET },
-      method,
-      path,
-      body,
-    )
-  ).data;
-
 const billing = (ctx: CliContext) => ({
   name: 'billing' as const,
   url: ctx.urls.billing,
@@ -116,10 +108,13 @@ export const dlqCommands: CommandGroup = {
       options: { limit: { type: 'string', description: 'most messages to show (default 20)' } },
       async run(ctx, o) {
         const limit = positiveInt('limit', o.limit, 20);
-        const data = (await callBilling(ctx, 'GET', `/internal/dlq?limit=${limit}`, undefined)) as {
-          count: number;
-          messages: Array<Record<string, string | number | null>>;
-        };
+        const { data } = await callService(
+          billing(ctx),
+          showDeadLetters.method,
+          showDeadLetters.path(limit),
+          undefined,
+          showDeadLetters.response,
+        );
         return {
           data,
           text: data.count === 0 ? 'The dead-letter queue is empty' : undefined,
@@ -139,11 +134,14 @@ export const dlqCommands: CommandGroup = {
       options: { limit: { type: 'string', description: 'most events to replay (default 1000)' } },
       async run(ctx, o) {
         const limit = positiveInt('limit', o.limit, 1000);
-        const data = (await callBilling(ctx, 'POST', '/internal/dlq/replay', { limit })) as {
-          replayed: number;
-          invalid: number;
-          remaining: number;
-        };
+        const body: ReplayDeadLettersRequest = { limit };
+        const { data } = await callService(
+          billing(ctx),
+          replayDeadLetters.method,
+          replayDeadLetters.path,
+          body,
+          replayDeadLetters.response,
+        );
         return {
           data,
           text: `Replayed ${data.replayed} event(s); ${data.invalid} invalid left in place; ${data.remaining} in the queue now`,
