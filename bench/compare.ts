@@ -316,7 +316,12 @@ try {
     proxy: await freePort(),
     proxyN: await freePort(),
   };
-  const metricsPorts = { keys: await freePort(), billing: await freePort(), proxy: await freePort(), proxyN: await freePort() };
+  const metricsPorts = {
+    keys: await freePort(),
+    billing: await freePort(),
+    proxy: await freePort(),
+    proxyN: await freePort(),
+  };
   const urls = {
     keys: `http://127.0.0.1:${ports.keys}`,
     billing: `http://127.0.0.1:${ports.billing}`,
@@ -334,7 +339,12 @@ try {
   const keys = spawnProcess(
     'keys',
     ['dist/main.js'],
-    { ...common, PORT: String(ports.keys), BILLING_URL: urls.billing, METRICS_PORT: String(metricsPorts.keys) },
+    {
+      ...common,
+      PORT: String(ports.keys),
+      BILLING_URL: urls.billing,
+      METRICS_PORT: String(metricsPorts.keys),
+    },
     dist('keys'),
   );
   await waitHttp(`${urls.keys}/readyz`);
@@ -893,7 +903,10 @@ try {
       });
       gets[name] = { p50: r3(pct(r.samples, 50)), p99: r3(pct(r.samples, 99)), errors: r.errors };
       if (process.env.BENCH_VERBOSE) {
-        for (const [svc, port] of [['keys', metricsPorts.keys], ['billing', metricsPorts.billing]] as const) {
+        for (const [svc, port] of [
+          ['keys', metricsPorts.keys],
+          ['billing', metricsPorts.billing],
+        ] as const) {
           const text = await metricsText(port);
           for (const line of text.split('\n')) {
             if (/_http_request_duration_seconds_(sum|count)\{/.test(line)) log(`${svc} ${line}`);
