@@ -6,7 +6,7 @@ import {
   loadConfig as load,
   redisEnv,
   refuseDevSecretInProduction,
-  serviceJwtEnv,
+  servicePublicKeysEnv,
 } from '@tollgate/config';
 import { z } from 'zod';
 
@@ -14,7 +14,7 @@ export const billingConfigSchema = z
   .object({
     ...commonEnv,
     ...redisEnv,
-    ...serviceJwtEnv,
+    ...servicePublicKeysEnv,
     PORT: envPort(8082),
     /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */
     HOST: z.string().min(1).default('127.0.0.1'),

@@ -5,7 +5,8 @@ import {
   envPort,
   loadConfig as load,
   refuseDevSecretInProduction,
-  serviceJwtEnv,
+  servicePrivateKeyEnv,
+  servicePublicKeysEnv,
 } from '@tollgate/config';
 import { z } from 'zod';
 
@@ -19,7 +20,8 @@ export const DEFAULT_CATALOG_PATH = fileURLToPath(
 /** The dashboard's variables (the object, for tools that list them). */
 export const dashboardEnv = z.object({
   ...commonEnv,
-  ...serviceJwtEnv,
+  ...servicePrivateKeyEnv('dashboard'),
+  ...servicePublicKeysEnv,
   PORT: envPort(8083),
   HOST: z.string().min(1).default('0.0.0.0'),
   DATABASE_URL: z.string().url().default(defaults.databaseUrl),

@@ -5,7 +5,8 @@ import {
   loadConfig as load,
   redisEnv,
   refuseDevSecretInProduction,
-  serviceJwtEnv,
+  servicePrivateKeyEnv,
+  servicePublicKeysEnv,
 } from '@tollgate/config';
 import { z } from 'zod';
 
@@ -19,7 +20,8 @@ export const keysConfigSchema = z
   .object({
     ...commonEnv,
     ...redisEnv,
-    ...serviceJwtEnv,
+    ...servicePrivateKeyEnv('keys'),
+    ...servicePublicKeysEnv,
     PORT: envPort(8081),
     /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */
     HOST: z.string().min(1).default('127.0.0.1'),

@@ -5,7 +5,7 @@ import {
   loadConfig as load,
   redisEnv,
   refuseDevSecretInProduction,
-  serviceJwtEnv,
+  servicePrivateKeyEnv,
 } from '@tollgate/config';
 import { z } from 'zod';
 
@@ -21,7 +21,7 @@ export const proxyEnv = z
   .object({
     ...commonEnv,
     ...redisEnv,
-    ...serviceJwtEnv,
+    ...servicePrivateKeyEnv('proxy'),
     PORT: envPort(8080),
     HOST: z.string().min(1).default('0.0.0.0'),
     AMQP_URL: url.default('amqp://guest:guest@127.0.0.1:5672'),

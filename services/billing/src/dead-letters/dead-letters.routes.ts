@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { AppError } from '@tollgate/errors';
 import { inspectDeadLetters, replayDeadLetters, type UsageTopology } from '@tollgate/events';
 import { parseInput } from '@tollgate/http';
@@ -22,13 +23,17 @@ async function brokerCall<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function deadLetterRoutes(deps: { amqpUrl: string; topology: UsageTopology; secret: string }): Router {
+export function deadLetterRoutes(deps: {
+  amqpUrl: string;
+  topology: UsageTopology;
+  verifier: ServiceVerifier;
+}): Router {
   const router = Router();
-  router.get('/internal/dlq', serviceCaller(deps.secret), async (req, res) => {
+  router.get('/internal/dlq', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
     const q = parseInput(showQuery, singleQuery(req));
     res.json({ data: await brokerCall(() => inspectDeadLetters(deps.amqpUrl, deps.topology, q.limit)) });
   });
-  router.post('/internal/dlq/replay', serviceCaller(deps.secret), async (req, res) => {
+  router.post('/internal/dlq/replay', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
     const body = parseInput(replayBody, req.body ?? {});
     res.json({ data: await brokerCall(() => replayDeadLetters(deps.amqpUrl, deps.topology, body.limit)) });
   });

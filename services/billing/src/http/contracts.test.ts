@@ -4,24 +4,32 @@
  * side is in packages/http (service client) and the callers' own tests.
  */
 import { randomUUID } from 'node:crypto';
-import { serviceTokenSource } from '@tollgate/auth';
+import { devServiceSigner, type ServiceName, serviceTokenSource } from '@tollgate/auth';
 import { grantCredits, keysUsage, setPostpaid, spendRebuild } from '@tollgate/contracts';
 import { createServiceClient, type ServiceClient } from '@tollgate/http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBilling, type TestBillingStack } from '../testing';
 
 let t: TestBillingStack;
-let billing: ServiceClient;
+const clients = new Map<ServiceName, ServiceClient>();
+/** Billing as its real caller of each route sees it (admin: credits; keys: usage; proxy: rebuild). */
+const billingAs = (caller: ServiceName): ServiceClient => {
+  let client = clients.get(caller);
+  if (!client) {
+    client = createServiceClient({
+      service: 'billing',
+      url: t.billing.url,
+      token: serviceTokenSource(devServiceSigner(caller), 'billing'),
+    });
+    clients.set(caller, client);
+  }
+  return client;
+};
 beforeAll(async () => {
   t = await startTestBilling();
-  billing = createServiceClient({
-    service: 'billing',
-    url: t.billing.url,
-    token: serviceTokenSource(t.secret, 'keys'),
-  });
 });
 afterAll(async () => {
-  await billing?.close();
+  await Promise.all([...clients.values()].map((c) => c.close()));
   await t?.cleanup();
 });
 
@@ -30,7 +38,7 @@ describe("billing's internal contracts (owner side)", () => {
   const key = randomUUID();
 
   it('grantCredits: the answer matches the contract', async () => {
-    const answer = await billing.call({
+    const answer = await billingAs('admin').call({
       method: grantCredits.method,
       path: grantCredits.path(account),
       body: { amount: '12.5', note: 'contract test' },
@@ -40,7 +48,7 @@ describe("billing's internal contracts (owner side)", () => {
   });
 
   it('setPostpaid: the answer matches the contract', async () => {
-    const answer = await billing.call({
+    const answer = await billingAs('admin').call({
       method: setPostpaid.method,
       path: setPostpaid.path(account),
       body: { postpaid: true },
@@ -50,7 +58,7 @@ describe("billing's internal contracts (owner side)", () => {
   });
 
   it('keysUsage: one entry per requested key, decimal strings', async () => {
-    const answer = await billing.call({
+    const answer = await billingAs('keys').call({
       method: keysUsage.method,
       path: keysUsage.path,
       body: { keys: [{ id: key, limit_reset: 'daily' }] },
@@ -60,7 +68,7 @@ describe("billing's internal contracts (owner side)", () => {
   });
 
   it('spendRebuild: the answer matches the contract', async () => {
-    const answer = await billing.call({
+    const answer = await billingAs('proxy').call({
       method: spendRebuild.method,
       path: spendRebuild.path,
       body: { account_id: account, key_id: key, at: new Date().toISOString() },
@@ -76,29 +84,38 @@ describe("billing's internal contracts (owner side)", () => {
         method: keysUsage.method,
         body: { keys: [{ id: 'nope' }] },
         field: /keys\.0\.id/,
+        caller: 'keys',
       },
       {
         path: spendRebuild.path,
         method: spendRebuild.method,
         body: { account_id: 'x' },
         field: /account_id/,
+        caller: 'proxy',
       },
       {
         path: grantCredits.path(account),
         method: grantCredits.method,
         body: { amount: true },
         field: /amount/,
+        caller: 'admin',
       },
       {
         path: setPostpaid.path(account),
         method: setPostpaid.method,
         body: { postpaid: 'yes' },
         field: /postpaid/,
+        caller: 'admin',
       },
     ] as const;
     for (const b of bad) {
       await expect(
-        billing.call({ method: b.method, path: b.path, body: b.body, response: keysUsage.response }),
+        billingAs(b.caller).call({
+          method: b.method,
+          path: b.path,
+          body: b.body,
+          response: keysUsage.response,
+        }),
       ).rejects.toMatchObject({ status: 400, type: 'bad_request', message: expect.stringMatching(b.field) });
     }
   });

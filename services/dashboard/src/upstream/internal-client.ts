@@ -1,12 +1,12 @@
-import { serviceTokenSource } from '@tollgate/auth';
+import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { createServiceClient, type HttpMethod } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import { z } from 'zod';
 
 /**
  * The dashboard's only way to keys and billing: their internal HTTP APIs through the shared service
- * client of `@tollgate/http` (undici keep-alive pool, cached `{kind:'service', service:'dashboard'}`
- * token, a deadline per call, the request id passed on). Every internal call the dashboard makes is
+ * client of `@tollgate/http` (undici keep-alive pool, a cached token signed with the dashboard's key
+ * per callee, a deadline per call, the request id passed on). Every internal call the dashboard makes is
  * a method here.
  *
  * Errors: the owner's 4xx becomes the same AppError (its message names the field, safe to show);
@@ -16,7 +16,8 @@ import { z } from 'zod';
 export interface InternalClientOptions {
   keysUrl: string;
   billingUrl: string;
-  secret: string;
+  /** The dashboard's identity. */
+  signer: ServiceSigner;
   timeoutMs: number;
   logger?: Logger;
 }
@@ -49,19 +50,18 @@ function qs(query: Query = {}): string {
 const enveloped = z.looseObject({ data: z.unknown() });
 
 export function createInternalClient(o: InternalClientOptions): InternalClient & { close(): Promise<void> } {
-  const token = serviceTokenSource(o.secret, 'dashboard');
   const clients = {
     keys: createServiceClient({
       service: 'keys',
       url: o.keysUrl,
-      token,
+      token: serviceTokenSource(o.signer, 'keys'),
       timeoutMs: o.timeoutMs,
       logger: o.logger,
     }),
     billing: createServiceClient({
       service: 'billing',
       url: o.billingUrl,
-      token,
+      token: serviceTokenSource(o.signer, 'billing'),
       timeoutMs: o.timeoutMs,
       logger: o.logger,
     }),

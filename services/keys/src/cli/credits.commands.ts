@@ -12,22 +12,17 @@ import { callService } from './service-call';
  * Billing-backed admin commands (owned by the billing engineer): credits and the postpaid flag
  * live in billing's Postgres schema, so these commands resolve `--account <slug>` through the keys
  * service's own code and call billing's internal API (BILLING_URL, default the `make dev` address)
- * with a service token.
+ * as the `admin` identity (ADMIN_PRIVATE_KEY): billing accepts credit grants and the postpaid flag
+ * from no other caller.
  */
 const callBilling = async (ctx: CliContext, method: HttpMethod, path: string, body: unknown) =>
-  (
-    await callService(
-      { name: 'billing', url: ctx.urls.billing, secret: ctx.config.SERVICE_JWT_SECRET },
-      method,
-      path,
-      body,
-    )
-  ).data;
+  (await callService({ name: 'billing', url: ctx.urls.billing, signer: ctx.admin() }, method, path, body))
+    .data;
 
 const billing = (ctx: CliContext) => ({
   name: 'billing' as const,
   url: ctx.urls.billing,
-  secret: ctx.config.SERVICE_JWT_SECRET,
+  signer: ctx.admin(),
 });
 
 export const creditsCommands: CommandGroup = {

@@ -1,4 +1,4 @@
-import { serviceTokenSource } from '@tollgate/auth';
+import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { createServiceClient, type HttpMethod } from '@tollgate/http';
 import { z } from 'zod';
 
@@ -21,12 +21,12 @@ export const serviceUrls = (env: NodeJS.ProcessEnv): ServiceUrls => ({
 const anyData = z.object({ data: z.unknown() }).partial();
 
 /**
- * One call to another service's internal API through the shared service client, with a CLI service
- * token. The owner's 4xx comes back as the same AppError; an unreachable or failing service is a 503
+ * One call to another service's internal API through the shared service client, with a token
+ * signed by the CLI's `admin` identity (ADMIN_PRIVATE_KEY). The owner's 4xx comes back as the same AppError; an unreachable or failing service is a 503
  * naming the address (and the variable to set). Pass the contract's response schema where there is one.
  */
 export async function callService<S extends z.ZodType = typeof anyData>(
-  target: { name: 'billing' | 'dashboard'; url: string; secret: string },
+  target: { name: 'billing' | 'dashboard'; url: string; signer: ServiceSigner },
   method: HttpMethod,
   path: string,
   body: unknown,
@@ -36,7 +36,7 @@ export async function callService<S extends z.ZodType = typeof anyData>(
   const client = createServiceClient({
     service: target.name,
     url: target.url,
-    token: serviceTokenSource(target.secret, 'cli'),
+    token: serviceTokenSource(target.signer, target.name),
     timeoutMs: 10_000,
     connections: 1,
     unavailableMessage: `${target.name} at ${target.url} did not answer (or failed); is the stack running? Set ${variable} to reach another address`,

@@ -29,7 +29,7 @@ export const usersCommands: CommandGroup = {
         }
         const account = await ctx.runtime.accounts.requireBySlug(o.account);
         const { data } = (await callService(
-          { name: 'dashboard', url: ctx.urls.dashboard, secret: ctx.config.SERVICE_JWT_SECRET },
+          { name: 'dashboard', url: ctx.urls.dashboard, signer: ctx.admin() },
           'POST',
           '/internal/users',
           {
