@@ -69,6 +69,8 @@ beforeAll(async () => {
     CATALOG_PATH: resolve(root, 'infra/catalog/dev.yaml'),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
+    // A free port each: the fixed defaults could be taken by a stack running on this machine.
+    METRICS_PORT: '0',
   };
   for (const name of services) {
     const child = spawn(process.execPath, ['dist/main.js'], {

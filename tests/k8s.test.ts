@@ -152,7 +152,9 @@ function requiredVars(config: ConfigModule, env: Record<string, string>): string
     const parsed = config.schema.shape[key]!.safeParse(undefined);
     if (!parsed.success) return true;
     const def = String(parsed.data ?? '');
-    if (/127\.0\.0\.1|localhost|\/infra\/catalog\//.test(def)) return true;
+    // METRICS_HOST's 127.0.0.1 is where a listener binds, not a dependency's address (the main
+    // containers' METRICS_HOST is checked on its own below).
+    if (key !== 'METRICS_HOST' && /127\.0\.0\.1|localhost|\/infra\/catalog\//.test(def)) return true;
     const without: Record<string, string> = { ...env, NODE_ENV: 'production' };
     delete without[key];
     try {
@@ -194,6 +196,22 @@ describe.each(overlays)('overlay %s', (overlay) => {
       const port = main.ports[0].containerPort;
       const env = containerEnv(objs(), main);
       expect(Number(env.PORT)).toBe(port);
+      // Metrics on their own port: declared, annotated for Prometheus, never behind the Service.
+      const metricsPort = main.ports.find((p: Obj) => p.name === 'metrics')?.containerPort;
+      expect(metricsPort, `${name} metrics port`).toBeGreaterThan(0);
+      expect(Number(env.METRICS_PORT)).toBe(metricsPort);
+      expect(env.METRICS_HOST).toBe('0.0.0.0');
+      expect(dep.spec.template.metadata.annotations).toMatchObject({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': String(metricsPort),
+      });
+      const service = find(objs(), 'Service', name);
+      if (service) {
+        for (const p of service.spec.ports) {
+          expect(p.targetPort, `${name} Service exposes metrics`).not.toBe('metrics');
+          expect(p.targetPort).not.toBe(metricsPort);
+        }
+      }
       expect(main.livenessProbe.httpGet).toMatchObject({ path: '/healthz' });
       expect(main.readinessProbe.httpGet).toMatchObject({ path: '/readyz' });
       for (const probe of [main.livenessProbe, main.readinessProbe, main.startupProbe]) {

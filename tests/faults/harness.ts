@@ -149,6 +149,8 @@ export class FaultStack {
   billing: ServiceProcess[] = [];
   proxy!: ServiceProcess;
   proxyPort = 0;
+  /** The proxy's metrics listener (METRICS_PORT; every other service picks a free one). */
+  proxyMetricsPort = 0;
   keys: KeyUnderTest[] = [];
   /** Keys revoked and disabled before the load: never admitted, whatever happens to Redis. */
   blockedKeys: KeyUnderTest[] = [];
@@ -168,6 +170,7 @@ export class FaultStack {
       DATABASE_URL: this.db.url,
       AMQP_PREFIX: this.amqp.prefix,
       AMQP_URL: this.options.amqpUrl?.(this.amqp.url) ?? this.amqp.url,
+      METRICS_PORT: '0',
     };
     this.sim = await spawnService('provider-sim', {
       ...this.env,
@@ -181,6 +184,7 @@ export class FaultStack {
       LAST_USED_FLUSH_MS: '500',
     });
     this.proxyPort = await freePort();
+    this.proxyMetricsPort = await freePort();
     await this.startProxy();
   }
 
@@ -219,6 +223,7 @@ export class FaultStack {
         SHUTDOWN_TIMEOUT_MS: '20000',
         UPSTREAM_TIMEOUT_MS: '20000',
         MAX_CONCURRENT_COMPLETIONS_PER_KEY: '1000',
+        METRICS_PORT: String(this.proxyMetricsPort),
         ...this.options.proxyEnv,
       },
       { port: this.proxyPort },
@@ -358,7 +363,7 @@ export class FaultStack {
 
   async proxyMetric(name: string): Promise<number | null> {
     try {
-      const text = await (await fetch(`http://127.0.0.1:${this.proxyPort}/metrics`)).text();
+      const text = await (await fetch(`http://127.0.0.1:${this.proxyMetricsPort}/metrics`)).text();
       const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
       return m ? Number(m[1]) : null;
     } catch {

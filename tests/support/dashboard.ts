@@ -4,7 +4,9 @@
  * the admin CLI's way (POST /internal/users → a one-time sign-in link) and signed in through the API.
  */
 import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
+import { createUser } from '@tollgate/contracts';
 import { type DashboardHandle, type DashboardOptions, loadConfig, startDashboard } from '@tollgate/dashboard';
+import { expectContract } from '@tollgate/testkit';
 import { DEV_CATALOG_PATH, type Stack } from './stack';
 
 export interface DashboardResponse {
@@ -125,6 +127,7 @@ export async function startTestDashboard(
       const body = (await res.json()) as { data: { sign_in_link: string } };
       if (res.status !== 201)
         throw new Error(`POST /internal/users: HTTP ${res.status} ${JSON.stringify(body)}`);
+      expectContract(createUser.response, body); // the owner's side of the CLI's contract
       const token = new URL(body.data.sign_in_link.replace('#/', '')).searchParams.get('token')!;
       const password = `pw-${role}-${Math.random().toString(36).slice(2)}-long`;
       const accepted = await request('POST', '/api/invites/accept', { body: { token, password } });

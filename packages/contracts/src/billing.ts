@@ -1,14 +1,11 @@
+import { REQUEST_ID_PATTERN } from '@tollgate/auth';
 import { z } from 'zod';
+import { accountPath, decimalString, limitReset, unknownParameter, uuid } from './common';
 
 /**
  * Billing's internal API and the caller routes the proxy relays. Billing's routes parse requests and
  * build answers with these schemas; callers (keys, the proxy's spend guard, the CLI) parse the answers.
  */
-
-/** A decimal USD string, e.g. "0", "12.5", "-3.0000000001". */
-export const decimalString = z.string().regex(/^-?\d+(\.\d+)?$/, 'expected a decimal string');
-const uuid = (what: string) => z.string().uuid(`expected ${what} (uuid)`);
-const limitReset = z.enum(['daily', 'weekly', 'monthly']);
 
 /** Spend figures of one key, decimal USD strings. `usage` = spend in the key's current limit period. */
 export const keyUsageSchema = z.object({
@@ -47,12 +44,10 @@ export const spendRebuild = {
 } as const;
 export type SpendRebuildRequest = z.input<typeof spendRebuild.request>;
 
-export const accountParams = z.object({ accountId: uuid('an account id') });
-
 /** `POST /internal/accounts/:accountId/credits` (caller: CLI): grant (or correct) credits. */
 export const grantCredits = {
   method: 'POST',
-  path: (accountId: string) => `/internal/accounts/${encodeURIComponent(accountId)}/credits`,
+  path: (accountId: string) => `${accountPath(accountId)}/credits`,
   request: z.object({
     amount: z.union([z.string(), z.number()], { error: 'expected a decimal USD amount' }),
     note: z.string().max(500).nullable().optional(),
@@ -64,8 +59,276 @@ export type GrantCreditsRequest = z.input<typeof grantCredits.request>;
 /** `PUT /internal/accounts/:accountId/postpaid` (caller: CLI). */
 export const setPostpaid = {
   method: 'PUT',
-  path: (accountId: string) => `/internal/accounts/${encodeURIComponent(accountId)}/postpaid`,
+  path: (accountId: string) => `${accountPath(accountId)}/postpaid`,
   request: z.object({ postpaid: z.boolean({ error: 'expected a boolean' }) }),
   response: z.object({ data: z.object({ account_id: z.string(), postpaid: z.boolean() }) }),
 } as const;
 export type SetPostpaidRequest = z.input<typeof setPostpaid.request>;
+
+// ---------------------------------------------------------------------------------------------------
+// The dashboard's reads (caller: dashboard; the account is in the path).
+
+/** Page size of a list: 1..max, default `fallback` (a query string value). */
+const limitParam = (fallback: number, max: number) =>
+  z.coerce
+    .number({ error: 'expected an integer' })
+    .int('expected an integer')
+    .min(1, 'must be at least 1')
+    .max(max, `must be at most ${max}`)
+    .default(fallback);
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const granularity = z.enum(['hour', 'day', 'total'], { error: 'expected hour, day or total' });
+const groupBy = z.enum(['model', 'app', 'key', 'provider', 'none'], {
+  error: 'expected model, app, key, provider or none',
+});
+/** Most buckets one query may ask for (hourly: 31 days; daily: ~3 years). */
+const MAX_SPAN_MS: Record<z.output<typeof granularity>, number> = {
+  hour: 31 * DAY_MS,
+  day: 1100 * DAY_MS,
+  total: 1100 * DAY_MS,
+};
+
+const isoDate = (field: string) =>
+  z
+    .string({ error: 'is required (ISO 8601 date-time)' })
+    .datetime({ offset: true, error: `expected an ISO 8601 date-time for ${field}` })
+    .transform((s) => new Date(s));
+
+/** One analytics row: counts as numbers, cost as an exact decimal string (USD). */
+export const usageRowSchema = z.object({
+  /** Start of the hour/day bucket; null for granularity `total`. */
+  bucket: z.string().nullable(),
+  /** The group's value (model, app, key id, provider); null for `none` and for requests without an app. */
+  group: z.string().nullable(),
+  requests: z.number().int(),
+  tokens_prompt: z.number().int(),
+  tokens_completion: z.number().int(),
+  tokens_cached: z.number().int(),
+  tokens_cache_write: z.number().int(),
+  tokens_reasoning: z.number().int(),
+  cost: decimalString,
+});
+export type UsageRowView = z.output<typeof usageRowSchema>;
+
+/** `GET /internal/accounts/:accountId/usage`: analytics over the hourly roll-ups. */
+export const accountUsage = {
+  method: 'GET',
+  path: (accountId: string) => `${accountPath(accountId)}/usage`,
+  query: z
+    .strictObject(
+      {
+        from: isoDate('from'),
+        to: isoDate('to'),
+        granularity: granularity.default('day'),
+        group_by: groupBy.default('none'),
+        key_id: uuid('a key id').optional(),
+        model: z.string().min(1).max(300).optional(),
+        app: z.string().max(300).optional(),
+        provider: z.string().min(1).max(300).optional(),
+      },
+      unknownParameter,
+    )
+    .superRefine((q, ctx) => {
+      // zod runs this even when a field failed: only compare real dates.
+      if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
+      if (q.to.getTime() <= q.from.getTime())
+        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
+      else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS[q.granularity]) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['to'],
+          message: `range too long for granularity ${q.granularity}`,
+        });
+      }
+    }),
+  /** `from`/`to`: the range widened to whole buckets. */
+  response: z.object({
+    data: z.object({
+      from: z.string(),
+      to: z.string(),
+      granularity,
+      group_by: groupBy,
+      rows: z.array(usageRowSchema),
+    }),
+  }),
+} as const;
+export type AccountUsageQuery = z.input<typeof accountUsage.query>;
+
+/** A generation id: the request id the proxy minted. */
+const generationId = z.string().regex(REQUEST_ID_PATTERN, 'expected a request id (gen-…)');
+
+const attemptSchema = z.object({
+  provider_name: z.string(),
+  model_permaslug: z.string(),
+  status: z.number().nullable(),
+  latency: z.number(),
+});
+
+/** `GET /generation`'s record (OpenRouter's fields included; docs/api.md lists the neutral ones). */
+export const generationSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  provider_name: z.string(),
+  upstream_id: z.string().nullable(),
+  created_at: z.string(),
+  streamed: z.boolean(),
+  cancelled: z.boolean(),
+  finish_reason: z.string().nullable(),
+  tokens_prompt: z.number(),
+  tokens_completion: z.number(),
+  tokens_cached: z.number(),
+  tokens_cache_write: z.number(),
+  tokens_reasoning: z.number(),
+  total_cost: z.number(),
+  is_byok: z.boolean(),
+  usage_source: z.enum(['provider', 'estimated']),
+  app: z.string().nullable(),
+  latency_ms: z.number(),
+  generation_time_ms: z.number(),
+  attempts: z.array(
+    z.object({
+      provider: z.string(),
+      model: z.string(),
+      status: z.number().nullable(),
+      outcome: z.string(),
+      latency_ms: z.number(),
+    }),
+  ),
+  http_referer: z.string().nullable(),
+  api_type: z.literal('completions'),
+  app_id: z.null(),
+  cache_discount: z.null(),
+  data_region: z.literal('global'),
+  external_user: z.null(),
+  generation_time: z.number(),
+  latency: z.number(),
+  moderation_latency: z.null(),
+  native_finish_reason: z.string().nullable(),
+  native_tokens_prompt: z.number(),
+  native_tokens_completion: z.number(),
+  native_tokens_cached: z.number(),
+  native_tokens_reasoning: z.number(),
+  native_tokens_completion_images: z.null(),
+  num_fetches: z.null(),
+  num_input_audio_prompt: z.null(),
+  num_media_completion: z.null(),
+  num_media_prompt: z.null(),
+  num_search_results: z.null(),
+  origin: z.string(),
+  preset_id: z.null(),
+  provider_responses: z.array(attemptSchema).nullable(),
+  router: z.null(),
+  service_tier: z.null(),
+  upstream_inference_cost: z.null(),
+  usage: z.number(),
+  user_agent: z.null(),
+  web_search_engine: z.null(),
+  workspace_id: z.null(),
+});
+
+/** The dashboard's record: the public one plus key, upstream model, finish time, error and exact cost. */
+export const accountGenerationSchema = generationSchema.extend({
+  key_id: z.string(),
+  upstream_model: z.string(),
+  finished_at: z.string(),
+  error: z.object({ code: z.number(), message: z.string() }).nullable(),
+  cost: decimalString,
+});
+
+/** `GET /internal/accounts/:accountId/generations`: newest first, `before` pages. */
+export const listAccountGenerations = {
+  method: 'GET',
+  path: (accountId: string) => `${accountPath(accountId)}/generations`,
+  query: z.strictObject(
+    {
+      limit: limitParam(50, 200),
+      before: generationId.optional(),
+      model: z.string().min(1).max(300).optional(),
+      app: z.string().max(300).optional(),
+      key_id: uuid('a key id').optional(),
+      provider: z.string().min(1).max(300).optional(),
+      usage_source: z.enum(['provider', 'estimated'], { error: 'expected provider or estimated' }).optional(),
+    },
+    unknownParameter,
+  ),
+  response: z.object({ data: z.array(accountGenerationSchema), next_before: z.string().nullable() }),
+} as const;
+export type ListAccountGenerationsQuery = z.input<typeof listAccountGenerations.query>;
+
+/** `GET /internal/accounts/:accountId/generations/:id`: 404 unless the account's. */
+export const getAccountGeneration = {
+  method: 'GET',
+  path: (accountId: string, id: string) => `${accountPath(accountId)}/generations/${encodeURIComponent(id)}`,
+  params: z.object({ id: generationId }),
+  response: z.object({ data: accountGenerationSchema }),
+} as const;
+
+/** `GET /internal/accounts/:accountId/credits`: balance (exact decimals) and the ledger, newest first. */
+export const accountCredits = {
+  method: 'GET',
+  path: (accountId: string) => `${accountPath(accountId)}/credits`,
+  query: z.strictObject(
+    {
+      limit: limitParam(50, 200),
+      before: uuid('a ledger entry id').optional(),
+    },
+    unknownParameter,
+  ),
+  response: z.object({
+    data: z.object({
+      total_credits: decimalString,
+      total_usage: decimalString,
+      remaining: decimalString,
+      ledger: z.array(
+        z.object({
+          id: z.string(),
+          amount: decimalString,
+          note: z.string().nullable(),
+          created_at: z.string(),
+        }),
+      ),
+      next_before: z.string().nullable(),
+    }),
+  }),
+} as const;
+export type AccountCreditsQuery = z.input<typeof accountCredits.query>;
+
+// ---------------------------------------------------------------------------------------------------
+// The usage dead-letter queue (caller: the admin CLI, `tollgate dlq show|replay`).
+
+/** `GET /internal/dlq`: what is in the dead-letter queue and why (messages stay there). */
+export const showDeadLetters = {
+  method: 'GET',
+  path: (limit?: number) => `/internal/dlq${limit === undefined ? '' : `?limit=${limit}`}`,
+  query: z.strictObject({ limit: limitParam(20, 1000) }, unknownParameter),
+  response: z.object({
+    data: z.object({
+      count: z.number().int(),
+      messages: z.array(
+        z.object({
+          id: z.string().nullable(),
+          reason: z.string(),
+          death: z.string().nullable(),
+          account_id: z.string().nullable(),
+          key_id: z.string().nullable(),
+          cost: z.string().nullable(),
+          finished_at: z.string().nullable(),
+          bytes: z.number().int(),
+        }),
+      ),
+    }),
+  }),
+} as const;
+
+/** `POST /internal/dlq/replay`: valid events back to billing (exactly once: billing records an id once). */
+export const replayDeadLetters = {
+  method: 'POST',
+  path: '/internal/dlq/replay',
+  request: z.strictObject({ limit: z.number().int().min(1).max(100_000).default(1000) }),
+  response: z.object({
+    data: z.object({ replayed: z.number().int(), invalid: z.number().int(), remaining: z.number().int() }),
+  }),
+} as const;
+export type ReplayDeadLettersRequest = z.input<typeof replayDeadLetters.request>;

@@ -1,2 +1,4 @@
 export * from './billing';
+export * from './common';
+export * from './dashboard';
 export * from './keys';

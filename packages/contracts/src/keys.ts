@@ -1,11 +1,11 @@
+import { LIMIT_RESETS, MoneyError, toDecimal, toUnits } from '@tollgate/money';
 import { z } from 'zod';
+import { accountPath, limitReset, unknownParameter } from './common';
 
 /**
- * The keys service's internal API. The keys route parses the request and builds the answer with
- * these schemas; the caller (the proxy) parses the answer with them.
+ * The keys service's internal API. The keys routes parse requests and build answers with these
+ * schemas; the callers (the proxy's key resolver, the dashboard) parse the answers with them.
  */
-
-const limitReset = z.enum(['daily', 'weekly', 'monthly']);
 
 /** The key record the proxy caches and decides on (disabled/revoked included: the proxy answers 401). */
 export const cachedKeySchema = z.object({
@@ -34,3 +34,189 @@ export const resolveKey = {
 
 export type ResolveKeyRequest = z.input<typeof resolveKey.request>;
 export type ResolvedKey = z.output<typeof cachedKeySchema>;
+
+// ---------------------------------------------------------------------------------------------------
+// Key bodies: the public management API (POST/PATCH /keys) and the dashboard's routes parse with these.
+
+/** Highest accepted spend limit in USD (the column is numeric(20,10)). */
+const MAX_LIMIT_USD = 1_000_000_000;
+
+const name = z
+  .string({ error: 'expected a string' })
+  .trim()
+  .min(1, { error: 'must not be empty' })
+  .max(200, { error: 'must be at most 200 characters' })
+  .refine((s) => !s.includes('\u0000'), { error: 'must not contain NUL characters' });
+
+/** A USD amount as a JSON number: finite, >= 0, at most 10 decimal places; becomes a decimal string. */
+const limit = z
+  .number({ error: 'expected a number (USD) or null' })
+  .min(0, { error: 'must not be negative' })
+  .max(MAX_LIMIT_USD, { error: `must be at most ${MAX_LIMIT_USD}` })
+  .transform((n, ctx) => {
+    try {
+      return toDecimal(toUnits(n));
+    } catch (err) {
+      ctx.addIssue({
+        code: 'custom',
+        message: err instanceof MoneyError ? 'at most 10 decimal places' : 'invalid',
+      });
+      return z.NEVER;
+    }
+  });
+
+const limitResetInput = z.enum(LIMIT_RESETS, { error: 'expected one of daily, weekly, monthly, or null' });
+
+/** ISO 8601 date-time with a zone (`Z` or an offset); must lie in the future. */
+const expiresAt = z
+  .string({ error: 'expected an ISO 8601 date-time (e.g. 2030-01-01T00:00:00Z) or null' })
+  .refine((s) => z.iso.datetime({ offset: true }).safeParse(s).success, {
+    error: 'expected an ISO 8601 date-time with a time zone (e.g. 2030-01-01T00:00:00Z) or null',
+  })
+  .transform((s) => new Date(s))
+  .refine((d) => Number.isFinite(d.getTime()), { error: 'is not a valid date' })
+  .refine((d) => d.getTime() > Date.now(), { error: 'must be in the future' });
+
+/** Highest accepted allow-list length and per-key requests per minute. */
+const MAX_ALLOWED_MODELS = 200;
+const MAX_RATE_LIMIT_RPM = 1_000_000;
+
+/** A model id (`vendor/name`) or a vendor pattern (`vendor/*`). */
+const MODEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*\/(\*|[A-Za-z0-9][A-Za-z0-9._:-]*(\/[A-Za-z0-9._:-]+)*)$/;
+
+const allowedModels = z
+  .array(
+    z
+      .string({ error: 'expected model ids (vendor/name) or vendor/* patterns' })
+      .max(200, { error: 'each entry must be at most 200 characters' })
+      .regex(MODEL_PATTERN, { error: 'each entry must be a model id (vendor/name) or a vendor/* pattern' }),
+    { error: 'expected an array of model ids (vendor/name) or vendor/* patterns' },
+  )
+  .max(MAX_ALLOWED_MODELS, { error: `must have at most ${MAX_ALLOWED_MODELS} entries` })
+  .transform((list) => [...new Set(list)]);
+
+const rateLimitRpm = z
+  .number({ error: 'expected a positive integer (requests per minute) or null' })
+  .int({ error: 'must be an integer' })
+  .min(1, { error: 'must be at least 1 (null removes the limit)' })
+  .max(MAX_RATE_LIMIT_RPM, { error: `must be at most ${MAX_RATE_LIMIT_RPM}` });
+
+const includeByok = z.boolean({ error: 'expected true or false' });
+
+export const createKeyBody = z.strictObject({
+  name,
+  limit: limit.nullable().optional(),
+  limit_reset: limitResetInput.nullable().optional(),
+  expires_at: expiresAt.nullable().optional(),
+  include_byok_in_limit: includeByok.optional(),
+  allowed_models: allowedModels.optional(),
+  rate_limit_rpm: rateLimitRpm.nullable().optional(),
+});
+
+export const updateKeyBody = z.strictObject({
+  name: name.optional(),
+  disabled: z.boolean({ error: 'expected true or false' }).optional(),
+  limit: limit.nullable().optional(),
+  limit_reset: limitResetInput.nullable().optional(),
+  expires_at: expiresAt.nullable().optional(),
+  include_byok_in_limit: includeByok.optional(),
+  allowed_models: allowedModels.optional(),
+  rate_limit_rpm: rateLimitRpm.nullable().optional(),
+});
+
+/** Create body of the dashboard's route: the public body plus the management-key option. */
+export const accountKeyCreateBody = createKeyBody.extend({
+  management: z.boolean({ error: 'expected true or false' }).optional(),
+});
+
+// ---------------------------------------------------------------------------------------------------
+// The key object (spec §2.1 plus DESIGN.md's and OpenRouter's fields): the public API's and the
+// dashboard's answer. Figures are USD JSON numbers.
+
+export const keyObjectSchema = z.object({
+  hash: z.string(),
+  name: z.string(),
+  label: z.string(),
+  scope: z.enum(['inference', 'management']),
+  limit: z.number().nullable(),
+  limit_reset: limitReset.nullable(),
+  disabled: z.boolean(),
+  revoked: z.boolean(),
+  last_used_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  usage: z.number(),
+  limit_remaining: z.number().nullable(),
+  usage_daily: z.number(),
+  usage_weekly: z.number(),
+  usage_monthly: z.number(),
+  // Governance.
+  expires_at: z.string().nullable(),
+  include_byok_in_limit: z.boolean(),
+  allowed_models: z.array(z.string()),
+  rate_limit_rpm: z.number().int().nullable(),
+  // OpenRouter's fields for concepts Tollgate does not have (neutral values, docs/api.md).
+  byok_usage: z.literal(0),
+  byok_usage_daily: z.literal(0),
+  byok_usage_weekly: z.literal(0),
+  byok_usage_monthly: z.literal(0),
+  creator_user_id: z.null(),
+  external_user: z.null(),
+  /** The key's account: Tollgate's only grouping of keys. */
+  workspace_id: z.string(),
+});
+export type KeyObject = z.output<typeof keyObjectSchema>;
+
+// ---------------------------------------------------------------------------------------------------
+// The dashboard's routes (caller: dashboard; the account is in the path, the dashboard checked the
+// signed-in user belongs to it).
+
+/** `GET /internal/accounts/:accountId`: the account's names (404 unless it exists). */
+export const getAccount = {
+  method: 'GET',
+  path: accountPath,
+  response: z.object({ data: z.object({ id: z.string(), slug: z.string(), name: z.string() }) }),
+} as const;
+
+/** `GET /internal/accounts/:accountId/keys`: one page of keys (both scopes), oldest first. */
+export const listAccountKeys = {
+  method: 'GET',
+  path: (accountId: string) => `${accountPath(accountId)}/keys`,
+  query: z.strictObject(
+    {
+      include_revoked: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+      offset: z
+        .string()
+        .regex(/^\d{1,9}$/, { error: 'must be a non-negative integer' })
+        .optional(),
+    },
+    unknownParameter,
+  ),
+  /** `next_offset`: the next page's offset, null on the last page. */
+  response: z.object({ data: z.array(keyObjectSchema), next_offset: z.number().int().nullable() }),
+} as const;
+
+/** `POST /internal/accounts/:accountId/keys`: the answer carries the plaintext key once. */
+export const createAccountKey = {
+  method: 'POST',
+  path: (accountId: string) => `${accountPath(accountId)}/keys`,
+  request: accountKeyCreateBody,
+  response: z.object({ data: keyObjectSchema.extend({ key: z.string() }) }),
+} as const;
+export type CreateAccountKeyRequest = z.input<typeof createAccountKey.request>;
+
+/** `PATCH /internal/accounts/:accountId/keys/:hash`. */
+export const updateAccountKey = {
+  method: 'PATCH',
+  path: (accountId: string, hash: string) => `${accountPath(accountId)}/keys/${encodeURIComponent(hash)}`,
+  request: updateKeyBody,
+  response: z.object({ data: keyObjectSchema }),
+} as const;
+export type UpdateAccountKeyRequest = z.input<typeof updateAccountKey.request>;
+
+/** `DELETE /internal/accounts/:accountId/keys/:hash`: revokes any key, management keys included. */
+export const revokeAccountKey = {
+  method: 'DELETE',
+  path: (accountId: string, hash: string) => `${accountPath(accountId)}/keys/${encodeURIComponent(hash)}`,
+  response: z.object({ data: z.object({ hash: z.string(), deleted: z.literal(true) }) }),
+} as const;

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { runId, testInfra } from './infra';
 
+export { expectContract } from './contract';
 export { dockerAvailable, LOCAL_INFRA, runId, type TestInfra, testInfra } from './infra';
 export { createTcpProxy, hostPortOf, type TcpProxy } from './tcp-proxy';
 

@@ -8,6 +8,7 @@ import {
   refuseDevSecretInProduction,
   servicePublicKeysEnv,
 } from '@tollgate/config';
+import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 
 export const billingConfigSchema = z
@@ -16,6 +17,8 @@ export const billingConfigSchema = z
     ...redisEnv,
     ...servicePublicKeysEnv,
     PORT: envPort(8082),
+    /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
+    ...metricsEnv(9466),
     /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */
     HOST: z.string().min(1).default('127.0.0.1'),
     DATABASE_URL: z.string().url().default(defaults.databaseUrl),

@@ -1,5 +1,6 @@
 import { onShutdown } from '@tollgate/http';
 import { createLogger } from '@tollgate/logger';
+import { serveMetricsFromConfig } from '@tollgate/metrics';
 import { loadConfig } from './config';
 import { startBilling } from './service';
 
@@ -7,4 +8,8 @@ import { startBilling } from './service';
 const config = loadConfig();
 const logger = createLogger({ name: 'billing', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 const service = await startBilling(config, { logger });
-onShutdown(logger, () => service.close());
+const metricsServer = await serveMetricsFromConfig(config, service.metrics, logger);
+onShutdown(logger, async () => {
+  await service.close();
+  await metricsServer?.close();
+});

@@ -4,8 +4,10 @@ import { sql } from '@tollgate/db';
 import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgate/events';
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
+import { serviceRegistry } from '@tollgate/metrics';
 import { createSpendStore, type SpendTimings } from '@tollgate/spend';
 import { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
@@ -23,6 +25,8 @@ export interface BillingHandle {
   db: BillingDb;
   redis: Redis;
   recorder: UsageRecorder;
+  /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
+  metrics: Registry;
   /** null when WORKER_ENABLED=false. */
   consumer: UsageConsumer | null;
   /** Stops HTTP, lets the worker finish (and ack) its batch, closes Postgres and Redis. */
@@ -59,6 +63,8 @@ export async function startBilling(
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
 
+  const metrics = serviceRegistry('billing');
+  const worker = workerMetrics(metrics);
   const consumer = config.WORKER_ENABLED
     ? createUsageConsumer({
         url: config.AMQP_URL,
@@ -69,10 +75,11 @@ export async function startBilling(
         batchTimeoutMs: config.BATCH_TIMEOUT_MS,
         connectionName: 'tollgate-billing',
         classify: classifyBillingFailure,
-        handle: createUsageEventHandler({ recorder, logger }),
+        handle: createUsageEventHandler({ recorder, logger, onCommitted: worker.committed }),
       })
     : null;
 
+  worker.watch(consumer);
   const app = createBillingApp({
     db,
     credits,
@@ -80,7 +87,7 @@ export async function startBilling(
     verifier: createServiceVerifier('billing', config.SERVICE_PUBLIC_KEYS),
     clock,
     logger,
-    metrics: workerMetrics(consumer),
+    metrics,
     deadLetters: { amqpUrl: config.AMQP_URL, topology: usageTopology(config.AMQP_PREFIX) },
     readiness: {
       postgres: async () => {
@@ -119,6 +126,7 @@ export async function startBilling(
     db,
     redis,
     recorder,
+    metrics,
     consumer,
     close() {
       closing ??= (async () => {

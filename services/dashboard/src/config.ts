@@ -8,6 +8,7 @@ import {
   servicePrivateKeyEnv,
   servicePublicKeysEnv,
 } from '@tollgate/config';
+import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 
 /** Where `pnpm --filter @tollgate/dashboard build:ui` writes the single-page app. */
@@ -23,6 +24,8 @@ export const dashboardEnv = z.object({
   ...servicePrivateKeyEnv('dashboard'),
   ...servicePublicKeysEnv,
   PORT: envPort(8083),
+  /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
+  ...metricsEnv(9467),
   HOST: z.string().min(1).default('0.0.0.0'),
   DATABASE_URL: z.string().url().default(defaults.databaseUrl),
   KEYS_URL: z.string().url().default('http://127.0.0.1:8081'),

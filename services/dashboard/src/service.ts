@@ -4,6 +4,8 @@ import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
+import { serviceRegistry } from '@tollgate/metrics';
+import type { Registry } from 'prom-client';
 import { type AuthService, createAuthService } from './auth/auth.service';
 import type { DashboardConfig } from './config';
 import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
@@ -16,6 +18,8 @@ export interface DashboardHandle {
   port: number;
   db: DashboardDb;
   auth: AuthService;
+  /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
+  metrics: Registry;
   close(): Promise<void>;
 }
 
@@ -57,7 +61,9 @@ export async function startDashboard(
     timeoutMs: config.SERVICE_TIMEOUT_MS,
     logger,
   });
+  const metrics = serviceRegistry('dashboard');
   const app = createDashboardApp({
+    metrics,
     db,
     auth,
     client,
@@ -90,6 +96,7 @@ export async function startDashboard(
     port,
     db,
     auth,
+    metrics,
     close() {
       closing ??= (async () => {
         await closeServer(server);

@@ -8,6 +8,7 @@ import {
   servicePrivateKeyEnv,
   servicePublicKeysEnv,
 } from '@tollgate/config';
+import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 
 const optionalUrl = z
@@ -23,6 +24,8 @@ export const keysConfigSchema = z
     ...servicePrivateKeyEnv('keys'),
     ...servicePublicKeysEnv,
     PORT: envPort(8081),
+    /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
+    ...metricsEnv(9465),
     /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */
     HOST: z.string().min(1).default('127.0.0.1'),
     DATABASE_URL: z.string().url().default(defaults.databaseUrl),

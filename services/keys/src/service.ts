@@ -3,6 +3,8 @@ import { createServiceVerifier } from '@tollgate/auth';
 import { sql } from '@tollgate/db';
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
+import { serviceRegistry } from '@tollgate/metrics';
+import type { Registry } from 'prom-client';
 import type { KeysConfig } from './config';
 import { createKeysApp } from './http/app';
 import { startLastUsedFlusher } from './last-used/last-used.flusher';
@@ -12,6 +14,8 @@ export interface KeysServiceHandle {
   /** e.g. http://127.0.0.1:8081 */
   url: string;
   port: number;
+  /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
+  metrics: Registry;
   /** Moves pending last_used_at values to Postgres now (otherwise every LAST_USED_FLUSH_MS). */
   flushLastUsed(): Promise<number>;
   /** Stops accepting requests, flushes last_used_at, closes Postgres and Redis. */
@@ -34,7 +38,9 @@ export async function startKeysService(
     intervalMs: config.LAST_USED_FLUSH_MS,
     logger,
   });
+  const metrics = serviceRegistry('keys');
   const app = createKeysApp({
+    metrics,
     keys: runtime.keys,
     accounts: runtime.accounts,
     presenter: runtime.presenter,
@@ -64,6 +70,7 @@ export async function startKeysService(
   return {
     url: `http://${host}:${port}`,
     port,
+    metrics,
     flushLastUsed: () => flusher.flush(),
     runtime,
     close() {

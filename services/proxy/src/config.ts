@@ -7,6 +7,7 @@ import {
   refuseDevSecretInProduction,
   servicePrivateKeyEnv,
 } from '@tollgate/config';
+import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 
 /** The dev catalog of the repo, resolved relative to this file (works from any cwd). */
@@ -24,6 +25,8 @@ export const proxyEnv = z
     ...servicePrivateKeyEnv('proxy'),
     PORT: envPort(8080),
     HOST: z.string().min(1).default('0.0.0.0'),
+    /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
+    ...metricsEnv(9464),
     AMQP_URL: url.default('amqp://guest:guest@127.0.0.1:5672'),
     /** Prefix of the usage exchange and queues (see @tollgate/events usageTopology). */
     AMQP_PREFIX: z.string().min(1).default('tollgate'),

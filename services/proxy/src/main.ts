@@ -1,10 +1,13 @@
 import cluster from 'node:cluster';
 import { onShutdown } from '@tollgate/http';
 import { createLogger } from '@tollgate/logger';
+import { exposeToClusterPrimary, serveMetricsFromConfig } from '@tollgate/metrics';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadConfig } from './config';
 import { startProxy } from './http/app';
 
-// Table of contents: config → logger → (cluster primary forks workers) → proxy → SIGTERM drain.
+// Table of contents: config → logger → (cluster primary forks workers and serves the workers' metrics)
+// → proxy + metrics listener → SIGTERM drain.
 const config = loadConfig();
 const logger = createLogger({ name: 'proxy', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 
@@ -12,6 +15,10 @@ if (config.WORKERS > 1 && cluster.isPrimary) {
   // Each worker is a full, stateless proxy on the shared port; the primary only supervises.
   logger.info({ workers: config.WORKERS }, 'starting proxy workers');
   for (let i = 0; i < config.WORKERS; i++) cluster.fork();
+  // One metrics listener for the whole process group: the workers' registries, summed.
+  const primaryRegistry = new Registry();
+  collectDefaultMetrics({ register: primaryRegistry, prefix: 'tollgate_proxy_primary_' });
+  const metricsServer = await serveMetricsFromConfig(config, primaryRegistry, logger, 'primary');
   let stopping = false;
   const listening = new Set<number>();
   cluster.on('listening', (worker) => listening.add(worker.id));
@@ -31,6 +38,7 @@ if (config.WORKERS > 1 && cluster.isPrimary) {
   });
   onShutdown(logger, async () => {
     stopping = true;
+    await metricsServer?.close();
     const workers = Object.values(cluster.workers ?? {});
     await Promise.all(
       workers.map(
@@ -45,5 +53,13 @@ if (config.WORKERS > 1 && cluster.isPrimary) {
   });
 } else {
   const proxy = await startProxy(config, { logger });
-  onShutdown(logger, () => proxy.close());
+  // A cluster worker's metrics are read by the primary's listener; a single process serves its own.
+  if (cluster.isWorker) exposeToClusterPrimary([proxy.metrics.registry]);
+  const metricsServer = cluster.isWorker
+    ? null
+    : await serveMetricsFromConfig(config, proxy.metrics.registry, logger);
+  onShutdown(logger, async () => {
+    await proxy.close();
+    await metricsServer?.close();
+  });
 }

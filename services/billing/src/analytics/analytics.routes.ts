@@ -1,4 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
+import { accountUsage, type UsageRowView } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { toNumber, toUnits } from '@tollgate/money';
@@ -7,57 +8,16 @@ import { z } from 'zod';
 import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
-import { type Granularity, queryActivity, queryUsage, type UsageRow } from './analytics.repository';
+import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
-/** Most buckets one query may ask for (hourly: 31 days; daily: ~3 years). */
-const MAX_SPAN_MS: Record<Granularity, number> = {
-  hour: 31 * DAY_MS,
-  day: 1100 * DAY_MS,
-  total: 1100 * DAY_MS,
-};
 
 const floorTo = (d: Date, unit: number) => new Date(Math.floor(d.getTime() / unit) * unit);
 const ceilTo = (d: Date, unit: number) => new Date(Math.ceil(d.getTime() / unit) * unit);
 
-const isoDate = (field: string) =>
-  z
-    .string({ error: 'is required (ISO 8601 date-time)' })
-    .datetime({ offset: true, error: `expected an ISO 8601 date-time for ${field}` })
-    .transform((s) => new Date(s));
-
-const usageQuery = z
-  .strictObject({
-    from: isoDate('from'),
-    to: isoDate('to'),
-    granularity: z.enum(['hour', 'day', 'total'], { error: 'expected hour, day or total' }).default('day'),
-    group_by: z
-      .enum(['model', 'app', 'key', 'provider', 'none'], {
-        error: 'expected model, app, key, provider or none',
-      })
-      .default('none'),
-    key_id: z.string().uuid('expected a key id (uuid)').optional(),
-    model: z.string().min(1).max(300).optional(),
-    app: z.string().max(300).optional(),
-    provider: z.string().min(1).max(300).optional(),
-  })
-  .superRefine((q, ctx) => {
-    // zod runs this even when a field failed: only compare real dates.
-    if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
-    if (q.to.getTime() <= q.from.getTime())
-      ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
-    else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS[q.granularity]) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['to'],
-        message: `range too long for granularity ${q.granularity}`,
-      });
-    }
-  });
-
 /** The analytics row on the wire: counts as numbers, cost as an exact decimal string (USD). */
-export function usageRowView(r: UsageRow, groupBy: string) {
+export function usageRowView(r: UsageRow, groupBy: string): UsageRowView {
   return {
     bucket: r.bucket ? r.bucket.toISOString() : null,
     group: groupBy === 'none' ? null : groupBy === 'app' && r.group === '' ? null : r.group,
@@ -95,7 +55,7 @@ export function analyticsRoutes(deps: {
     serviceCaller(deps.verifier, ['dashboard']),
     async (req, res) => {
       const accountId = accountIdOf(req);
-      const q = parseInput(usageQuery, singleQuery(req));
+      const q = parseInput(accountUsage.query, singleQuery(req));
       // Hourly buckets cover whole hours, daily buckets whole UTC days: the range is widened to them.
       const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
       const from = floorTo(q.from, unit);
@@ -108,7 +68,7 @@ export function analyticsRoutes(deps: {
         groupBy: q.group_by,
         filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
       });
-      res.json({
+      const answer: z.input<typeof accountUsage.response> = {
         data: {
           from: from.toISOString(),
           to: to.toISOString(),
@@ -116,7 +76,8 @@ export function analyticsRoutes(deps: {
           group_by: q.group_by,
           rows: rows.map((r) => usageRowView(r, q.group_by)),
         },
-      });
+      };
+      res.json(answer);
     },
   );
 

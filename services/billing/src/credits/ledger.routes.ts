@@ -1,18 +1,14 @@
 import type { ServiceVerifier } from '@tollgate/auth';
+import { accountCredits } from '@tollgate/contracts';
 import { parseInput } from '@tollgate/http';
 import { toDecimal } from '@tollgate/money';
 import { Router } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { BillingDb } from '../database';
-import { accountIdOf, decimalOf, limitParam, singleQuery } from '../http/account-params';
+import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { serviceCaller } from '../http/caller';
 import { listLedger } from './credits.repository';
 import type { CreditsService } from './credits.service';
-
-const ledgerQuery = z.strictObject({
-  limit: limitParam(50, 200),
-  before: z.string().uuid('expected a ledger entry id (uuid)').optional(),
-});
 
 /** The dashboard's credits page: balance (exact decimals) and the ledger, newest first. */
 export function ledgerRoutes(deps: {
@@ -26,13 +22,13 @@ export function ledgerRoutes(deps: {
     serviceCaller(deps.verifier, ['dashboard']),
     async (req, res) => {
       const accountId = accountIdOf(req);
-      const q = parseInput(ledgerQuery, singleQuery(req));
+      const q = parseInput(accountCredits.query, singleQuery(req));
       const [balance, rows] = await Promise.all([
         deps.credits.balance(accountId),
         listLedger(deps.db, { accountId, limit: q.limit + 1, before: q.before }),
       ]);
       const page = rows.slice(0, q.limit);
-      res.json({
+      const answer: z.input<typeof accountCredits.response> = {
         data: {
           total_credits: toDecimal(balance.totalCredits),
           total_usage: toDecimal(balance.totalUsage),
@@ -45,7 +41,8 @@ export function ledgerRoutes(deps: {
           })),
           next_before: rows.length > q.limit ? (page.at(-1)?.id ?? null) : null,
         },
-      });
+      };
+      res.json(answer);
     },
   );
   return router;

@@ -1,14 +1,12 @@
 import type { ServiceVerifier } from '@tollgate/auth';
+import { replayDeadLetters, showDeadLetters } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
-import { inspectDeadLetters, replayDeadLetters, type UsageTopology } from '@tollgate/events';
+import { inspectDeadLetters, replayDeadLetters as replay, type UsageTopology } from '@tollgate/events';
 import { parseInput } from '@tollgate/http';
 import { Router } from 'express';
-import { z } from 'zod';
-import { limitParam, singleQuery } from '../http/account-params';
+import type { z } from 'zod';
+import { singleQuery } from '../http/account-params';
 import { serviceCaller } from '../http/caller';
-
-const showQuery = z.strictObject({ limit: limitParam(20, 1000) });
-const replayBody = z.strictObject({ limit: z.number().int().min(1).max(100_000).default(1000) });
 
 /**
  * The operator's view of the usage dead-letter queue (`pnpm tollgate dlq show|replay`): what is there
@@ -30,12 +28,18 @@ export function deadLetterRoutes(deps: {
 }): Router {
   const router = Router();
   router.get('/internal/dlq', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
-    const q = parseInput(showQuery, singleQuery(req));
-    res.json({ data: await brokerCall(() => inspectDeadLetters(deps.amqpUrl, deps.topology, q.limit)) });
+    const q = parseInput(showDeadLetters.query, singleQuery(req));
+    const answer: z.input<typeof showDeadLetters.response> = {
+      data: await brokerCall(() => inspectDeadLetters(deps.amqpUrl, deps.topology, q.limit)),
+    };
+    res.json(answer);
   });
   router.post('/internal/dlq/replay', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
-    const body = parseInput(replayBody, req.body ?? {});
-    res.json({ data: await brokerCall(() => replayDeadLetters(deps.amqpUrl, deps.topology, body.limit)) });
+    const body = parseInput(replayDeadLetters.request, req.body ?? {});
+    const answer: z.input<typeof replayDeadLetters.response> = {
+      data: await brokerCall(() => replay(deps.amqpUrl, deps.topology, body.limit)),
+    };
+    res.json(answer);
   });
   return router;
 }

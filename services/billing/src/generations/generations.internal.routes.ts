@@ -1,30 +1,20 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { REQUEST_ID_PATTERN } from '@tollgate/auth';
+import { getAccountGeneration, listAccountGenerations } from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { Router } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { BillingDb } from '../database';
-import { accountIdOf, decimalOf, limitParam, singleQuery } from '../http/account-params';
+import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { serviceCaller } from '../http/caller';
 import { findGeneration, listGenerations } from './generations.repository';
 import { generationView } from './generations.routes';
 import type { Generation } from './generations.table';
 
-const requestId = z.string().regex(REQUEST_ID_PATTERN, 'expected a request id (gen-…)');
-
-const listQuery = z.strictObject({
-  limit: limitParam(50, 200),
-  before: requestId.optional(),
-  model: z.string().min(1).max(300).optional(),
-  app: z.string().max(300).optional(),
-  key_id: z.string().uuid('expected a key id (uuid)').optional(),
-  provider: z.string().min(1).max(300).optional(),
-  usage_source: z.enum(['provider', 'estimated'], { error: 'expected provider or estimated' }).optional(),
-});
+type AccountGeneration = z.input<typeof getAccountGeneration.response>['data'];
 
 /** The record for the dashboard: the public view plus key, upstream model, error and exact cost. */
-const internalView = (g: Generation) => ({
+const internalView = (g: Generation): AccountGeneration => ({
   ...generationView(g),
   key_id: g.key_id,
   upstream_model: g.upstream_model,
@@ -42,7 +32,7 @@ export function generationsInternalRoutes(deps: { db: BillingDb; verifier: Servi
     serviceCaller(deps.verifier, ['dashboard']),
     async (req, res) => {
       const accountId = accountIdOf(req);
-      const q = parseInput(listQuery, singleQuery(req));
+      const q = parseInput(listAccountGenerations.query, singleQuery(req));
       const rows = await listGenerations(deps.db, {
         accountId,
         limit: q.limit + 1,
@@ -56,10 +46,11 @@ export function generationsInternalRoutes(deps: { db: BillingDb; verifier: Servi
         },
       });
       const page = rows.slice(0, q.limit);
-      res.json({
+      const answer: z.input<typeof listAccountGenerations.response> = {
         data: page.map(internalView),
         next_before: rows.length > q.limit ? (page.at(-1)?.id ?? null) : null,
-      });
+      };
+      res.json(answer);
     },
   );
 
@@ -68,10 +59,11 @@ export function generationsInternalRoutes(deps: { db: BillingDb; verifier: Servi
     serviceCaller(deps.verifier, ['dashboard']),
     async (req, res) => {
       const accountId = accountIdOf(req);
-      const id = parseInput(requestId, req.params.id);
+      const { id } = parseInput(getAccountGeneration.params, { id: req.params.id });
       const row = await findGeneration(deps.db, id);
       if (!row || row.account_id !== accountId) throw notFound(`No generation with id ${id}`);
-      res.json({ data: internalView(row) });
+      const answer: z.input<typeof getAccountGeneration.response> = { data: internalView(row) };
+      res.json(answer);
     },
   );
 

@@ -1,5 +1,6 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { REQUEST_ID_PATTERN } from '@tollgate/auth';
+import type { generationSchema } from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { toNumber, toUnits } from '@tollgate/money';
@@ -15,7 +16,7 @@ const query = z.object({
 });
 
 /** The generation record of DESIGN.md. */
-export function generationView(g: Generation) {
+export function generationView(g: Generation): z.input<typeof generationSchema> {
   return {
     id: g.id,
     model: g.model,

@@ -1,12 +1,11 @@
+import { accountParams } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { toDecimal, toUnits } from '@tollgate/money';
 import type { Request } from 'express';
-import { z } from 'zod';
 
 /** `:accountId` of an internal account route. */
-export const accountIdOf = (req: Request): string =>
-  parseInput(z.object({ accountId: z.string().uuid('expected an account id (uuid)') }), req.params).accountId;
+export const accountIdOf = (req: Request): string => parseInput(accountParams, req.params).accountId;
 
 /** Query strings arrive as string | string[] | object: a repeated parameter is a 400, not a crash. */
 export function singleQuery(req: Request): Record<string, string | undefined> {
@@ -20,12 +19,3 @@ export function singleQuery(req: Request): Record<string, string | undefined> {
 
 /** A `numeric` sum from Postgres as a plain decimal string ("0.000150"→"0.00015"). */
 export const decimalOf = (numeric: string | null | undefined): string => toDecimal(toUnits(numeric ?? '0'));
-
-/** Page size: 1..max, default `fallback`. */
-export const limitParam = (fallback: number, max: number) =>
-  z.coerce
-    .number({ error: 'expected an integer' })
-    .int('expected an integer')
-    .min(1, 'must be at least 1')
-    .max(max, `must be at most ${max}`)
-    .default(fallback);

@@ -9,6 +9,7 @@ import {
   requestContext,
 } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
+import { httpMetrics } from '@tollgate/metrics';
 import express from 'express';
 import type { Registry } from 'prom-client';
 import { analyticsRoutes } from '../analytics/analytics.routes';
@@ -33,7 +34,7 @@ export interface BillingAppDeps {
   readiness: Record<string, ReadinessCheck>;
   /** The usage dead-letter queue, for `GET /internal/dlq` and `POST /internal/dlq/replay`. */
   deadLetters?: { amqpUrl: string; topology: UsageTopology };
-  /** Prometheus registry served at GET /metrics (internal port; billing is not public). */
+  /** Request metrics are counted into this registry (served on the metrics port by main.ts). */
   metrics?: Registry;
 }
 
@@ -41,17 +42,9 @@ export interface BillingAppDeps {
 export function createBillingApp(deps: BillingAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  if (deps.metrics) app.use(httpMetrics(deps.metrics, 'tollgate_billing_http'));
   app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use(healthRoutes(deps.readiness));
-  const { metrics } = deps;
-  if (metrics) {
-    app.get('/metrics', (_req, res, next) => {
-      metrics
-        .metrics()
-        .then((text) => res.type(metrics.contentType).send(text))
-        .catch(next);
-    });
-  }
   app.use(jsonBody('256kb'));
   app.use(generationsRoutes({ db: deps.db, verifier: deps.verifier }));
   app.use(creditsRoutes({ credits: deps.credits, verifier: deps.verifier }));

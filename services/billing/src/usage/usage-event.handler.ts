@@ -14,7 +14,12 @@ export type UsageEventHandlers = {
  * (in the order of their first appearance) and hands each group to its typed handler. A handler
  * throws on failure; the consumer classifies it (`classifyBillingFailure`) and retries or dead-letters.
  */
-export function createUsageEventHandler(deps: { recorder: UsageRecorder; logger: Logger }) {
+export function createUsageEventHandler(deps: {
+  recorder: UsageRecorder;
+  logger: Logger;
+  /** Called with each batch after its commit (billing lag metrics). */
+  onCommitted?: (events: readonly UsageEvent[]) => void;
+}) {
   const handlers: UsageEventHandlers = {
     usage: {
       /** Version 1: generation records and spend, exactly once (see `createUsageRecorder`). */
@@ -22,6 +27,7 @@ export function createUsageEventHandler(deps: { recorder: UsageRecorder; logger:
         const r = await deps.recorder.record(events);
         if (r.duplicates > 0)
           deps.logger.info(r, 'usage batch contained already recorded events (redelivery)');
+        deps.onCommitted?.(events);
       },
     },
   };

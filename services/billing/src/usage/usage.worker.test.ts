@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createUsageConsumer } from '@tollgate/events';
 import { createLogger } from '@tollgate/logger';
+import { serveMetrics } from '@tollgate/metrics';
 import { toUnits } from '@tollgate/money';
 import { createSpendStore, spendAccountHash, spendKeyHash } from '@tollgate/spend';
 import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
@@ -290,7 +291,9 @@ describe('usage worker', () => {
         timeout: 20_000,
       });
       expect(worker.consumer!.stats().lagMs).toBeGreaterThan(0);
-      const metrics = await (await fetch(`${worker.url}/metrics`)).text();
+      const listener = await serveMetrics({ registry: worker.metrics, port: 0, host: '127.0.0.1' });
+      const metrics = await (await fetch(`${listener.url}/metrics`)).text();
+      await listener.close();
       expect(metrics).toMatch(
         /^tollgate_billing_lag_seconds [1-9]|^tollgate_billing_lag_seconds 0\.[0-9]*[1-9]/m,
       );

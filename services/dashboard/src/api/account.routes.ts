@@ -1,4 +1,10 @@
 import type { Catalog } from '@tollgate/catalog';
+import type {
+  AccountCreditsQuery,
+  AccountUsageQuery,
+  ListAccountGenerationsQuery,
+  UsageRowView,
+} from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { toDecimal, toUnits } from '@tollgate/money';
 import { Router } from 'express';
@@ -41,18 +47,6 @@ const startOfMonth = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTC
 /** USD per token → USD per million tokens, exact. */
 export const perMillion = (perToken: string) => toDecimal(toUnits(perToken) * 1_000_000n);
 
-interface UsageRow {
-  bucket: string | null;
-  group: string | null;
-  requests: number;
-  tokens_prompt: number;
-  tokens_completion: number;
-  tokens_cached: number;
-  tokens_cache_write: number;
-  tokens_reasoning: number;
-  cost: string;
-}
-
 const CSV_COLUMNS = [
   'bucket',
   'group',
@@ -83,7 +77,7 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
     const now = deps.clock();
     const tomorrow = new Date(startOfDay(now).getTime() + DAY_MS).toISOString();
     const from30 = new Date(startOfDay(now).getTime() - 29 * DAY_MS);
-    const total = (from: Date, group_by = 'none') =>
+    const total = (from: Date, group_by: AccountUsageQuery['group_by'] = 'none') =>
       client.usage(accountId, { from: from.toISOString(), to: tomorrow, granularity: 'total', group_by });
     const [today, week, month, daily, models, apps, credits] = await Promise.all([
       total(startOfDay(now)),
@@ -99,17 +93,17 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
       total(from30, 'app'),
       client.credits(accountId, { limit: 1 }),
     ]);
-    const sum = (r: { rows: UsageRow[] }) => ({
+    const sum = (r: { rows: UsageRowView[] }) => ({
       cost: r.rows[0]?.cost ?? '0',
       requests: r.rows[0]?.requests ?? 0,
     });
-    const byDay = new Map((daily.rows as UsageRow[]).map((r) => [r.bucket?.slice(0, 10), r]));
+    const byDay = new Map(daily.rows.map((r) => [r.bucket?.slice(0, 10), r]));
     const days = Array.from({ length: 30 }, (_, i) => {
       const date = new Date(from30.getTime() + i * DAY_MS).toISOString().slice(0, 10);
       const r = byDay.get(date);
       return { date, cost: r?.cost ?? '0', requests: r?.requests ?? 0 };
     });
-    const top = (r: { rows: UsageRow[] }) =>
+    const top = (r: { rows: UsageRowView[] }) =>
       r.rows.slice(0, 5).map((x) => ({ name: x.group, cost: x.cost, requests: x.requests }));
     res.json({
       data: {
@@ -133,7 +127,8 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
     if (format !== undefined && format !== 'json' && format !== 'csv')
       throw badRequest('format: expected json or csv');
     const accountId = userOf(res).accountId;
-    const data = await client.usage(accountId, query);
+    // The owner validates the relayed query (its 400 names the parameter).
+    const data = await client.usage(accountId, query as AccountUsageQuery);
     if (format !== 'csv') {
       res.json({ data });
       return;
@@ -144,7 +139,7 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
       for (const k of await client.listKeys(accountId, true)) names.set(k.hash, k.name);
     }
     const lines = [CSV_COLUMNS.join(',')];
-    for (const r of data.rows as UsageRow[]) {
+    for (const r of data.rows) {
       const label = data.group_by === 'key' ? (names.get(r.group ?? '') ?? '') : (r.group ?? '');
       lines.push(
         [
@@ -166,14 +161,14 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
     res.setHeader('content-type', 'text/csv; charset=utf-8');
     res.setHeader(
       'content-disposition',
-      `attachment; filename="usage-${data.granularity}-${data.group_by}-${String(data.from).slice(0, 10)}.csv"`,
+      `attachment; filename="usage-${data.granularity}-${data.group_by}-${data.from.slice(0, 10)}.csv"`,
     );
     res.send(`${lines.join('\r\n')}\r\n`);
   });
 
   router.get('/api/generations', requireUser, async (req, res) => {
     const query = plainQuery(req.query as Record<string, unknown>, GENERATION_PARAMS);
-    res.json(await client.generations(userOf(res).accountId, query));
+    res.json(await client.generations(userOf(res).accountId, query as ListAccountGenerationsQuery));
   });
 
   router.get('/api/generations/:id', requireUser, async (req, res) => {
@@ -182,7 +177,7 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
 
   router.get('/api/credits', requireUser, async (req, res) => {
     const query = plainQuery(req.query as Record<string, unknown>, ['limit', 'before']);
-    res.json({ data: await client.credits(userOf(res).accountId, query) });
+    res.json({ data: await client.credits(userOf(res).accountId, query as AccountCreditsQuery) });
   });
 
   router.get('/api/models', requireUser, (_req, res) => {

@@ -11,7 +11,9 @@ import {
   requestContext,
 } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
+import { httpMetrics } from '@tollgate/metrics';
 import express from 'express';
+import type { Registry } from 'prom-client';
 import { accountRoutes } from '../api/account.routes';
 import { keysRoutes } from '../api/keys.routes';
 import { authRoutes } from '../auth/auth.routes';
@@ -22,6 +24,8 @@ import { usersRoutes } from '../users/users.routes';
 import { loadSession, sameOrigin } from './session';
 
 export interface DashboardAppDeps {
+  /** Request metrics are counted into this registry (served on the metrics port by main.ts). */
+  metrics?: Registry;
   db: DashboardDb;
   auth: AuthService;
   client: InternalClient;
@@ -49,6 +53,7 @@ export function createDashboardApp(deps: DashboardAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (deps.metrics) app.use(httpMetrics(deps.metrics, 'tollgate_dashboard_http'));
   app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use((_req, res, next) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);

@@ -1,17 +1,35 @@
 import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
-import { createServiceClient, type HttpMethod } from '@tollgate/http';
+import {
+  type AccountCreditsQuery,
+  type AccountUsageQuery,
+  accountCredits,
+  accountUsage,
+  type CreateAccountKeyRequest,
+  createAccountKey,
+  getAccount,
+  getAccountGeneration,
+  type KeyObject,
+  type ListAccountGenerationsQuery,
+  listAccountGenerations,
+  listAccountKeys,
+  queryString,
+  revokeAccountKey,
+  type UpdateAccountKeyRequest,
+  updateAccountKey,
+} from '@tollgate/contracts';
+import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
-import { z } from 'zod';
+import type { z } from 'zod';
 
 /**
  * The dashboard's only way to keys and billing: their internal HTTP APIs through the shared service
  * client of `@tollgate/http` (undici keep-alive pool, a cached token signed with the dashboard's key
  * per callee, a deadline per call, the request id passed on). Every internal call the dashboard makes is
- * a method here.
+ * a method here, and each sends and parses with its contract from `@tollgate/contracts`.
  *
  * Errors: the owner's 4xx becomes the same AppError (its message names the field, safe to show);
- * anything else (5xx, timeout, connection refused, an answer without `data`) becomes 503 naming only
- * the service.
+ * anything else (5xx, timeout, connection refused, an answer that does not match the contract)
+ * becomes 503 naming only the service.
  */
 export interface InternalClientOptions {
   keysUrl: string;
@@ -22,86 +40,125 @@ export interface InternalClientOptions {
   logger?: Logger;
 }
 
-type Query = Record<string, string | number | boolean | undefined>;
-
-// biome-ignore lint/suspicious/noExplicitAny: JSON answers are shaped by the owning service's contract
-type Json = any;
+type Data<C extends { response: z.ZodType }> = z.output<C['response']> extends { data: infer D } ? D : never;
 
 export interface InternalClient {
-  account(accountId: string): Promise<{ id: string; slug: string; name: string }>;
-  listKeys(accountId: string, includeRevoked: boolean): Promise<Json[]>;
-  createKey(accountId: string, body: Json): Promise<Json>;
-  updateKey(accountId: string, hash: string, body: Json): Promise<Json>;
-  revokeKey(accountId: string, hash: string): Promise<Json>;
-  usage(accountId: string, query: Query): Promise<Json>;
-  generations(accountId: string, query: Query): Promise<{ data: Json[]; next_before: string | null }>;
-  generation(accountId: string, id: string): Promise<Json>;
-  credits(accountId: string, query: Query): Promise<Json>;
+  account(accountId: string): Promise<Data<typeof getAccount>>;
+  /** Every key of the account (all pages). */
+  listKeys(accountId: string, includeRevoked: boolean): Promise<KeyObject[]>;
+  createKey(accountId: string, body: CreateAccountKeyRequest): Promise<Data<typeof createAccountKey>>;
+  updateKey(accountId: string, hash: string, body: UpdateAccountKeyRequest): Promise<KeyObject>;
+  revokeKey(accountId: string, hash: string): Promise<Data<typeof revokeAccountKey>>;
+  usage(accountId: string, query: AccountUsageQuery): Promise<Data<typeof accountUsage>>;
+  generations(
+    accountId: string,
+    query: ListAccountGenerationsQuery,
+  ): Promise<z.output<typeof listAccountGenerations.response>>;
+  generation(accountId: string, id: string): Promise<Data<typeof getAccountGeneration>>;
+  credits(accountId: string, query: AccountCreditsQuery): Promise<Data<typeof accountCredits>>;
 }
-
-function qs(query: Query = {}): string {
-  const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined) p.set(k, String(v));
-  const s = p.toString();
-  return s ? `?${s}` : '';
-}
-
-/** Every answer used here is `{"data": …}` (plus paging fields); the owners' contracts shape `data`. */
-const enveloped = z.looseObject({ data: z.unknown() });
 
 export function createInternalClient(o: InternalClientOptions): InternalClient & { close(): Promise<void> } {
-  const clients = {
-    keys: createServiceClient({
-      service: 'keys',
-      url: o.keysUrl,
-      token: serviceTokenSource(o.signer, 'keys'),
-      timeoutMs: o.timeoutMs,
-      logger: o.logger,
-    }),
-    billing: createServiceClient({
-      service: 'billing',
-      url: o.billingUrl,
-      token: serviceTokenSource(o.signer, 'billing'),
-      timeoutMs: o.timeoutMs,
-      logger: o.logger,
-    }),
-  };
-  const call = (
-    service: 'keys' | 'billing',
-    method: HttpMethod,
-    path: string,
-    body?: unknown,
-  ): Promise<Json> => clients[service].call({ method, path, body, response: enveloped });
+  const keys = createServiceClient({
+    service: 'keys',
+    url: o.keysUrl,
+    token: serviceTokenSource(o.signer, 'keys'),
+    timeoutMs: o.timeoutMs,
+    logger: o.logger,
+  });
+  const billing = createServiceClient({
+    service: 'billing',
+    url: o.billingUrl,
+    token: serviceTokenSource(o.signer, 'billing'),
+    timeoutMs: o.timeoutMs,
+    logger: o.logger,
+  });
 
-  const acct = (id: string) => `/internal/accounts/${encodeURIComponent(id)}`;
   return {
-    account: async (id) => (await call('keys', 'GET', acct(id))).data,
+    account: async (id) =>
+      (
+        await keys.call({
+          method: getAccount.method,
+          path: getAccount.path(id),
+          response: getAccount.response,
+        })
+      ).data,
     async listKeys(id, includeRevoked) {
-      const all: Json[] = [];
+      const all: KeyObject[] = [];
       let offset: number | null = 0;
       while (offset !== null) {
-        const page: { data: Json[]; next_offset: number | null } = await call(
-          'keys',
-          'GET',
-          `${acct(id)}/keys${qs({ include_revoked: includeRevoked, offset })}`,
-        );
+        const query: z.input<typeof listAccountKeys.query> = {
+          include_revoked: String(includeRevoked) as 'true' | 'false',
+          offset: String(offset),
+        };
+        const page: z.output<typeof listAccountKeys.response> = await keys.call({
+          method: listAccountKeys.method,
+          path: `${listAccountKeys.path(id)}${queryString(query)}`,
+          response: listAccountKeys.response,
+        });
         all.push(...page.data);
         offset = page.next_offset;
       }
       return all;
     },
-    createKey: async (id, body) => (await call('keys', 'POST', `${acct(id)}/keys`, body)).data,
+    createKey: async (id, body) =>
+      (
+        await keys.call({
+          method: createAccountKey.method,
+          path: createAccountKey.path(id),
+          body,
+          response: createAccountKey.response,
+        })
+      ).data,
     updateKey: async (id, hash, body) =>
-      (await call('keys', 'PATCH', `${acct(id)}/keys/${encodeURIComponent(hash)}`, body)).data,
+      (
+        await keys.call({
+          method: updateAccountKey.method,
+          path: updateAccountKey.path(id, hash),
+          body,
+          response: updateAccountKey.response,
+        })
+      ).data,
     revokeKey: async (id, hash) =>
-      (await call('keys', 'DELETE', `${acct(id)}/keys/${encodeURIComponent(hash)}`)).data,
-    usage: async (id, query) => (await call('billing', 'GET', `${acct(id)}/usage${qs(query)}`)).data,
-    generations: (id, query) => call('billing', 'GET', `${acct(id)}/generations${qs(query)}`),
+      (
+        await keys.call({
+          method: revokeAccountKey.method,
+          path: revokeAccountKey.path(id, hash),
+          response: revokeAccountKey.response,
+        })
+      ).data,
+    usage: async (id, query) =>
+      (
+        await billing.call({
+          method: accountUsage.method,
+          path: `${accountUsage.path(id)}${queryString(query)}`,
+          response: accountUsage.response,
+        })
+      ).data,
+    generations: (id, query) =>
+      billing.call({
+        method: listAccountGenerations.method,
+        path: `${listAccountGenerations.path(id)}${queryString(query)}`,
+        response: listAccountGenerations.response,
+      }),
     generation: async (id, genId) =>
-      (await call('billing', 'GET', `${acct(id)}/generations/${encodeURIComponent(genId)}`)).data,
-    credits: async (id, query) => (await call('billing', 'GET', `${acct(id)}/credits${qs(query)}`)).data,
+      (
+        await billing.call({
+          method: getAccountGeneration.method,
+          path: getAccountGeneration.path(id, genId),
+          response: getAccountGeneration.response,
+        })
+      ).data,
+    credits: async (id, query) =>
+      (
+        await billing.call({
+          method: accountCredits.method,
+          path: `${accountCredits.path(id)}${queryString(query)}`,
+          response: accountCredits.response,
+        })
+      ).data,
     close: async () => {
-      await Promise.all([clients.keys.close(), clients.billing.close()]);
+      await Promise.all([keys.close(), billing.close()]);
     },
   };
 }

@@ -1,22 +1,16 @@
 import type { ServiceVerifier } from '@tollgate/auth';
+import { createUser, type invitedUserSchema } from '@tollgate/contracts';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { listUsers } from '../auth/auth.repository';
 import type { AuthService } from '../auth/auth.service';
 import type { DashboardDb, Role } from '../database';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
 
-const inviteBody = z.strictObject({
-  email: z.string({ error: 'expected a string' }).max(320),
-  display_name: z.string({ error: 'expected a string' }).max(200),
-  role: z.enum(['owner', 'viewer'], { error: 'expected owner or viewer' }),
-});
-
-const internalInviteBody = inviteBody.extend({
-  account_id: z.string().uuid('expected an account id (uuid)'),
-});
+/** An owner's invitation into their own account: the CLI's body without the account. */
+const inviteBody = createUser.request.omit({ account_id: true });
 
 /** The sign-in link of an invitation: the token travels in the URL fragment (never sent to a server log). */
 export const inviteLink = (publicUrl: string, token: string) =>
@@ -46,7 +40,10 @@ export function usersRoutes(deps: {
   });
 
   /** Creates the user and its invitation; the answer carries the one-time sign-in link. */
-  const invite = async (accountId: string, body: z.output<typeof inviteBody>) => {
+  const invite = async (
+    accountId: string,
+    body: z.output<typeof inviteBody>,
+  ): Promise<z.input<typeof invitedUserSchema>> => {
     const created = await deps.auth.invite({
       accountId,
       email: body.email,
@@ -71,9 +68,10 @@ export function usersRoutes(deps: {
 
   /** The admin CLI (`tollgate users create`): the first owner of an account (service token). */
   router.post('/internal/users', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
-    const body = parseInput(internalInviteBody, req.body);
+    const body = parseInput(createUser.request, req.body);
     await deps.client.account(body.account_id); // 404 unless the account exists
-    res.status(201).json({ data: await invite(body.account_id, body) });
+    const answer: z.input<typeof createUser.response> = { data: await invite(body.account_id, body) };
+    res.status(201).json(answer);
   });
 
   return router;

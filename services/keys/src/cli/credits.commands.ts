@@ -1,10 +1,12 @@
 import {
   type GrantCreditsRequest,
   grantCredits,
+  type ReplayDeadLettersRequest,
+  replayDeadLetters,
   type SetPostpaidRequest,
   setPostpaid,
+  showDeadLetters,
 } from '@tollgate/contracts';
-import type { HttpMethod } from '@tollgate/http';
 import { type CliContext, type CommandGroup, defineCommand, UsageError } from './command';
 import { callService } from './service-call';
 
@@ -12,13 +14,8 @@ import { callService } from './service-call';
  * Billing-backed admin commands (owned by the billing engineer): credits and the postpaid flag
  * live in billing's Postgres schema, so these commands resolve `--account <slug>` through the keys
  * service's own code and call billing's internal API (BILLING_URL, default the `make dev` address)
- * as the `admin` identity (ADMIN_PRIVATE_KEY): billing accepts credit grants and the postpaid flag
- * from no other caller.
+ * with a service token.
  */
-const callBilling = async (ctx: CliContext, method: HttpMethod, path: string, body: unknown) =>
-  (await callService({ name: 'billing', url: ctx.urls.billing, signer: ctx.admin() }, method, path, body))
-    .data;
-
 const billing = (ctx: CliContext) => ({
   name: 'billing' as const,
   url: ctx.urls.billing,
@@ -111,10 +108,13 @@ export const dlqCommands: CommandGroup = {
       options: { limit: { type: 'string', description: 'most messages to show (default 20)' } },
       async run(ctx, o) {
         const limit = positiveInt('limit', o.limit, 20);
-        const data = (await callBilling(ctx, 'GET', `/internal/dlq?limit=${limit}`, undefined)) as {
-          count: number;
-          messages: Array<Record<string, string | number | null>>;
-        };
+        const { data } = await callService(
+          billing(ctx),
+          showDeadLetters.method,
+          showDeadLetters.path(limit),
+          undefined,
+          showDeadLetters.response,
+        );
         return {
           data,
           text: data.count === 0 ? 'The dead-letter queue is empty' : undefined,
@@ -134,11 +134,14 @@ export const dlqCommands: CommandGroup = {
       options: { limit: { type: 'string', description: 'most events to replay (default 1000)' } },
       async run(ctx, o) {
         const limit = positiveInt('limit', o.limit, 1000);
-        const data = (await callBilling(ctx, 'POST', '/internal/dlq/replay', { limit })) as {
-          replayed: number;
-          invalid: number;
-          remaining: number;
-        };
+        const body: ReplayDeadLettersRequest = { limit };
+        const { data } = await callService(
+          billing(ctx),
+          replayDeadLetters.method,
+          replayDeadLetters.path,
+          body,
+          replayDeadLetters.response,
+        );
         return {
           data,
           text: `Replayed ${data.replayed} event(s); ${data.invalid} invalid left in place; ${data.remaining} in the queue now`,

@@ -1,6 +1,6 @@
 import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { createServiceClient, type HttpMethod } from '@tollgate/http';
-import { z } from 'zod';
+import type { z } from 'zod';
 
 /** Where `make dev` runs the services the CLI calls: the defaults when the variables are unset. */
 export const DEV_URLS = { billing: 'http://127.0.0.1:8082', dashboard: 'http://127.0.0.1:8083' } as const;
@@ -18,19 +18,17 @@ export const serviceUrls = (env: NodeJS.ProcessEnv): ServiceUrls => ({
   dashboard: clean(env.DASHBOARD_URL) ?? DEV_URLS.dashboard,
 });
 
-const anyData = z.object({ data: z.unknown() }).partial();
-
 /**
- * One call to another service's internal API through the shared service client, with a token
- * signed by the CLI's `admin` identity (ADMIN_PRIVATE_KEY). The owner's 4xx comes back as the same AppError; an unreachable or failing service is a 503
- * naming the address (and the variable to set). Pass the contract's response schema where there is one.
+ * One call to another service's internal API through the shared service client, with a CLI service
+ * token. The owner's 4xx comes back as the same AppError; an unreachable or failing service is a 503
+ * naming the address (and the variable to set). The answer is parsed with the contract's response schema.
  */
-export async function callService<S extends z.ZodType = typeof anyData>(
+export async function callService<S extends z.ZodType>(
   target: { name: 'billing' | 'dashboard'; url: string; signer: ServiceSigner },
   method: HttpMethod,
   path: string,
   body: unknown,
-  response?: S,
+  response: S,
 ): Promise<z.output<S>> {
   const variable = target.name === 'billing' ? 'BILLING_URL' : 'DASHBOARD_URL';
   const client = createServiceClient({
@@ -42,7 +40,7 @@ export async function callService<S extends z.ZodType = typeof anyData>(
     unavailableMessage: `${target.name} at ${target.url} did not answer (or failed); is the stack running? Set ${variable} to reach another address`,
   });
   try {
-    return await client.call({ method, path, body, response: (response ?? anyData) as S });
+    return await client.call({ method, path, body, response });
   } finally {
     await client.close();
   }

@@ -1,3 +1,4 @@
+import { type CreateUserRequest, createUser } from '@tollgate/contracts';
 import { type CommandGroup, defineCommand, UsageError } from './command';
 import { callService } from './service-call';
 
@@ -28,17 +29,19 @@ export const usersCommands: CommandGroup = {
           throw new UsageError(`--role must be owner or viewer, got "${o.role}"`);
         }
         const account = await ctx.runtime.accounts.requireBySlug(o.account);
-        const { data } = (await callService(
+        const body: CreateUserRequest = {
+          account_id: account.id,
+          email: o.email,
+          display_name: o.name ?? o.email.split('@')[0] ?? o.email,
+          role: o.role,
+        };
+        const { data } = await callService(
           { name: 'dashboard', url: ctx.urls.dashboard, signer: ctx.admin() },
-          'POST',
-          '/internal/users',
-          {
-            account_id: account.id,
-            email: o.email,
-            display_name: o.name ?? o.email.split('@')[0] ?? o.email,
-            role: o.role,
-          },
-        )) as { data: { id: string; email: string; role: string; sign_in_link: string; expires_at: string } };
+          createUser.method,
+          createUser.path,
+          body,
+          createUser.response,
+        );
         return {
           data: { ...data, account: account.slug },
           text: [

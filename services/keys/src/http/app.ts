@@ -8,7 +8,9 @@ import {
   requestContext,
 } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
+import { httpMetrics } from '@tollgate/metrics';
 import express from 'express';
+import type { Registry } from 'prom-client';
 import type { AccountService } from '../accounts/accounts.service';
 import { accountKeysRoutes } from '../internal/account-keys.routes';
 import type { KeyPresenter } from '../keys/key-view';
@@ -24,12 +26,15 @@ export interface KeysAppDeps {
   verifier: ServiceVerifier;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
+  /** Request metrics are counted into this registry (served on the metrics port by main.ts). */
+  metrics?: Registry;
 }
 
 /** The keys service's express app: health, the proxy's resolve endpoint, the management API. */
 export function createKeysApp(deps: KeysAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  if (deps.metrics) app.use(httpMetrics(deps.metrics, 'tollgate_keys_http'));
   app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use(healthRoutes(deps.readiness));
   app.use(jsonBody('64kb'));

@@ -1,41 +1,37 @@
 import type { ServiceVerifier } from '@tollgate/auth';
+import {
+  accountParams,
+  createAccountKey,
+  type getAccount,
+  listAccountKeys,
+  type revokeAccountKey,
+  updateAccountKey,
+} from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { AccountService } from '../accounts/accounts.service';
 import type { KeyPresenter } from '../keys/key-view';
 import { PAGE_SIZE } from '../keys/keys.repository';
-import { createKeyBody, parseBody, parseHash, updateKeyBody } from '../keys/keys.schemas';
+import { governanceOf, parseBody, parseHash } from '../keys/keys.schemas';
 import type { KeyService } from '../keys/keys.service';
 
-const accountParams = z.object({ accountId: z.string().uuid('expected an account id (uuid)') });
-
-/** The dashboard's create: the public body plus the management-key option. */
-const dashboardCreateBody = createKeyBody.extend({
-  management: z.boolean({ error: 'expected true or false' }).optional(),
-});
-
-function parseDashboardList(query: Record<string, unknown>) {
-  const inc = query.include_revoked;
-  if (inc !== undefined && inc !== 'true' && inc !== 'false') {
-    throw badRequest('include_revoked: must be true or false', { field: 'include_revoked' });
+/** Query strings arrive as string | string[] | object: a repeated parameter is a 400, not a crash. */
+function singleQuery(query: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(query)) {
+    if (typeof v !== 'string') throw badRequest(`${k}: must be given once, as a plain value`, { field: k });
+    out[k] = v;
   }
-  const off = query.offset;
-  if (off !== undefined && (typeof off !== 'string' || !/^\d{1,9}$/.test(off))) {
-    throw badRequest('offset: must be a non-negative integer', { field: 'offset' });
-  }
-  for (const k of Object.keys(query)) {
-    if (k !== 'include_revoked' && k !== 'offset') throw badRequest(`${k}: unknown parameter`, { field: k });
-  }
-  return { includeRevoked: inc === 'true', offset: off === undefined ? 0 : Number(off) };
+  return out;
 }
 
 /**
  * The dashboard's key management (service token; the account is named in the path, the dashboard
  * checked the signed-in user belongs to it). Unlike the public API it sees both scopes, creates a
  * management key when asked (the only way besides the admin CLI), and revokes any key including
- * management keys.
+ * management keys. Requests and answers: the contracts of `@tollgate/contracts` (keys.ts).
  */
 export function accountKeysRoutes(deps: {
   keys: KeyService;
@@ -50,51 +46,59 @@ export function accountKeysRoutes(deps: {
   router.get('/internal/accounts/:accountId', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
     const a = await accounts.requireById(accountId);
-    res.json({ data: { id: a.id, slug: a.slug, name: a.name } });
+    const answer: z.input<typeof getAccount.response> = { data: { id: a.id, slug: a.slug, name: a.name } };
+    res.json(answer);
   });
 
   router.get('/internal/accounts/:accountId/keys', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const q = parseDashboardList(req.query as Record<string, unknown>);
-    const rows = await keys.list(accountId, { includeRevoked: q.includeRevoked, offset: q.offset });
-    res.json({
+    const q = parseInput(listAccountKeys.query, singleQuery(req.query as Record<string, unknown>));
+    const offset = q.offset === undefined ? 0 : Number(q.offset);
+    const rows = await keys.list(accountId, { includeRevoked: q.include_revoked === 'true', offset });
+    const answer: z.input<typeof listAccountKeys.response> = {
       data: await presenter.present(rows, 'read'),
-      next_offset: rows.length === PAGE_SIZE ? q.offset + PAGE_SIZE : null,
-    });
+      next_offset: rows.length === PAGE_SIZE ? offset + PAGE_SIZE : null,
+    };
+    res.json(answer);
   });
 
   router.post('/internal/accounts/:accountId/keys', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const body = parseBody(dashboardCreateBody, req.body);
+    const body = parseBody(createAccountKey.request, req.body);
     await accounts.requireById(accountId);
     const { row, key } = await keys.create(accountId, {
       name: body.name,
       scope: body.management ? 'management' : 'inference',
       limit: body.limit,
       limitReset: body.limit_reset,
+      governance: governanceOf(body),
     });
     const [object] = await presenter.present([row], 'zero');
-    res.status(201).json({ data: { ...object, key } });
+    const answer: z.input<typeof createAccountKey.response> = { data: { ...object!, key } };
+    res.status(201).json(answer);
   });
 
   router.patch('/internal/accounts/:accountId/keys/:hash', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
     const hash = parseHash(req.params.hash);
-    const body = parseBody(updateKeyBody, req.body);
+    const body = parseBody(updateAccountKey.request, req.body);
     const row = await keys.update(accountId, hash, {
       name: body.name,
       disabled: body.disabled,
       limit: body.limit,
       limitReset: body.limit_reset,
+      governance: governanceOf(body),
     });
     const [object] = await presenter.present([row], 'best-effort');
-    res.json({ data: object });
+    const answer: z.input<typeof updateAccountKey.response> = { data: object! };
+    res.json(answer);
   });
 
   router.delete('/internal/accounts/:accountId/keys/:hash', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
     const row = await keys.revoke(accountId, parseHash(req.params.hash));
-    res.json({ data: { hash: row.id, deleted: true } });
+    const answer: z.input<typeof revokeAccountKey.response> = { data: { hash: row.id, deleted: true } };
+    res.json(answer);
   });
 
   return router;

@@ -1,42 +1,12 @@
+import type { KeyObject } from '@tollgate/contracts';
 import type { Logger } from '@tollgate/logger';
 import { toNumber, toUnits } from '@tollgate/money';
 import { type LastUsedStore, latest } from '../last-used/last-used.store';
 import { type KeyUsage, type UsageReader, ZERO_USAGE } from '../usage/usage-reader';
 import type { ApiKey } from './keys.table';
 
-/** The key object of the spec (§2.1) plus DESIGN.md's created_at, updated_at, usage, limit_remaining. */
-export interface KeyObject {
-  hash: string;
-  name: string;
-  label: string;
-  scope: ApiKey['scope'];
-  limit: number | null;
-  limit_reset: ApiKey['limit_reset'];
-  disabled: boolean;
-  revoked: boolean;
-  last_used_at: string | null;
-  created_at: string;
-  updated_at: string;
-  usage: number;
-  limit_remaining: number | null;
-  usage_daily: number;
-  usage_weekly: number;
-  usage_monthly: number;
-  // Governance.
-  expires_at: string | null;
-  include_byok_in_limit: boolean;
-  allowed_models: string[];
-  rate_limit_rpm: number | null;
-  // OpenRouter's fields for concepts Tollgate does not have (neutral values, docs/api.md).
-  byok_usage: 0;
-  byok_usage_daily: 0;
-  byok_usage_weekly: 0;
-  byok_usage_monthly: 0;
-  creator_user_id: null;
-  external_user: null;
-  /** The key's account: Tollgate's only grouping of keys. */
-  workspace_id: string;
-}
+/** The key object of the spec (§2.1) plus DESIGN.md's and OpenRouter's fields: `@tollgate/contracts`. */
+export type { KeyObject };
 
 /** OpenRouter's `rate_limit` object of GET /key. */
 export interface RateLimitObject {

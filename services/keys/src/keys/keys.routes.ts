@@ -1,10 +1,11 @@
 import type { ServiceVerifier } from '@tollgate/auth';
+import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { Router } from 'express';
 import { callerOf, keyCaller } from '../http/caller';
 import type { KeyPresenter } from './key-view';
-import { createKeyBody, parseBody, parseHash, parseListQuery, updateKeyBody } from './keys.schemas';
-import type { KeyGovernanceInput, KeyService } from './keys.service';
+import { governanceOf, parseBody, parseHash, parseListQuery } from './keys.schemas';
+import type { KeyService } from './keys.service';
 
 /** The management API (spec §4.1) and GET /key, as forwarded by the proxy with the prefix stripped. */
 export function keysRoutes(deps: {
@@ -80,18 +81,4 @@ export function keysRoutes(deps: {
   });
 
   return router;
-}
-
-function governanceOf(body: {
-  expires_at?: Date | null;
-  include_byok_in_limit?: boolean;
-  allowed_models?: string[];
-  rate_limit_rpm?: number | null;
-}): KeyGovernanceInput {
-  return {
-    expiresAt: body.expires_at,
-    includeByokInLimit: body.include_byok_in_limit,
-    allowedModels: body.allowed_models,
-    rateLimitRpm: body.rate_limit_rpm,
-  };
 }

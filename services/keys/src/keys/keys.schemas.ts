@@ -1,93 +1,6 @@
 import { badRequest, describeIssues } from '@tollgate/errors';
-import { LIMIT_RESETS, MoneyError, toDecimal, toUnits } from '@tollgate/money';
-import { z } from 'zod';
-
-/** Highest accepted spend limit in USD (the column is numeric(20,10)). */
-export const MAX_LIMIT_USD = 1_000_000_000;
-
-const name = z
-  .string({ error: 'expected a string' })
-  .trim()
-  .min(1, { error: 'must not be empty' })
-  .max(200, { error: 'must be at most 200 characters' })
-  .refine((s) => !s.includes('\u0000'), { error: 'must not contain NUL characters' });
-
-/** A USD amount as a JSON number: finite, >= 0, at most 10 decimal places; becomes a decimal string. */
-const limit = z
-  .number({ error: 'expected a number (USD) or null' })
-  .min(0, { error: 'must not be negative' })
-  .max(MAX_LIMIT_USD, { error: `must be at most ${MAX_LIMIT_USD}` })
-  .transform((n, ctx) => {
-    try {
-      return toDecimal(toUnits(n));
-    } catch (err) {
-      ctx.addIssue({
-        code: 'custom',
-        message: err instanceof MoneyError ? 'at most 10 decimal places' : 'invalid',
-      });
-      return z.NEVER;
-    }
-  });
-
-const limitReset = z.enum(LIMIT_RESETS, { error: 'expected one of daily, weekly, monthly, or null' });
-
-/** ISO 8601 date-time with a zone (`Z` or an offset); must lie in the future. */
-const expiresAt = z
-  .string({ error: 'expected an ISO 8601 date-time (e.g. 2030-01-01T00:00:00Z) or null' })
-  .refine((s) => z.iso.datetime({ offset: true }).safeParse(s).success, {
-    error: 'expected an ISO 8601 date-time with a time zone (e.g. 2030-01-01T00:00:00Z) or null',
-  })
-  .transform((s) => new Date(s))
-  .refine((d) => Number.isFinite(d.getTime()), { error: 'is not a valid date' })
-  .refine((d) => d.getTime() > Date.now(), { error: 'must be in the future' });
-
-/** Highest accepted allow-list length and per-key requests per minute. */
-export const MAX_ALLOWED_MODELS = 200;
-export const MAX_RATE_LIMIT_RPM = 1_000_000;
-
-/** A model id (`vendor/name`) or a vendor pattern (`vendor/*`). */
-export const MODEL_PATTERN =
-  /^[A-Za-z0-9][A-Za-z0-9._-]*\/(\*|[A-Za-z0-9][A-Za-z0-9._:-]*(\/[A-Za-z0-9._:-]+)*)$/;
-
-const allowedModels = z
-  .array(
-    z
-      .string({ error: 'expected model ids (vendor/name) or vendor/* patterns' })
-      .max(200, { error: 'each entry must be at most 200 characters' })
-      .regex(MODEL_PATTERN, { error: 'each entry must be a model id (vendor/name) or a vendor/* pattern' }),
-    { error: 'expected an array of model ids (vendor/name) or vendor/* patterns' },
-  )
-  .max(MAX_ALLOWED_MODELS, { error: `must have at most ${MAX_ALLOWED_MODELS} entries` })
-  .transform((list) => [...new Set(list)]);
-
-const rateLimitRpm = z
-  .number({ error: 'expected a positive integer (requests per minute) or null' })
-  .int({ error: 'must be an integer' })
-  .min(1, { error: 'must be at least 1 (null removes the limit)' })
-  .max(MAX_RATE_LIMIT_RPM, { error: `must be at most ${MAX_RATE_LIMIT_RPM}` });
-
-const includeByok = z.boolean({ error: 'expected true or false' });
-
-export const createKeyBody = z.strictObject({
-  name,
-  limit: limit.nullable().optional(),
-  limit_reset: limitReset.nullable().optional(),
-  expires_at: expiresAt.nullable().optional(),
-  include_byok_in_limit: includeByok.optional(),
-  allowed_models: allowedModels.optional(),
-  rate_limit_rpm: rateLimitRpm.nullable().optional(),
-});
-
-export const updateKeyBody = z.strictObject({
-  name: name.optional(),
-  disabled: z.boolean({ error: 'expected true or false' }).optional(),
-  limit: limit.nullable().optional(),
-  limit_reset: limitReset.nullable().optional(),
-  expires_at: expiresAt.nullable().optional(),
-  include_byok_in_limit: includeByok.optional(),
-  allowed_models: allowedModels.optional(),
-  rate_limit_rpm: rateLimitRpm.nullable().optional(),
-});
+import type { z } from 'zod';
+import type { KeyGovernanceInput } from './keys.service';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -129,4 +42,19 @@ export function parseListQuery(query: Record<string, unknown>): ListQuery {
     throw badRequest('offset: must be a non-negative integer', { field: 'offset' });
   }
   return { includeRevoked: inc === 'true', offset: off === undefined ? 0 : Number(off) };
+}
+
+/** The governance fields of a parsed create/update body, as the key service takes them. */
+export function governanceOf(body: {
+  expires_at?: Date | null;
+  include_byok_in_limit?: boolean;
+  allowed_models?: string[];
+  rate_limit_rpm?: number | null;
+}): KeyGovernanceInput {
+  return {
+    expiresAt: body.expires_at,
+    includeByokInLimit: body.include_byok_in_limit,
+    allowedModels: body.allowed_models,
+    rateLimitRpm: body.rate_limit_rpm,
+  };
 }

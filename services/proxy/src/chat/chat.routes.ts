@@ -338,6 +338,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   /** One attempt: request start → provider response headers. */
   async function send(c: Completion, apiKey: string | undefined): Promise<UpstreamResponse> {
     const target = upstreams.target(c.provider, apiKey);
+    if (c.upstreamStartedAt === 0) c.upstreamStartedAt = performance.now();
     c.release = acquireUpstream(target, c.provider.name);
     return target.pool.request({
       method: 'POST',
@@ -393,7 +394,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         throw refusal(c, up.statusCode, errorText);
       }
       text = await up.body.text();
+      c.markUpstreamEnd();
     } catch (err) {
+      c.markUpstreamEnd();
       if (err instanceof AppError) throw err;
       if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
       // The provider accepted the request and broke off while sending the answer: it did work.
@@ -478,6 +481,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     } catch (err) {
       if (c.timedOut || !(c.cancelled || isAbortError(err))) relay.fail(completionErrorOf(failureOf(c, err)));
     } finally {
+      c.markUpstreamEnd();
       if (relay.terminated) up.body.destroy();
     }
     relay.finish();

@@ -69,6 +69,10 @@ export class Completion {
   readonly startedAt = Date.now();
   readonly abort = new AbortController();
   firstByteAt = 0;
+  /** performance.now() marks for the metrics (services/proxy/src/metrics): upstream time and first token. */
+  upstreamStartedAt = 0;
+  upstreamEndedAt = 0;
+  firstTokenAt = 0;
   upstreamId: string | null = null;
   finishReason: string | null = null;
   cancelled = false;
@@ -142,7 +146,15 @@ export class Completion {
   }
 
   markFirstByte(): void {
-    if (this.firstByteAt === 0) this.firstByteAt = Date.now();
+    if (this.firstByteAt === 0) {
+      this.firstByteAt = Date.now();
+      this.firstTokenAt = performance.now();
+    }
+  }
+
+  /** The provider's answer ended (or broke off): the end of the upstream time. */
+  markUpstreamEnd(): void {
+    if (this.upstreamEndedAt === 0) this.upstreamEndedAt = performance.now();
   }
 
   cost(tokens: TokenCounts): bigint {

@@ -1,4 +1,5 @@
 import { loadCatalog } from '@tollgate/catalog';
+import { serveMetrics } from '@tollgate/metrics';
 import { openapiJson } from '@tollgate/openapi';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
@@ -68,10 +69,62 @@ describe('health and metrics', () => {
     expect(await ready.json()).toMatchObject({ status: 'ok', checks: { redis: 'ok' } });
   });
 
+  it('answers /metrics on the public port with 404 in the error envelope', async () => {
+    const res = await fetch(`${stack.proxy.url}/metrics`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ error: { code: 404, metadata: { error_type: 'not_found' } } });
+  });
+
+  it('serves metrics on their own listener: 404 envelope for any other path', async () => {
+    const listener = await serveMetrics({
+      registry: stack.proxy.metrics.registry,
+      port: 0,
+      host: '127.0.0.1',
+    });
+    try {
+      const other = await fetch(`${listener.url}/api/v1/models`);
+      expect(other.status).toBe(404);
+      expect(await other.json()).toMatchObject({ error: { code: 404 } });
+      const ok = await fetch(`${listener.url}/metrics`);
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('content-type')).toMatch(/^text\/plain/);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('exposes completion, overhead, GenAI, spend and usage-event metrics after a chat completion', async () => {
+    const res = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: { ...bearer(stack.inference), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'openai/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'metrics' }],
+        sim: { completion_tokens: 5 },
+      }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    await res.text();
+    await vi.waitFor(async () => {
+      const text = await stack.proxy.metrics.registry.metrics();
+      expect(text).toMatch(
+        /tollgate_proxy_completions_total\{model="openai\/gpt-4o-mini",provider="[^"]+",status="200"\} [1-9]/,
+      );
+      expect(text).toMatch(/tollgate_gateway_overhead_seconds_count\{streamed="false"\} [1-9]/);
+      expect(text).toMatch(/gen_ai_client_operation_duration_seconds_count\{gen_ai_operation_name="chat",/);
+      expect(text).toMatch(/gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",/);
+      expect(text).toMatch(/gen_ai_client_token_usage_sum\{[^}]*gen_ai_token_type="output"\} 5/);
+      expect(text).toMatch(/tollgate_proxy_usage_events_total [1-9]/);
+      expect(text).toMatch(/tollgate_proxy_spend_decisions_total\{decision="(admitted|untracked)"\} [1-9]/);
+      expect(text).toMatch(/tollgate_proxy_cost_usd_total\{model="openai\/gpt-4o-mini",/);
+      expect(text).not.toMatch(/key_id|request_id|gen-/);
+    });
+  });
+
   it('exposes request counts, latency histogram and publisher gauges', async () => {
     await fetch(`${stack.api}/models`, { headers: bearer(stack.inference) });
     await fetch(`${stack.api}/models`);
-    const text = await (await fetch(`${stack.proxy.url}/metrics`)).text();
+    const text = await stack.proxy.metrics.registry.metrics();
     expect(text).toMatch(/tollgate_proxy_requests_total\{route="models",status="200"\} \d+/);
     expect(text).toMatch(/tollgate_proxy_requests_total\{route="other",status="401"\} \d+/);
     expect(text).toMatch(/tollgate_proxy_request_duration_seconds_bucket\{le="0.005",route="models"\}/);

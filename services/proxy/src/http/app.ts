@@ -155,14 +155,7 @@ export function createProxyApp(deps: {
       },
     }),
   );
-  app.get('/metrics', async (_req, res, next) => {
-    try {
-      res.setHeader('content-type', deps.metrics.registry.contentType);
-      res.end(await deps.metrics.registry.metrics());
-    } catch (err) {
-      next(err);
-    }
-  });
+  // No /metrics here: the public port answers it 404 (the metrics listener is METRICS_HOST:METRICS_PORT).
 
   // The machine-readable API description (spec §9), public like the spec it describes.
   const openapi = Buffer.from(openapiJson);
@@ -311,20 +304,27 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     config,
     logger,
     catalog,
-    guard:
+    guard: metrics.instrumentGuard(
       deps.guard ??
-      (config.SPEND_GUARD === 'redis'
-        ? createRedisSpendGuard({
-            redis,
-            prefix: config.REDIS_PREFIX,
-            billingUrl: config.BILLING_URL,
-            signer,
-            rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
-            logger,
-            onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
-          })
-        : allowAllSpendGuard),
-    sink: publisher,
+        (config.SPEND_GUARD === 'redis'
+          ? createRedisSpendGuard({
+              redis,
+              prefix: config.REDIS_PREFIX,
+              billingUrl: config.BILLING_URL,
+              signer,
+              rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
+              logger,
+              onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
+            })
+          : allowAllSpendGuard),
+    ),
+    sink: {
+      publish(event) {
+        metrics.usageEvent(event);
+        publisher.publish(event);
+      },
+      canAdmit: () => publisher.canAdmit(),
+    },
     redis,
     resolver,
     estimator: deps.estimator ?? defaultEstimator,

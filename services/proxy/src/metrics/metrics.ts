@@ -1,10 +1,31 @@
+import type { UsageEvent } from '@tollgate/events';
 import type { RequestHandler, Response } from 'express';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { SpendGuard } from '../spend/guard';
 
 /** What the publisher exposes for the gauges (the @tollgate/events publisher's stats()). */
 export interface PublisherStatsSource {
-  stats(): { buffered: number; dropped: number; connected: boolean; spooled?: number; spoolBytes?: number };
+  stats(): {
+    buffered: number;
+    dropped: number;
+    connected: boolean;
+    published?: number;
+    spooled?: number;
+    spoolBytes?: number;
+  };
   canAdmit?(): boolean;
+}
+
+/** What the metrics read of a chat completion when its response closes (set by the chat route). */
+export interface CompletionTiming {
+  model: { id: string };
+  provider: { name: string };
+  chat: { stream: boolean };
+  /** performance.now() when the first upstream attempt was sent, and when the upstream body ended. */
+  upstreamStartedAt: number;
+  upstreamEndedAt: number;
+  /** performance.now() of the first byte of the upstream answer's content (0: none). */
+  firstTokenAt: number;
 }
 
 export interface ProxyMetrics {
@@ -12,11 +33,18 @@ export interface ProxyMetrics {
   /** Express middleware: times every request; handlers name their route in res.locals.route. */
   track: RequestHandler;
   watchPublisher(source: PublisherStatsSource): void;
+  /** A usage event was handed to the publisher (tokens and cost by model). */
+  usageEvent(event: UsageEvent): void;
+  /** The spend guard with its decisions counted (admitted / untracked / key_limit / credits / unavailable). */
+  instrumentGuard(guard: SpendGuard): SpendGuard;
 }
 
 interface RouteLocals {
   route?: string;
-  metricsStart?: bigint;
+  /** performance.now() at the start of the request. */
+  metricsStart?: number;
+  /** The chat route's completion (its timing is read at close). */
+  completion?: CompletionTiming;
 }
 
 /** Names the route of a request for the metrics labels (never the raw path: bounded cardinality). */
@@ -27,6 +55,39 @@ export const routeName =
     next();
   };
 
+/** OpenTelemetry GenAI duration buckets (semantic conventions: gen_ai.client.operation.duration). */
+const GENAI_SECONDS = [
+  0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
+/** OpenTelemetry GenAI time-to-first-token buckets (gen_ai.server.time_to_first_token). */
+const TTFT_SECONDS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+/** OpenTelemetry GenAI token buckets (gen_ai.client.token.usage). */
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216];
+/** The gateway's own time: sub-millisecond resolution where it matters. */
+const OVERHEAD_SECONDS = [
+  0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25,
+  0.5, 1,
+];
+
+/** Label children cached by their joined label values: prom-client hashes label objects otherwise. */
+function cached<C>(make: (...values: string[]) => C): (...values: string[]) => C {
+  const children = new Map<string, C>();
+  return (...values) => {
+    const k = values.join('\u0000');
+    let child = children.get(k);
+    if (!child) {
+      child = make(...values);
+      children.set(k, child);
+    }
+    return child;
+  };
+}
+
+/**
+ * The proxy's Prometheus registry (served on the metrics port, never the public one; see
+ * docs/operations.md "Metrics"). Labels are bounded: routes are names, models and providers are the
+ * catalog's, statuses are HTTP codes; never key, account or request ids.
+ */
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): ProxyMetrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'tollgate_proxy_' });
@@ -43,6 +104,68 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
     registers: [registry],
   });
+  const completions = new Counter({
+    name: 'tollgate_proxy_completions_total',
+    help: 'Chat completions answered, by model, provider (the one that served) and HTTP status',
+    labelNames: ['model', 'provider', 'status'] as const,
+    registers: [registry],
+  });
+  const overhead = new Histogram({
+    name: 'tollgate_gateway_overhead_seconds',
+    help: "The gateway's own time per chat completion: total time minus the time waiting on the provider",
+    labelNames: ['streamed'] as const,
+    buckets: OVERHEAD_SECONDS,
+    registers: [registry],
+  });
+  const upstream = new Histogram({
+    name: 'gen_ai_client_operation_duration_seconds',
+    help: 'Provider call duration as the gateway (client) saw it: first attempt sent to the end of the answer',
+    labelNames: [
+      'gen_ai_operation_name',
+      'gen_ai_provider_name',
+      'gen_ai_request_model',
+      'error_type',
+    ] as const,
+    buckets: GENAI_SECONDS,
+    registers: [registry],
+  });
+  const ttft = new Histogram({
+    name: 'gen_ai_server_time_to_first_token_seconds',
+    help: 'Time from the request reaching the gateway to the first byte of the answer content',
+    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const,
+    buckets: TTFT_SECONDS,
+    registers: [registry],
+  });
+  const tokenUsage = new Histogram({
+    name: 'gen_ai_client_token_usage',
+    help: 'Tokens per completion, by type (input = prompt, output = completion)',
+    labelNames: [
+      'gen_ai_operation_name',
+      'gen_ai_provider_name',
+      'gen_ai_request_model',
+      'gen_ai_token_type',
+    ] as const,
+    buckets: TOKEN_BUCKETS,
+    registers: [registry],
+  });
+  const cost = new Counter({
+    name: 'tollgate_proxy_cost_usd_total',
+    help: 'Cost of completions (USD, as billed), by model; billing holds the exact figures',
+    labelNames: ['model', 'provider'] as const,
+    registers: [registry],
+  });
+  const usageEvents = new Counter({
+    name: 'tollgate_proxy_usage_events_total',
+    help: 'Usage events handed to the publisher (one per billed completion)',
+    registers: [registry],
+  });
+  const spend = new Counter({
+    name: 'tollgate_proxy_spend_decisions_total',
+    help: 'Spend guard admission decisions: admitted, untracked (no limit, postpaid), key_limit, credits, unavailable',
+    labelNames: ['decision'] as const,
+    registers: [registry],
+  });
+
   let publisher: PublisherStatsSource | null = null;
   new Gauge({
     name: 'tollgate_proxy_publisher_buffered_events',
@@ -84,58 +207,111 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
       this.set(publisher?.canAdmit ? (publisher.canAdmit() ? 1 : 0) : 1);
     },
   });
-  // A counter whose value is read from the publisher at scrape time (it only grows).
-  new Counter({
-    name: 'tollgate_proxy_publisher_dropped_events_total',
-    help: 'Usage events dropped because the publisher buffer was full',
-    registers: [registry],
-    collect() {
-      const dropped = publisher?.stats().dropped ?? 0;
-      this.reset();
-      if (dropped > 0) this.inc(dropped);
-    },
-  });
+  // Counters whose value is read from the publisher at scrape time (they only grow).
+  const fromStats = (
+    name: string,
+    help: string,
+    read: (s: ReturnType<PublisherStatsSource['stats']>) => number,
+  ) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const value = publisher ? read(publisher.stats()) : 0;
+        this.reset();
+        if (value > 0) this.inc(value);
+      },
+    });
+  fromStats(
+    'tollgate_proxy_publisher_dropped_events_total',
+    'Usage events dropped because the publisher buffer was full',
+    (s) => s.dropped,
+  );
+  fromStats(
+    'tollgate_proxy_publisher_confirmed_events_total',
+    'Usage events RabbitMQ confirmed (persisted to the queue)',
+    (s) => s.published ?? 0,
+  );
 
-  // Label children cached by route/status: prom-client hashes label objects on every call otherwise.
-  const requestCounters = new Map<string, { inc(): void }>();
-  const durationHistograms = new Map<string, { observe(v: number): void }>();
-  const requestCounter = (route: string, status: number) => {
-    const k = `${route} ${status}`;
-    let child = requestCounters.get(k);
-    if (!child) {
-      child = requests.labels(route, String(status));
-      requestCounters.set(k, child);
+  const requestCounter = cached((route, status) => requests.labels(route, status));
+  const durationHistogram = cached((route) => duration.labels(route));
+  const completionCounter = cached((model, provider, status) => completions.labels(model, provider, status));
+  const overheadHistogram = cached((streamed) => overhead.labels(streamed));
+  const upstreamHistogram = cached((provider, model, error) =>
+    upstream.labels('chat', provider, model, error),
+  );
+  const ttftHistogram = cached((provider, model) => ttft.labels('chat', provider, model));
+  const tokenHistogram = cached((provider, model, type) => tokenUsage.labels('chat', provider, model, type));
+  const costCounter = cached((model, provider) => cost.labels(model, provider));
+  const decision = cached((d) => spend.labels(d));
+
+  /** The completion's timings, read when its response closes. */
+  function observeCompletion(c: CompletionTiming, status: number, start: number, end: number): void {
+    const model = c.model.id;
+    const provider = c.provider.name;
+    completionCounter(model, provider, String(status)).inc();
+    if (c.upstreamStartedAt > 0) {
+      const upstreamEnd = c.upstreamEndedAt > 0 ? c.upstreamEndedAt : end;
+      const waited = upstreamEnd - c.upstreamStartedAt;
+      upstreamHistogram(provider, model, status < 400 ? '' : String(status)).observe(waited / 1000);
+      overheadHistogram(c.chat.stream ? 'true' : 'false').observe(Math.max(0, end - start - waited) / 1000);
     }
-    return child;
-  };
-  const durationHistogram = (route: string) => {
-    let child = durationHistograms.get(route);
-    if (!child) {
-      child = duration.labels(route);
-      durationHistograms.set(route, child);
-    }
-    return child;
-  };
+    if (c.firstTokenAt > 0 && status < 400)
+      ttftHistogram(provider, model).observe((c.firstTokenAt - start) / 1000);
+  }
 
   // Hoisted: one listener function for every response (reads its state from res.locals).
   function onFinish(this: Response) {
     const locals = this.locals as RouteLocals;
     const route = locals.route ?? 'other';
-    requestCounter(route, this.statusCode).inc();
-    if (locals.metricsStart !== undefined) {
-      durationHistogram(route).observe(Number(process.hrtime.bigint() - locals.metricsStart) / 1e9);
-    }
+    const status = this.statusCode;
+    requestCounter(route, String(status)).inc();
+    const start = locals.metricsStart;
+    if (start === undefined) return;
+    const end = performance.now();
+    durationHistogram(route).observe((end - start) / 1000);
+    if (locals.completion) observeCompletion(locals.completion, status, start, end);
   }
 
   return {
     registry,
     track(_req, res, next) {
-      (res.locals as RouteLocals).metricsStart = process.hrtime.bigint();
+      (res.locals as RouteLocals).metricsStart = performance.now();
       res.once('close', onFinish);
       next();
     },
     watchPublisher(source) {
       publisher = source;
+    },
+    usageEvent(event) {
+      usageEvents.inc();
+      tokenHistogram(event.provider_name, event.model, 'input').observe(event.tokens.prompt);
+      tokenHistogram(event.provider_name, event.model, 'output').observe(event.tokens.completion);
+      const usd = Number(event.cost);
+      if (usd > 0) costCounter(event.model, event.provider_name).inc(usd);
+    },
+    instrumentGuard(guard) {
+      return {
+        async admit(input) {
+          try {
+            const reservation = await guard.admit(input);
+            decision(reservation ? 'admitted' : 'untracked').inc();
+            return reservation;
+          } catch (err) {
+            const type = (err as { type?: unknown }).type;
+            decision(
+              type === 'key_limit_exceeded'
+                ? 'key_limit'
+                : type === 'payment_required'
+                  ? 'credits'
+                  : 'unavailable',
+            ).inc();
+            throw err;
+          }
+        },
+        settle: (reservation, costUnits) => guard.settle(reservation, costUnits),
+      };
     },
   };
 }
