@@ -58,10 +58,15 @@ export interface ServiceProcess {
 export async function spawnService(
   service: ServiceName,
   env: Record<string, string>,
-  options: { port?: number; label?: string } = {},
+  options: { port?: number; label?: string; openFiles?: number } = {},
 ): Promise<ServiceProcess> {
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const node = [process.execPath, '--import', 'tsx', 'src/main.ts'];
+  // `openFiles`: the child's soft limit of open files raised (to at most the hard limit) first.
+  const [file, ...args] = options.openFiles
+    ? ['bash', '-c', `ulimit -n ${options.openFiles} && exec "$@"`, 'bash', ...node]
+    : node;
+  const child = spawn(file as string, args, {
     cwd: resolve(root, 'services', service),
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'test' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -110,10 +115,17 @@ export interface FaultStackOptions {
   amqpUrl?: (base: string) => string;
   /** DATABASE_URL billing uses. */
   billingDatabaseUrl?: (base: string) => string;
-  /** REDIS_URL of every service. */
+  /** REDIS_URL of every service (e.g. a private redis-server, or a TCP fault proxy in front of it). */
   redisUrl?: string;
+  /**
+   * Admin URL of the Postgres server of the whole stack (keys, billing, the reconciliation), e.g. a
+   * private cluster; a database is created on it. Default: the test kit's server.
+   */
+  postgresUrl?: string;
   billingEnv?: Record<string, string>;
   proxyEnv?: Record<string, string>;
+  /** Soft limit of open files of the proxy process (raised with `ulimit -n` before it starts). */
+  proxyOpenFiles?: number;
 }
 
 export interface KeyUnderTest {
@@ -122,6 +134,14 @@ export interface KeyUnderTest {
   accountId: string;
   /** USD limit (decimal string), or null. */
   limit: string | null;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** The simulator's request options (delays, lengths: services/provider-sim request.ts). */
+  sim?: Record<string, unknown>;
+  /** Called when the response headers arrive (a stream is open). */
+  onHeaders?: (status: number) => void;
 }
 
 export interface Outcome {
@@ -134,8 +154,13 @@ export interface Outcome {
   keyId: string;
   /** A stream that ended with the error chunk. */
   errorChunk?: boolean;
+  /** A stream that ended with `data: [DONE]`. */
+  done?: boolean;
   /** fetch failed (connection reset by a killed proxy…). */
   transportError?: string;
+  /** When the request was sent and when its answer was complete (epoch ms). */
+  startedAt: number;
+  endedAt: number;
 }
 
 export class FaultStack {
@@ -151,6 +176,8 @@ export class FaultStack {
   proxyPort = 0;
   /** The proxy's metrics listener (METRICS_PORT; every other service picks a free one). */
   proxyMetricsPort = 0;
+  /** The first billing worker's metrics listener. */
+  billingMetricsPort = 0;
   keys: KeyUnderTest[] = [];
   /** Keys revoked and disabled before the load: never admitted, whatever happens to Redis. */
   blockedKeys: KeyUnderTest[] = [];
@@ -159,7 +186,10 @@ export class FaultStack {
   constructor(readonly options: FaultStackOptions = {}) {}
 
   async start(): Promise<void> {
-    [this.db, this.redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+    [this.db, this.redis] = await Promise.all([
+      this.options.postgresUrl ? createDatabaseOn(this.options.postgresUrl) : createTestDatabase(),
+      createTestRedis(),
+    ]);
     this.amqp = createTestAmqp();
     this.pool = new pg.Pool({ connectionString: this.db.url, max: 3 });
     this.pool.on('error', () => {});
@@ -201,9 +231,12 @@ export class FaultStack {
 
   async startBilling(extra: Record<string, string> = {}): Promise<ServiceProcess> {
     const port = this.billing[0]?.port;
+    if (this.billing.length === 0) this.billingMetricsPort = await freePort();
+    const metrics: Record<string, string> =
+      this.billing.length === 0 ? { METRICS_PORT: String(this.billingMetricsPort) } : {};
     const p = await spawnService(
       'billing',
-      { ...this.billingEnv(), ...extra },
+      { ...this.billingEnv(), ...metrics, ...extra },
       { port: this.billing.length === 0 ? port : undefined, label: `billing${this.billing.length}` },
     );
     this.billing.push(p);
@@ -226,15 +259,21 @@ export class FaultStack {
         METRICS_PORT: String(this.proxyMetricsPort),
         ...this.options.proxyEnv,
       },
-      { port: this.proxyPort },
+      { port: this.proxyPort, openFiles: this.options.proxyOpenFiles },
     );
     return this.proxy;
   }
 
-  /** Accounts and keys: `count` keys over two accounts; every third key has a limit near its spend. */
-  async createKeys(count: number, credits = '1000'): Promise<KeyUnderTest[]> {
-    // The admin CLI's path: the keys service's own code against the same database.
-    const admin = await startKeysService(
+  private adminHandle: Awaited<ReturnType<typeof startKeysService>> | null = null;
+  /** Accounts created by createKeys. */
+  accounts: Array<{ id: string }> = [];
+
+  /**
+   * The admin CLI's path: the keys service's own code (in this process) against the same database
+   * and Redis. Kept open for the scenario, so key changes can be made during a fault.
+   */
+  async admin() {
+    this.adminHandle ??= await startKeysService(
       loadKeysConfig({
         ...this.env,
         LOG_LEVEL: 'silent',
@@ -243,37 +282,53 @@ export class FaultStack {
         BILLING_URL: this.billing[0]?.url ?? '',
       }),
     );
-    const runtime = admin.runtime;
-    try {
-      const accounts = [];
-      for (let a = 0; a < 2; a++) {
-        const slug = `faults-${randomBytes(4).toString('hex')}`;
-        const account = await runtime.accounts.create({ slug, name: slug });
-        await this.addCredits(account.id, credits);
-        accounts.push(account);
-      }
-      for (let i = 0; i < count; i++) {
-        const account = accounts[i % accounts.length] as { id: string };
-        const limit = i % 3 === 2 ? LIMIT : null;
-        const { row, key } = await runtime.keys.create(account.id, {
-          name: `load-${i}`,
-          scope: 'inference',
-          limit,
-          limitReset: null,
-        });
-        this.keys.push({ key, id: row.id, accountId: account.id, limit });
-      }
-      for (const how of ['revoked', 'disabled'] as const) {
-        const account = accounts[0] as { id: string };
-        const { row, key } = await runtime.keys.create(account.id, { name: how, scope: 'inference' });
-        if (how === 'revoked') await runtime.keys.revoke(account.id, row.id);
-        else await runtime.keys.update(account.id, row.id, { disabled: true });
-        this.blockedKeys.push({ key, id: row.id, accountId: account.id, limit: null });
-      }
-    } finally {
-      await admin.close();
+    return this.adminHandle.runtime;
+  }
+
+  /** Accounts and keys: `count` keys over two accounts; every third key has a limit near its spend. */
+  async createKeys(count: number, credits = '1000'): Promise<KeyUnderTest[]> {
+    const runtime = await this.admin();
+    for (let a = 0; a < 2; a++) {
+      const slug = `faults-${randomBytes(4).toString('hex')}`;
+      const account = await runtime.accounts.create({ slug, name: slug });
+      await this.addCredits(account.id, credits);
+      this.accounts.push(account);
+    }
+    for (let i = 0; i < count; i++) {
+      const account = this.accounts[i % this.accounts.length] as { id: string };
+      const limit = i % 3 === 2 ? LIMIT : null;
+      const { row, key } = await runtime.keys.create(account.id, {
+        name: `load-${i}`,
+        scope: 'inference',
+        limit,
+        limitReset: null,
+      });
+      this.keys.push({ key, id: row.id, accountId: account.id, limit });
+    }
+    for (const how of ['revoked', 'disabled'] as const) {
+      const account = this.accounts[0] as { id: string };
+      const { row, key } = await runtime.keys.create(account.id, { name: how, scope: 'inference' });
+      if (how === 'revoked') await runtime.keys.revoke(account.id, row.id);
+      else await runtime.keys.update(account.id, row.id, { disabled: true });
+      this.blockedKeys.push({ key, id: row.id, accountId: account.id, limit: null });
     }
     return this.keys;
+  }
+
+  /** One more key without a limit (not in the load's round robin), on the first account. */
+  async extraKey(name: string): Promise<KeyUnderTest> {
+    const runtime = await this.admin();
+    const account = this.accounts[0] as { id: string };
+    const { row, key } = await runtime.keys.create(account.id, { name, scope: 'inference' });
+    return { key, id: row.id, accountId: account.id, limit: null };
+  }
+
+  async revoke(k: KeyUnderTest): Promise<void> {
+    await (await this.admin()).keys.revoke(k.accountId, k.id);
+  }
+
+  async disable(k: KeyUnderTest): Promise<void> {
+    await (await this.admin()).keys.update(k.accountId, k.id, { disabled: true });
   }
 
   async addCredits(accountId: string, amount: string) {
@@ -287,8 +342,22 @@ export class FaultStack {
   }
 
   /** One chat completion through the proxy; records what the client saw. */
-  async request(k: KeyUnderTest, streamed: boolean, signal?: AbortSignal): Promise<Outcome> {
-    const o: Outcome = { status: 0, streamed, keyId: k.id };
+  async request(k: KeyUnderTest, streamed: boolean, options: RequestOptions = {}): Promise<Outcome> {
+    const o: Outcome = { status: 0, streamed, keyId: k.id, startedAt: Date.now(), endedAt: 0 };
+    try {
+      return await this.send(k, streamed, o, options);
+    } finally {
+      o.endedAt = Date.now();
+    }
+  }
+
+  private async send(
+    k: KeyUnderTest,
+    streamed: boolean,
+    o: Outcome,
+    options: RequestOptions,
+  ): Promise<Outcome> {
+    const { signal, sim, onHeaders } = options;
     try {
       const res = await fetch(`http://127.0.0.1:${this.proxyPort}/api/v1/chat/completions`, {
         method: 'POST',
@@ -296,12 +365,14 @@ export class FaultStack {
         body: JSON.stringify({
           model: MODEL,
           stream: streamed,
-          max_tokens: 24,
+          max_tokens: typeof sim?.completion_tokens === 'number' ? sim.completion_tokens : 24,
           messages: [{ role: 'user', content: `fault suite ${randomBytes(4).toString('hex')}` }],
+          ...(sim ? { sim } : {}),
         }),
         signal,
       });
       o.status = res.status;
+      onHeaders?.(res.status);
       const text = await res.text();
       if (res.status !== 200) return o;
       if (!streamed) {
@@ -311,6 +382,7 @@ export class FaultStack {
         return o;
       }
       for (const line of text.split('\n')) {
+        if (line === 'data: [DONE]') o.done = true;
         if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
         const chunk = JSON.parse(line.slice(6)) as {
           id?: string;
@@ -463,6 +535,8 @@ export class FaultStack {
   }
 
   async close(): Promise<void> {
+    await this.adminHandle?.close().catch(() => {});
+    this.adminHandle = null;
     const all = [this.proxy, ...this.billing, this.keysSvc, this.sim].filter(Boolean) as ServiceProcess[];
     await Promise.all(all.map((p) => stopService(p, 'SIGTERM').catch(() => {})));
     await this.pool?.end().catch(() => {});
@@ -477,6 +551,33 @@ export class FaultStack {
     ]);
     rmSync(this.spoolDir, { recursive: true, force: true });
   }
+}
+
+/** A fresh database on the Postgres server at `adminUrl` (a private cluster), dropped with it. */
+async function createDatabaseOn(adminUrl: string): Promise<TestDatabase> {
+  const name = `tgt_faults_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
 }
 
 export interface Figures {

@@ -1,7 +1,13 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { createServiceSigner, devServiceSigner, SERVICE_NAMES, type ServiceName } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { keyHeaders, serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../testing';
+import {
+  keyHeaders,
+  serviceHeaders,
+  startTestBilling,
+  type TestBillingStack,
+  usageEvent,
+} from '../../test/testing';
 
 let s: TestBillingStack;
 const now = new Date('2026-11-20T12:00:00.000Z');

@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createServiceSigner, devServiceSigner, digestKey } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, expectError, expectStatus } from '../test-client';
-import { startTestKeysService, type TestKeysService } from '../testing';
+import { api, expectError, expectStatus } from '../../test/test-client';
+import { startTestKeysService, type TestKeysService } from '../../test/testing';
 
 let t: TestKeysService;
 beforeAll(async () => {

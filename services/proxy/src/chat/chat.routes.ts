@@ -48,6 +48,8 @@ export interface ChatDeps {
   /** Failover bounds, provider health and key rotation (services/proxy/src/routing). */
   routing: { maxAttempts: number; deadlineMs: number; health: ProviderHealth; keys: KeyRing };
   logger: Logger;
+  /** Completions in flight (the shutdown deadline stops them with the error chunk, see app.ts). */
+  live?: Set<Completion>;
 }
 
 const X_TITLE_MAX = 200;
@@ -182,8 +184,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
 
     const original = chat.body;
     const attempt: Dispatch = { plan, original, messages, res };
-    if (chat.stream) await relayStream(c, res, attempt);
-    else await relayJson(c, res, attempt);
+    deps.live?.add(c);
+    try {
+      if (chat.stream) await relayStream(c, res, attempt);
+      else await relayJson(c, res, attempt);
+    } finally {
+      deps.live?.delete(c);
+    }
   }
 
   /** The candidates to try, circuit-open providers skipped while another candidate exists. */

@@ -2,9 +2,9 @@ import { loadCatalog } from '@tollgate/catalog';
 import { serveMetrics } from '@tollgate/metrics';
 import { openapiJson } from '@tollgate/openapi';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Json, readSse } from '../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
-import { type Json, readSse } from '../testing/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 import { startProxy } from './app';
 
 let stack: ProxyStack;
@@ -167,5 +167,38 @@ describe('graceful shutdown', () => {
         timeout: 5_000,
       },
     );
+  });
+
+  it('ends a stream still running at the deadline with the usage chunk, the error chunk and [DONE], billed', async () => {
+    const env = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k, String(v)]));
+    const proxy = await startProxy(loadConfig({ ...env, PORT: '0', SHUTDOWN_TIMEOUT_MS: '300' }), {
+      catalog: loadCatalog(DEFAULT_CATALOG_PATH, { PROVIDER_SIM_URL: stack.sim.url }),
+    });
+    const streaming = readSse(`${proxy.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: bearer(stack.inference),
+      body: JSON.stringify({
+        model: 'openai/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'shutdown deadline test' }],
+        stream: true,
+        sim: { completion_tokens: 200, inter_token_ms: 50 },
+      }),
+    });
+    await vi.waitFor(() => expect(proxy.inFlight()).toBeGreaterThan(0));
+    const started = Date.now();
+    await proxy.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const r = await streaming;
+    expect(r.status).toBe(200);
+    expect(r.data.at(-1)).toBe('[DONE]');
+    const chunks = r.data.filter((d) => d !== '[DONE]').map((d) => JSON.parse(d) as Json);
+    const last = chunks.at(-1) as { error?: Json; choices: Json[] };
+    expect(last.choices).toEqual([{ index: 0, delta: {}, finish_reason: 'error' }]);
+    expect(last.error).toMatchObject({ code: 503, message: 'The gateway is restarting; retry the request' });
+    const usage = chunks.find((d) => d.usage)?.usage as { completion_tokens: number } | undefined;
+    expect(usage?.completion_tokens).toBeGreaterThan(0);
+    expect(usage?.completion_tokens).toBeLessThan(200);
+    const id = r.headers.get('x-generation-id')!;
+    await vi.waitFor(() => expect(stack.eventFor(id)).toBeTruthy(), { timeout: 5_000 });
   });
 });

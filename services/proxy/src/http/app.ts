@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServiceSigner, requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
+import { AppError } from '@tollgate/errors';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
 import {
   answerClientErrors,
@@ -23,7 +24,7 @@ import { authMiddleware, createAuthenticator, requireScope } from '../auth/authe
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import { chatCompletionsHandler } from '../chat/chat.routes';
-import type { TokenEstimator, UsageSink } from '../chat/completion';
+import type { Completion, TokenEstimator, UsageSink } from '../chat/completion';
 import { KeyConcurrency } from '../chat/concurrency';
 import { Upstreams } from '../chat/upstream';
 import type { ProxyConfig } from '../config';
@@ -65,6 +66,8 @@ export interface ProxyAppParts {
   app: express.Express;
   inFlight(): number;
   setDraining(): void;
+  /** Stops every completion in flight with `reason` (HTTP error, or the §6 error chunk mid-stream). */
+  stopCompletions(reason: AppError): number;
 }
 
 /** Builds the express app: health, metrics, then the API under /api/v1 and /v1. */
@@ -115,6 +118,7 @@ export function createProxyApp(deps: {
   const inference = requireScope('inference');
   const management = requireScope('management');
 
+  const live = new Set<Completion>();
   const chat = chatCompletionsHandler({
     catalog: deps.catalog,
     upstreams: deps.upstreams,
@@ -132,6 +136,7 @@ export function createProxyApp(deps: {
       keys: new KeyRing(),
     },
     logger,
+    live,
   });
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
   // The hot route is matched at app level, first: no mount-path trimming or nested router walk.
@@ -196,6 +201,11 @@ export function createProxyApp(deps: {
     setDraining: () => {
       draining = true;
     },
+    stopCompletions: (reason) => {
+      const n = live.size;
+      for (const c of live) c.stop(reason);
+      return n;
+    },
   };
 }
 
@@ -259,6 +269,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       maxRetriesPerRequest: 1,
       commandTimeout: 1_000,
       lazyConnect: false,
+      // Reconnect at most 500 ms apart (ioredis' default backs off to 2 s): every admission needs
+      // Redis, so each second of backoff after Redis is back is a second of 503s (fault suite 3).
+      retryStrategy: (times) => Math.min(times * 50, 500),
     });
   redis.on('error', (err: unknown) => logger.debug({ err }, 'redis error'));
   // Without an offline queue, commands sent before the connection is ready fail: wait for it
@@ -347,8 +360,19 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       await new Promise((r) => setTimeout(r, 25));
       server.closeIdleConnections();
     }
-    if (parts.inFlight() > 0)
-      logger.warn({ inFlight: parts.inFlight() }, 'shutdown deadline: cutting requests');
+    if (parts.inFlight() > 0) {
+      // Completions still running end the way the spec says a failed stream ends: the usage chunk
+      // (what was produced is billed), the §6 error chunk, [DONE]; a non-streamed one gets a 503.
+      const stopped = parts.stopCompletions(
+        new AppError('service_unavailable', 'The gateway is restarting; retry the request'),
+      );
+      const grace = Date.now() + 1_000;
+      while (parts.inFlight() > 0 && Date.now() < grace) await new Promise((r) => setTimeout(r, 25));
+      logger.warn(
+        { stopped, stillInFlight: parts.inFlight() },
+        'shutdown deadline: completions stopped with the error chunk, cutting what is left',
+      );
+    }
     server.closeAllConnections();
     await closed;
     // Cut streams end (and publish) on their close event; give them that tick before closing the publisher.
