@@ -28,7 +28,7 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { createServiceSigner, generateServiceKeyPair, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
@@ -47,7 +47,6 @@ const CPU_RATE = Number(process.env.BENCH_CPU_RATE ?? 500);
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
 const RESULTS = process.env.BENCH_OUT ?? join(root, 'bench/results/compare.json');
 const CORES = os.availableParallelism();
-const SECRET = `bench-${randomBytes(16).toString('hex')}`;
 /** `A=1,B=2` → { A: '1', B: '2' } (the diagnostic env overrides). */
 const envList = (list: string | undefined): Record<string, string> =>
   Object.fromEntries(
@@ -305,11 +304,23 @@ try {
     `providers:\n  - name: upstream\n    base_url: ${upstreamUrl}/v1\n    format: openai\nmodels:\n${model('bench/fast', 'fast')}${model('bench/paced', 'paced-64-20')}${model('bench/hold', 'paced-64-300')}`,
   );
 
+  // Service identities of this run (production refuses the development keys).
+  const serviceKeys = {
+    proxy: generateServiceKeyPair(),
+    keys: generateServiceKeyPair(),
+    billing: generateServiceKeyPair(),
+    admin: generateServiceKeyPair(),
+  };
+  const identity = (name: keyof typeof serviceKeys) => ({
+    SERVICE_PRIVATE_KEY: serviceKeys[name].privateKey,
+  });
   const common = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'info',
     LOG_PRETTY: 'false',
-    SERVICE_JWT_SECRET: SECRET,
+    SERVICE_PUBLIC_KEYS: Object.entries(serviceKeys)
+      .map(([name, k]) => `${name}=${k.publicKey}`)
+      .join(','),
     DATABASE_URL: db.url,
     REDIS_URL: redis.url,
     REDIS_PREFIX: redis.prefix,
@@ -342,6 +353,7 @@ try {
     ['dist/main.js'],
     {
       ...common,
+      ...identity('billing'),
       PORT: String(ports.billing),
       METRICS_PORT: String(metricsPorts.billing),
       // Diagnostic only (never in published numbers): e.g. BENCH_BILLING_ENV=BATCH_SIZE=500
@@ -355,6 +367,7 @@ try {
     ['dist/main.js'],
     {
       ...common,
+      ...identity('keys'),
       PORT: String(ports.keys),
       BILLING_URL: urls.billing,
       METRICS_PORT: String(metricsPorts.keys),
@@ -365,6 +378,7 @@ try {
   // Sized for the stream tests: every proxy setting that caps concurrency is raised above 10,000
   // (defaults: 10,000 connections, 256 upstream connections + 256 queued, 64 completions per key).
   const proxyEnv = {
+    ...identity('proxy'),
     ...common,
     KEYS_URL: urls.keys,
     BILLING_URL: urls.billing,
@@ -420,6 +434,7 @@ try {
   const admin = await startKeysService(
     loadKeysConfig({
       ...common,
+      ...identity('keys'),
       NODE_ENV: 'test',
       LOG_LEVEL: 'silent',
       PORT: '0',
@@ -438,7 +453,7 @@ try {
   const credit = await fetch(`${urls.billing}/internal/accounts/${account.id}/credits`, {
     method: 'POST',
     headers: {
-      [SERVICE_TOKEN_HEADER]: signServiceToken({ kind: 'service', service: 'keys' }, SECRET),
+      [SERVICE_TOKEN_HEADER]: createServiceSigner('admin', serviceKeys.admin.privateKey).sign('billing'),
       'content-type': 'application/json',
     },
     body: JSON.stringify({ amount: '1000000', note: 'bench' }),
@@ -498,6 +513,23 @@ try {
   };
   const committed = async () =>
     metricValue(await metricsText(metricsPorts.billing), 'tollgate_billing_events_committed_total');
+  /**
+   * Waits until billing has committed everything the previous measurement produced (its count stops
+   * moving), so no measurement pays for the previous one's backlog on this shared machine.
+   */
+  const quiesce = async () => {
+    const deadline = performance.now() + 60_000;
+    let last = await committed();
+    let stableSince = performance.now();
+    while (performance.now() < deadline && performance.now() - stableSince < 700) {
+      await new Promise((r) => setTimeout(r, 100));
+      const c = await committed();
+      if (c !== last) {
+        last = c;
+        stableSince = performance.now();
+      }
+    }
+  };
   log(
     `stack up: upstream, keys, billing, proxy (WORKERS=1), proxy (WORKERS=${CORES}), portkey; ${ROUNDS} rounds`,
   );
@@ -531,14 +563,19 @@ try {
     Object.fromEntries(
       Object.entries(p).map(([k, pids]) => [k, new Map(pids.map((pid) => [pid, cpuMs(pid)]))]),
     );
-  /** CPU ms per process group between two snapshots (pids present in both: exited ones are not negative). */
+  /**
+   * CPU ms per process group between two snapshots: pids of the second one (taken with the process
+   * list of that moment); exited processes are lost, never negative.
+   */
   const cpuDelta = (a: Snapshot, b: Snapshot): Record<string, number> =>
     Object.fromEntries(
       Object.entries(a).map(([k, before]) => {
         let ms = 0;
-        for (const [pid, t] of before) {
-          const after = b[k]?.get(pid);
-          if (after !== undefined && after >= t) ms += after - t;
+        for (const [pid, after] of b[k] ?? new Map<number, number>()) {
+          const t = before.get(pid);
+          // A process born in between (a Postgres backend of a pool that reconnected) counts whole.
+          if (t === undefined) ms += after;
+          else if (after >= t) ms += after - t;
         }
         return [k, ms];
       }),
@@ -604,6 +641,7 @@ try {
     const order = (xs: string[]) => xs.map((_, i) => xs[(i + round) % xs.length] as string);
     if (phase('seq')) {
       for (const name of order(seqTargets)) {
+        await quiesce();
         const r = await load<{ samples: number[]; errors: number }>({
           kind: 'seq',
           count: SEQ_COUNT,
@@ -620,6 +658,7 @@ try {
       for (const name of order(maxTargets)) {
         const proxyPid =
           name === 'tollgate' ? proxy.pid : name.startsWith('tollgate') ? proxyN.pid : undefined;
+        await quiesce();
         const p = proxyPid ? await procs(proxyPid) : null;
         const before = p ? snapshot(p) : null;
         const r = await load<{
@@ -637,7 +676,8 @@ try {
         });
         if (p && before) {
           await new Promise((res) => setTimeout(res, 1000)); // billing commits the run's last events
-          maxCpu[name] = [...(maxCpu[name] ?? []), perRequest(cpuDelta(before, snapshot(p)), r.requests)];
+          const after = snapshot(await procs(proxyPid));
+          maxCpu[name] = [...(maxCpu[name] ?? []), perRequest(cpuDelta(before, after), r.requests)];
         }
         maxRuns[name] = [...(maxRuns[name] ?? []), r];
         log(
@@ -701,6 +741,7 @@ try {
       for (const name of streamTargets.map(
         (_, i) => streamTargets[(i + round) % streamTargets.length] as string,
       )) {
+        await quiesce();
         const r = await load<{ ttfb: number[]; errors: number }>({
           kind: 'rate',
           rate: 500,
@@ -739,17 +780,18 @@ try {
     const p = await procs();
     const idle0 = snapshot(p);
     await new Promise((r) => setTimeout(r, seconds * 1000));
-    const idle = cpuDelta(idle0, snapshot(p));
+    const idle = cpuDelta(idle0, snapshot(await procs()));
     const cpu: Record<string, unknown> = {};
     for (const name of ['tollgate', 'portkey', 'direct'] as const) {
-      const pp =
+      const group = async () =>
         name === 'tollgate'
-          ? p
+          ? procs()
           : {
               [name]: [(name === 'portkey' ? portkey.pid : upstream.pid) as number],
               upstream: [upstream.pid as number],
             };
-      const before = snapshot(pp);
+      await quiesce();
+      const before = snapshot(await group());
       const t0 = performance.now();
       const r = await load<{ requests: number; errors: number }>({
         kind: 'rate',
@@ -761,7 +803,7 @@ try {
       // Billing commits the events of this run a little after the last request: wait for it.
       if (name === 'tollgate') await new Promise((res) => setTimeout(res, 1500));
       const elapsed = (performance.now() - t0) / 1000;
-      const used = cpuDelta(before, snapshot(pp));
+      const used = cpuDelta(before, snapshot(await group()));
       const background = Object.fromEntries(
         Object.keys(used).map((k) => [k, name === 'tollgate' ? ((idle[k] ?? 0) * elapsed) / seconds : 0]),
       );
@@ -902,6 +944,7 @@ try {
       ['generation', `/api/v1/generation?id=${id}`],
       ['models (auth only)', '/api/v1/models'],
     ] as const) {
+      await quiesce();
       const r = await load<{ samples: number[]; errors: number }>({
         kind: 'seq',
         count: QUICK ? 300 : 1000,
@@ -929,6 +972,7 @@ try {
 
   // ------------------------------------------------------------ 6. concurrent streams
   if (phase('streams')) {
+    await quiesce();
     const r = await load<Record<string, unknown>>({
       kind: 'streams',
       streams: STREAMS,
@@ -963,6 +1007,7 @@ try {
         peak = Math.max(peak, rss());
       }, 250);
       let atOpen = 0;
+      await quiesce();
       const r = await load<Record<string, unknown>>(
         {
           kind: 'streams',
