@@ -2,7 +2,12 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'tests/**/*.test.ts'],
+    include: [
+      'packages/*/src/**/*.test.ts',
+      'services/*/src/**/*.test.ts',
+      'services/*/test/**/*.test.ts',
+      'tests/**/*.test.ts',
+    ],
     // The fault suite runs on its own (`make test-faults`, tests/faults/vitest.config.ts).
     exclude: ['tests/faults/**', '**/node_modules/**'],
     testTimeout: 30_000,

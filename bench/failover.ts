@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import { parseCatalog } from '@tollgate/catalog';
 import { startProviderSim } from '@tollgate/provider-sim';
-import { bearer, startProxyStack } from '../services/proxy/src/testing/stack';
+import { bearer, startProxyStack } from '@tollgate/proxy/testing';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

@@ -7,12 +7,14 @@
  * package stays an `import` resolved from the service's own `node_modules` at run time. The build fails
  * when the bundle imports a package that is not in the service's `dependencies`, so `pnpm deploy --prod`
  * (the Docker images) always carries what `node dist/main.js` needs — and nothing that is dev only (tsx).
+ * It also fails when the bundle reaches another service's code or a test harness (a `test/` folder):
+ * a service's production code is its own `src/` (and `migrations/`) plus the workspace packages.
  *
  * Plain TypeScript run by Node's type stripping: node builtins and esbuild only.
  */
 import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -90,6 +92,21 @@ export async function buildService(name: string): Promise<string[]> {
       },
     ],
   });
+  // Production code of one service never imports another service, nor a test harness (test/ folders).
+  const serviceDir = join(root, 'services');
+  const strays = Object.keys(result.metafile.inputs)
+    .map((input) => resolve(input))
+    .filter((file) => {
+      const rel = relative(serviceDir, file);
+      if (rel.startsWith('..')) return false; // a workspace package (packages/*) or node_modules
+      const [owner, folder] = rel.split(sep);
+      return owner !== name || (folder !== 'src' && folder !== 'migrations');
+    });
+  if (strays.length) {
+    throw new Error(
+      `services/${name}: the production bundle includes ${strays.map((f) => relative(root, f)).join(', ')} (another service's code or a test harness; only services/${name}/src, its migrations and packages/* may be bundled)`,
+    );
+  }
   const imported = new Set<string>();
   for (const output of Object.values(result.metafile.outputs)) {
     for (const imp of output.imports) {

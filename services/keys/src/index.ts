@@ -1,4 +1,3 @@
-export { resolveKey } from './client';
 export { type KeysConfig, keysConfigSchema, loadConfig } from './config';
 export type { CallerKeyObject, KeyObject } from './keys/key-view';
 export { type KeysServiceHandle, startKeysService } from './service';

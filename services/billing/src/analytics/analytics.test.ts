@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { keyHeaders, serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../testing';
+import {
+  keyHeaders,
+  serviceHeaders,
+  startTestBilling,
+  type TestBillingStack,
+  usageEvent,
+} from '../../test/testing';
 
 let s: TestBillingStack;
 const now = new Date('2026-11-20T12:30:00.000Z');

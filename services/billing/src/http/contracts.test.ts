@@ -21,7 +21,7 @@ import {
 import { createServiceClient, type ServiceClient } from '@tollgate/http';
 import { expectContract } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../testing';
+import { serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
 
 let t: TestBillingStack;
 let billing: ServiceClient;

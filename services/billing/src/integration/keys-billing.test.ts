@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // The admin CLI is not a package export of @tollgate/keys; its entry module is imported by path.
 import { runCli } from '../../../keys/src/cli/command';
 import { commandGroups } from '../../../keys/src/cli/main';
-import { startTestBilling, TEST_SECRET, type TestBillingStack, usageEvent } from '../testing';
+import { startTestBilling, TEST_SECRET, type TestBillingStack, usageEvent } from '../../test/testing';
 
 // keys + billing together: the keys service's usage reader against /internal/usage/keys, and the
 // admin CLI's credits / postpaid commands against billing's internal API.

@@ -12,7 +12,7 @@ import {
   type TestBillingStack,
   testRequestId,
   usageEvent,
-} from '../testing';
+} from '../../test/testing';
 
 type CachedKey = Parameters<SpendGuard['admit']>[0]['key'];
 let s: TestBillingStack;

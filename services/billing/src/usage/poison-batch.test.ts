@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startTestBilling, type TestBillingStack, usageEvent } from '../testing';
+import { startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
 
 let s: TestBillingStack;
 beforeAll(async () => {

@@ -9,8 +9,8 @@ import { createSpendStore, spendAccountHash, spendKeyHash } from '@tollgate/spen
 import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { keyHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
 import { startBilling } from '../service';
-import { keyHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../testing';
 import { classifyBillingFailure } from './failure';
 import { createUsageRecorder } from './usage.recorder';
 

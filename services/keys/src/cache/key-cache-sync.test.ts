@@ -2,10 +2,10 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { digestKey } from '@tollgate/auth';
 import type { KeyCache } from '@tollgate/key-cache';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { resolveKey } from '../client';
+import { resolveKey } from '../../test/resolve-client';
+import { api, expectError, expectStatus, isActive, proxyLookup } from '../../test/test-client';
+import { startTestKeysService, type TestKeysService } from '../../test/testing';
 import { findKeyByDigest } from '../keys/keys.repository';
-import { api, expectError, expectStatus, isActive, proxyLookup } from '../test-client';
-import { startTestKeysService, type TestKeysService } from '../testing';
 import { toCachedKey } from './key-cache-sync';
 
 /** Fault injection around the real key cache. */

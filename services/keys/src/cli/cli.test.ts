@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, expectStatus, isActive, proxyLookup } from '../test-client';
-import { startTestKeysService, type TestKeysService } from '../testing';
+import { api, expectStatus, isActive, proxyLookup } from '../../test/test-client';
+import { startTestKeysService, type TestKeysService } from '../../test/testing';
 import { runCli } from './command';
 import { commandGroups } from './main';
 

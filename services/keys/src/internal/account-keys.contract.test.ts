@@ -13,8 +13,8 @@ import {
 } from '@tollgate/contracts';
 import { expectContract } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, expectError, expectStatus } from '../test-client';
-import { startTestKeysService, type TestKeysService } from '../testing';
+import { api, expectError, expectStatus } from '../../test/test-client';
+import { startTestKeysService, type TestKeysService } from '../../test/testing';
 
 let t: TestKeysService;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { signServiceToken } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, expectError, expectStatus, isActive, proxyLookup } from '../test-client';
-import { startTestKeysService, type TestAccount, type TestKeysService } from '../testing';
+import { api, expectError, expectStatus, isActive, proxyLookup } from '../../test/test-client';
+import { startTestKeysService, type TestAccount, type TestKeysService } from '../../test/testing';
 
 let t: TestKeysService;
 let other: TestAccount;

@@ -1,8 +1,8 @@
 import { signServiceToken } from '@tollgate/auth';
 import { sql } from '@tollgate/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, expectError, expectStatus, isActive, proxyLookup } from '../test-client';
-import { startTestKeysService, type TestAccount, type TestKeysService } from '../testing';
+import { api, expectError, expectStatus, isActive, proxyLookup } from '../../test/test-client';
+import { startTestKeysService, type TestAccount, type TestKeysService } from '../../test/testing';
 
 let t: TestKeysService;
 

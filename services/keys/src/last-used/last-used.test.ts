@@ -1,9 +1,9 @@
 import { lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger } from '@tollgate/logger';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { api, expectStatus } from '../../test/test-client';
+import { startTestKeysService, type TestKeysService } from '../../test/testing';
 import { createKeysDb } from '../database';
-import { api, expectStatus } from '../test-client';
-import { startTestKeysService, type TestKeysService } from '../testing';
 import { startLastUsedFlusher } from './last-used.flusher';
 import { createLastUsedStore } from './last-used.store';
 

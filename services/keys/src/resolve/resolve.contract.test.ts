@@ -3,7 +3,7 @@ import { digestKey, serviceTokenSource } from '@tollgate/auth';
 import { resolveKey } from '@tollgate/contracts';
 import { createServiceClient, type ServiceClient } from '@tollgate/http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestKeysService, type TestKeysService } from '../testing';
+import { startTestKeysService, type TestKeysService } from '../../test/testing';
 
 let t: TestKeysService;
 let keys: ServiceClient;

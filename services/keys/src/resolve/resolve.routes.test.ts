@@ -1,7 +1,7 @@
 import { digestKey } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, expectError, expectStatus } from '../test-client';
-import { startTestKeysService, type TestKeysService } from '../testing';
+import { api, expectError, expectStatus } from '../../test/test-client';
+import { startTestKeysService, type TestKeysService } from '../../test/testing';
 
 let t: TestKeysService;
 beforeAll(async () => {

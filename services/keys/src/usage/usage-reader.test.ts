@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { SERVICE_TOKEN_HEADER, verifyServiceToken } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, expectError, expectStatus } from '../test-client';
-import { startTestKeysService, type TestKeysService } from '../testing';
+import { api, expectError, expectStatus } from '../../test/test-client';
+import { startTestKeysService, type TestKeysService } from '../../test/testing';
 
 /** Stands in for billing's POST /internal/usage/keys (contract `keysUsage` in @tollgate/contracts): the answer is chosen per test. */
 let billing: Server;

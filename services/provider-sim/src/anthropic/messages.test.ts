@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Json, readUntilCut } from '../../test/sse';
 import { type ProviderSim, startProviderSim } from '../http/app';
-import { type Json, readUntilCut } from '../testing/sse';
 
 let sim: ProviderSim;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { encode } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, type Json, parseSse } from '../../test/sse';
 import { countPromptTokens } from '../completion/prompt-tokens';
-import { chat, type Json, parseSse } from '../testing/sse';
 import { type ProviderSim, startProviderSim } from './app';
 
 let sim: ProviderSim;

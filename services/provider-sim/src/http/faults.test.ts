@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, type Json, parseSse, readUntilCut } from '../testing/sse';
+import { chat, type Json, parseSse, readUntilCut } from '../../test/sse';
 import { type ProviderSim, startProviderSim } from './app';
 
 let sim: ProviderSim;

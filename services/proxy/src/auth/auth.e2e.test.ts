@@ -1,10 +1,10 @@
 import { digestKey } from '@tollgate/auth';
 import { lastUsedHashKey } from '@tollgate/key-cache';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Json } from '../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 import { loadConfig } from '../config';
 import { startProxy } from '../http/app';
-import type { Json } from '../testing/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 
 let stack: ProxyStack;
 

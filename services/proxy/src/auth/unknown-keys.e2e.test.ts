@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 import { loadConfig } from '../config';
 import { startProxy } from '../http/app';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 import { createKeyResolver, type KeyResolver } from './key-resolver';
 
 /**

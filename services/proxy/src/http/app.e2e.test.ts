@@ -2,9 +2,9 @@ import { loadCatalog } from '@tollgate/catalog';
 import { serveMetrics } from '@tollgate/metrics';
 import { openapiJson } from '@tollgate/openapi';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Json, readSse } from '../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
-import { type Json, readSse } from '../testing/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 import { startProxy } from './app';
 
 let stack: ProxyStack;

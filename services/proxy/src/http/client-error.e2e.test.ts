@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 
 /**
  * Issue 14: what Node's HTTP parser rejects (headers too large, a malformed request line, bad

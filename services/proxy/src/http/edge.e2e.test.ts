@@ -2,8 +2,8 @@ import { connect, type Socket } from 'node:net';
 import type { UsageEvent } from '@tollgate/events';
 import type { TestKey } from '@tollgate/keys/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Json, readSse } from '../testing/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
+import { type Json, readSse } from '../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 
 /**
  * Issue 14 finding 3: deadlines and caps on the public edge. Clients that never read must not pin

@@ -8,9 +8,9 @@ import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import { generateText } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSse } from '../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 import { OPENAI_CHAT_FIELDS } from '../chat/request-fields';
-import { readSse } from '../testing/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 
 // Failover through the real proxy: the provider simulator is the healthy provider; small HTTP
 // servers play a provider that is down, failing, rate limiting, rejecting our key, hanging, or

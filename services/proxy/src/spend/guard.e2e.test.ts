@@ -3,9 +3,9 @@ import { AppError } from '@tollgate/errors';
 import { toUnits } from '@tollgate/money';
 import { estimatePromptTokens } from '@tollgate/tokens';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Json, readSse } from '../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 import { DEFAULT_CATALOG_PATH } from '../config';
-import { type Json, readSse } from '../testing/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
 import type { SpendGuard } from './guard';
 
 /** A guard that records every call and refuses the keys listed in `refuse`. */

@@ -1,7 +1,7 @@
 import { keyLimitExceeded, type SpendReservation } from '@tollgate/spend';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Json, readSse } from '../testing/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../testing/stack';
+import { type Json, readSse } from '../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 import type { SpendGuard } from './guard';
 
 /**

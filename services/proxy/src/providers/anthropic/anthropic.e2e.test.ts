@@ -4,8 +4,8 @@ import { toNumber } from '@tollgate/money';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Json, readSse } from '../../testing/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../../testing/stack';
+import { type Json, readSse } from '../../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
 
 // A catalog provider with `format: anthropic` end to end: the official OpenAI client → the real proxy
 // stack → the provider simulator's Anthropic mode (POST /v1/messages, x-api-key, anthropic-version).

@@ -12,8 +12,8 @@ import {
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import { createTestAmqp } from '@tollgate/testkit';
 import amqp from 'amqplib';
-import { DEFAULT_CATALOG_PATH, loadConfig, type ProxyConfig } from '../config';
-import { type ProxyDeps, type ProxyHandle, startProxy } from '../http/app';
+import { DEFAULT_CATALOG_PATH, loadConfig, type ProxyConfig } from '../src/config';
+import { type ProxyDeps, type ProxyHandle, startProxy } from '../src/http/app';
 
 /**
  * The real stack for the proxy's integration tests: Postgres + Redis (through an in-process keys

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { digestKey, type KeyScope, SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '@tollgate/testkit';
-import { type KeysConfig, loadConfig } from './config';
-import type { KeysRuntimeOptions } from './runtime';
-import { type KeysServiceHandle, startKeysService } from './service';
+import { type KeysConfig, loadConfig } from '../src/config';
+import type { KeysRuntimeOptions } from '../src/runtime';
+import { type KeysServiceHandle, startKeysService } from '../src/service';
 
 /**
  * Test helper for every service's tests: an isolated keys service (fresh Postgres database, own

@@ -11,8 +11,8 @@ import {
   type TestRedis,
 } from '@tollgate/testkit';
 import amqp from 'amqplib';
-import { type BillingConfig, loadConfig } from './config';
-import { type BillingHandle, type BillingOptions, startBilling } from './service';
+import { type BillingConfig, loadConfig } from '../src/config';
+import { type BillingHandle, type BillingOptions, startBilling } from '../src/service';
 
 /**
  * Test helpers for billing and for other services' tests that need a real billing (not exported

@@ -1,7 +1,7 @@
 import { digestKey, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import type { CachedKey } from '@tollgate/key-cache';
 import { expect } from 'vitest';
-import { resolveKey } from './client';
+import { resolveKey } from './resolve-client';
 import type { TestKey, TestKeysService } from './testing';
 
 /** Test-only HTTP helper: a failing status assertion prints the whole response. */
