@@ -1,4 +1,4 @@
-import { signServiceToken } from '@tollgate/auth';
+import { devServiceSigner } from '@tollgate/auth';
 import { toUnits } from '@tollgate/money';
 import { spendAccountHash } from '@tollgate/spend';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -145,7 +145,7 @@ describe('spend limits through the real proxy', () => {
       method: 'PUT',
       headers: {
         'content-type': 'application/json',
-        'x-service-token': signServiceToken({ kind: 'service', service: 'test' }, stack.infra.secret),
+        'x-service-token': devServiceSigner('admin').sign('billing'),
       },
       body: JSON.stringify({ postpaid: true }),
     });
