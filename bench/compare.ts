@@ -350,7 +350,7 @@ try {
   const dist = (svc: string) => join(root, 'services', svc);
   const billing = spawnProcess(
     'billing',
-    ['dist/main.js'],
+    [...(process.env.BENCH_BILLING_NODE_OPTIONS ?? '').split(' ').filter(Boolean), 'dist/main.js'],
     {
       ...common,
       ...identity('billing'),

@@ -94,19 +94,25 @@ local function hold(h, f, amt, expires)
   redis.call('HSET', h, f, amt .. '|' .. string.format('%d', expires))
   redis.call('HSET', h, '_held', add(amount(redis.call('HGET', h, '_held')), amt))
 end
+-- Drops expired holds and tombstones; returns how many pending costs (p:) expired uncounted.
 local function gc(h, now, every)
   local nxt = redis.call('HGET', h, '_gc')
-  if nxt and tonumber(nxt) > now then return end
+  if nxt and tonumber(nxt) > now then return 0 end
   redis.call('HSET', h, '_gc', string.format('%d', now + every))
   local all = redis.call('HGETALL', h)
+  local pending = 0
   for i = 1, #all, 2 do
     local f = all[i]
     local c = string.sub(f, 1, 2)
     if c == 'r:' or c == 'p:' or c == 't:' then
       local _, exp = split(all[i + 1])
-      if exp <= now then drop(h, f) end
+      if exp <= now then
+        drop(h, f)
+        if c == 'p:' then pending = pending + 1 end
+      end
     end
   end
+  return pending
 end
 `;
 
@@ -114,9 +120,10 @@ end
  * KEYS: key hash, account hash.
  * ARGV: now, request id, worst case units, limit units ('' = no limit), period field,
  *       reservation ttl ms, key refresh ms, account refresh ms, gc interval ms, hash ttl s.
- * Returns {code, keyTracked, accountTracked, keyFlag, accountFlag}:
+ * Returns {code, keyTracked, accountTracked, keyFlag, accountFlag, expiredPending}:
  *   code 0 admitted (flags = stale, refresh in background), 1 key limit reached,
- *   2 credits exhausted, 3 rebuild needed (flags = which hash is missing).
+ *   2 credits exhausted, 3 rebuild needed (flags = which hash is missing); expiredPending: pending
+ *   costs the sweeps of this call dropped after their TTL (never counted by billing).
  */
 const ADMIT = `${PRELUDE}
 local now = tonumber(ARGV[1])
@@ -136,9 +143,10 @@ local staleKey = (limited and now - tonumber(k[1]) > tonumber(ARGV[7])) and 1 or
 local staleAcct = (now - tonumber(a[1]) > tonumber(ARGV[8])) and 1 or 0
 local postpaid = a[2] == '1'
 -- The sweep for expired holds, when due (every gc interval): it changes _held, so read it again.
+local expired = 0
 local function swept(h, held, gcAt, old)
   if gcAt and tonumber(gcAt) > now then return amount(held), old end
-  gc(h, now, every)
+  expired = expired + gc(h, now, every)
   local v = redis.call('HMGET', h, '_held', rf)
   return amount(v[1]), v[2]
 end
@@ -146,7 +154,7 @@ local kHeld, kOld, aHeld, aOld
 if limited then
   kHeld, kOld = swept(KEYS[1], k[3], k[4], k[5])
   if gt(add(add(amount(k[2]), kHeld), worst), ARGV[4]) then
-    return {1, 0, 0, staleKey, staleAcct}
+    return {1, 0, 0, staleKey, staleAcct, expired}
   end
 end
 if not postpaid then
@@ -155,7 +163,7 @@ if not postpaid then
   -- Out of credits, or this request's own worst case does not fit in what is left.
   local used = add(amount(a[4]), aHeld)
   if (not gt(credits, used)) or gt(add(used, worst), credits) then
-    return {2, 0, 0, staleKey, staleAcct}
+    return {2, 0, 0, staleKey, staleAcct, expired}
   end
 end
 -- hold() with what was read: the reservation and the new _held in one HSET.
@@ -183,7 +191,7 @@ if not postpaid then
   reserve(KEYS[2], aHeld, aOld, expires)
   redis.call('EXPIRE', KEYS[2], ttl)
 end
-return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct}
+return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct, expired}
 `;
 
 /**
