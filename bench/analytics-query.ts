@@ -16,7 +16,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { signServiceToken } from '@tollgate/auth';
+import { devServiceSigner } from '@tollgate/auth';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
 import pg from 'pg';
 import { loadConfig, startBilling } from '../services/billing/src/index';
@@ -39,7 +39,6 @@ const P = Number(values.providers);
 const RUNS = Number(values.runs);
 
 process.env.TOLLGATE_TEST_RUN ??= `bench${Date.now().toString(36)}`;
-const secret = 'bench-secret-0123456789abcdef';
 const [database, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
 const mq = createTestAmqp();
 const billing = await startBilling(
@@ -51,7 +50,6 @@ const billing = await startBilling(
     REDIS_PREFIX: redis.prefix,
     AMQP_URL: mq.url,
     AMQP_PREFIX: mq.prefix,
-    SERVICE_JWT_SECRET: secret,
     LOG_LEVEL: 'warn',
     WORKER_ENABLED: 'false',
   }),
@@ -141,7 +139,7 @@ console.log(
 
 const from = new Date(Math.floor(t0.getTime() / 3600_000) * 3600_000).toISOString();
 const to = new Date(Math.ceil(now.getTime() / 3600_000) * 3600_000 + 3600_000).toISOString();
-const token = () => signServiceToken({ kind: 'service', service: 'bench' }, secret);
+const token = () => devServiceSigner('dashboard').sign('billing'); // usage reads: the dashboard's route
 
 async function timeQuery(label: string, query: string) {
   const url = `${billing.url}/internal/accounts/${account}/usage?from=${from}&to=${to}&${query}`;

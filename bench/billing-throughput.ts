@@ -11,7 +11,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { signServiceToken } from '@tollgate/auth';
+import { devServiceSigner } from '@tollgate/auth';
 import { type UsageEvent, usageTopology } from '@tollgate/events';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
 import amqp from 'amqplib';
@@ -30,7 +30,6 @@ const K = Number(values.keys);
 const SAMPLES = Number(values.samples);
 
 process.env.TOLLGATE_TEST_RUN ??= `bench${Date.now().toString(36)}`;
-const secret = 'bench-secret-0123456789abcdef';
 const [db, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
 const mq = createTestAmqp();
 const topology = usageTopology(mq.prefix);
@@ -42,7 +41,6 @@ const env = {
   REDIS_PREFIX: redis.prefix,
   AMQP_URL: mq.url,
   AMQP_PREFIX: mq.prefix,
-  SERVICE_JWT_SECRET: secret,
   LOG_LEVEL: 'warn',
   BATCH_SIZE: values['batch-size'],
   PREFETCH: String(Number(values['batch-size']) * 3),
@@ -103,7 +101,8 @@ const publish = async (events: UsageEvent[]) => {
 let billing = await startBilling(loadConfig({ ...env }));
 await billing.consumer?.ready();
 await billing.consumer?.close();
-const serviceToken = () => signServiceToken({ kind: 'service', service: 'bench' }, secret);
+const proxyIdentity = devServiceSigner('proxy');
+const serviceToken = () => proxyIdentity.sign('billing'); // spend rebuild: the proxy's route
 // Load the Redis spend hashes (as the proxy's guard does on first use) so the worker updates them.
 await Promise.all(
   keys.map((k) =>
@@ -170,7 +169,7 @@ for (let s = 0; s < SAMPLES; s++) {
   const e = event(s);
   const k = { keyId: e.key_id, accountId: e.account_id };
   const headers = {
-    'x-service-token': signServiceToken({ kind: 'key', ...k, scope: 'inference' }, secret),
+    'x-service-token': proxyIdentity.sign('billing', { kind: 'key', ...k, scope: 'inference' }),
   };
   const t = performance.now();
   await publish([e]);

@@ -55,7 +55,6 @@ if (role === 'sim') {
     REDIS_URL: keys.redis.url,
     REDIS_PREFIX: keys.redis.prefix,
     KEYS_URL: keys.url,
-    SERVICE_JWT_SECRET: keys.config.SERVICE_JWT_SECRET,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     // No billing service in this benchmark: spend counters could not be rebuilt.
     SPEND_GUARD: 'off',

@@ -62,7 +62,6 @@ beforeAll(async () => {
     REDIS_PREFIX: redis.prefix,
     AMQP_URL: amqp.url,
     AMQP_PREFIX: amqp.prefix,
-    SERVICE_JWT_SECRET: 'build-test-service-secret-0123456789abcdef',
     KEYS_URL: url('keys'),
     BILLING_URL: url('billing'),
     PROVIDER_SIM_URL: url('provider-sim'),

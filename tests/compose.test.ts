@@ -4,11 +4,14 @@
  * variable its own config schema needs, talks to the others by compose service name and the right
  * port, waits for healthy dependencies, and the proxy is published on 8080.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createServiceSigner, createServiceVerifier, DEV_SERVICE_KEYS, SERVICE_NAMES } from '@tollgate/auth';
 import { loadCatalog, substituteEnv } from '@tollgate/catalog';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { billingConfigSchema, loadConfig as loadBillingConfig } from '../services/billing/src/config';
 import { dashboardEnv, loadConfig as loadDashboardConfig } from '../services/dashboard/src/config';
@@ -36,8 +39,8 @@ const composeText = readFileSync(resolve(root, 'docker-compose.yml'), 'utf8');
 const compose = parse(composeText, { merge: true }) as { services: Record<string, ComposeService> };
 const services = compose.services;
 
-/** The shell environment compose needs (no public default for the service secret). */
-const SHELL: Record<string, string> = { SERVICE_JWT_SECRET: 'c0ffee'.repeat(8) };
+/** The shell environment compose needs: nothing (the service keys are generated on first start). */
+const SHELL: Record<string, string> = {};
 const REQUIRED = /\$\{([A-Za-z_][A-Za-z0-9_]*):\?[^}]*\}/g;
 
 /** Compose-style interpolation with the shell environment above: `${VAR:-default}` → default. */
@@ -61,6 +64,49 @@ function environment(name: string): Record<string, string> {
       })
     : Object.entries(env).map(([k, v]) => [k, String(v)] as const);
   return Object.fromEntries(entries.map(([k, v]) => [k, interpolate(v)]));
+}
+
+/**
+ * The volumes as `docker compose up` fills them: the `service-keys` step's own script run into a
+ * temporary directory laid out like its mounts (volume name → directory).
+ */
+const volumesDir = mkdtempSync(join(tmpdir(), 'tollgate-compose-'));
+afterAll(() => rmSync(volumesDir, { recursive: true, force: true }));
+const keygen = services['service-keys'];
+const keygenCommand = (keygen as { command?: string[] } | undefined)?.command ?? [];
+const volumeDirs = new Map<string, string>();
+function mountsOf(name: string): Array<{ source: string; target: string; readOnly: boolean }> {
+  return (services[name]?.volumes ?? []).map((v) => {
+    const [source = '', target = '', mode = ''] =
+      typeof v === 'string' ? v.split(':') : [v.source, v.target, v.read_only ? 'ro' : ''];
+    return { source, target, readOnly: mode === 'ro' };
+  });
+}
+function generateComposeKeys() {
+  if (volumeDirs.size) return;
+  const dirArg = keygenCommand[keygenCommand.indexOf('--dir') + 1] ?? '';
+  const script = mountsOf('service-keys').find((m) => keygenCommand[1]?.startsWith(`${m.target}/`));
+  if (!script) throw new Error('service-keys runs no script from a mounted directory');
+  const scriptPath = resolve(root, script.source, keygenCommand[1]!.slice(script.target.length + 1));
+  for (const m of mountsOf('service-keys')) {
+    if (m.target.startsWith(`${dirArg}/`))
+      volumeDirs.set(m.source, join(volumesDir, m.target.slice(dirArg.length + 1)));
+  }
+  execFileSync(process.execPath, [scriptPath, '--dir', volumesDir]);
+}
+
+/** A service's environment with each `*_FILE` path read through its volume mounts (as in the container). */
+function resolvedEnvironment(name: string): Record<string, string> {
+  generateComposeKeys();
+  const env = environment(name);
+  for (const [key, path] of Object.entries(env)) {
+    if (!key.endsWith('_FILE')) continue;
+    const mount = mountsOf(name).find((m) => path.startsWith(`${m.target}/`));
+    const dir = mount && volumeDirs.get(mount.source);
+    if (!dir) throw new Error(`${name} ${key}=${path} is not on a volume service-keys writes`);
+    env[key] = join(dir, path.slice(mount.target.length + 1));
+  }
+  return env;
 }
 
 /** The part of a zod object schema these checks use (each service's env schema). */
@@ -222,7 +268,7 @@ describe('docker-compose.yml', () => {
         .filter(([, field]) => !field.safeParse(undefined).success)
         .map(([key]) => key);
       for (const key of required) expect(env(), `${svc.name} needs ${key}`).toHaveProperty(key);
-      expect(() => svc.load({ ...env() })).not.toThrow();
+      expect(() => svc.load(resolvedEnvironment(svc.name))).not.toThrow();
       expect(env().NODE_ENV).toBe('production');
     });
 
@@ -294,20 +340,87 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('requires SERVICE_JWT_SECRET from the shell (no public default) and binds internal services explicitly', () => {
-    expect(composeText).toMatch(/SERVICE_JWT_SECRET:\s*\$\{SERVICE_JWT_SECRET:\?/);
-    expect(composeText).not.toMatch(/change-me/);
+  it('ships no key or secret, needs none from the shell, and binds internal services explicitly', () => {
+    expect(composeText).not.toMatch(/change-me|SERVICE_JWT_SECRET|:\?/);
+    for (const name of SERVICE_NAMES) expect(composeText).not.toContain(DEV_SERVICE_KEYS[name].privateKey);
     expect(environment('keys').HOST).toBe('0.0.0.0');
     expect(environment('billing').HOST).toBe('0.0.0.0');
     expect(services.keys?.ports ?? []).toEqual([]);
     expect(services.billing?.ports ?? []).toEqual([]);
   });
 
-  it('shares one SERVICE_JWT_SECRET, one REDIS_PREFIX and one AMQP_PREFIX, from one variable each', () => {
+  it('mounts each private key into its own service only (admin: the CLI only), read-only', () => {
+    const identity: Record<string, string | null> = {
+      proxy: 'proxy-identity',
+      keys: 'keys-identity',
+      dashboard: 'dashboard-identity',
+      billing: null,
+      'provider-sim': null,
+    };
+    const identityVolumes = ['proxy-identity', 'keys-identity', 'dashboard-identity', 'admin-identity'];
+    for (const [name, own] of Object.entries(identity)) {
+      const mounted = mountsOf(name).filter((m) => identityVolumes.includes(m.source));
+      expect(
+        mounted.map((m) => m.source),
+        name,
+      ).toEqual(own ? [own] : []);
+      for (const m of mounted) expect(m.readOnly, `${name} ${m.source}`).toBe(true);
+    }
+    for (const [name] of Object.entries(services)) {
+      if (name === 'service-keys' || name === 'admin') continue;
+      expect(
+        mountsOf(name).map((m) => m.source),
+        name,
+      ).not.toContain('admin-identity');
+    }
+    expect(mountsOf('admin').map((m) => m.source)).toContain('admin-identity');
+    expect(services.admin).toMatchObject({ profiles: ['admin'] });
+    for (const name of ['proxy', 'keys', 'billing', 'dashboard']) {
+      expect(services[name]?.depends_on, name).toHaveProperty(
+        'service-keys.condition',
+        'service_completed_successfully',
+      );
+    }
+  });
+
+  it('generates keys that work: each caller signs, each callee verifies only its trusted callers, nothing from the dev set', () => {
+    const configs = {
+      proxy: loadProxyConfig(resolvedEnvironment('proxy')),
+      keys: loadKeysConfig(resolvedEnvironment('keys')),
+      billing: loadBillingConfig(resolvedEnvironment('billing')),
+      dashboard: loadDashboardConfig(resolvedEnvironment('dashboard')),
+    };
+    const adminEnv = resolvedEnvironment('admin');
+    const admin = createServiceSigner(
+      'admin',
+      readFileSync(adminEnv.ADMIN_PRIVATE_KEY_FILE ?? '', 'utf8').trim(),
+    );
+    const signers = {
+      proxy: createServiceSigner('proxy', configs.proxy.SERVICE_PRIVATE_KEY),
+      keys: createServiceSigner('keys', configs.keys.SERVICE_PRIVATE_KEY),
+      dashboard: createServiceSigner('dashboard', configs.dashboard.SERVICE_PRIVATE_KEY),
+      admin,
+    };
+    const trusted = {
+      keys: ['proxy', 'dashboard'],
+      billing: ['proxy', 'keys', 'dashboard', 'admin'],
+      dashboard: ['admin'],
+    };
+    for (const [callee, callers] of Object.entries(trusted) as Array<
+      ['keys' | 'billing' | 'dashboard', string[]]
+    >) {
+      const verifier = createServiceVerifier(callee, configs[callee].SERVICE_PUBLIC_KEYS);
+      for (const [caller, signer] of Object.entries(signers)) {
+        const claims = verifier.verify(signer.sign(callee));
+        expect(claims?.caller ?? null, `${caller} → ${callee}`).toBe(
+          callers.includes(caller) ? caller : null,
+        );
+      }
+    }
+  });
+
+  it('shares one REDIS_PREFIX and one AMQP_PREFIX, from one variable each', () => {
     const users = ['keys', 'billing', 'proxy'];
-    const secrets = new Set(users.map((n) => environment(n).SERVICE_JWT_SECRET));
-    expect(secrets.size).toBe(1);
-    expect(composeText.match(/SERVICE_JWT_SECRET:\s*\$\{SERVICE_JWT_SECRET/g)?.length).toBe(1);
     expect(new Set(users.map((n) => environment(n).REDIS_PREFIX)).size).toBe(1);
     expect(environment('billing').AMQP_PREFIX).toBe(environment('proxy').AMQP_PREFIX);
   });

@@ -12,6 +12,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createServiceSigner, createServiceVerifier, DEV_SERVICE_KEYS, SERVICE_NAMES } from '@tollgate/auth';
 import * as appsV1 from 'kubernetes-models/apps/v1';
 import * as autoscalingV2 from 'kubernetes-models/autoscaling/v2';
 import * as batchV1 from 'kubernetes-models/batch/v1';
@@ -58,6 +59,8 @@ beforeAll(() => {
   for (const overlay of overlays) {
     const dir = join(work, 'k8s/overlays', overlay);
     for (const f of readdirSync(dir)) if (f.endsWith('.env.example')) fillEnvFile(join(dir, f.slice(0, -8)));
+    // What the operator runs for every overlay: its own service keys (never shipped).
+    execFileSync(process.execPath, [resolve(root, 'infra/keys/service-keys.mjs'), '--env', dir]);
     const out = execFileSync(kubectl, ['kustomize', dir], { encoding: 'utf8', maxBuffer: 64 << 20 });
     const objs = parseAllDocuments(out)
       .map((d) => d.toJS() as Obj)
@@ -110,6 +113,11 @@ function containerEnv(objs: Obj[], container: Obj): Record<string, string> {
       if (v === undefined) throw new Error(`${e.name}: ${ref?.name}/${ref?.key} is not rendered`);
       env[e.name] = v;
     }
+  }
+  // Dependent variables, as the kubelet expands them: `$(NAME)` of a variable defined earlier.
+  for (const e of container.env ?? []) {
+    if ('value' in e)
+      env[e.name] = String(e.value).replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, n: string) => env[n] ?? m);
   }
   return env;
 }
@@ -251,6 +259,54 @@ describe.each(overlays)('overlay %s', (overlay) => {
       expect(svc?.spec.selector).toEqual(dep.spec.selector.matchLabels);
     },
   );
+
+  it('ships no service key: every pod gets only its own private key, its callers trust it, nothing from the dev set', () => {
+    const rendered = JSON.stringify(objs());
+    for (const name of SERVICE_NAMES) {
+      expect(rendered).not.toContain(DEV_SERVICE_KEYS[name].privateKey);
+      expect(rendered).not.toContain(Buffer.from(DEV_SERVICE_KEYS[name].publicKey).toString('base64'));
+    }
+    expect(rendered).not.toMatch(/SERVICE_JWT_SECRET|ADMIN_PRIVATE_KEY/);
+    const own: Record<string, string | null> = {
+      proxy: 'PROXY_PRIVATE_KEY',
+      keys: 'KEYS_PRIVATE_KEY',
+      dashboard: 'DASHBOARD_PRIVATE_KEY',
+      billing: null,
+    };
+    const envs: Record<string, Record<string, string>> = {};
+    for (const [name, key] of Object.entries(own)) {
+      const pod = find(objs(), 'Deployment', name).spec.template.spec;
+      for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
+        const refs = (c.env ?? [])
+          .map((e: Obj) => e.valueFrom?.secretKeyRef?.key)
+          .filter((k: string | undefined) => k?.endsWith('_PRIVATE_KEY'));
+        expect(refs, `${name}/${c.name}`).toEqual(key ? [key] : []);
+      }
+      envs[name] = containerEnv(objs(), pod.containers[0]);
+    }
+    // Each caller's key signs tokens its callees accept; anyone else's is refused.
+    const signers = Object.fromEntries(
+      (['proxy', 'keys', 'dashboard'] as const).map((n) => [
+        n,
+        createServiceSigner(n, envs[n]!.SERVICE_PRIVATE_KEY!),
+      ]),
+    );
+    const trusted = {
+      keys: ['proxy', 'dashboard'],
+      billing: ['proxy', 'keys', 'dashboard'],
+      dashboard: [] as string[],
+    };
+    for (const [callee, callers] of Object.entries(trusted) as Array<
+      ['keys' | 'billing' | 'dashboard', string[]]
+    >) {
+      const verifier = createServiceVerifier(callee, envs[callee]!.SERVICE_PUBLIC_KEYS!);
+      for (const [caller, signer] of Object.entries(signers)) {
+        expect(verifier.verify(signer.sign(callee))?.caller ?? null, `${caller} → ${callee}`).toBe(
+          callers.includes(caller) ? caller : null,
+        );
+      }
+    }
+  });
 
   it('drains the proxy: preStop, then SHUTDOWN_TIMEOUT_MS, within terminationGracePeriodSeconds', () => {
     const pod = find(objs(), 'Deployment', 'proxy').spec.template.spec;

@@ -198,13 +198,12 @@ describe('the running stack, checked against the document', () => {
   });
   afterAll(() => stack?.close());
 
-  /** The env of one more proxy sharing this stack's Redis, RabbitMQ names and secret. */
+  /** The env of one more proxy sharing this stack's Redis, and RabbitMQ names (development service keys). */
   const stackEnv = () => ({
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
     HOST: '127.0.0.1',
     PORT: '0',
-    SERVICE_JWT_SECRET: stack.infra.secret,
     REDIS_URL: stack.infra.redis.url,
     REDIS_PREFIX: stack.infra.redis.prefix,
     AMQP_URL: stack.infra.amqp.url,

@@ -3,7 +3,6 @@
  * a `gen-…` id, sends it on as `x-request-id` (forwarder, key resolver, spend guard all use the shared
  * service client), keys passes it on to billing, and each service logs it as `requestId`.
  */
-import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { loadConfig as loadBillingConfig, startBilling } from '@tollgate/billing';
 import { loadCatalog } from '@tollgate/catalog';
@@ -46,7 +45,6 @@ beforeAll(async () => {
   });
   const common = {
     NODE_ENV: 'test',
-    SERVICE_JWT_SECRET: `rid-${randomBytes(12).toString('hex')}`,
     REDIS_URL: redis.url,
     REDIS_PREFIX: redis.prefix,
     HOST: '127.0.0.1',

@@ -22,7 +22,6 @@ const env = {
   AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
   REDIS_PREFIX: process.env.REDIS_PREFIX ?? 'tg:',
   AMQP_PREFIX: process.env.AMQP_PREFIX ?? 'tollgate',
-  SERVICE_JWT_SECRET: process.env.SERVICE_JWT_SECRET ?? 'tollgate-dev-service-secret-change-me',
   LOG_PRETTY: process.env.LOG_PRETTY ?? (fromDist ? 'false' : 'true'),
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
   PROVIDER_SIM_URL: 'http://127.0.0.1:8090',

@@ -3,6 +3,7 @@
  * sign-in, sessions (cookie flags, expiry, sign-out), CSRF and Origin checks, sign-in throttling,
  * roles (a viewer changes nothing) and account isolation on every route.
  */
+import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type DashboardSession,
@@ -131,6 +132,23 @@ describe('authentication', () => {
       body: '{}',
     });
     expect(res.status).toBe(401); // the CLI's route needs a service token
+    // Only the admin CLI's identity may create users: every other service is refused (403).
+    for (const name of ['proxy', 'keys', 'billing', 'dashboard'] as const) {
+      const other = await fetch(`${dash.url}/internal/users`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          [SERVICE_TOKEN_HEADER]: devServiceSigner(name).sign('dashboard'),
+        },
+        body: JSON.stringify({
+          account_id: stack.account.id,
+          email: `${name}@x.example`,
+          display_name: 'x',
+          role: 'owner',
+        }),
+      });
+      expect(other.status, name).toBe(403);
+    }
     const u = await dash.createUser(stack.account.id, 'viewer');
     const s = await dash.signIn(u);
     expect((await s.call('GET', '/api/me')).status).toBe(200);

@@ -36,7 +36,6 @@ async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
       DATABASE_URL: stack.infra.database.url,
       REDIS_URL: stack.infra.redis.url,
       REDIS_PREFIX: stack.infra.redis.prefix,
-      SERVICE_JWT_SECRET: stack.infra.secret,
       DASHBOARD_URL: dash.url,
       BILLING_URL: stack.services.billing.url,
       ...env,

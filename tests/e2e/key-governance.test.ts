@@ -107,7 +107,6 @@ describe('rate_limit_rpm', () => {
         LOG_LEVEL: 'silent',
         HOST: '127.0.0.1',
         PORT: '0',
-        SERVICE_JWT_SECRET: stack.infra.secret,
         REDIS_URL: stack.infra.redis.url,
         REDIS_PREFIX: stack.infra.redis.prefix,
         AMQP_URL: stack.infra.amqp.url,

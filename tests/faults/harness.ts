@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { toUnits } from '@tollgate/money';
@@ -168,7 +168,6 @@ export class FaultStack {
   redis!: TestRedis;
   amqp!: TestAmqp;
   pool!: pg.Pool;
-  secret = `faults-${randomBytes(12).toString('hex')}`;
   spoolDir = mkdtempSync(join(tmpdir(), 'tollgate-spool-'));
   sim!: ServiceProcess;
   keysSvc!: ServiceProcess;
@@ -196,7 +195,6 @@ export class FaultStack {
     this.pool.on('error', () => {});
     this.env = {
       LOG_LEVEL: process.env.FAULTS_LOG_LEVEL ?? 'warn',
-      SERVICE_JWT_SECRET: this.secret,
       REDIS_URL: this.options.redisUrl ?? this.redis.url,
       REDIS_PREFIX: this.redis.prefix,
       DATABASE_URL: this.db.url,
@@ -334,7 +332,7 @@ export class FaultStack {
   }
 
   async addCredits(accountId: string, amount: string) {
-    const token = signServiceToken({ kind: 'service', service: 'keys' }, this.secret);
+    const token = devServiceSigner('admin').sign('billing'); // the admin CLI's identity
     const res = await fetch(`${this.billing[0]?.url}/internal/accounts/${accountId}/credits`, {
       method: 'POST',
       headers: { [SERVICE_TOKEN_HEADER]: token, 'content-type': 'application/json' },

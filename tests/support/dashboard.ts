@@ -1,9 +1,9 @@
 /**
  * The dashboard started against a test stack (tests/support/stack.ts): same database (its own
- * `dashboard` schema), same service-token secret, keys and billing of the stack. Users are created
+ * `dashboard` schema), the development service keys, keys and billing of the stack. Users are created
  * the admin CLI's way (POST /internal/users → a one-time sign-in link) and signed in through the API.
  */
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { createUser } from '@tollgate/contracts';
 import { type DashboardHandle, type DashboardOptions, loadConfig, startDashboard } from '@tollgate/dashboard';
 import { expectContract } from '@tollgate/testkit';
@@ -63,7 +63,6 @@ export async function startTestDashboard(
     HOST: '127.0.0.1',
     PORT: '0',
     DATABASE_URL: stack.infra.database.url,
-    SERVICE_JWT_SECRET: stack.infra.secret,
     KEYS_URL: stack.services.keys.url,
     BILLING_URL: stack.services.billing.url,
     CATALOG_PATH: DEV_CATALOG_PATH,
@@ -121,7 +120,7 @@ export async function startTestDashboard(
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          [SERVICE_TOKEN_HEADER]: signServiceToken({ kind: 'service', service: 'cli' }, stack.infra.secret),
+          [SERVICE_TOKEN_HEADER]: devServiceSigner('admin').sign('dashboard'),
         },
         body: JSON.stringify({ account_id: accountId, email, display_name: `Test ${role}`, role }),
       });

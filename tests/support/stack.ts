@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { type BillingHandle, loadConfig as loadBillingConfig, startBilling } from '@tollgate/billing';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { usageTopology } from '@tollgate/events';
@@ -69,7 +69,7 @@ export interface Stack {
   /** The dev catalog, pointed at this stack's simulator (for extra proxies in tests). */
   catalog: Catalog;
   /** Isolation handles (prefixes, database) of this stack. */
-  infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp; secret: string };
+  infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp };
   /** A new account with a management key (the admin CLI's path) and optional credits. */
   createAccount(options?: { credits?: string; slug?: string }): Promise<StackAccount>;
   /** Adds (or with a negative amount removes) credits through billing's internal API. */
@@ -109,11 +109,9 @@ export const describeResponse = (r: ApiResponse) => `HTTP ${r.status} ${r.text.s
 export async function startStack(options: { credits?: string } = {}): Promise<Stack> {
   const [database, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
   const amqp = createTestAmqp();
-  const secret = `stack-secret-${randomBytes(12).toString('hex')}`;
   const common = {
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.STACK_LOG_LEVEL ?? 'silent',
-    SERVICE_JWT_SECRET: secret,
     REDIS_URL: redis.url,
     REDIS_PREFIX: redis.prefix,
     HOST: '127.0.0.1',
@@ -175,7 +173,8 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
     closers.push(() => proxy.close());
 
     const origin = proxy.url;
-    const serviceToken = () => signServiceToken({ kind: 'service', service: 'keys' }, secret);
+    // Credits are granted as the admin CLI does (the only identity billing accepts on that route).
+    const serviceToken = () => devServiceSigner('admin').sign('billing');
 
     const addCredits = async (accountId: string, amount: string) => {
       const res = await fetch(`${billing.url}/internal/accounts/${accountId}/credits`, {
@@ -246,7 +245,7 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
       inferenceKeyId: inference.hash,
       services: { sim, billing, keys, proxy },
       catalog,
-      infra: { database, redis, amqp, secret },
+      infra: { database, redis, amqp },
       createAccount,
       addCredits,
       createInferenceKey,

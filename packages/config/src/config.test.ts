@@ -1,52 +1,137 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { DEV_SERVICE_KEYS, DEV_SERVICE_PUBLIC_KEYS, SERVICE_NAMES } from '@tollgate/auth';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  adminPrivateKeyEnv,
   ConfigError,
   commonEnv,
   loadConfig,
   MIN_PRODUCTION_SECRET_LENGTH,
   refuseDevSecretInProduction,
   SHIPPED_DEFAULT_SECRETS,
-  serviceJwtEnv,
+  servicePrivateKeyEnv,
+  servicePublicKeysEnv,
 } from './index';
 
 const schema = z
-  .object({ ...commonEnv, ...serviceJwtEnv, OTHER_SECRET: z.string().optional() })
+  .object({
+    ...commonEnv,
+    ...servicePrivateKeyEnv('billing'),
+    ...servicePublicKeysEnv,
+    OTHER_SECRET: z.string().optional(),
+  })
   .superRefine(refuseDevSecretInProduction);
 const strong = 'f3a9c1d27b4e8f60a5d3c2b1e0f9a8d7c6b5a4f3e2d1c0b9';
 
-describe('production secret check (issue 14)', () => {
-  it('rejects every shipped default secret in production', () => {
-    for (const secret of SHIPPED_DEFAULT_SECRETS) {
-      expect(() => loadConfig(schema, { NODE_ENV: 'production', SERVICE_JWT_SECRET: secret })).toThrow(
-        ConfigError,
+/** A fresh keypair as an operator makes one (`openssl genpkey -algorithm ed25519`). */
+function keypair(format: 'der' | 'pem' = 'der') {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return format === 'pem'
+    ? {
+        privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+        publicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      }
+    : {
+        privateKey: privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
+        publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+      };
+}
+const own = keypair();
+const ownPublic = SERVICE_NAMES.map((n) => `${n}=${keypair().publicKey}`).join(',');
+const production = {
+  NODE_ENV: 'production',
+  SERVICE_PRIVATE_KEY: own.privateKey,
+  SERVICE_PUBLIC_KEYS: ownPublic,
+};
+
+describe('production key check (issue 14)', () => {
+  it('refuses the development keys in production, set or defaulted, in any encoding', () => {
+    // Defaults (nothing set): both settings hold development keys.
+    expect(() => loadConfig(schema, { NODE_ENV: 'production' })).toThrow(/SERVICE_PRIVATE_KEY/);
+    expect(() => loadConfig(schema, { NODE_ENV: 'production' })).toThrow(/SERVICE_PUBLIC_KEYS/);
+    for (const name of SERVICE_NAMES) {
+      const dev = DEV_SERVICE_KEYS[name];
+      expect(() => loadConfig(schema, { ...production, SERVICE_PRIVATE_KEY: dev.privateKey })).toThrow(
+        /SERVICE_PRIVATE_KEY: holds a development key/,
       );
+      // One development key among the operator's own is enough to refuse.
+      expect(() =>
+        loadConfig(schema, {
+          ...production,
+          SERVICE_PUBLIC_KEYS: `${ownPublic.replace(/^proxy=[^,]+,/, '')},proxy=${dev.publicKey}`,
+        }),
+      ).toThrow(/SERVICE_PUBLIC_KEYS: holds a development key/);
     }
-    // The default itself (SERVICE_JWT_SECRET unset).
-    expect(() => loadConfig(schema, { NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
-    // Anything that says "change me", whatever its length.
-    expect(() =>
-      loadConfig(schema, {
-        NODE_ENV: 'production',
-        SERVICE_JWT_SECRET: `my-own-secret-please-change-me-${strong}`,
-      }),
-    ).toThrow(/public default/);
+    // The same development key as PEM.
+    const pem = `-----BEGIN PRIVATE KEY-----\n${DEV_SERVICE_KEYS.proxy.privateKey}\n-----END PRIVATE KEY-----\n`;
+    expect(() => loadConfig(schema, { ...production, SERVICE_PRIVATE_KEY: pem })).toThrow(/development key/);
+    const adminSchema = z
+      .object({ ...commonEnv, ...adminPrivateKeyEnv })
+      .superRefine(refuseDevSecretInProduction);
+    expect(() => loadConfig(adminSchema, { NODE_ENV: 'production' })).toThrow(/ADMIN_PRIVATE_KEY/);
+    expect(
+      loadConfig(adminSchema, { NODE_ENV: 'production', ADMIN_PRIVATE_KEY: own.privateKey })
+        .ADMIN_PRIVATE_KEY,
+    ).toBe(own.privateKey);
   });
 
-  it('rejects short secrets in production, every *_SECRET setting included', () => {
+  it('refuses malformed keys and trust lists in every environment', () => {
+    for (const NODE_ENV of ['development', 'production']) {
+      const bad = [
+        { SERVICE_PRIVATE_KEY: 'not-a-key' },
+        { SERVICE_PRIVATE_KEY: own.publicKey }, // a public key where the private one goes
+        {
+          SERVICE_PRIVATE_KEY: generateKeyPairSync('ec', { namedCurve: 'P-256' })
+            .privateKey.export({ type: 'pkcs8', format: 'der' })
+            .toString('base64'),
+        },
+        { SERVICE_PUBLIC_KEYS: `proxy=${own.privateKey}` },
+        { SERVICE_PUBLIC_KEYS: `mallory=${keypair().publicKey}` },
+        { SERVICE_PUBLIC_KEYS: `proxy=${keypair().publicKey},proxy=${keypair().publicKey}` },
+        { SERVICE_PUBLIC_KEYS: ' , ' },
+      ];
+      for (const env of bad) {
+        expect(() => loadConfig(schema, { ...production, NODE_ENV, ...env }), JSON.stringify(env)).toThrow(
+          ConfigError,
+        );
+      }
+    }
+  });
+
+  it("accepts the operator's own keys in production (base64 DER or PEM, commas or newlines)", () => {
+    expect(loadConfig(schema, production).SERVICE_PRIVATE_KEY).toBe(own.privateKey);
+    const pems = { proxy: keypair('pem'), admin: keypair('pem') };
+    const c = loadConfig(schema, {
+      ...production,
+      SERVICE_PRIVATE_KEY: pems.proxy.privateKey,
+      SERVICE_PUBLIC_KEYS: `proxy=${pems.proxy.publicKey},admin=${pems.admin.publicKey}`,
+    });
+    expect(c.SERVICE_PRIVATE_KEY).toBe(pems.proxy.privateKey);
+    expect(
+      loadConfig(schema, { ...production, SERVICE_PUBLIC_KEYS: ownPublic.replaceAll(',', '\n') }).NODE_ENV,
+    ).toBe('production');
+  });
+
+  it('uses the development keys with nothing set outside production', () => {
+    const c = loadConfig(schema, {});
+    expect(c.SERVICE_PRIVATE_KEY).toBe(DEV_SERVICE_KEYS.billing.privateKey);
+    expect(c.SERVICE_PUBLIC_KEYS).toBe(DEV_SERVICE_PUBLIC_KEYS);
+  });
+});
+
+describe('production secret check (issue 14)', () => {
+  it('rejects every shipped default secret, "change me" and short secrets in production', () => {
+    for (const secret of SHIPPED_DEFAULT_SECRETS) {
+      expect(() => loadConfig(schema, { ...production, OTHER_SECRET: secret })).toThrow(ConfigError);
+    }
+    expect(() =>
+      loadConfig(schema, { ...production, OTHER_SECRET: `my-own-secret-please-change-me-${strong}` }),
+    ).toThrow(/public default/);
     const short = 'x'.repeat(MIN_PRODUCTION_SECRET_LENGTH - 1);
-    expect(() => loadConfig(schema, { NODE_ENV: 'production', SERVICE_JWT_SECRET: short })).toThrow(
+    expect(() => loadConfig(schema, { ...production, OTHER_SECRET: short })).toThrow(
       /at least 32 characters/,
     );
-    expect(() =>
-      loadConfig(schema, { NODE_ENV: 'production', SERVICE_JWT_SECRET: strong, OTHER_SECRET: 'short' }),
-    ).toThrow(/OTHER_SECRET/);
-  });
-
-  it('accepts a strong secret in production and the defaults in development', () => {
-    expect(
-      loadConfig(schema, { NODE_ENV: 'production', SERVICE_JWT_SECRET: strong }).SERVICE_JWT_SECRET,
-    ).toBe(strong);
-    expect(loadConfig(schema, {}).NODE_ENV).toBe('development');
+    expect(loadConfig(schema, { ...production, OTHER_SECRET: strong }).OTHER_SECRET).toBe(strong);
   });
 });

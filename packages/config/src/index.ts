@@ -1,3 +1,12 @@
+import { readFileSync } from 'node:fs';
+import {
+  DEV_SERVICE_KEYS,
+  DEV_SERVICE_PUBLIC_KEYS,
+  isDevServiceKey,
+  parsePrivateKey,
+  parsePublicKeys,
+  type ServiceName,
+} from '@tollgate/auth';
 import { z } from 'zod';
 
 /**
@@ -36,8 +45,6 @@ export const defaults = {
   databaseUrl: 'postgres://postgres@127.0.0.1:5432/tollgate',
   redisUrl: 'redis://127.0.0.1:6379',
   amqpUrl: 'amqp://guest:guest@127.0.0.1:5672',
-  /** Development-only secret; production deployments must set SERVICE_JWT_SECRET. */
-  serviceJwtSecret: 'tollgate-dev-service-secret-change-me',
 } as const;
 
 /** The env entries every service shares. Spread into a service's z.object({...}). */
@@ -53,15 +60,80 @@ export const redisEnv = {
   REDIS_PREFIX: z.string().default('tg:'),
 };
 
-export const serviceJwtEnv = {
-  SERVICE_JWT_SECRET: z.string().min(16).default(defaults.serviceJwtSecret),
+const privateKeyText = (defaultValue: string) =>
+  z
+    .string()
+    .default(defaultValue)
+    .superRefine((v, ctx) => {
+      try {
+        parsePrivateKey(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    });
+
+/**
+ * A calling service's identity: `SERVICE_PRIVATE_KEY`, its own Ed25519 private key (PEM or base64
+ * PKCS#8 DER). Default: the development key of `service` (refused in production).
+ */
+export const servicePrivateKeyEnv = (service: ServiceName) => ({
+  SERVICE_PRIVATE_KEY: privateKeyText(DEV_SERVICE_KEYS[service].privateKey),
+});
+
+/**
+ * A called service's trust list: `SERVICE_PUBLIC_KEYS`, `name=<public key>,…` for the callers whose
+ * tokens it verifies (which caller may use which route is fixed in code). Default: every development
+ * identity (refused in production).
+ */
+export const servicePublicKeysEnv = {
+  SERVICE_PUBLIC_KEYS: z
+    .string()
+    .default(DEV_SERVICE_PUBLIC_KEYS)
+    .superRefine((v, ctx) => {
+      try {
+        if (parsePublicKeys(v).size === 0) ctx.addIssue({ code: 'custom', message: 'lists no key' });
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
 };
+
+/** The admin CLI's identity (`ADMIN_PRIVATE_KEY`): the `admin` development key unless set. */
+export const adminPrivateKeyEnv = {
+  ADMIN_PRIVATE_KEY: privateKeyText(DEV_SERVICE_KEYS.admin.privateKey),
+};
+
+/** Settings that may instead be read from a file named by `<NAME>_FILE` (container secrets, volumes). */
+export const FILE_SETTINGS = ['SERVICE_PRIVATE_KEY', 'SERVICE_PUBLIC_KEYS', 'ADMIN_PRIVATE_KEY'] as const;
+
+/** `env` with each FILE_SETTINGS entry read from its `<NAME>_FILE` when that is set instead. */
+function withFileSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  let out = env;
+  const problems: string[] = [];
+  for (const name of FILE_SETTINGS) {
+    const path = env[`${name}_FILE`];
+    if (!path) continue;
+    if (env[name] !== undefined) {
+      problems.push(`  ${name}_FILE: set either ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      out = { ...out, [name]: readFileSync(path, 'utf8').trim() };
+    } catch (err) {
+      problems.push(
+        `  ${name}_FILE: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+  return out;
+}
 
 export function loadConfig<S extends z.ZodType>(
   schema: S,
   env: NodeJS.ProcessEnv = process.env,
 ): z.output<S> {
-  const parsed = schema.safeParse(env);
+  const parsed = schema.safeParse(withFileSettings(env));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
@@ -71,21 +143,49 @@ export function loadConfig<S extends z.ZodType>(
 
 /** Secrets shipped in this repository (dev defaults, compose, examples): public, never for production. */
 export const SHIPPED_DEFAULT_SECRETS: readonly string[] = [
-  defaults.serviceJwtSecret,
+  'tollgate-dev-service-secret-change-me',
   'tollgate-compose-secret-change-me',
+  'demo-only-service-jwt-secret-0123456789abcdef',
 ];
 /** Shortest secret accepted in production (e.g. `openssl rand -hex 32` gives 64 characters). */
 export const MIN_PRODUCTION_SECRET_LENGTH = 32;
 
+/** Settings holding private keys or trust lists: checked for development keys in production. */
+const KEY_SETTINGS = ['SERVICE_PRIVATE_KEY', 'ADMIN_PRIVATE_KEY', 'SERVICE_PUBLIC_KEYS'] as const;
+
+/** Whether `value` (a private key, or a `name=key,…` list) holds a development key. */
+function holdsDevKey(name: (typeof KEY_SETTINGS)[number], value: string): boolean {
+  try {
+    if (name === 'SERVICE_PUBLIC_KEYS') return [...parsePublicKeys(value).values()].some(isDevServiceKey);
+    return isDevServiceKey(parsePrivateKey(value));
+  } catch {
+    return false; // the setting's own schema reports the format
+  }
+}
+
 /**
  * superRefine step for every service config: in production, every `*_SECRET` setting must be the
  * operator's own — not a secret shipped in this repository (or anything saying "change me"), and at
- * least MIN_PRODUCTION_SECRET_LENGTH characters — so a deployment cannot accept tokens anyone can mint.
+ * least MIN_PRODUCTION_SECRET_LENGTH characters — and no service key setting (`SERVICE_PRIVATE_KEY`,
+ * `ADMIN_PRIVATE_KEY`, `SERVICE_PUBLIC_KEYS`) may hold a development key (they are public, in this
+ * repository), so a deployment cannot accept tokens anyone can mint.
  */
 export function refuseDevSecretInProduction(c: { NODE_ENV: string }, ctx: z.RefinementCtx): void {
   if (c.NODE_ENV !== 'production') return;
   for (const [name, value] of Object.entries(c as Record<string, unknown>)) {
-    if (!name.endsWith('_SECRET') || typeof value !== 'string') continue;
+    if (typeof value !== 'string') continue;
+    if ((KEY_SETTINGS as readonly string[]).includes(name)) {
+      if (holdsDevKey(name as (typeof KEY_SETTINGS)[number], value)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message:
+            'holds a development key (public, in this repository): generate your own (docs/operations.md "Service keys")',
+        });
+      }
+      continue;
+    }
+    if (!name.endsWith('_SECRET')) continue;
     if (SHIPPED_DEFAULT_SECRETS.includes(value) || /change[-_ ]?me/i.test(value)) {
       ctx.addIssue({
         code: 'custom',

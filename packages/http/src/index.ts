@@ -1,5 +1,11 @@
 import type { Server } from 'node:http';
-import { SERVICE_TOKEN_HEADER, type ServiceClaims, verifyServiceToken } from '@tollgate/auth';
+import {
+  SERVICE_TOKEN_HEADER,
+  type ServiceClaims,
+  type ServiceName,
+  type ServiceVerifier,
+  type VerifiedClaims,
+} from '@tollgate/auth';
 import { AppError, badRequest, describeIssues, internalErrorEnvelope, unauthorized } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Router } from 'express';
@@ -159,27 +165,46 @@ export type KeyCallerClaims = Extract<ServiceClaims, { kind: 'key' }>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-function claimsOf(req: Request, secret: string): ServiceClaims | null {
+/** The only service that hands over an API key's identity (it authenticated the key itself). */
+export const KEY_CALLER_ISSUER: ServiceName = 'proxy';
+
+function claimsOf(req: Request, verifier: ServiceVerifier): VerifiedClaims | null {
   const token = req.headers[SERVICE_TOKEN_HEADER];
-  return typeof token === 'string' ? verifyServiceToken(token, secret) : null;
+  return typeof token === 'string' ? verifier.verify(token) : null;
 }
 
 /**
- * The caller identity the proxy hands over on public routes: a `{kind:'key'}` service token with
- * uuid key and account ids. Anything else is 401.
+ * The caller identity the proxy hands over on public routes: a `{kind:'key'}` token for this service,
+ * signed by the proxy, with uuid key and account ids. Anything else is 401.
  */
-export function keyCallerClaims(req: Request, secret: string): KeyCallerClaims {
-  const claims = claimsOf(req, secret);
-  if (claims?.kind !== 'key' || !UUID.test(claims.keyId) || !UUID.test(claims.accountId)) {
+export function keyCallerClaims(req: Request, verifier: ServiceVerifier): KeyCallerClaims {
+  const claims = claimsOf(req, verifier);
+  if (
+    claims?.kind !== 'key' ||
+    claims.caller !== KEY_CALLER_ISSUER ||
+    !UUID.test(claims.keyId) ||
+    !UUID.test(claims.accountId)
+  ) {
     throw unauthorized('Missing or invalid caller identity');
   }
-  return claims;
+  return { kind: 'key', keyId: claims.keyId, accountId: claims.accountId, scope: claims.scope };
 }
 
-/** Internal routes: a `{kind:'service'}` token only, else 401. */
-export function serviceCaller(secret: string): RequestHandler {
-  return (req, _res, next) => {
-    if (claimsOf(req, secret)?.kind !== 'service') throw unauthorized('Missing or invalid service token');
+/**
+ * Internal routes: a `{kind:'service'}` token for this service from a trusted caller (else 401), and
+ * that caller must be one the route allows (else 403). `res.locals.serviceCaller` names the caller.
+ */
+export function serviceCaller(verifier: ServiceVerifier, allowed: readonly ServiceName[]): RequestHandler {
+  if (allowed.length === 0) throw new Error('serviceCaller: a route must allow at least one caller');
+  return (req, res, next) => {
+    const claims = claimsOf(req, verifier);
+    if (claims?.kind !== 'service') throw unauthorized('Missing or invalid service token');
+    if (!allowed.includes(claims.caller)) {
+      throw new AppError('forbidden', `The ${claims.caller} service may not call this route`, {
+        caller: claims.caller,
+      });
+    }
+    res.locals.serviceCaller = claims.caller;
     next();
   };
 }

@@ -5,7 +5,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { SERVICE_TOKEN_HEADER, serviceTokenSource, verifyServiceToken } from '@tollgate/auth';
+import {
+  devServiceSigner,
+  devServiceVerifier,
+  SERVICE_TOKEN_HEADER,
+  serviceTokenSource,
+} from '@tollgate/auth';
 import { keysUsage, resolveKey } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { createLogger } from '@tollgate/logger';
@@ -19,7 +24,6 @@ const seen: IncomingMessage[] = [];
 let server: Server;
 let client: ServiceClient;
 const logLines: Array<Record<string, unknown>> = [];
-const SECRET = 'client-test-secret-0123456789abcdef';
 
 const json = (res: ServerResponse, status: number, body: unknown) =>
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -48,7 +52,7 @@ beforeAll(async () => {
   client = createServiceClient({
     service: 'keys',
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    token: serviceTokenSource(SECRET, 'proxy'),
+    token: serviceTokenSource(devServiceSigner('proxy'), 'keys'),
     timeoutMs: 300,
     logger,
   });
@@ -89,9 +93,9 @@ describe('service client', () => {
     const answer = await withRequestId('gen-1-abcdefghijABCDEFGHIJ', () => resolve());
     expect(answer.data).toEqual(record); // unknown fields stripped by the contract
     const req = seen[0];
-    expect(verifyServiceToken(String(req?.headers[SERVICE_TOKEN_HEADER]), SECRET)).toEqual({
+    expect(devServiceVerifier('keys').verify(String(req?.headers[SERVICE_TOKEN_HEADER]))).toEqual({
       kind: 'service',
-      service: 'proxy',
+      caller: 'proxy',
     });
     expect(req?.headers['x-request-id']).toBe('gen-1-abcdefghijABCDEFGHIJ');
     expect(req?.headers['content-type']).toBe('application/json');

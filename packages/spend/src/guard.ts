@@ -1,4 +1,4 @@
-import { serviceTokenSource } from '@tollgate/auth';
+import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { spendRebuild } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { createServiceClient } from '@tollgate/http';
@@ -42,11 +42,10 @@ export interface RedisSpendGuardOptions {
   prefix: string;
   /** Billing's base URL, for `POST /internal/spend/rebuild` when a counter is missing. */
   billingUrl: string;
-  serviceJwtSecret: string;
+  /** The proxy's identity (billing accepts rebuild calls from the proxy only). */
+  signer: ServiceSigner;
   clock?: () => Date;
   timings?: Partial<SpendTimings>;
-  /** Name in the service token (default `proxy`). */
-  serviceName?: string;
   /** Rebuild request timeout (default 5 s). */
   rebuildTimeoutMs?: number;
   /** Where the details of failed billing calls go (never into an answer). */
@@ -138,7 +137,7 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
   const billing = createServiceClient({
     service: 'billing',
     url: options.billingUrl.replace(/\/+$/, ''),
-    token: serviceTokenSource(options.serviceJwtSecret, options.serviceName ?? 'proxy'),
+    token: serviceTokenSource(options.signer, 'billing'),
     timeoutMs: options.rebuildTimeoutMs ?? 5_000,
     logger: options.logger,
     ownerErrors: 'unavailable',

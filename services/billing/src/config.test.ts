@@ -1,3 +1,4 @@
+import { DEV_SERVICE_KEYS, generateServiceKeyPair } from '@tollgate/auth';
 import { ConfigError, defaults } from '@tollgate/config';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
@@ -52,7 +53,19 @@ describe('billing config', () => {
     expect(() => loadConfig({ BATCH_SIZE: '300', PREFETCH: '100' })).toThrow(/PREFETCH/);
   });
 
-  it('refuses the development service secret in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
+  it('refuses the development trust list in production and accepts its own', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_PUBLIC_KEYS/);
+    const own = ['proxy', 'keys', 'dashboard', 'admin'].map(
+      (n) => `${n}=${generateServiceKeyPair().publicKey}`,
+    );
+    expect(loadConfig({ NODE_ENV: 'production', SERVICE_PUBLIC_KEYS: own.join(',') }).NODE_ENV).toBe(
+      'production',
+    );
+    const withDev = [...own.slice(1), `proxy=${DEV_SERVICE_KEYS.proxy.publicKey}`].join(',');
+    expect(() => loadConfig({ NODE_ENV: 'production', SERVICE_PUBLIC_KEYS: withDev })).toThrow(
+      /development key/,
+    );
+    // Billing calls no one: it holds no private key at all.
+    expect('SERVICE_PRIVATE_KEY' in loadConfig({})).toBe(false);
   });
 });

@@ -6,7 +6,7 @@ import {
   loadConfig as load,
   redisEnv,
   refuseDevSecretInProduction,
-  serviceJwtEnv,
+  servicePublicKeysEnv,
 } from '@tollgate/config';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
@@ -15,7 +15,7 @@ export const billingConfigSchema = z
   .object({
     ...commonEnv,
     ...redisEnv,
-    ...serviceJwtEnv,
+    ...servicePublicKeysEnv,
     PORT: envPort(8082),
     /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
     ...metricsEnv(9466),

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { createServiceVerifier } from '@tollgate/auth';
 import { sql } from '@tollgate/db';
 import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgate/events';
 import { closeServer, listen } from '@tollgate/http';
@@ -88,7 +89,7 @@ export async function startBilling(
     db,
     credits,
     spend,
-    secret: config.SERVICE_JWT_SECRET,
+    verifier: createServiceVerifier('billing', config.SERVICE_PUBLIC_KEYS),
     clock,
     logger,
     metrics,

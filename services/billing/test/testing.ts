@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { signServiceToken } from '@tollgate/auth';
+import { devServiceSigner, type ServiceName } from '@tollgate/auth';
 import { declareUsageTopology, type UsageEvent, type UsageTopology, usageTopology } from '@tollgate/events';
 import { createLogger } from '@tollgate/logger';
 import {
@@ -25,7 +25,6 @@ export interface TestBillingStack {
   redis: TestRedis;
   amqp: TestAmqp;
   topology: UsageTopology;
-  secret: string;
   /** Publishes raw bodies (persistent, confirmed) to the usage exchange. */
   publish(...bodies: Array<UsageEvent | string | Buffer>): Promise<void>;
   /** Restarts billing against the same database, Redis prefix and queue. */
@@ -33,8 +32,6 @@ export interface TestBillingStack {
   /** Stops billing and removes the database, Redis keys and queues. */
   cleanup(): Promise<void>;
 }
-
-export const TEST_SECRET = 'billing-test-secret-0123456789';
 
 export async function startTestBilling(
   env: Record<string, string> = {},
@@ -50,7 +47,6 @@ export async function startTestBilling(
     REDIS_PREFIX: redis.prefix,
     AMQP_URL: testAmqp.url,
     AMQP_PREFIX: testAmqp.prefix,
-    SERVICE_JWT_SECRET: TEST_SECRET,
     LOG_LEVEL: 'silent',
     BATCH_TIMEOUT_MS: '20',
     ...env,
@@ -71,7 +67,6 @@ export async function startTestBilling(
     redis,
     amqp: testAmqp,
     topology,
-    secret: TEST_SECRET,
     async publish(...bodies) {
       for (const b of bodies) {
         const buf = Buffer.isBuffer(b) ? b : Buffer.from(typeof b === 'string' ? b : JSON.stringify(b));
@@ -140,17 +135,21 @@ export function usageEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
   };
 }
 
-/** Headers of a caller (as the proxy forwards them) or of a service. */
-export const keyHeaders = (
-  secret: string,
-  caller: { keyId: string; accountId: string; scope?: 'inference' | 'management' },
-) => ({
-  'x-service-token': signServiceToken(
-    { kind: 'key', keyId: caller.keyId, accountId: caller.accountId, scope: caller.scope ?? 'inference' },
-    secret,
-  ),
+/** Headers of a caller, as the proxy forwards them (signed with the proxy's dev key, for billing). */
+export const keyHeaders = (caller: {
+  keyId: string;
+  accountId: string;
+  scope?: 'inference' | 'management';
+}) => ({
+  'x-service-token': devServiceSigner('proxy').sign('billing', {
+    kind: 'key',
+    keyId: caller.keyId,
+    accountId: caller.accountId,
+    scope: caller.scope ?? 'inference',
+  }),
 });
-export const serviceHeaders = (secret: string, service = 'test') => ({
-  'x-service-token': signServiceToken({ kind: 'service', service }, secret),
+/** Headers of an internal call to billing from `service` (signed with its dev key). */
+export const serviceHeaders = (service: ServiceName) => ({
+  'x-service-token': devServiceSigner(service).sign('billing'),
   'content-type': 'application/json',
 });

@@ -1,3 +1,4 @@
+import { DEV_SERVICE_KEYS, generateServiceKeyPair } from '@tollgate/auth';
 import { ConfigError, defaults } from '@tollgate/config';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
@@ -38,7 +39,19 @@ describe('dashboard config', () => {
       expect((err as Error).message).toMatch(/COOKIE_SECURE/);
       expect((err as Error).message).toMatch(/KEYS_URL/);
     }
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
-    expect(() => loadConfig({ NODE_ENV: 'production', SERVICE_JWT_SECRET: 'f'.repeat(40) })).not.toThrow();
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_PRIVATE_KEY/);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_PUBLIC_KEYS/);
+    const own = {
+      SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey,
+      SERVICE_PUBLIC_KEYS: `admin=${generateServiceKeyPair().publicKey}`,
+    };
+    expect(() => loadConfig({ NODE_ENV: 'production', ...own })).not.toThrow();
+    expect(() =>
+      loadConfig({
+        NODE_ENV: 'production',
+        ...own,
+        SERVICE_PUBLIC_KEYS: `admin=${DEV_SERVICE_KEYS.admin.publicKey}`,
+      }),
+    ).toThrow(/development key/);
   });
 });

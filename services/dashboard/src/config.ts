@@ -5,7 +5,8 @@ import {
   envPort,
   loadConfig as load,
   refuseDevSecretInProduction,
-  serviceJwtEnv,
+  servicePrivateKeyEnv,
+  servicePublicKeysEnv,
 } from '@tollgate/config';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
@@ -18,7 +19,8 @@ const DEFAULT_CATALOG_PATH = fileURLToPath(new URL('../../../infra/catalog/dev.y
 /** The dashboard's variables (the object, for tools that list them). */
 export const dashboardEnv = z.object({
   ...commonEnv,
-  ...serviceJwtEnv,
+  ...servicePrivateKeyEnv('dashboard'),
+  ...servicePublicKeysEnv,
   PORT: envPort(8083),
   /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
   ...metricsEnv(9467),

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { createServiceSigner, createServiceVerifier } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
 import { closeServer, listen } from '@tollgate/http';
@@ -56,7 +57,7 @@ export async function startDashboard(
   const client = createInternalClient({
     keysUrl: config.KEYS_URL,
     billingUrl: config.BILLING_URL,
-    secret: config.SERVICE_JWT_SECRET,
+    signer: createServiceSigner('dashboard', config.SERVICE_PRIVATE_KEY),
     timeoutMs: config.SERVICE_TIMEOUT_MS,
     logger,
   });
@@ -67,7 +68,7 @@ export async function startDashboard(
     auth,
     client,
     catalog,
-    secret: config.SERVICE_JWT_SECRET,
+    verifier: createServiceVerifier('dashboard', config.SERVICE_PUBLIC_KEYS),
     uiDir: config.UI_DIR,
     publicUrl: config.PUBLIC_URL,
     secureCookie: config.COOKIE_SECURE,

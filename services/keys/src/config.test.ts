@@ -1,3 +1,4 @@
+import { DEV_SERVICE_KEYS, generateServiceKeyPair } from '@tollgate/auth';
 import { ConfigError, defaults } from '@tollgate/config';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
@@ -49,10 +50,16 @@ describe('keys config', () => {
     }
   });
 
-  it('refuses the development service secret in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
-    expect(
-      loadConfig({ NODE_ENV: 'production', SERVICE_JWT_SECRET: 'a-real-secret-of-32-characters!!' }).NODE_ENV,
-    ).toBe('production');
+  it('refuses the development service keys in production and accepts its own', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_PRIVATE_KEY/);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_PUBLIC_KEYS/);
+    const own = {
+      SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey,
+      SERVICE_PUBLIC_KEYS: `proxy=${generateServiceKeyPair().publicKey},dashboard=${generateServiceKeyPair().publicKey}`,
+    };
+    expect(loadConfig({ NODE_ENV: 'production', ...own }).NODE_ENV).toBe('production');
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', ...own, SERVICE_PRIVATE_KEY: DEV_SERVICE_KEYS.keys.privateKey }),
+    ).toThrow(/development key/);
   });
 });

@@ -5,7 +5,8 @@ import {
   loadConfig as load,
   redisEnv,
   refuseDevSecretInProduction,
-  serviceJwtEnv,
+  servicePrivateKeyEnv,
+  servicePublicKeysEnv,
 } from '@tollgate/config';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
@@ -20,7 +21,8 @@ export const keysConfigSchema = z
   .object({
     ...commonEnv,
     ...redisEnv,
-    ...serviceJwtEnv,
+    ...servicePrivateKeyEnv('keys'),
+    ...servicePublicKeysEnv,
     PORT: envPort(8081),
     /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
     ...metricsEnv(9465),

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { createServiceVerifier } from '@tollgate/auth';
 import { sql } from '@tollgate/db';
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
@@ -43,7 +44,7 @@ export async function startKeysService(
     keys: runtime.keys,
     accounts: runtime.accounts,
     presenter: runtime.presenter,
-    secret: config.SERVICE_JWT_SECRET,
+    verifier: createServiceVerifier('keys', config.SERVICE_PUBLIC_KEYS),
     logger,
     readiness: {
       postgres: async () => {

@@ -1,4 +1,4 @@
-import { serviceTokenSource } from '@tollgate/auth';
+import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { type ResolvedKey, resolveKey as resolveKeyContract } from '@tollgate/contracts';
 import { createServiceClient } from '@tollgate/http';
 
@@ -9,15 +9,15 @@ import { createServiceClient } from '@tollgate/http';
  */
 export async function resolveKey(options: {
   keysUrl: string;
-  secret: string;
+  /** The caller's identity (the keys service accepts resolve calls from the proxy only). */
+  signer: ServiceSigner;
   digest: string;
-  service?: string;
   timeoutMs?: number;
 }): Promise<ResolvedKey | null> {
   const keys = createServiceClient({
     service: 'keys',
     url: options.keysUrl,
-    token: serviceTokenSource(options.secret, options.service ?? 'proxy'),
+    token: serviceTokenSource(options.signer, 'keys'),
     timeoutMs: options.timeoutMs ?? 3000,
     connections: 1,
   });

@@ -1,4 +1,4 @@
-import { digestKey, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
+import { devServiceSigner, digestKey, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import type { CachedKey } from '@tollgate/key-cache';
 import { expect } from 'vitest';
 import { resolveKey } from './resolve-client';
@@ -65,7 +65,7 @@ export async function proxyLookup(t: TestKeysService, key: string): Promise<Cach
   const cached = await t.service.runtime.cache.get(digest);
   if (cached.state === 'hit') return cached.key;
   if (cached.state === 'absent') return null;
-  return resolveKey({ keysUrl: t.url, secret: t.config.SERVICE_JWT_SECRET, digest });
+  return resolveKey({ keysUrl: t.url, signer: devServiceSigner('proxy'), digest });
 }
 
 /** Authorises like the proxy: active = neither disabled nor revoked. */

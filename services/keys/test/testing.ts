@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { digestKey, type KeyScope, SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import {
+  devServiceSigner,
+  digestKey,
+  type KeyScope,
+  SERVICE_TOKEN_HEADER,
+  type ServiceName,
+} from '@tollgate/auth';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from '@tollgate/testkit';
 import { type KeysConfig, loadConfig } from '../src/config';
@@ -53,8 +59,8 @@ export interface TestKeysService {
   /** `x-service-token` the proxy sends for a caller's key. */
   callerToken(key: Pick<TestKey, 'id' | 'accountId' | 'scope'>): string;
   callerHeaders(key: Pick<TestKey, 'id' | 'accountId' | 'scope'>): Record<string, string>;
-  /** `x-service-token` for an internal call from `service`. */
-  serviceToken(service?: string): string;
+  /** `x-service-token` for an internal call from `service` (default the proxy), signed with its dev key. */
+  serviceToken(service?: ServiceName): string;
   close(): Promise<void>;
 }
 
@@ -70,7 +76,6 @@ export async function startTestKeysService(
     REDIS_PREFIX: redis.prefix,
     PORT: '0',
     HOST: '127.0.0.1',
-    SERVICE_JWT_SECRET: `test-secret-${randomBytes(8).toString('hex')}`,
     LOG_LEVEL: 'silent',
     ...options.env,
   });
@@ -94,10 +99,12 @@ export async function startTestKeysService(
     return { id: account.id, slug, managementKey };
   };
   const callerToken = (key: Pick<TestKey, 'id' | 'accountId' | 'scope'>) =>
-    signServiceToken(
-      { kind: 'key', keyId: key.id, accountId: key.accountId, scope: key.scope },
-      config.SERVICE_JWT_SECRET,
-    );
+    devServiceSigner('proxy').sign('keys', {
+      kind: 'key',
+      keyId: key.id,
+      accountId: key.accountId,
+      scope: key.scope,
+    });
 
   const account = await createAccount();
   return {
@@ -114,8 +121,7 @@ export async function startTestKeysService(
       [SERVICE_TOKEN_HEADER]: callerToken(key),
       'content-type': 'application/json',
     }),
-    serviceToken: (name = 'proxy') =>
-      signServiceToken({ kind: 'service', service: name }, config.SERVICE_JWT_SECRET),
+    serviceToken: (name = 'proxy') => devServiceSigner(name).sign('keys'),
     async close() {
       await service.close();
       await Promise.all([redis.cleanup(), database.drop()]);

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { DEV_SERVICE_KEYS, generateServiceKeyPair } from '@tollgate/auth';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CATALOG_PATH, loadConfig } from './config';
 
@@ -33,17 +34,22 @@ describe('proxy config', () => {
     expect(() => loadConfig({ PORT: 'x', KEYS_URL: 'not a url', UPSTREAM_TIMEOUT_MS: '-1' })).toThrow(
       /PORT[\s\S]*KEYS_URL[\s\S]*UPSTREAM_TIMEOUT_MS|PORT[\s\S]*UPSTREAM_TIMEOUT_MS[\s\S]*KEYS_URL/,
     );
-    expect(() => loadConfig({ SERVICE_JWT_SECRET: 'short' })).toThrow(/SERVICE_JWT_SECRET/);
+    expect(() => loadConfig({ SERVICE_PRIVATE_KEY: 'short' })).toThrow(/SERVICE_PRIVATE_KEY/);
     expect(() => loadConfig({ WORKERS: '0' })).toThrow(/WORKERS/);
     expect(() => loadConfig({ BODY_LIMIT: 'lots' })).toThrow(/BODY_LIMIT/);
     expect(() => loadConfig({ SPEND_GUARD: 'maybe' })).toThrow(/SPEND_GUARD/);
   });
 
-  it('refuses the public development JWT secret in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_JWT_SECRET/);
+  it('refuses the public development key in production and accepts its own', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_PRIVATE_KEY/);
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', SERVICE_PRIVATE_KEY: DEV_SERVICE_KEYS.proxy.privateKey }),
+    ).toThrow(/development key/);
     expect(
-      loadConfig({ NODE_ENV: 'production', SERVICE_JWT_SECRET: 'a-real-secret-of-some-length-0123456789' })
+      loadConfig({ NODE_ENV: 'production', SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey })
         .NODE_ENV,
     ).toBe('production');
+    // Nothing calls the proxy with a service token: it trusts no service key.
+    expect('SERVICE_PUBLIC_KEYS' in loadConfig({})).toBe(false);
   });
 });

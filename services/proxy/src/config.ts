@@ -5,7 +5,7 @@ import {
   loadConfig as load,
   redisEnv,
   refuseDevSecretInProduction,
-  serviceJwtEnv,
+  servicePrivateKeyEnv,
 } from '@tollgate/config';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
@@ -22,7 +22,7 @@ export const proxyEnv = z
   .object({
     ...commonEnv,
     ...redisEnv,
-    ...serviceJwtEnv,
+    ...servicePrivateKeyEnv('proxy'),
     PORT: envPort(8080),
     HOST: z.string().min(1).default('0.0.0.0'),
     /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SERVICE_TOKEN_HEADER, verifyServiceToken } from '@tollgate/auth';
+import { devServiceVerifier, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { loadCatalog } from '@tollgate/catalog';
 import { declareUsageTopology, parseUsageEvent, type UsageEvent, usageTopology } from '@tollgate/events';
 import {
@@ -51,14 +51,15 @@ export interface ForwardedRequest {
   body: string;
 }
 
-async function startBillingStandIn(secret: string) {
+async function startBillingStandIn() {
+  const verifier = devServiceVerifier('billing');
   const requests: ForwardedRequest[] = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
       const token = req.headers[SERVICE_TOKEN_HEADER];
-      const claims = typeof token === 'string' ? verifyServiceToken(token, secret) : null;
+      const claims = typeof token === 'string' ? verifier.verify(token) : null;
       const record = {
         method: req.method ?? '',
         url: req.url ?? '',
@@ -91,8 +92,7 @@ export async function startProxyStack(
   const amqpInfo = createTestAmqp();
   const topology = usageTopology(amqpInfo.prefix);
   const [keys, sim] = await Promise.all([startTestKeysService(), startProviderSim()]);
-  const secret = keys.config.SERVICE_JWT_SECRET;
-  const billing = await startBillingStandIn(secret);
+  const billing = await startBillingStandIn();
 
   let upstreamAborts = 0;
   let upstreamRequests = 0;
@@ -125,7 +125,6 @@ export async function startProxyStack(
     AMQP_PREFIX: amqpInfo.prefix,
     KEYS_URL: keys.url,
     BILLING_URL: billing.url,
-    SERVICE_JWT_SECRET: secret,
     LOG_LEVEL: 'silent',
     KEEPALIVE_INTERVAL_MS: '15000',
     SHUTDOWN_TIMEOUT_MS: '5000',

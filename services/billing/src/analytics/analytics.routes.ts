@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { accountUsage, type UsageRowView } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
@@ -42,38 +43,46 @@ const activityQuery = z.strictObject({
  * Analytics over the hourly roll-ups: the dashboard's internal query API (service token) and the
  * public `GET /activity` (management key, OpenRouter's shape).
  */
-export function analyticsRoutes(deps: { db: BillingDb; secret: string; clock: () => Date }): Router {
+export function analyticsRoutes(deps: {
+  db: BillingDb;
+  verifier: ServiceVerifier;
+  clock: () => Date;
+}): Router {
   const router = Router();
 
-  router.get('/internal/accounts/:accountId/usage', serviceCaller(deps.secret), async (req, res) => {
-    const accountId = accountIdOf(req);
-    const q = parseInput(accountUsage.query, singleQuery(req));
-    // Hourly buckets cover whole hours, daily buckets whole UTC days: the range is widened to them.
-    const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
-    const from = floorTo(q.from, unit);
-    const to = ceilTo(q.to, unit);
-    const rows = await queryUsage(deps.db, {
-      accountId,
-      from,
-      to,
-      granularity: q.granularity,
-      groupBy: q.group_by,
-      filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
-    });
-    const answer: z.input<typeof accountUsage.response> = {
-      data: {
-        from: from.toISOString(),
-        to: to.toISOString(),
+  router.get(
+    '/internal/accounts/:accountId/usage',
+    serviceCaller(deps.verifier, ['dashboard']),
+    async (req, res) => {
+      const accountId = accountIdOf(req);
+      const q = parseInput(accountUsage.query, singleQuery(req));
+      // Hourly buckets cover whole hours, daily buckets whole UTC days: the range is widened to them.
+      const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
+      const from = floorTo(q.from, unit);
+      const to = ceilTo(q.to, unit);
+      const rows = await queryUsage(deps.db, {
+        accountId,
+        from,
+        to,
         granularity: q.granularity,
-        group_by: q.group_by,
-        rows: rows.map((r) => usageRowView(r, q.group_by)),
-      },
-    };
-    res.json(answer);
-  });
+        groupBy: q.group_by,
+        filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
+      });
+      const answer: z.input<typeof accountUsage.response> = {
+        data: {
+          from: from.toISOString(),
+          to: to.toISOString(),
+          granularity: q.granularity,
+          group_by: q.group_by,
+          rows: rows.map((r) => usageRowView(r, q.group_by)),
+        },
+      };
+      res.json(answer);
+    },
+  );
 
   /** OpenRouter's GET /activity: daily usage per model (and provider) for the last 30 completed UTC days. */
-  router.get('/activity', keyCaller(deps.secret, 'management'), async (req, res) => {
+  router.get('/activity', keyCaller(deps.verifier, 'management'), async (req, res) => {
     const q = parseInput(activityQuery, singleQuery(req));
     const today = new Date(Math.floor(deps.clock().getTime() / DAY_MS) * DAY_MS);
     let from = new Date(today.getTime() - 30 * DAY_MS);

@@ -24,7 +24,7 @@ afterAll(async () => {
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies checked by the assertions
 type Json = any;
-async function get(path: string, headers: Record<string, string> = serviceHeaders(s.secret)) {
+async function get(path: string, headers: Record<string, string> = serviceHeaders('dashboard')) {
   const res = await fetch(`${s.billing.url}${path}`, { headers });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : null) as Json, text };
@@ -168,7 +168,7 @@ describe('hourly roll-ups', () => {
       (await get(`/internal/accounts/${account}/usage?from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z`, {}))
         .status,
     ).toBe(401);
-    const caller = keyHeaders(s.secret, { keyId: keyA, accountId: account, scope: 'management' });
+    const caller = keyHeaders({ keyId: keyA, accountId: account, scope: 'management' });
     expect((await get(`/internal/accounts/${account}/generations`, caller)).status).toBe(401);
     expect((await get('/internal/accounts/not-a-uuid/credits')).status).toBe(400);
   });
@@ -211,7 +211,7 @@ describe('credits ledger', () => {
     for (const amount of ['10', '2.5', '-1']) {
       const r = await fetch(`${s.billing.url}/internal/accounts/${acct}/credits`, {
         method: 'POST',
-        headers: serviceHeaders(s.secret),
+        headers: serviceHeaders('admin'),
         body: JSON.stringify({ amount, note: `grant ${amount}` }),
       });
       expect(r.status).toBe(201);
@@ -228,7 +228,7 @@ describe('credits ledger', () => {
 });
 
 describe('GET /activity (management key, OpenRouter shape)', () => {
-  const mgmt = () => keyHeaders(s.secret, { keyId: randomUUID(), accountId: account, scope: 'management' });
+  const mgmt = () => keyHeaders({ keyId: randomUUID(), accountId: account, scope: 'management' });
 
   it('answers daily usage per model for the last 30 completed UTC days (today excluded)', async () => {
     const r = await get('/activity', mgmt());
@@ -255,7 +255,7 @@ describe('GET /activity (management key, OpenRouter shape)', () => {
   });
 
   it('refuses inference keys (403), today or far dates (400)', async () => {
-    const inf = keyHeaders(s.secret, { keyId: randomUUID(), accountId: account, scope: 'inference' });
+    const inf = keyHeaders({ keyId: randomUUID(), accountId: account, scope: 'inference' });
     const r = await get('/activity', inf);
     expect(r.status).toBe(403);
     expect(r.body.error.metadata.required_scope).toBe('management');

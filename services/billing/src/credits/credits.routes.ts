@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { accountParams, grantCredits, setPostpaid } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
@@ -22,34 +23,48 @@ function amountUnits(value: string | number): bigint {
   return units;
 }
 
-export function creditsRoutes(deps: { credits: CreditsService; secret: string }): Router {
+/**
+ * Who may grant credits or set the postpaid flag: the operator's CLI only (`admin`). The proxy, keys
+ * and the dashboard have no flow that moves money, so a leaked key of theirs cannot either.
+ */
+export const CREDIT_WRITERS = ['admin'] as const;
+
+export function creditsRoutes(deps: { credits: CreditsService; verifier: ServiceVerifier }): Router {
   const router = Router();
 
   /** GET /credits (both scopes): the caller's account. */
-  router.get('/credits', keyCaller(deps.secret, 'any'), async (_req, res) => {
+  router.get('/credits', keyCaller(deps.verifier, 'any'), async (_req, res) => {
     const b = await deps.credits.balance(callerOf(res).accountId);
     res.json({ data: { total_credits: toNumber(b.totalCredits), total_usage: toNumber(b.totalUsage) } });
   });
 
-  router.post('/internal/accounts/:accountId/credits', serviceCaller(deps.secret), async (req, res) => {
-    const { accountId } = parseInput(accountParams, req.params);
-    const body = parseInput(grantCredits.request, req.body);
-    const result = await deps.credits.addCredits(accountId, amountUnits(body.amount), body.note ?? null);
-    const answer: z.input<typeof grantCredits.response> = {
-      data: { account_id: accountId, total_credits: result.totalCredits },
-    };
-    res.status(201).json(answer);
-  });
+  router.post(
+    '/internal/accounts/:accountId/credits',
+    serviceCaller(deps.verifier, CREDIT_WRITERS),
+    async (req, res) => {
+      const { accountId } = parseInput(accountParams, req.params);
+      const body = parseInput(grantCredits.request, req.body);
+      const result = await deps.credits.addCredits(accountId, amountUnits(body.amount), body.note ?? null);
+      const answer: z.input<typeof grantCredits.response> = {
+        data: { account_id: accountId, total_credits: result.totalCredits },
+      };
+      res.status(201).json(answer);
+    },
+  );
 
-  router.put('/internal/accounts/:accountId/postpaid', serviceCaller(deps.secret), async (req, res) => {
-    const { accountId } = parseInput(accountParams, req.params);
-    const body = parseInput(setPostpaid.request, req.body);
-    const result = await deps.credits.setPostpaid(accountId, body.postpaid);
-    const answer: z.input<typeof setPostpaid.response> = {
-      data: { account_id: accountId, postpaid: result.postpaid },
-    };
-    res.json(answer);
-  });
+  router.put(
+    '/internal/accounts/:accountId/postpaid',
+    serviceCaller(deps.verifier, CREDIT_WRITERS),
+    async (req, res) => {
+      const { accountId } = parseInput(accountParams, req.params);
+      const body = parseInput(setPostpaid.request, req.body);
+      const result = await deps.credits.setPostpaid(accountId, body.postpaid);
+      const answer: z.input<typeof setPostpaid.response> = {
+        data: { account_id: accountId, postpaid: result.postpaid },
+      };
+      res.json(answer);
+    },
+  );
 
   return router;
 }

@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { replayDeadLetters, showDeadLetters } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { inspectDeadLetters, replayDeadLetters as replay, type UsageTopology } from '@tollgate/events';
@@ -20,16 +21,20 @@ async function brokerCall<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function deadLetterRoutes(deps: { amqpUrl: string; topology: UsageTopology; secret: string }): Router {
+export function deadLetterRoutes(deps: {
+  amqpUrl: string;
+  topology: UsageTopology;
+  verifier: ServiceVerifier;
+}): Router {
   const router = Router();
-  router.get('/internal/dlq', serviceCaller(deps.secret), async (req, res) => {
+  router.get('/internal/dlq', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
     const q = parseInput(showDeadLetters.query, singleQuery(req));
     const answer: z.input<typeof showDeadLetters.response> = {
       data: await brokerCall(() => inspectDeadLetters(deps.amqpUrl, deps.topology, q.limit)),
     };
     res.json(answer);
   });
-  router.post('/internal/dlq/replay', serviceCaller(deps.secret), async (req, res) => {
+  router.post('/internal/dlq/replay', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
     const body = parseInput(replayDeadLetters.request, req.body ?? {});
     const answer: z.input<typeof replayDeadLetters.response> = {
       data: await brokerCall(() => replay(deps.amqpUrl, deps.topology, body.limit)),

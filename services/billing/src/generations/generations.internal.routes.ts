@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { getAccountGeneration, listAccountGenerations } from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
@@ -23,35 +24,39 @@ const internalView = (g: Generation): AccountGeneration => ({
 });
 
 /** The dashboard's reads of one account's generation records (service token, account in the path). */
-export function generationsInternalRoutes(deps: { db: BillingDb; secret: string }): Router {
+export function generationsInternalRoutes(deps: { db: BillingDb; verifier: ServiceVerifier }): Router {
   const router = Router();
 
-  router.get('/internal/accounts/:accountId/generations', serviceCaller(deps.secret), async (req, res) => {
-    const accountId = accountIdOf(req);
-    const q = parseInput(listAccountGenerations.query, singleQuery(req));
-    const rows = await listGenerations(deps.db, {
-      accountId,
-      limit: q.limit + 1,
-      before: q.before,
-      filters: {
-        model: q.model,
-        app: q.app,
-        keyId: q.key_id,
-        provider: q.provider,
-        usageSource: q.usage_source,
-      },
-    });
-    const page = rows.slice(0, q.limit);
-    const answer: z.input<typeof listAccountGenerations.response> = {
-      data: page.map(internalView),
-      next_before: rows.length > q.limit ? (page.at(-1)?.id ?? null) : null,
-    };
-    res.json(answer);
-  });
+  router.get(
+    '/internal/accounts/:accountId/generations',
+    serviceCaller(deps.verifier, ['dashboard']),
+    async (req, res) => {
+      const accountId = accountIdOf(req);
+      const q = parseInput(listAccountGenerations.query, singleQuery(req));
+      const rows = await listGenerations(deps.db, {
+        accountId,
+        limit: q.limit + 1,
+        before: q.before,
+        filters: {
+          model: q.model,
+          app: q.app,
+          keyId: q.key_id,
+          provider: q.provider,
+          usageSource: q.usage_source,
+        },
+      });
+      const page = rows.slice(0, q.limit);
+      const answer: z.input<typeof listAccountGenerations.response> = {
+        data: page.map(internalView),
+        next_before: rows.length > q.limit ? (page.at(-1)?.id ?? null) : null,
+      };
+      res.json(answer);
+    },
+  );
 
   router.get(
     '/internal/accounts/:accountId/generations/:id',
-    serviceCaller(deps.secret),
+    serviceCaller(deps.verifier, ['dashboard']),
     async (req, res) => {
       const accountId = accountIdOf(req);
       const { id } = parseInput(getAccountGeneration.params, { id: req.params.id });

@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { REQUEST_ID_PATTERN } from '@tollgate/auth';
 import type { generationSchema } from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
@@ -81,9 +82,9 @@ export function generationView(g: Generation): z.input<typeof generationSchema> 
 }
 
 /** GET /generation?id=gen-…: the caller's own record; 404 until recorded or if another account's. */
-export function generationsRoutes(deps: { db: BillingDb; secret: string }): Router {
+export function generationsRoutes(deps: { db: BillingDb; verifier: ServiceVerifier }): Router {
   const router = Router();
-  router.get('/generation', keyCaller(deps.secret, 'inference'), async (req, res) => {
+  router.get('/generation', keyCaller(deps.verifier, 'inference'), async (req, res) => {
     const { id } = parseInput(query, { id: typeof req.query.id === 'string' ? req.query.id : undefined });
     const row = await findGeneration(deps.db, id);
     if (!row || row.account_id !== callerOf(res).accountId) {

@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createServiceSigner, devServiceSigner, SERVICE_NAMES, type ServiceName } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   keyHeaders,
@@ -30,9 +31,11 @@ async function call(method: string, path: string, headers: Record<string, string
   return { status: res.status, body: (text ? JSON.parse(text) : null) as Json, text };
 }
 
-const service = () => serviceHeaders(s.secret);
+/** An internal call from `from` (default the admin CLI, the only caller of the credit routes). */
+const service = (from: ServiceName = 'admin') => serviceHeaders(from);
 const caller = (scope: 'inference' | 'management' = 'inference') =>
-  keyHeaders(s.secret, { keyId: randomUUID(), accountId: randomUUID(), scope });
+  keyHeaders({ keyId: randomUUID(), accountId: randomUUID(), scope });
+const token = (t: string) => ({ 'x-service-token': t });
 
 describe('billing HTTP API: authentication', () => {
   it.each([
@@ -50,10 +53,16 @@ describe('billing HTTP API: authentication', () => {
     ['POST', '/internal/spend/rebuild'],
     ['POST', `/internal/accounts/${randomUUID()}/credits`],
     ['PUT', `/internal/accounts/${randomUUID()}/postpaid`],
-  ])('answers 401 on %s %s to a caller token or a forged service token', async (method, path) => {
+  ])('answers 401 on %s %s to a caller token or a token signed with an unknown key', async (method, path) => {
     expect((await call(method, path, caller(), {})).status).toBe(401);
-    const forged = serviceHeaders('another-secret-0123456789abcdef');
-    expect((await call(method, path, forged, {})).status).toBe(401);
+    // Right name, wrong key: someone else's Ed25519 key claiming to be each trusted caller.
+    const { privateKey } = generateKeyPairSync('ed25519');
+    for (const name of SERVICE_NAMES) {
+      const forged = token(createServiceSigner(name, privateKey).sign('billing'));
+      const r = await call(method, path, forged, {});
+      expect(r.status, r.text).toBe(401);
+      expect(r.body.error?.metadata.error_type).toBe('unauthorized');
+    }
   });
 
   it('refuses a management key on /generation with 403 and required_scope', async () => {
@@ -98,19 +107,102 @@ describe('billing HTTP API: input validation', () => {
     });
     expect(r.status, r.text).toBe(400);
     expect(r.body.error?.message).toMatch(/^postpaid:/);
-    expect((await call('POST', '/internal/usage/keys', service(), '{"keys": [')).status).toBe(400);
+    expect((await call('POST', '/internal/usage/keys', service('keys'), '{"keys": [')).status).toBe(400);
   });
 
   it('answers 400 naming the field for bad usage and rebuild bodies', async () => {
-    const a = await call('POST', '/internal/usage/keys', service(), { keys: [{ id: 'x' }] });
+    const a = await call('POST', '/internal/usage/keys', service('keys'), { keys: [{ id: 'x' }] });
     expect(a.body.error?.message).toMatch(/^keys\.0\.id:/);
-    const b = await call('POST', '/internal/usage/keys', service(), {
+    const b = await call('POST', '/internal/usage/keys', service('keys'), {
       keys: [{ id: randomUUID(), limit_reset: 'yearly' }],
     });
     expect(b.body.error?.message).toMatch(/^keys\.0\.limit_reset:/);
-    const c = await call('POST', '/internal/spend/rebuild', service(), { account_id: 'nope' });
+    const c = await call('POST', '/internal/spend/rebuild', service('proxy'), { account_id: 'nope' });
     expect(c.body.error?.message).toMatch(/^account_id:/);
   });
+});
+
+describe('billing HTTP API: service identity (issue 14)', () => {
+  const grant = (headers: Record<string, string>, accountId = randomUUID()) =>
+    call('POST', `/internal/accounts/${accountId}/credits`, headers, { amount: '5' });
+  const postpaid = (headers: Record<string, string>, accountId = randomUUID()) =>
+    call('PUT', `/internal/accounts/${accountId}/postpaid`, headers, { postpaid: true });
+
+  it.each(['proxy', 'keys', 'dashboard', 'billing'] as const)(
+    'refuses the %s identity on the credit grant and postpaid routes with 403 (only admin moves money)',
+    async (name) => {
+      const accountId = randomUUID();
+      for (const r of [await grant(service(name), accountId), await postpaid(service(name), accountId)]) {
+        expect(r.status, r.text).toBe(403);
+        expect(r.body.error?.metadata).toMatchObject({ error_type: 'forbidden', caller: name });
+      }
+      // Nothing was granted or changed.
+      const ledger = await call('GET', `/internal/accounts/${accountId}/credits`, service('dashboard'));
+      expect(ledger.status, ledger.text).toBe(200);
+      expect(ledger.body.data).toMatchObject({ ledger: [] });
+      expect(Number((ledger.body.data as { total_credits: string }).total_credits)).toBe(0);
+      const settings = await s.billing.db
+        .selectFrom('billing.account_settings')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .execute();
+      expect(settings).toEqual([]);
+    },
+  );
+
+  it('accepts the admin identity on the credit routes', async () => {
+    const accountId = randomUUID();
+    expect((await grant(service('admin'), accountId)).status).toBe(201);
+    expect((await postpaid(service('admin'), accountId)).status).toBe(200);
+  });
+
+  it('refuses a valid admin token made for another audience (keys, dashboard) with 401', async () => {
+    for (const audience of ['keys', 'dashboard', 'proxy'] as const) {
+      const r = await grant(token(devServiceSigner('admin').sign(audience)));
+      expect(r.status, r.text).toBe(401);
+    }
+  });
+
+  it('refuses an expired token, a tampered one and an unsigned one with 401', async () => {
+    const admin = devServiceSigner('admin');
+    expect((await grant(token(admin.sign('billing', { kind: 'service' }, -5)))).status).toBe(401);
+    const good = admin.sign('billing');
+    const [h, p, sig] = good.split('.') as [string, string, string];
+    const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
+    const longer = Buffer.from(JSON.stringify({ ...claims, exp: claims.exp + 3600 })).toString('base64url');
+    expect((await grant(token(`${h}.${longer}.${sig}`))).status).toBe(401);
+    const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
+    expect((await grant(token(`${none}.${p}.`))).status).toBe(401);
+    // A lifetime beyond the callee's maximum is refused even when correctly signed.
+    expect((await grant(token(admin.sign('billing', { kind: 'service' }, 3600)))).status).toBe(401);
+  });
+
+  it('accepts caller identities (kind key) only from the proxy', async () => {
+    const claims = { kind: 'key', keyId: randomUUID(), accountId: randomUUID(), scope: 'inference' } as const;
+    expect(
+      (await call('GET', '/credits', token(devServiceSigner('proxy').sign('billing', claims)))).status,
+    ).toBe(200);
+    for (const name of ['keys', 'dashboard', 'admin'] as const) {
+      const r = await call('GET', '/credits', token(devServiceSigner(name).sign('billing', claims)));
+      expect(r.status, r.text).toBe(401);
+    }
+  });
+
+  it.each([
+    ['POST', '/internal/usage/keys', 'keys', { keys: [] }],
+    ['POST', '/internal/spend/rebuild', 'proxy', { account_id: randomUUID() }],
+    ['GET', `/internal/accounts/${randomUUID()}/usage`, 'dashboard', undefined],
+    ['GET', '/internal/dlq', 'admin', undefined],
+  ] as const)(
+    '%s %s accepts %s and refuses every other identity with 403',
+    async (method, path, allowed, body) => {
+      for (const name of SERVICE_NAMES) {
+        const r = await call(method, path, service(name), body);
+        if (name === allowed) expect(r.status, `${name}: ${r.text}`).not.toBe(403);
+        else expect(r.status, `${name}: ${r.text}`).toBe(403);
+      }
+    },
+  );
 });
 
 describe('billing HTTP API: internal endpoints', () => {
@@ -142,7 +234,7 @@ describe('billing HTTP API: internal endpoints', () => {
       { timeout: 5000 },
     );
     const unknown = randomUUID();
-    const r = await call('POST', '/internal/usage/keys', serviceHeaders(s.secret, 'keys'), {
+    const r = await call('POST', '/internal/usage/keys', serviceHeaders('keys'), {
       keys: [
         { id: keyId, limit_reset: null },
         { id: unknown, limit_reset: 'daily' },

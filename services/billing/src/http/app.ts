@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import type { UsageTopology } from '@tollgate/events';
 import {
   errorHandler,
@@ -26,7 +27,8 @@ export interface BillingAppDeps {
   db: BillingDb;
   credits: CreditsService;
   spend: SpendService;
-  secret: string;
+  /** Checks the service tokens of internal and caller routes (this service's trusted callers). */
+  verifier: ServiceVerifier;
   clock: () => Date;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
@@ -44,13 +46,13 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
   app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use(healthRoutes(deps.readiness));
   app.use(jsonBody('256kb'));
-  app.use(generationsRoutes({ db: deps.db, secret: deps.secret }));
-  app.use(creditsRoutes({ credits: deps.credits, secret: deps.secret }));
-  app.use(spendRoutes({ spend: deps.spend, secret: deps.secret, clock: deps.clock }));
-  app.use(analyticsRoutes({ db: deps.db, secret: deps.secret, clock: deps.clock }));
-  app.use(generationsInternalRoutes({ db: deps.db, secret: deps.secret }));
-  app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, secret: deps.secret }));
-  if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, secret: deps.secret }));
+  app.use(generationsRoutes({ db: deps.db, verifier: deps.verifier }));
+  app.use(creditsRoutes({ credits: deps.credits, verifier: deps.verifier }));
+  app.use(spendRoutes({ spend: deps.spend, verifier: deps.verifier, clock: deps.clock }));
+  app.use(analyticsRoutes({ db: deps.db, verifier: deps.verifier, clock: deps.clock }));
+  app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier }));
+  app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, verifier: deps.verifier }));
+  if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier: deps.verifier }));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;

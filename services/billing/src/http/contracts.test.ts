@@ -4,7 +4,7 @@
  * side is in packages/http (service client) and the callers' own tests.
  */
 import { randomUUID } from 'node:crypto';
-import { serviceTokenSource } from '@tollgate/auth';
+import { devServiceSigner, type ServiceName, serviceTokenSource } from '@tollgate/auth';
 import {
   accountCredits,
   accountUsage,
@@ -24,17 +24,36 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
 
 let t: TestBillingStack;
-let billing: ServiceClient;
+/** The caller each route accepts (docs/architecture.md "Service identity"). */
+function callerFor(method: string, path: string): ServiceName {
+  if (path.startsWith('/internal/dlq')) return 'admin';
+  if ((method === 'POST' && /\/credits$/.test(path)) || /\/postpaid$/.test(path)) return 'admin';
+  if (path.startsWith('/internal/usage/keys')) return 'keys';
+  if (path.startsWith('/internal/spend/rebuild')) return 'proxy';
+  return 'dashboard';
+}
+const clients = new Map<ServiceName, ServiceClient>();
+/** Billing through the service client, as the route's real caller. */
+const billing = {
+  call: ((o: { method: string; path: string }) => {
+    const caller = callerFor(o.method, o.path);
+    let client = clients.get(caller);
+    if (!client) {
+      client = createServiceClient({
+        service: 'billing',
+        url: t.billing.url,
+        token: serviceTokenSource(devServiceSigner(caller), 'billing'),
+      });
+      clients.set(caller, client);
+    }
+    return client.call(o as Parameters<ServiceClient['call']>[0]);
+  }) as ServiceClient['call'],
+};
 beforeAll(async () => {
   t = await startTestBilling();
-  billing = createServiceClient({
-    service: 'billing',
-    url: t.billing.url,
-    token: serviceTokenSource(t.secret, 'keys'),
-  });
 });
 afterAll(async () => {
-  await billing?.close();
+  await Promise.all([...clients.values()].map((c) => c.close()));
   await t?.cleanup();
 });
 
@@ -121,7 +140,7 @@ describe("billing's internal contracts (owner side)", () => {
 async function raw(method: string, path: string, body?: unknown) {
   const res = await fetch(`${t.billing.url}${path}`, {
     method,
-    headers: serviceHeaders(t.secret, 'dashboard'),
+    headers: serviceHeaders(callerFor(method, path)),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   // biome-ignore lint/suspicious/noExplicitAny: inspected freely after expectContract checked the shape

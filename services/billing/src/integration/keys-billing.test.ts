@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // The admin CLI is not a package export of @tollgate/keys; its entry module is imported by path.
 import { runCli } from '../../../keys/src/cli/command';
 import { commandGroups } from '../../../keys/src/cli/main';
-import { startTestBilling, TEST_SECRET, type TestBillingStack, usageEvent } from '../../test/testing';
+import { keyHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
 
 // keys + billing together: the keys service's usage reader against /internal/usage/keys, and the
 // admin CLI's credits / postpaid commands against billing's internal API.
@@ -14,7 +14,7 @@ let keys: TestKeysService;
 beforeAll(async () => {
   billing = await startTestBilling();
   keys = await startTestKeysService({
-    env: { BILLING_URL: billing.billing.url, SERVICE_JWT_SECRET: TEST_SECRET },
+    env: { BILLING_URL: billing.billing.url },
   });
 });
 afterAll(async () => {
@@ -36,7 +36,6 @@ async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
       DATABASE_URL: keys.config.DATABASE_URL,
       REDIS_URL: keys.config.REDIS_URL,
       REDIS_PREFIX: keys.config.REDIS_PREFIX,
-      SERVICE_JWT_SECRET: TEST_SECRET,
       BILLING_URL: billing.billing.url,
       ...env,
     },
@@ -93,7 +92,7 @@ describe('admin CLI credits commands', () => {
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toContain('total credits 35.5 USD');
     const res = await fetch(`${billing.billing.url}/credits`, {
-      headers: keys.callerHeaders(acct.managementKey),
+      headers: keyHeaders({ keyId: acct.managementKey.id, accountId: acct.id, scope: 'management' }),
     });
     expect(await res.json()).toEqual({ data: { total_credits: 35.5, total_usage: 0 } });
   });

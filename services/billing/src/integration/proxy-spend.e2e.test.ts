@@ -1,4 +1,4 @@
-import { signServiceToken } from '@tollgate/auth';
+import { devServiceSigner } from '@tollgate/auth';
 import { toUnits } from '@tollgate/money';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // The whole stack (provider-sim, billing, keys, proxy with the Redis spend guard) from the root test kit.
@@ -123,7 +123,7 @@ describe('spend limits through the real proxy', () => {
       method: 'PUT',
       headers: {
         'content-type': 'application/json',
-        'x-service-token': signServiceToken({ kind: 'service', service: 'test' }, stack.infra.secret),
+        'x-service-token': devServiceSigner('admin').sign('billing'),
       },
       body: JSON.stringify({ postpaid: true }),
     });

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { devServiceSigner } from '@tollgate/auth';
 import { AppError } from '@tollgate/errors';
 import { type LimitReset, periodEnd, toUnits } from '@tollgate/money';
 import { createRedisSpendGuard, type SpendGuard, spendKeyHash } from '@tollgate/spend';
@@ -26,7 +27,7 @@ beforeAll(async () => {
     redis: s.redis.client,
     prefix: s.config.REDIS_PREFIX,
     billingUrl: s.billing.url,
-    serviceJwtSecret: s.secret,
+    signer: devServiceSigner('proxy'),
     clock,
   });
 });
@@ -52,7 +53,7 @@ function newKey(limit: string | null, limitReset: LimitReset | null, accountId =
 async function internal(method: string, path: string, body: unknown) {
   const res = await fetch(`${s.billing.url}${path}`, {
     method,
-    headers: serviceHeaders(s.secret, 'test'),
+    headers: serviceHeaders('admin'),
     body: JSON.stringify(body),
   });
   expect(res.ok, await res.clone().text()).toBe(true);
@@ -245,7 +246,7 @@ describe('spend guard against a real billing', () => {
     await spend(key, '1', '0.99');
     expect((await admitError(key))?.type).toBe('payment_required');
     const credits = await fetch(`${s.billing.url}/credits`, {
-      headers: keyHeaders(s.secret, { keyId: key.id, accountId: key.accountId, scope: 'management' }),
+      headers: keyHeaders({ keyId: key.id, accountId: key.accountId, scope: 'management' }),
     });
     expect(await credits.json()).toEqual({ data: { total_credits: 1, total_usage: 1 } });
     await setPostpaid(key.accountId, true);
@@ -274,7 +275,7 @@ describe('spend guard against a real billing', () => {
       redis: s.redis.client,
       prefix: `${s.config.REDIS_PREFIX}offline:`,
       billingUrl: 'http://127.0.0.1:9',
-      serviceJwtSecret: s.secret,
+      signer: devServiceSigner('proxy'),
       clock,
     });
     const key = newKey('1', 'daily');
@@ -303,7 +304,7 @@ describe('spend guard against a real billing', () => {
       redis: counted,
       prefix: s.config.REDIS_PREFIX,
       billingUrl: s.billing.url,
-      serviceJwtSecret: s.secret,
+      signer: devServiceSigner('proxy'),
       clock,
     });
     const key = newKey(null, null);
@@ -325,7 +326,7 @@ describe('spend guard against a real billing', () => {
       redis: s.redis.client,
       prefix: s.config.REDIS_PREFIX,
       billingUrl: s.billing.url,
-      serviceJwtSecret: s.secret,
+      signer: devServiceSigner('proxy'),
       timings: { reservationTtlMs: LEASE_MS, gcIntervalMs: 0 },
     });
     const tryAdmit = async () => {
@@ -345,7 +346,6 @@ describe('spend guard against a real billing', () => {
         REDIS_URL: s.config.REDIS_URL,
         REDIS_PREFIX: s.config.REDIS_PREFIX,
         BILLING_URL: s.billing.url,
-        SERVICE_JWT_SECRET: s.secret,
         LEASE_MS: String(LEASE_MS),
         KEY: JSON.stringify(key),
         WORST_UNITS: String(usd('6')),

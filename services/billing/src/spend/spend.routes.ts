@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { keysUsage, spendRebuild } from '@tollgate/contracts';
 import { parseInput } from '@tollgate/http';
 import { Router } from 'express';
@@ -5,11 +6,15 @@ import type { z } from 'zod';
 import { serviceCaller } from '../http/caller';
 import type { SpendService } from './spend.service';
 
-export function spendRoutes(deps: { spend: SpendService; secret: string; clock: () => Date }): Router {
+export function spendRoutes(deps: {
+  spend: SpendService;
+  verifier: ServiceVerifier;
+  clock: () => Date;
+}): Router {
   const router = Router();
 
   /** Usage figures for key objects (keys service). */
-  router.post(keysUsage.path, serviceCaller(deps.secret), async (req, res) => {
+  router.post(keysUsage.path, serviceCaller(deps.verifier, ['keys']), async (req, res) => {
     const body = parseInput(keysUsage.request, req.body);
     const data = await deps.spend.usageOfKeys(
       body.keys.map((k) => ({ id: k.id, limitReset: k.limit_reset ?? null })),
@@ -19,7 +24,7 @@ export function spendRoutes(deps: { spend: SpendService; secret: string; clock: 
   });
 
   /** The spend guard found a counter missing in Redis: load it from Postgres. */
-  router.post(spendRebuild.path, serviceCaller(deps.secret), async (req, res) => {
+  router.post(spendRebuild.path, serviceCaller(deps.verifier, ['proxy']), async (req, res) => {
     const body = parseInput(spendRebuild.request, req.body);
     await deps.spend.rebuild(
       { accountId: body.account_id, keyId: body.key_id ?? null },

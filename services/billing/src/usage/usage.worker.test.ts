@@ -45,7 +45,7 @@ const countOf = async (id: string) =>
     ).n,
   );
 const getGeneration = (id: string, caller: { keyId: string; accountId: string }) =>
-  fetch(`${s.billing.url}/generation?id=${id}`, { headers: keyHeaders(s.secret, caller) });
+  fetch(`${s.billing.url}/generation?id=${id}`, { headers: keyHeaders(caller) });
 
 describe('usage worker', () => {
   it('records a published event with its spend in all four periods, visible through GET /generation', async () => {

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ServiceVerifier } from '@tollgate/auth';
 import type { Catalog } from '@tollgate/catalog';
 import {
   errorHandler,
@@ -29,7 +30,8 @@ export interface DashboardAppDeps {
   auth: AuthService;
   client: InternalClient;
   catalog: Catalog;
-  secret: string;
+  /** Checks the service tokens of the internal routes (this service's trusted callers). */
+  verifier: ServiceVerifier;
   uiDir: string;
   publicUrl: string;
   secureCookie: boolean;

@@ -5,7 +5,8 @@
  * the same AppError.
  */
 import { randomUUID } from 'node:crypto';
-import { startTestBilling, TEST_SECRET, type TestBillingStack, usageEvent } from '@tollgate/billing/testing';
+import { devServiceSigner } from '@tollgate/auth';
+import { startTestBilling, type TestBillingStack, usageEvent } from '@tollgate/billing/testing';
 import { startTestKeysService, type TestKeysService } from '@tollgate/keys/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createInternalClient, type InternalClient } from './internal-client';
@@ -17,12 +18,12 @@ let client: InternalClient & { close(): Promise<void> };
 beforeAll(async () => {
   billing = await startTestBilling();
   keys = await startTestKeysService({
-    env: { SERVICE_JWT_SECRET: TEST_SECRET, BILLING_URL: billing.billing.url },
+    env: { BILLING_URL: billing.billing.url },
   });
   client = createInternalClient({
     keysUrl: keys.url,
     billingUrl: billing.billing.url,
-    secret: TEST_SECRET,
+    signer: devServiceSigner('dashboard'),
     timeoutMs: 5000,
   });
 });

@@ -1,4 +1,4 @@
-import { serviceTokenSource } from '@tollgate/auth';
+import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import {
   type AccountCreditsQuery,
   type AccountUsageQuery,
@@ -23,8 +23,8 @@ import type { z } from 'zod';
 
 /**
  * The dashboard's only way to keys and billing: their internal HTTP APIs through the shared service
- * client of `@tollgate/http` (undici keep-alive pool, cached `{kind:'service', service:'dashboard'}`
- * token, a deadline per call, the request id passed on). Every internal call the dashboard makes is
+ * client of `@tollgate/http` (undici keep-alive pool, a cached token signed with the dashboard's key
+ * per callee, a deadline per call, the request id passed on). Every internal call the dashboard makes is
  * a method here, and each sends and parses with its contract from `@tollgate/contracts`.
  *
  * Errors: the owner's 4xx becomes the same AppError (its message names the field, safe to show);
@@ -34,7 +34,8 @@ import type { z } from 'zod';
 export interface InternalClientOptions {
   keysUrl: string;
   billingUrl: string;
-  secret: string;
+  /** The dashboard's identity. */
+  signer: ServiceSigner;
   timeoutMs: number;
   logger?: Logger;
 }
@@ -58,18 +59,17 @@ export interface InternalClient {
 }
 
 export function createInternalClient(o: InternalClientOptions): InternalClient & { close(): Promise<void> } {
-  const token = serviceTokenSource(o.secret, 'dashboard');
   const keys = createServiceClient({
     service: 'keys',
     url: o.keysUrl,
-    token,
+    token: serviceTokenSource(o.signer, 'keys'),
     timeoutMs: o.timeoutMs,
     logger: o.logger,
   });
   const billing = createServiceClient({
     service: 'billing',
     url: o.billingUrl,
-    token,
+    token: serviceTokenSource(o.signer, 'billing'),
     timeoutMs: o.timeoutMs,
     logger: o.logger,
   });

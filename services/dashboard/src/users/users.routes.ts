@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { createUser, type invitedUserSchema } from '@tollgate/contracts';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
@@ -20,7 +21,7 @@ export function usersRoutes(deps: {
   auth: AuthService;
   client: InternalClient;
   publicUrl: string;
-  secret: string;
+  verifier: ServiceVerifier;
 }): Router {
   const router = Router();
 
@@ -66,7 +67,7 @@ export function usersRoutes(deps: {
   });
 
   /** The admin CLI (`tollgate users create`): the first owner of an account (service token). */
-  router.post('/internal/users', serviceCaller(deps.secret), async (req, res) => {
+  router.post('/internal/users', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
     const body = parseInput(createUser.request, req.body);
     await deps.client.account(body.account_id); // 404 unless the account exists
     const answer: z.input<typeof createUser.response> = { data: await invite(body.account_id, body) };

@@ -1,5 +1,5 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { digestKey } from '@tollgate/auth';
+import { devServiceSigner, digestKey } from '@tollgate/auth';
 import type { KeyCache } from '@tollgate/key-cache';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { resolveKey } from '../../test/resolve-client';
@@ -113,7 +113,7 @@ describe('a cache fill racing with a change never leaves an active record', () =
         // The proxy finds the entry pending and asks the keys service while the transaction is open:
         // it reads the committed (old) row, and its cache fill must be refused.
         expect(await t.service.runtime.cache.get(digest)).toEqual({ state: 'pending' });
-        seen.push(await resolveKey({ keysUrl: t.url, secret: t.config.SERVICE_JWT_SECRET, digest }));
+        seen.push(await resolveKey({ keysUrl: t.url, signer: devServiceSigner('proxy'), digest }));
         expect(await t.service.runtime.cache.get(digest)).toEqual({ state: 'pending' });
       };
       const res =
@@ -257,7 +257,7 @@ describe('with Redis down', () => {
     expectStatus(list, 200);
     expect(list.body.data.map((k: { name: string }) => k.name)).toEqual(['k', 'ops']);
     // The proxy's fallback (cache unreachable → resolve) still answers from Postgres.
-    const resolved = await resolveKey({ keysUrl: down.url, secret: down.config.SERVICE_JWT_SECRET, digest });
+    const resolved = await resolveKey({ keysUrl: down.url, signer: devServiceSigner('proxy'), digest });
     expect(resolved).toMatchObject({ id: hash, disabled: false });
 
     await link.up();

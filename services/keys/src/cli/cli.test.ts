@@ -15,7 +15,6 @@ beforeAll(async () => {
     DATABASE_URL: t.config.DATABASE_URL,
     REDIS_URL: t.config.REDIS_URL,
     REDIS_PREFIX: t.config.REDIS_PREFIX,
-    SERVICE_JWT_SECRET: t.config.SERVICE_JWT_SECRET,
   };
 });
 afterAll(async () => {

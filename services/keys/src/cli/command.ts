@@ -1,6 +1,14 @@
 import { parseArgs } from 'node:util';
+import { createServiceSigner, type ServiceSigner } from '@tollgate/auth';
+import {
+  adminPrivateKeyEnv,
+  commonEnv,
+  loadConfig as loadEnv,
+  refuseDevSecretInProduction,
+} from '@tollgate/config';
 import { AppError, isAppError } from '@tollgate/errors';
 import { createLogger } from '@tollgate/logger';
+import { z } from 'zod';
 import { type KeysConfig, loadConfig } from '../config';
 import { createKeysRuntime, type KeysRuntime } from '../runtime';
 import { type ServiceUrls, serviceUrls } from './service-call';
@@ -30,6 +38,11 @@ export interface CliContext {
   config: KeysConfig;
   /** Billing and dashboard addresses (BILLING_URL, DASHBOARD_URL; default: the `make dev` ones). */
   urls: ServiceUrls;
+  /**
+   * The CLI's own identity for billing and dashboard calls (`admin`, from ADMIN_PRIVATE_KEY; the dev
+   * key outside production). Read on first use: commands that only touch the keys database need none.
+   */
+  admin: () => ServiceSigner;
 }
 
 type Cell = string | number | boolean | null | undefined;
@@ -150,13 +163,20 @@ function parseOptions(group: CommandGroup, command: Command, args: string[]) {
   return values;
 }
 
+const adminEnv = z.object({ ...commonEnv, ...adminPrivateKeyEnv }).superRefine(refuseDevSecretInProduction);
+
 async function withContext<T>(env: NodeJS.ProcessEnv, fn: (ctx: CliContext) => Promise<T>): Promise<T> {
   const config = loadConfig(env);
   // Logs go nowhere: stdout carries the command's output (`--json` must stay parseable).
   const logger = createLogger({ name: 'tollgate-cli', level: 'silent' });
   const runtime = await createKeysRuntime(config, { logger });
   try {
-    return await fn({ runtime, config, urls: serviceUrls(env) });
+    let admin: ServiceSigner | undefined;
+    const adminSigner = () => {
+      admin ??= createServiceSigner('admin', loadEnv(adminEnv, env).ADMIN_PRIVATE_KEY);
+      return admin;
+    };
+    return await fn({ runtime, config, urls: serviceUrls(env), admin: adminSigner });
   } finally {
     await runtime.close();
   }

@@ -19,7 +19,7 @@ import { callService } from './service-call';
 const billing = (ctx: CliContext) => ({
   name: 'billing' as const,
   url: ctx.urls.billing,
-  secret: ctx.config.SERVICE_JWT_SECRET,
+  signer: ctx.admin(),
 });
 
 export const creditsCommands: CommandGroup = {

@@ -1,4 +1,4 @@
-import { serviceTokenSource } from '@tollgate/auth';
+import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { createServiceClient, type HttpMethod } from '@tollgate/http';
 import type { z } from 'zod';
 
@@ -24,7 +24,7 @@ export const serviceUrls = (env: NodeJS.ProcessEnv): ServiceUrls => ({
  * naming the address (and the variable to set). The answer is parsed with the contract's response schema.
  */
 export async function callService<S extends z.ZodType>(
-  target: { name: 'billing' | 'dashboard'; url: string; secret: string },
+  target: { name: 'billing' | 'dashboard'; url: string; signer: ServiceSigner },
   method: HttpMethod,
   path: string,
   body: unknown,
@@ -34,7 +34,7 @@ export async function callService<S extends z.ZodType>(
   const client = createServiceClient({
     service: target.name,
     url: target.url,
-    token: serviceTokenSource(target.secret, 'cli'),
+    token: serviceTokenSource(target.signer, target.name),
     timeoutMs: 10_000,
     connections: 1,
     unavailableMessage: `${target.name} at ${target.url} did not answer (or failed); is the stack running? Set ${variable} to reach another address`,

@@ -36,7 +36,7 @@ export const usersCommands: CommandGroup = {
           role: o.role,
         };
         const { data } = await callService(
-          { name: 'dashboard', url: ctx.urls.dashboard, secret: ctx.config.SERVICE_JWT_SECRET },
+          { name: 'dashboard', url: ctx.urls.dashboard, signer: ctx.admin() },
           createUser.method,
           createUser.path,
           body,

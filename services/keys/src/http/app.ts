@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import {
   errorHandler,
   healthRoutes,
@@ -21,7 +22,8 @@ export interface KeysAppDeps {
   keys: KeyService;
   accounts: AccountService;
   presenter: KeyPresenter;
-  secret: string;
+  /** Checks the service tokens of internal and caller routes (this service's trusted callers). */
+  verifier: ServiceVerifier;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
   /** Request metrics are counted into this registry (served on the metrics port by main.ts). */

@@ -1,4 +1,4 @@
-import type { KeyScope } from '@tollgate/auth';
+import type { KeyScope, ServiceVerifier } from '@tollgate/auth';
 import { forbiddenScope } from '@tollgate/errors';
 import { keyCallerClaims } from '@tollgate/http';
 import type { RequestHandler, Response } from 'express';
@@ -8,16 +8,16 @@ import type { ApiKey } from '../keys/keys.table';
 export { serviceCaller } from '@tollgate/http';
 
 /**
- * Public routes arrive through the proxy with a `{kind:'key'}` service token naming the caller's key.
+ * Public routes arrive through the proxy with a `{kind:'key'}` token the proxy signed, naming the caller's key.
  * Anything else is 401. The key is re-read (it may have been disabled since the proxy checked it),
  * then the scope is checked: `management` or `any` (both scopes).
  */
 export function keyCaller(
-  deps: { secret: string; keys: KeyService },
+  deps: { verifier: ServiceVerifier; keys: KeyService },
   scope: KeyScope | 'any',
 ): RequestHandler {
   return async (req, res, next) => {
-    const row = await deps.keys.authenticateCaller(keyCallerClaims(req, deps.secret));
+    const row = await deps.keys.authenticateCaller(keyCallerClaims(req, deps.verifier));
     if (scope !== 'any' && row.scope !== scope) throw forbiddenScope(scope);
     res.locals.caller = row;
     next();

@@ -1,4 +1,5 @@
-import { signServiceToken } from '@tollgate/auth';
+import { generateKeyPairSync } from 'node:crypto';
+import { createServiceSigner, devServiceSigner } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus, isActive, proxyLookup } from '../../test/test-client';
 import { startTestKeysService, type TestAccount, type TestKeysService } from '../../test/testing';
@@ -32,11 +33,15 @@ describe('dashboard key management (internal, service token)', () => {
       expectError(await api(t, method, `${base()}${path}`, { as: null, body }), 401, 'unauthorized');
       // A caller (API key) identity is not a service identity.
       expectError(await api(t, method, `${base()}${path}`, { body }), 401, 'unauthorized');
-      const forged = signServiceToken(
-        { kind: 'service', service: 'dashboard' },
-        'another-secret-of-enough-length',
-      );
+      const forged = createServiceSigner('dashboard', generateKeyPairSync('ed25519').privateKey).sign('keys');
       expectError(await api(t, method, `${base()}${path}`, { token: forged, body }), 401, 'unauthorized');
+      const forBilling = devServiceSigner('dashboard').sign('billing');
+      expectError(await api(t, method, `${base()}${path}`, { token: forBilling, body }), 401, 'unauthorized');
+      // Trusted services other than the dashboard: 403, nothing done.
+      for (const name of ['proxy', 'billing', 'admin'] as const) {
+        const token = t.serviceToken(name);
+        expectError(await api(t, method, `${base()}${path}`, { token, body }), 403, 'forbidden');
+      }
     },
   );
 

@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import {
   accountParams,
   createAccountKey,
@@ -36,11 +37,11 @@ export function accountKeysRoutes(deps: {
   keys: KeyService;
   accounts: AccountService;
   presenter: KeyPresenter;
-  secret: string;
+  verifier: ServiceVerifier;
 }): Router {
   const { keys, accounts, presenter } = deps;
   const router = Router();
-  router.use('/internal/accounts/:accountId', serviceCaller(deps.secret));
+  router.use('/internal/accounts/:accountId', serviceCaller(deps.verifier, ['dashboard']));
 
   router.get('/internal/accounts/:accountId', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);

@@ -1,4 +1,5 @@
-import { signServiceToken } from '@tollgate/auth';
+import { generateKeyPairSync } from 'node:crypto';
+import { createServiceSigner, devServiceSigner } from '@tollgate/auth';
 import { sql } from '@tollgate/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus, isActive, proxyLookup } from '../../test/test-client';
@@ -46,8 +47,10 @@ describe('authentication of every management route', () => {
       } as const;
       const tokens = [
         'not-a-jwt',
-        signServiceToken(claims, 'another-secret-of-enough-length'),
-        signServiceToken(claims, t.config.SERVICE_JWT_SECRET, -10),
+        createServiceSigner('proxy', generateKeyPairSync('ed25519').privateKey).sign('keys', claims),
+        devServiceSigner('proxy').sign('keys', claims, -10),
+        devServiceSigner('proxy').sign('billing', claims), // for another service
+        devServiceSigner('dashboard').sign('keys', claims), // only the proxy vouches for API keys
         t.serviceToken('proxy'),
       ];
       for (const token of tokens)

@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { Router } from 'express';
@@ -7,7 +8,11 @@ import { governanceOf, parseBody, parseHash, parseListQuery } from './keys.schem
 import type { KeyService } from './keys.service';
 
 /** The management API (spec §4.1) and GET /key, as forwarded by the proxy with the prefix stripped. */
-export function keysRoutes(deps: { keys: KeyService; presenter: KeyPresenter; secret: string }): Router {
+export function keysRoutes(deps: {
+  keys: KeyService;
+  presenter: KeyPresenter;
+  verifier: ServiceVerifier;
+}): Router {
   const { keys, presenter } = deps;
   const management = keyCaller(deps, 'management');
   const anyScope = keyCaller(deps, 'any');

@@ -1,5 +1,5 @@
 /** Owner's side of `resolveKey` (@tollgate/contracts): the real route's answers parse with the contract. */
-import { digestKey, serviceTokenSource } from '@tollgate/auth';
+import { devServiceSigner, digestKey, serviceTokenSource } from '@tollgate/auth';
 import { resolveKey } from '@tollgate/contracts';
 import { createServiceClient, type ServiceClient } from '@tollgate/http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ beforeAll(async () => {
   keys = createServiceClient({
     service: 'keys',
     url: t.url,
-    token: serviceTokenSource(t.config.SERVICE_JWT_SECRET, 'proxy'),
+    token: serviceTokenSource(devServiceSigner('proxy'), 'keys'),
   });
 });
 afterAll(async () => {

@@ -1,4 +1,5 @@
-import { digestKey } from '@tollgate/auth';
+import { generateKeyPairSync } from 'node:crypto';
+import { createServiceSigner, devServiceSigner, digestKey } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus } from '../../test/test-client';
 import { startTestKeysService, type TestKeysService } from '../../test/testing';
@@ -71,6 +72,26 @@ describe('POST /internal/keys/resolve', () => {
       'unauthorized',
     );
     expectError(await resolve({ digest: key.digest }, 'garbage'), 401, 'unauthorized');
+  });
+
+  it('accepts only the proxy identity (403 for every other trusted service), and tokens for keys only', async () => {
+    const key = await t.createKey(t.account.id);
+    for (const name of ['dashboard', 'billing', 'admin', 'keys'] as const) {
+      const r = await resolve({ digest: key.digest }, t.serviceToken(name));
+      expectError(r, 403, 'forbidden');
+      expect(r.body.error.metadata.caller).toBe(name);
+    }
+    // The proxy's token for billing is not a token for keys.
+    const forBilling = devServiceSigner('proxy').sign('billing');
+    expectError(await resolve({ digest: key.digest }, forBilling), 401, 'unauthorized');
+    // Expired, or signed with a key keys does not trust.
+    expectError(
+      await resolve({ digest: key.digest }, devServiceSigner('proxy').sign('keys', { kind: 'service' }, -1)),
+      401,
+      'unauthorized',
+    );
+    const stranger = createServiceSigner('proxy', generateKeyPairSync('ed25519').privateKey).sign('keys');
+    expectError(await resolve({ digest: key.digest }, stranger), 401, 'unauthorized');
   });
 
   it.each([

@@ -1,3 +1,4 @@
+import type { ServiceVerifier } from '@tollgate/auth';
 import { resolveKey } from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
 import { Router } from 'express';
@@ -9,11 +10,11 @@ import type { KeyService } from '../keys/keys.service';
 /**
  * `POST /internal/keys/resolve` {digest}: the proxy's cache miss (or pending entry). Answers the
  * CachedKey (disabled/revoked included: the proxy decides) and fills the cache with the version CAS;
- * 404 writes the negative entry.
+ * 404 writes the negative entry. Callers: the proxy only.
  */
-export function resolveRoutes(deps: { keys: KeyService; secret: string }): Router {
+export function resolveRoutes(deps: { keys: KeyService; verifier: ServiceVerifier }): Router {
   const router = Router();
-  router.post(resolveKey.path, serviceCaller(deps.secret), async (req, res) => {
+  router.post(resolveKey.path, serviceCaller(deps.verifier, ['proxy']), async (req, res) => {
     const { digest } = parseBody(resolveKey.request, req.body);
     const key = await deps.keys.resolve(digest);
     if (!key) throw notFound('No key with this digest');

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { SERVICE_TOKEN_HEADER, verifyServiceToken } from '@tollgate/auth';
+import { devServiceVerifier, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus } from '../../test/test-client';
 import { startTestKeysService, type TestKeysService } from '../../test/testing';
@@ -24,7 +24,7 @@ beforeAll(async () => {
   billing = createServer(async (req, res) => {
     const body = await readBody(req);
     calls.push({
-      token: verifyServiceToken(String(req.headers[SERVICE_TOKEN_HEADER]), t.config.SERVICE_JWT_SECRET),
+      token: devServiceVerifier('billing').verify(String(req.headers[SERVICE_TOKEN_HEADER])),
       body,
     });
     const out =
@@ -62,7 +62,7 @@ describe('usage figures from billing', () => {
     const res = await api(t, 'GET', '/keys', { as: acct.managementKey });
     expectStatus(res, 200);
     expect(calls).toHaveLength(1);
-    expect(calls[0]?.token).toEqual({ kind: 'service', service: 'keys' });
+    expect(calls[0]?.token).toEqual({ kind: 'service', caller: 'keys' });
     expect(calls[0]?.body).toEqual({
       keys: expect.arrayContaining([
         { id: a.id, limit_reset: 'daily' },

@@ -1,4 +1,4 @@
-import { serviceTokenSource } from '@tollgate/auth';
+import { createServiceSigner, type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { type KeyUsage, keysUsage } from '@tollgate/contracts';
 import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
@@ -37,14 +37,15 @@ export const zeroUsageReader: UsageReader = {
  */
 export function billingUsageReader(options: {
   billingUrl: string;
-  secret: string;
+  /** The keys service's identity. */
+  signer: ServiceSigner;
   timeoutMs?: number;
   logger?: Logger;
 }): UsageReader {
   const billing = createServiceClient({
     service: 'billing',
     url: options.billingUrl,
-    token: serviceTokenSource(options.secret, 'keys'),
+    token: serviceTokenSource(options.signer, 'billing'),
     timeoutMs: options.timeoutMs ?? 3000,
     logger: options.logger,
     ownerErrors: 'unavailable',
@@ -68,10 +69,14 @@ export function billingUsageReader(options: {
 }
 
 export function createUsageReader(
-  config: { BILLING_URL?: string | undefined; SERVICE_JWT_SECRET: string },
+  config: { BILLING_URL?: string | undefined; SERVICE_PRIVATE_KEY: string },
   logger?: Logger,
 ): UsageReader {
   return config.BILLING_URL
-    ? billingUsageReader({ billingUrl: config.BILLING_URL, secret: config.SERVICE_JWT_SECRET, logger })
+    ? billingUsageReader({
+        billingUrl: config.BILLING_URL,
+        signer: createServiceSigner('keys', config.SERVICE_PRIVATE_KEY),
+        logger,
+      })
     : zeroUsageReader;
 }

@@ -231,7 +231,13 @@ describe('account routes forwarded to billing', () => {
     expect(c.body.data.echo).toMatchObject({
       method: 'GET',
       url: '/credits',
-      claims: { kind: 'key', keyId: stack.inference.id, accountId: stack.account.id, scope: 'inference' },
+      claims: {
+        kind: 'key',
+        keyId: stack.inference.id,
+        accountId: stack.account.id,
+        scope: 'inference',
+        caller: 'proxy',
+      },
     });
     const g = await fetch(`${stack.proxy.url}/v1/generation?id=gen-123-abc&x=1`, {
       headers: bearer(stack.inference),

@@ -1,4 +1,4 @@
-import { serviceTokenSource } from '@tollgate/auth';
+import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { resolveKey } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { createServiceClient } from '@tollgate/http';
@@ -20,7 +20,8 @@ const UNAVAILABLE = 'Key service unavailable, try again shortly';
  */
 export function createKeyResolver(options: {
   url: string;
-  secret: string;
+  /** The proxy's identity. */
+  signer: ServiceSigner;
   timeoutMs: number;
   maxInFlight?: number;
   logger?: Logger;
@@ -30,7 +31,7 @@ export function createKeyResolver(options: {
   const keys = createServiceClient({
     service: 'keys',
     url: options.url,
-    token: serviceTokenSource(options.secret, 'proxy'),
+    token: serviceTokenSource(options.signer, 'keys'),
     timeoutMs: options.timeoutMs,
     connections: 16,
     logger: options.logger,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { devServiceSigner } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
 import { loadConfig } from '../config';
@@ -39,7 +40,7 @@ describe('unknown-key lookups', () => {
     // A counting wrapper around the real resolver of a second proxy on the same stack.
     const real = createKeyResolver({
       url: stack.keys.url,
-      secret: stack.config.SERVICE_JWT_SECRET,
+      signer: devServiceSigner('proxy'),
       timeoutMs: 5_000,
     });
     const counting: KeyResolver = {

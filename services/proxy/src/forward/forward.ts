@@ -1,5 +1,5 @@
 import { pipeline } from 'node:stream/promises';
-import { SERVICE_TOKEN_HEADER, signServiceToken } from '@tollgate/auth';
+import { SERVICE_TOKEN_HEADER, type ServiceSigner } from '@tollgate/auth';
 import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { Request, RequestHandler, Response } from 'express';
@@ -7,7 +7,7 @@ import { authenticatedKey } from '../auth/authenticate';
 
 /**
  * Forwards an account call (`/keys…`, `/key`, `/credits`, `/generation`) to the owning service with a
- * short-lived service JWT carrying the caller's identity. Request body and response body are streamed
+ * short-lived token (signed by the proxy, for that service only) carrying the caller's identity. Request body and response body are streamed
  * (never parsed here); the mount prefix is stripped, the query string kept, status and body relayed.
  */
 export interface Forwarder {
@@ -19,9 +19,10 @@ const RELAYED_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 
 
 export function createForwarder(options: {
   /** The owning service, as named in the 503 (`keys`, `billing`). */
-  service: string;
+  service: 'keys' | 'billing';
   url: string;
-  secret: string;
+  /** The proxy's identity: the token names the caller's key, for `service` only. */
+  signer: ServiceSigner;
   timeoutMs: number;
   logger?: Logger;
 }): Forwarder {
@@ -37,10 +38,12 @@ export function createForwarder(options: {
 
   async function forward(req: Request, res: Response): Promise<void> {
     const key = authenticatedKey(res);
-    const token = signServiceToken(
-      { kind: 'key', keyId: key.id, accountId: key.accountId, scope: key.scope },
-      options.secret,
-    );
+    const token = options.signer.sign(options.service, {
+      kind: 'key',
+      keyId: key.id,
+      accountId: key.accountId,
+      scope: key.scope,
+    });
     const headers: Record<string, string> = { [SERVICE_TOKEN_HEADER]: token, accept: 'application/json' };
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
     if (hasBody) {

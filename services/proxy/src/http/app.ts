@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { requestIdSource } from '@tollgate/auth';
+import { createServiceSigner, requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
@@ -258,6 +258,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     deps.logger ?? createLogger({ name: 'proxy', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
   const catalog = deps.catalog ?? loadCatalog(config.CATALOG_PATH);
   const ownsRedis = !deps.redis;
+  // The proxy's own identity: it signs its calls to keys and billing, and nothing else trusts it more.
+  const signer = createServiceSigner('proxy', config.SERVICE_PRIVATE_KEY);
   const redis =
     deps.redis ??
     new Redis(config.REDIS_URL, {
@@ -279,7 +281,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     deps.resolver ??
     createKeyResolver({
       url: config.KEYS_URL,
-      secret: config.SERVICE_JWT_SECRET,
+      signer,
       timeoutMs: config.SERVICE_TIMEOUT_MS,
       maxInFlight: config.KEY_LOOKUP_MAX_IN_FLIGHT,
       logger,
@@ -303,7 +305,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     connections: config.UPSTREAM_CONNECTIONS,
     maxQueued: config.UPSTREAM_MAX_QUEUED,
   });
-  const forwardOptions = { secret: config.SERVICE_JWT_SECRET, timeoutMs: config.SERVICE_TIMEOUT_MS, logger };
+  const forwardOptions = { signer, timeoutMs: config.SERVICE_TIMEOUT_MS, logger };
   const keysForwarder = createForwarder({ service: 'keys', url: config.KEYS_URL, ...forwardOptions });
   const billingForwarder = createForwarder({
     service: 'billing',
@@ -322,7 +324,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
               redis,
               prefix: config.REDIS_PREFIX,
               billingUrl: config.BILLING_URL,
-              serviceJwtSecret: config.SERVICE_JWT_SECRET,
+              signer,
               rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
               logger,
               onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),

@@ -1,0 +1,134 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  createServiceSigner,
+  createServiceVerifier,
+  DEV_SERVICE_KEYS,
+  DEV_SERVICE_PUBLIC_KEYS,
+  devServiceSigner,
+  devServiceVerifier,
+  generateServiceKeyPair,
+  isDevServiceKey,
+  MAX_SERVICE_TOKEN_TTL_SECONDS,
+  parsePrivateKey,
+  parsePublicKeys,
+  SERVICE_NAMES,
+  serviceTokenSource,
+} from './index';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+
+describe('service tokens (Ed25519, issue 14)', () => {
+  it('carry the caller (iss) and the callee (aud); a callee accepts only tokens made for it', () => {
+    const token = devServiceSigner('dashboard').sign('billing');
+    const [, payload] = token.split('.');
+    expect(JSON.parse(Buffer.from(payload!, 'base64url').toString())).toMatchObject({
+      iss: 'dashboard',
+      aud: 'billing',
+      kind: 'service',
+      sub: 'dashboard',
+    });
+    expect(devServiceVerifier('billing').verify(token)).toEqual({ kind: 'service', caller: 'dashboard' });
+    expect(devServiceVerifier('keys').verify(token)).toBeNull();
+  });
+
+  it('refuses unknown keys, untrusted callers, tampering, other algorithms and garbage', () => {
+    const stranger = createServiceSigner('admin', generateKeyPairSync('ed25519').privateKey);
+    const billing = devServiceVerifier('billing');
+    expect(billing.verify(stranger.sign('billing'))).toBeNull();
+    // A callee trusting only the proxy refuses the (valid) admin token.
+    const onlyProxy = createServiceVerifier('billing', `proxy=${DEV_SERVICE_KEYS.proxy.publicKey}`);
+    expect(onlyProxy.verify(devServiceSigner('admin').sign('billing'))).toBeNull();
+    expect(onlyProxy.verify(devServiceSigner('proxy').sign('billing'))).toEqual({
+      kind: 'service',
+      caller: 'proxy',
+    });
+
+    const good = devServiceSigner('admin').sign('billing');
+    const [h, p, s] = good.split('.') as [string, string, string];
+    const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
+    expect(billing.verify(`${h}.${b64({ ...claims, iss: 'proxy' })}.${s}`)).toBeNull();
+    expect(billing.verify(`${b64({ alg: 'none', typ: 'JWT' })}.${p}.`)).toBeNull();
+    expect(billing.verify(`${b64({ alg: 'HS256', typ: 'JWT' })}.${p}.${s}`)).toBeNull();
+    for (const junk of ['', 'a.b', 'a.b.c', `${h}.${p}`, `${h}.!!!.${s}`, 'x'.repeat(5000)]) {
+      expect(billing.verify(junk)).toBeNull();
+    }
+  });
+
+  it('refuses expired tokens, tokens from the future and lifetimes beyond the maximum', () => {
+    const admin = devServiceSigner('admin');
+    const billing = devServiceVerifier('billing');
+    expect(billing.verify(admin.sign('billing', { kind: 'service' }, -1))).toBeNull();
+    expect(
+      billing.verify(admin.sign('billing', { kind: 'service' }, MAX_SERVICE_TOKEN_TTL_SECONDS + 1)),
+    ).toBeNull();
+    vi.useFakeTimers({ now: Date.now() + 120_000 });
+    const future = admin.sign('billing');
+    vi.useRealTimers();
+    expect(billing.verify(future)).toBeNull();
+  });
+
+  it('caches a verified token until it expires, then refuses it', () => {
+    vi.useFakeTimers({ now: new Date('2026-11-23T10:00:00Z') });
+    const token = devServiceSigner('proxy').sign('keys', { kind: 'service' }, 60);
+    const keys = devServiceVerifier('keys');
+    expect(keys.verify(token)).toEqual({ kind: 'service', caller: 'proxy' });
+    vi.setSystemTime(new Date('2026-11-23T10:00:59Z'));
+    expect(keys.verify(token)).toEqual({ kind: 'service', caller: 'proxy' });
+    vi.setSystemTime(new Date('2026-11-23T10:01:00Z'));
+    expect(keys.verify(token)).toBeNull();
+  });
+
+  it('caches at most cacheSize tokens and still verifies beyond that', () => {
+    const keys = createServiceVerifier('keys', DEV_SERVICE_PUBLIC_KEYS, { cacheSize: 4 });
+    const proxy = devServiceSigner('proxy');
+    const tokens = Array.from({ length: 20 }, (_, i) =>
+      proxy.sign('keys', {
+        kind: 'key',
+        keyId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        accountId: '00000000-0000-4000-8000-000000000000',
+        scope: 'inference',
+      }),
+    );
+    for (const t of tokens) expect(keys.verify(t)?.caller).toBe('proxy');
+    for (const t of tokens) expect(keys.verify(t)?.kind).toBe('key');
+  });
+
+  it('key claims round-trip; the token source re-signs half-way through the lifetime', () => {
+    const claims = {
+      kind: 'key',
+      keyId: '11111111-1111-4111-8111-111111111111',
+      accountId: '22222222-2222-4222-8222-222222222222',
+      scope: 'management',
+    } as const;
+    expect(devServiceVerifier('billing').verify(devServiceSigner('proxy').sign('billing', claims))).toEqual({
+      ...claims,
+      caller: 'proxy',
+    });
+    vi.useFakeTimers({ now: new Date('2026-11-23T10:00:00Z') });
+    const source = serviceTokenSource(devServiceSigner('proxy'), 'keys', 60);
+    const first = source();
+    vi.setSystemTime(new Date('2026-11-23T10:00:29Z'));
+    expect(source()).toBe(first);
+    vi.setSystemTime(new Date('2026-11-23T10:00:31Z'));
+    expect(source()).not.toBe(first);
+  });
+
+  it('parses keys as base64 DER or PEM and knows the development keys in either form', () => {
+    const own = generateServiceKeyPair();
+    expect(isDevServiceKey(parsePrivateKey(own.privateKey))).toBe(false);
+    for (const name of SERVICE_NAMES) {
+      const pem = `-----BEGIN PRIVATE KEY-----\n${DEV_SERVICE_KEYS[name].privateKey}\n-----END PRIVATE KEY-----\n`;
+      expect(isDevServiceKey(parsePrivateKey(pem))).toBe(true);
+    }
+    const list = parsePublicKeys(DEV_SERVICE_PUBLIC_KEYS);
+    expect([...list.keys()]).toEqual([...SERVICE_NAMES]);
+    expect([...list.values()].every(isDevServiceKey)).toBe(true);
+    expect(() => parsePublicKeys('root=abc')).toThrow(/not a service name/);
+    expect(() => parsePrivateKey('nope')).toThrow(/not a private key/);
+  });
+});

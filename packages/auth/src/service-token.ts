@@ -1,0 +1,304 @@
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+  verify,
+} from 'node:crypto';
+
+/**
+ * Service identity (docs/architecture.md "Service identity"): every caller signs its internal calls
+ * with its own Ed25519 private key; every callee holds the public keys of the callers it trusts and
+ * accepts, per route, only the callers that route names. A token is a compact EdDSA JWT:
+ *
+ *   header  {"alg":"EdDSA","typ":"JWT"}
+ *   payload {"iss": caller, "aud": callee, "iat", "exp", "kind": "service" | "key", "sub", "acc"?, "scope"?}
+ *
+ * `kind: "key"` carries an authenticated API key's identity (only the proxy signs those);
+ * `kind: "service"` is a service calling another's internal API. Header: `X-Service-Token: <jwt>`.
+ * The proxy cannot mint a token billing accepts on its credit routes: those accept `admin` only, and
+ * the proxy holds only its own private key.
+ */
+export const SERVICE_TOKEN_HEADER = 'x-service-token';
+
+/** Every identity that signs internal calls; `admin` is the operator's CLI (`pnpm tollgate`). */
+export const SERVICE_NAMES = ['proxy', 'keys', 'billing', 'dashboard', 'admin'] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+export const isServiceName = (v: unknown): v is ServiceName => SERVICE_NAMES.includes(v as ServiceName);
+
+export type KeyScope = 'inference' | 'management';
+
+/** What a token says about the call: an authenticated API key, or the calling service itself. */
+export type ServiceClaims =
+  | { kind: 'key'; keyId: string; accountId: string; scope: KeyScope }
+  | { kind: 'service' };
+
+/** Verified claims, with the caller (`iss`) whose key signed them. */
+export type VerifiedClaims = ServiceClaims & { caller: ServiceName };
+
+/**
+ * Development keypairs (PKCS#8 / SPKI DER, base64): PUBLIC, in this repository, so `make dev`,
+ * `make test`, the CLI and `docker compose` work with no setup. Refused when NODE_ENV=production.
+ */
+export const DEV_SERVICE_KEYS: Readonly<Record<ServiceName, { privateKey: string; publicKey: string }>> = {
+  proxy: {
+    privateKey: 'MC4CAQAwBQYDK2VwBCIEIHPKfBntaF45Mtw4XZQqASvuzORoJu9pSQLVBphp/BbI',
+    publicKey: 'MCowBQYDK2VwAyEAMLVUOxwfkXv5ypFdh+LDl5nRg0Ke+QaNWlXmg3647ME=',
+  },
+  keys: {
+    privateKey: 'MC4CAQAwBQYDK2VwBCIEIDtjl5ywLaFiU5fRVwjN/Ea2ADDvpOtzfq4TdTST2DJ4',
+    publicKey: 'MCowBQYDK2VwAyEAH9gy5gVXzPksiufAV2cb3LZxmQ0vQV0BrWibk0yfFf8=',
+  },
+  billing: {
+    privateKey: 'MC4CAQAwBQYDK2VwBCIEICjMCnhtBxKKicDZddr5QCijTrsId1lewdeMtkB6D9KC',
+    publicKey: 'MCowBQYDK2VwAyEA5FSO4xQezIjZVXT3hJIJPDReoBFk/47BC8mnIQIKHX8=',
+  },
+  dashboard: {
+    privateKey: 'MC4CAQAwBQYDK2VwBCIEIHQRJDnsXSqq8a6kcowdGa7x+fgAF+tRaAT57UuEeHby',
+    publicKey: 'MCowBQYDK2VwAyEAi+Fr6sXqDpqhgEMGKe6mrQGdPKMeZ9tcK9ITo0giDfM=',
+  },
+  admin: {
+    privateKey: 'MC4CAQAwBQYDK2VwBCIEICwGmF8QLuGizHeGjy8n/d4HQt1wtqe8RsIzjZGcVrhg',
+    publicKey: 'MCowBQYDK2VwAyEATe1icyZCKdE5lA1ZuXLIlJP1dMNNNpDJbsnVVy7MSOI=',
+  },
+};
+
+/** `SERVICE_PUBLIC_KEYS` of the development stack: every dev identity. */
+export const DEV_SERVICE_PUBLIC_KEYS = SERVICE_NAMES.map((n) => `${n}=${DEV_SERVICE_KEYS[n].publicKey}`).join(
+  ',',
+);
+
+const pem = (text: string) => text.includes('-----BEGIN');
+
+/** An Ed25519 private key from PEM or base64 PKCS#8 DER; throws an Error saying what is wrong. */
+export function parsePrivateKey(text: string): KeyObject {
+  let key: KeyObject;
+  try {
+    const t = text.trim();
+    key = pem(t)
+      ? createPrivateKey(t)
+      : createPrivateKey({ key: Buffer.from(t, 'base64'), format: 'der', type: 'pkcs8' });
+  } catch {
+    throw new Error('not a private key (expected PEM or base64 PKCS#8 DER)');
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error('must be an Ed25519 key');
+  return key;
+}
+
+/** An Ed25519 public key from PEM or base64 SPKI DER; throws an Error saying what is wrong. */
+export function parsePublicKey(text: string): KeyObject {
+  let key: KeyObject;
+  try {
+    const t = text.trim();
+    key = pem(t)
+      ? createPublicKey(t)
+      : createPublicKey({ key: Buffer.from(t, 'base64'), format: 'der', type: 'spki' });
+  } catch {
+    throw new Error('not a public key (expected PEM or base64 SPKI DER)');
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error('must be an Ed25519 key');
+  return key;
+}
+
+/**
+ * `SERVICE_PUBLIC_KEYS`: `name=<key>,name=<key>` (commas or newlines between entries; a name from
+ * SERVICE_NAMES; each name once). Throws an Error naming the bad entry.
+ */
+export function parsePublicKeys(text: string): Map<ServiceName, KeyObject> {
+  const keys = new Map<ServiceName, KeyObject>();
+  const entries = pem(text) ? text.split(/,(?=\s*[a-z]+\s*=)/) : text.split(/[,\n]/);
+  for (const raw of entries) {
+    const entry = raw.trim();
+    if (!entry) continue;
+    const eq = entry.indexOf('=');
+    const name = eq > 0 ? entry.slice(0, eq).trim() : '';
+    if (!isServiceName(name)) {
+      throw new Error(
+        `"${name || entry.slice(0, 20)}" is not a service name (one of ${SERVICE_NAMES.join(', ')})`,
+      );
+    }
+    if (keys.has(name)) throw new Error(`${name} is listed twice`);
+    try {
+      keys.set(name, parsePublicKey(entry.slice(eq + 1)));
+    } catch (err) {
+      throw new Error(`${name}: ${(err as Error).message}`);
+    }
+  }
+  return keys;
+}
+
+/** A new Ed25519 keypair as `SERVICE_PRIVATE_KEY` / `SERVICE_PUBLIC_KEYS` take it (base64 DER). */
+export function generateServiceKeyPair(): { privateKey: string; publicKey: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return {
+    privateKey: privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
+    publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+  };
+}
+
+const spki = (key: KeyObject): string =>
+  (key.type === 'private' ? createPublicKey(key) : key)
+    .export({ type: 'spki', format: 'der' })
+    .toString('base64');
+
+const DEV_PUBLIC = new Set(SERVICE_NAMES.map((n) => DEV_SERVICE_KEYS[n].publicKey));
+
+/** True for a development key (private or public, whatever its encoding): never for production. */
+export const isDevServiceKey = (key: KeyObject): boolean => DEV_PUBLIC.has(spki(key));
+
+const b64url = (s: string) => Buffer.from(s).toString('base64url');
+const HEADER = b64url(JSON.stringify({ alg: 'EdDSA', typ: 'JWT' }));
+/** Longest lifetime a callee accepts (a stolen token is useful for at most this long). */
+export const MAX_SERVICE_TOKEN_TTL_SECONDS = 300;
+/** Clock difference between hosts tolerated on `iat`. */
+const CLOCK_SKEW_SECONDS = 30;
+const MAX_TOKEN_LENGTH = 2048;
+
+export interface ServiceSigner {
+  readonly name: ServiceName;
+  /** A token from this service for `audience`, valid `ttlSeconds` (default 60). */
+  sign(audience: ServiceName, claims?: ServiceClaims, ttlSeconds?: number): string;
+}
+
+export function createServiceSigner(name: ServiceName, privateKey: KeyObject | string): ServiceSigner {
+  const key = typeof privateKey === 'string' ? parsePrivateKey(privateKey) : privateKey;
+  return {
+    name,
+    sign(audience, claims = { kind: 'service' }, ttlSeconds = 60) {
+      const iat = Math.floor(Date.now() / 1000);
+      const payload =
+        claims.kind === 'key'
+          ? {
+              iss: name,
+              aud: audience,
+              iat,
+              exp: iat + ttlSeconds,
+              kind: 'key',
+              sub: claims.keyId,
+              acc: claims.accountId,
+              scope: claims.scope,
+            }
+          : { iss: name, aud: audience, iat, exp: iat + ttlSeconds, kind: 'service', sub: name };
+      const data = `${HEADER}.${b64url(JSON.stringify(payload))}`;
+      return `${data}.${sign(null, Buffer.from(data), key).toString('base64url')}`;
+    },
+  };
+}
+
+export interface ServiceVerifier {
+  /** This service: the audience every accepted token must name. */
+  readonly name: ServiceName;
+  /** The claims of a valid, unexpired token for this service signed by a trusted caller; else null. */
+  verify(token: string): VerifiedClaims | null;
+}
+
+interface RawPayload {
+  iss?: unknown;
+  aud?: unknown;
+  iat?: unknown;
+  exp?: unknown;
+  kind?: unknown;
+  sub?: unknown;
+  acc?: unknown;
+  scope?: unknown;
+}
+
+/**
+ * The callee's side. Verified tokens are cached by their exact string until they expire (a caller
+ * re-uses one token for half its life, so an Ed25519 verification happens about once per caller per
+ * 30 s, not per call); the cache holds at most `cacheSize` tokens.
+ */
+export function createServiceVerifier(
+  name: ServiceName,
+  publicKeys: ReadonlyMap<ServiceName, KeyObject> | string,
+  options: { cacheSize?: number } = {},
+): ServiceVerifier {
+  const keys = typeof publicKeys === 'string' ? parsePublicKeys(publicKeys) : publicKeys;
+  const cacheSize = options.cacheSize ?? 4096;
+  const cache = new Map<string, { claims: VerifiedClaims; expiresAt: number }>();
+
+  const remember = (token: string, claims: VerifiedClaims, expiresAt: number) => {
+    if (cache.size >= cacheSize) {
+      const now = Date.now();
+      for (const [t, e] of cache) if (e.expiresAt <= now) cache.delete(t);
+      if (cache.size >= cacheSize) cache.clear();
+    }
+    cache.set(token, { claims, expiresAt });
+  };
+
+  return {
+    name,
+    verify(token) {
+      if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) return null;
+      const now = Date.now();
+      const hit = cache.get(token);
+      if (hit) {
+        if (hit.expiresAt > now) return hit.claims;
+        cache.delete(token);
+        return null;
+      }
+      const parts = token.split('.');
+      if (parts.length !== 3 || parts[0] !== HEADER) return null;
+      let p: RawPayload;
+      try {
+        p = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as RawPayload;
+      } catch {
+        return null;
+      }
+      if (typeof p !== 'object' || p === null || !isServiceName(p.iss) || p.aud !== name) return null;
+      const key = keys.get(p.iss);
+      const nowSeconds = now / 1000;
+      if (!key || typeof p.exp !== 'number' || typeof p.iat !== 'number') return null;
+      if (p.exp <= nowSeconds || p.iat > nowSeconds + CLOCK_SKEW_SECONDS) return null;
+      if (p.exp - p.iat > MAX_SERVICE_TOKEN_TTL_SECONDS) return null;
+      const signature = Buffer.from(parts[2]!, 'base64url');
+      if (signature.length !== 64) return null;
+      if (!verify(null, Buffer.from(`${parts[0]}.${parts[1]}`), key, signature)) return null;
+      let claims: VerifiedClaims;
+      if (p.kind === 'service' && p.sub === p.iss) {
+        claims = { kind: 'service', caller: p.iss };
+      } else if (
+        p.kind === 'key' &&
+        typeof p.sub === 'string' &&
+        typeof p.acc === 'string' &&
+        (p.scope === 'inference' || p.scope === 'management')
+      ) {
+        claims = { kind: 'key', keyId: p.sub, accountId: p.acc, scope: p.scope, caller: p.iss };
+      } else {
+        return null;
+      }
+      remember(token, claims, p.exp * 1000);
+      return claims;
+    },
+  };
+}
+
+/**
+ * A cached service token for one callee: re-signed when it is half-way through its life (one
+ * signature per 30 s, not per call). For the service client (`@tollgate/http`).
+ */
+export function serviceTokenSource(
+  signer: ServiceSigner,
+  audience: ServiceName,
+  ttlSeconds = 60,
+): () => string {
+  let token = '';
+  let renewAt = 0;
+  return () => {
+    const now = Date.now();
+    if (now >= renewAt) {
+      token = signer.sign(audience, { kind: 'service' }, ttlSeconds);
+      renewAt = now + (ttlSeconds * 1000) / 2;
+    }
+    return token;
+  };
+}
+
+/** The development signer of `name` (tests, tools; its key is public). */
+export const devServiceSigner = (name: ServiceName): ServiceSigner =>
+  createServiceSigner(name, DEV_SERVICE_KEYS[name].privateKey);
+
+/** A verifier for `name` trusting every development identity (tests, tools). */
+export const devServiceVerifier = (name: ServiceName): ServiceVerifier =>
+  createServiceVerifier(name, DEV_SERVICE_PUBLIC_KEYS);
