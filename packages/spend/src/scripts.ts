@@ -376,7 +376,7 @@ end
 return 1
 `;
 
-export class Script {
+class Script {
   readonly sha: string;
   constructor(readonly source: string) {
     this.sha = createHash('sha1').update(source).digest('hex');

@@ -45,7 +45,7 @@ export interface CliContext {
   admin: () => ServiceSigner;
 }
 
-export type Cell = string | number | boolean | null | undefined;
+type Cell = string | number | boolean | null | undefined;
 
 export interface CommandResult {
   /** Printed as `{"data": …}` with --json. */
@@ -94,7 +94,7 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
 }
 
-export const processIo: CliIo = {
+const processIo: CliIo = {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   env: process.env,
@@ -204,7 +204,7 @@ function render(result: CommandResult): string {
   return `${JSON.stringify(result.data, null, 2)}\n`;
 }
 
-export function renderTable(columns: string[], rows: Cell[][]): string {
+function renderTable(columns: string[], rows: Cell[][]): string {
   if (rows.length === 0) return '(none)\n';
   const cells = [
     columns,
