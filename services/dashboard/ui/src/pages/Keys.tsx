@@ -65,7 +65,7 @@ function AccessFields(props: { value: Access; management: boolean; onChange: (a:
   return (
     <>
       <label>
-        Expires at (UTC, empty for never)
+        Expires at (UTC)
         <input
           type="datetime-local"
           value={props.value.expiresAt}
@@ -73,16 +73,16 @@ function AccessFields(props: { value: Access; management: boolean; onChange: (a:
         />
       </label>
       <label>
-        Allowed models (comma-separated ids or vendor/*, empty for all)
+        Allowed models
         <input
           value={props.value.allowedModels}
           disabled={props.management}
-          placeholder="all models"
+          placeholder="all (ids or vendor/*, comma-separated)"
           onChange={(e) => set({ allowedModels: e.target.value })}
         />
       </label>
       <label>
-        Rate limit (requests per minute, empty for none)
+        Rate limit (requests/min)
         <input
           type="number"
           min="1"
