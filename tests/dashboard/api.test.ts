@@ -132,7 +132,7 @@ describe('authentication', () => {
       body: '{}',
     });
     expect(res.status).toBe(401); // the CLI's route needs a service token
-    // Only the admin CLI's identity may create users: every other service is refused (403).
+    // Only the admin CLI's identity may create users: the dashboard trusts no other service's key (401).
     for (const name of ['proxy', 'keys', 'billing', 'dashboard'] as const) {
       const other = await fetch(`${dash.url}/internal/users`, {
         method: 'POST',
@@ -147,7 +147,7 @@ describe('authentication', () => {
           role: 'owner',
         }),
       });
-      expect(other.status, name).toBe(403);
+      expect(other.status, name).toBe(401);
     }
     const u = await dash.createUser(stack.account.id, 'viewer');
     const s = await dash.signIn(u);

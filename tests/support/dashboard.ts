@@ -3,7 +3,7 @@
  * `dashboard` schema), the development service keys, keys and billing of the stack. Users are created
  * the admin CLI's way (POST /internal/users → a one-time sign-in link) and signed in through the API.
  */
-import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
+import { createServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { createUser } from '@tollgate/contracts';
 import { type DashboardHandle, type DashboardOptions, loadConfig, startDashboard } from '@tollgate/dashboard';
 import { expectContract } from '@tollgate/testkit';
@@ -66,8 +66,12 @@ export async function startTestDashboard(
     KEYS_URL: stack.services.keys.url,
     BILLING_URL: stack.services.billing.url,
     CATALOG_PATH: DEV_CATALOG_PATH,
+    // The stack's service keys (development ones unless the stack generated its own).
+    SERVICE_PRIVATE_KEY: stack.serviceKeys.dashboard.privateKey,
+    SERVICE_PUBLIC_KEYS: `admin=${stack.serviceKeys.admin.publicKey}`,
     ...options.env,
   });
+  const admin = createServiceSigner('admin', stack.serviceKeys.admin.privateKey);
   const handle = await startDashboard(config, { catalog: stack.catalog, ...options });
   const url = handle.url;
 
@@ -120,7 +124,7 @@ export async function startTestDashboard(
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          [SERVICE_TOKEN_HEADER]: devServiceSigner('admin').sign('dashboard'),
+          [SERVICE_TOKEN_HEADER]: admin.sign('dashboard'),
         },
         body: JSON.stringify({ account_id: accountId, email, display_name: `Test ${role}`, role }),
       });

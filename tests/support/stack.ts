@@ -14,7 +14,12 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
+import {
+  createServiceSigner,
+  DEV_SERVICE_KEYS,
+  generateServiceKeyPair,
+  SERVICE_TOKEN_HEADER,
+} from '@tollgate/auth';
 import { type BillingHandle, loadConfig as loadBillingConfig, startBilling } from '@tollgate/billing';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { usageTopology } from '@tollgate/events';
@@ -70,6 +75,11 @@ export interface Stack {
   catalog: Catalog;
   /** Isolation handles (prefixes, database) of this stack. */
   infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp };
+  /**
+   * The service keys in use: the development keys, or with `productionKeys` a fresh keypair per
+   * caller (base64 DER), the services running with NODE_ENV=production.
+   */
+  serviceKeys: Record<'proxy' | 'keys' | 'dashboard' | 'admin', { privateKey: string; publicKey: string }>;
   /** A new account with a management key (the admin CLI's path) and optional credits. */
   createAccount(options?: { credits?: string; slug?: string }): Promise<StackAccount>;
   /** Adds (or with a negative amount removes) credits through billing's internal API. */
@@ -106,11 +116,32 @@ export interface ApiResponse {
 /** Formats a response for assertion messages: a failing assertion prints the whole response. */
 export const describeResponse = (r: ApiResponse) => `HTTP ${r.status} ${r.text.slice(0, 2000)}`;
 
-export async function startStack(options: { credits?: string } = {}): Promise<Stack> {
+export async function startStack(
+  options: {
+    credits?: string;
+    /** Run keys, billing and the proxy with NODE_ENV=production and freshly generated service keys. */
+    productionKeys?: boolean;
+  } = {},
+): Promise<Stack> {
   const [database, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
   const amqp = createTestAmqp();
+  const serviceKeys = options.productionKeys
+    ? {
+        proxy: generateServiceKeyPair(),
+        keys: generateServiceKeyPair(),
+        dashboard: generateServiceKeyPair(),
+        admin: generateServiceKeyPair(),
+      }
+    : {
+        proxy: DEV_SERVICE_KEYS.proxy,
+        keys: DEV_SERVICE_KEYS.keys,
+        dashboard: DEV_SERVICE_KEYS.dashboard,
+        admin: DEV_SERVICE_KEYS.admin,
+      };
+  const trust = (...callers: Array<keyof typeof serviceKeys>) =>
+    callers.map((c) => `${c}=${serviceKeys[c].publicKey}`).join(',');
   const common = {
-    NODE_ENV: 'test',
+    NODE_ENV: options.productionKeys ? 'production' : 'test',
     LOG_LEVEL: process.env.STACK_LOG_LEVEL ?? 'silent',
     REDIS_URL: redis.url,
     REDIS_PREFIX: redis.prefix,
@@ -142,6 +173,7 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
         AMQP_URL: amqp.url,
         AMQP_PREFIX: amqp.prefix,
         BATCH_TIMEOUT_MS: '10',
+        SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
       }),
     );
     closers.push(() => billing.close());
@@ -152,6 +184,8 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
         DATABASE_URL: database.url,
         BILLING_URL: billing.url,
         LAST_USED_FLUSH_MS: '200',
+        SERVICE_PRIVATE_KEY: serviceKeys.keys.privateKey,
+        SERVICE_PUBLIC_KEYS: trust('proxy', 'dashboard'),
       }),
     );
     closers.push(() => keys.close());
@@ -166,6 +200,7 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
       KEEPALIVE_INTERVAL_MS: '15000',
       UPSTREAM_TIMEOUT_MS: '10000',
       SHUTDOWN_TIMEOUT_MS: '2000',
+      SERVICE_PRIVATE_KEY: serviceKeys.proxy.privateKey,
     });
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
     const catalog = loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
@@ -174,7 +209,8 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
 
     const origin = proxy.url;
     // Credits are granted as the admin CLI does (the only identity billing accepts on that route).
-    const serviceToken = () => devServiceSigner('admin').sign('billing');
+    const admin = createServiceSigner('admin', serviceKeys.admin.privateKey);
+    const serviceToken = () => admin.sign('billing');
 
     const addCredits = async (accountId: string, amount: string) => {
       const res = await fetch(`${billing.url}/internal/accounts/${accountId}/credits`, {
@@ -246,6 +282,7 @@ export async function startStack(options: { credits?: string } = {}): Promise<St
       services: { sim, billing, keys, proxy },
       catalog,
       infra: { database, redis, amqp },
+      serviceKeys,
       createAccount,
       addCredits,
       createInferenceKey,

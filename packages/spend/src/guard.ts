@@ -52,6 +52,11 @@ export interface RedisSpendGuardOptions {
   logger?: Logger;
   /** Called with background refresh and lease-renewal failures (they never fail a request). */
   onBackgroundError?: (err: unknown) => void;
+  /**
+   * Called when an admission's sweep dropped settled costs whose pending hold outlived
+   * `pendingTtlMs` (7 days) uncounted by billing: usage that never reached billing. A metric.
+   */
+  onExpiredPending?: (count: number) => void;
 }
 
 const PERIOD_WORD: Record<string, string> = {
@@ -198,6 +203,7 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           await rebuild(key.accountId, outcome.key ? key.id : null, at);
           continue;
         }
+        if (outcome.expiredPending > 0) options.onExpiredPending?.(outcome.expiredPending);
         if (outcome.staleKey || outcome.staleAccount) {
           refreshInBackground(key.accountId, outcome.staleKey ? key.id : null, at);
         }

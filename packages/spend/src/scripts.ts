@@ -90,19 +90,25 @@ local function hold(h, f, amt, expires)
   redis.call('HSET', h, f, amt .. '|' .. string.format('%d', expires))
   redis.call('HSET', h, '_held', add(amount(redis.call('HGET', h, '_held')), amt))
 end
+-- Drops expired holds and tombstones; returns how many pending costs (p:) expired uncounted.
 local function gc(h, now, every)
   local nxt = redis.call('HGET', h, '_gc')
-  if nxt and tonumber(nxt) > now then return end
+  if nxt and tonumber(nxt) > now then return 0 end
   redis.call('HSET', h, '_gc', string.format('%d', now + every))
   local all = redis.call('HGETALL', h)
+  local pending = 0
   for i = 1, #all, 2 do
     local f = all[i]
     local c = string.sub(f, 1, 2)
     if c == 'r:' or c == 'p:' or c == 't:' then
       local _, exp = split(all[i + 1])
-      if exp <= now then drop(h, f) end
+      if exp <= now then
+        drop(h, f)
+        if c == 'p:' then pending = pending + 1 end
+      end
     end
   end
+  return pending
 end
 `;
 
@@ -110,9 +116,10 @@ end
  * KEYS: key hash, account hash.
  * ARGV: now, request id, worst case units, limit units ('' = no limit), period field,
  *       reservation ttl ms, key refresh ms, account refresh ms, gc interval ms, hash ttl s.
- * Returns {code, keyTracked, accountTracked, keyFlag, accountFlag}:
+ * Returns {code, keyTracked, accountTracked, keyFlag, accountFlag, expiredPending}:
  *   code 0 admitted (flags = stale, refresh in background), 1 key limit reached,
- *   2 credits exhausted, 3 rebuild needed (flags = which hash is missing).
+ *   2 credits exhausted, 3 rebuild needed (flags = which hash is missing); expiredPending: pending
+ *   costs the sweeps of this call dropped after their TTL (never counted by billing).
  */
 const ADMIT = `${PRELUDE}
 local now = tonumber(ARGV[1])
@@ -129,21 +136,22 @@ if needKey or needAcct then return {3, 0, 0, needKey and 1 or 0, needAcct and 1 
 local staleKey = (limited and now - tonumber(k[1]) > tonumber(ARGV[7])) and 1 or 0
 local staleAcct = (now - tonumber(a[1]) > tonumber(ARGV[8])) and 1 or 0
 local postpaid = a[2] == '1'
+local expired = 0
 if limited then
-  gc(KEYS[1], now, every)
+  expired = gc(KEYS[1], now, every)
   local held = amount(redis.call('HGET', KEYS[1], '_held'))
   if gt(add(add(amount(k[2]), held), worst), ARGV[4]) then
-    return {1, 0, 0, staleKey, staleAcct}
+    return {1, 0, 0, staleKey, staleAcct, expired}
   end
 end
 if not postpaid then
-  gc(KEYS[2], now, every)
+  expired = expired + gc(KEYS[2], now, every)
   local held = amount(redis.call('HGET', KEYS[2], '_held'))
   local credits = amount(a[3])
   -- Out of credits, or this request's own worst case does not fit in what is left.
   local used = add(amount(a[4]), held)
   if (not gt(credits, used)) or gt(add(used, worst), credits) then
-    return {2, 0, 0, staleKey, staleAcct}
+    return {2, 0, 0, staleKey, staleAcct, expired}
   end
 end
 local expires = now + tonumber(ARGV[6])
@@ -156,7 +164,7 @@ if not postpaid then
   hold(KEYS[2], 'r:' .. req, worst, expires)
   redis.call('EXPIRE', KEYS[2], ttl)
 end
-return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct}
+return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct, expired}
 `;
 
 /**

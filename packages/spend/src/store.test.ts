@@ -105,6 +105,32 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     expect(await field(keyHash(), `p:${req}`)).toBeNull();
   });
 
+  it('drops a pending cost billing never counted after its 7-day TTL and reports it (expiredPending)', async () => {
+    await loadBoth('0', '100');
+    const req = 'gen-1-pppppppppppppppppppp';
+    await admit('2', '10', req);
+    await store.settle({
+      keyId,
+      accountId,
+      requestId: req,
+      costUnits: usd('0.25'),
+      keyTracked: true,
+      accountTracked: true,
+      now: NOW,
+    });
+    expect(await admit('0', '10', undefined, NOW + 60_000)).toMatchObject({
+      code: 'admitted',
+      expiredPending: 0,
+    });
+    const week = NOW + 7 * 86_400_000 + 1;
+    // One hold on the key's hash, one on the account's; the lapsed reservation is not counted.
+    expect(await admit('0', '10', undefined, week)).toMatchObject({ code: 'admitted', expiredPending: 2 });
+    expect(await field(keyHash(), `p:${req}`)).toBeNull();
+    expect(await field(acctHash(), `p:${req}`)).toBeNull();
+    expect(await field(keyHash(), '_held')).toBe('0');
+    expect(await admit('0', '10', undefined, week + 1)).toMatchObject({ expiredPending: 0 });
+  });
+
   it('leaves a tombstone when the worker counts a request before the proxy settles it', async () => {
     await loadBoth('0', '100');
     const req = 'gen-1-bbbbbbbbbbbbbbbbbbbb';

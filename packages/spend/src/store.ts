@@ -62,6 +62,10 @@ export interface RenewResult {
   overLimit: Lease[];
 }
 
+/**
+ * `expiredPending`: settled costs (p: holds) this admission's sweeps dropped after `pendingTtlMs`
+ * without billing having counted them — usage that never reached billing (e.g. dead-lettered).
+ */
 export type AdmitOutcome =
   | {
       code: 'admitted';
@@ -69,9 +73,10 @@ export type AdmitOutcome =
       accountTracked: boolean;
       staleKey: boolean;
       staleAccount: boolean;
+      expiredPending: number;
     }
-  | { code: 'key_limit'; staleKey: boolean; staleAccount: boolean }
-  | { code: 'credits'; staleKey: boolean; staleAccount: boolean }
+  | { code: 'key_limit'; staleKey: boolean; staleAccount: boolean; expiredPending: number }
+  | { code: 'credits'; staleKey: boolean; staleAccount: boolean; expiredPending: number }
   | { code: 'rebuild'; key: boolean; account: boolean };
 
 export interface AdmitArgs {
@@ -166,7 +171,8 @@ export function createSpendStore(
           t.hashTtlSeconds,
         ],
       )) as number[];
-      const [code, k, acc, f1, f2] = r;
+      const [code, k, acc, f1, f2, expired] = r;
+      const expiredPending = expired ?? 0;
       switch (code) {
         case 0:
           return {
@@ -175,11 +181,12 @@ export function createSpendStore(
             accountTracked: acc === 1,
             staleKey: f1 === 1,
             staleAccount: f2 === 1,
+            expiredPending,
           };
         case 1:
-          return { code: 'key_limit', staleKey: f1 === 1, staleAccount: f2 === 1 };
+          return { code: 'key_limit', staleKey: f1 === 1, staleAccount: f2 === 1, expiredPending };
         case 2:
-          return { code: 'credits', staleKey: f1 === 1, staleAccount: f2 === 1 };
+          return { code: 'credits', staleKey: f1 === 1, staleAccount: f2 === 1, expiredPending };
         default:
           return { code: 'rebuild', key: f1 === 1, account: f2 === 1 };
       }

@@ -1,5 +1,6 @@
 import { devServiceSigner } from '@tollgate/auth';
 import { toUnits } from '@tollgate/money';
+import { spendAccountHash } from '@tollgate/spend';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // The whole stack (provider-sim, billing, keys, proxy with the Redis spend guard) from the root test kit.
 import { describeResponse, MODEL, type Stack, startStack } from '../../../../tests/support/stack';
@@ -33,7 +34,28 @@ async function recordedSpend(keyId: string): Promise<bigint> {
   return toUnits(row?.amount ?? '0');
 }
 
+async function proxyMetric(name: string): Promise<number> {
+  const text = await stack.services.proxy.metrics.registry.metrics();
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+}
+
 describe('spend limits through the real proxy', () => {
+  it('drops a pending hold billing never counted once its 7 days are over, and counts it on the proxy metric', async () => {
+    const first = await chat(stack.inferenceKey);
+    expect(first.status, describeResponse(first)).toBe(200);
+    const hash = spendAccountHash(stack.infra.redis.prefix, stack.account.id);
+    const redis = stack.infra.redis.client;
+    // What a dead-lettered event leaves behind: its settled cost held as pending, now expired.
+    const field = 'p:gen-0-expiredexpiredexpir';
+    const held = BigInt((await redis.hget(hash, '_held')) ?? '0');
+    await redis.hset(hash, field, `1000|${Date.now() - 1}`, '_held', String(held + 1000n), '_gc', '0');
+    const before = await proxyMetric('tollgate_proxy_spend_pending_holds_expired_total');
+    const next = await chat(stack.inferenceKey);
+    expect(next.status, describeResponse(next)).toBe(200);
+    expect(await redis.hget(hash, field)).toBeNull();
+    expect(await proxyMetric('tollgate_proxy_spend_pending_holds_expired_total')).toBe(before + 1);
+  });
+
   it('N concurrent requests against a nearly spent key never take recorded spend over the limit', async () => {
     // Learn the cost of one request (every request below is identical, so costs the same).
     const probe = await chat(stack.inferenceKey);

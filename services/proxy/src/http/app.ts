@@ -328,6 +328,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
               rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
               logger,
               onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
+              onExpiredPending: (count) => metrics.pendingHoldsExpired(count),
             })
           : allowAllSpendGuard),
     ),

@@ -37,6 +37,8 @@ export interface ProxyMetrics {
   usageEvent(event: UsageEvent): void;
   /** The spend guard with its decisions counted (admitted / untracked / key_limit / credits / unavailable). */
   instrumentGuard(guard: SpendGuard): SpendGuard;
+  /** Pending spend holds an admission's sweep dropped after their 7-day bound (never billed). */
+  pendingHoldsExpired(count: number): void;
 }
 
 interface RouteLocals {
@@ -166,6 +168,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
     registers: [registry],
   });
 
+  const pendingExpired = new Counter({
+    name: 'tollgate_proxy_spend_pending_holds_expired_total',
+    help: "Pending spend holds (a settled request holds one on its key's hash if limited, one on its prepaid account's) dropped after 7 days uncounted by billing: usage that never reached billing (see the dead-letter queue)",
+    registers: [registry],
+  });
+
   let publisher: PublisherStatsSource | null = null;
   new Gauge({
     name: 'tollgate_proxy_publisher_buffered_events',
@@ -283,6 +291,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
     },
     watchPublisher(source) {
       publisher = source;
+    },
+    pendingHoldsExpired(count) {
+      pendingExpired.inc(count);
     },
     usageEvent(event) {
       usageEvents.inc();
