@@ -47,7 +47,7 @@ export interface CliContext {
   admin: () => ServiceSigner;
 }
 
-export type Cell = string | number | boolean | null | undefined;
+type Cell = string | number | boolean | null | undefined;
 
 export interface CommandResult {
   /** Printed as `{"data": …}` with --json. */
@@ -96,7 +96,7 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
 }
 
-export const processIo: CliIo = {
+const processIo: CliIo = {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   env: process.env,
@@ -206,7 +206,7 @@ function render(result: CommandResult): string {
   return `${JSON.stringify(result.data, null, 2)}\n`;
 }
 
-export function renderTable(columns: string[], rows: Cell[][]): string {
+function renderTable(columns: string[], rows: Cell[][]): string {
   if (rows.length === 0) return '(none)\n';
   const cells = [
     columns,
