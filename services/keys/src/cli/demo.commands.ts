@@ -10,7 +10,7 @@ import { type CliContext, type CommandGroup, defineCommand, UsageError } from '.
 import { callService } from './service-call';
 
 /** The gateway's public API as `make dev` serves it; PROXY_URL or --proxy-url for another address. */
-export const DEV_PROXY_URL = 'http://127.0.0.1:8080/api/v1';
+const DEV_PROXY_URL = 'http://127.0.0.1:8080/api/v1';
 const DEMO_CREDITS = '10';
 const DEMO_KEY_LIMIT = 5;
 
