@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 12.21.0
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: dev start build test test-faults install pnpm servers lint typecheck check demo migrate bench clean
+.PHONY: dev start build test test-faults install pnpm servers lint typecheck check demo migrate bench bench-proxy clean
 
 ## Installs pnpm (if missing) and every dependency, Node 24 included (root devDependency `node`),
 ## then builds the dashboard's web UI (services/dashboard/ui/dist, served by the dashboard service).
@@ -56,7 +56,12 @@ check: lint typecheck test
 migrate: install
 	@pnpm --filter @tollgate/keys migrate && pnpm --filter @tollgate/billing migrate && pnpm --filter @tollgate/dashboard migrate
 
-bench: install servers
+## Tollgate (production build, whole stack) vs the upstream directly vs Portkey, one run (bench/compare.ts, ≈ 8 min).
+bench: build servers
+	@pnpm exec tsx bench/compare.ts
+
+## Diagnostics: the proxy alone (reduced configuration) and the billing worker alone.
+bench-proxy: install servers
 	@pnpm exec tsx bench/proxy-latency.ts && pnpm exec tsx bench/billing-throughput.ts
 
 clean:

@@ -367,7 +367,8 @@ describe('docker-compose.yml', () => {
       for (const m of mounted) expect(m.readOnly, `${name} ${m.source}`).toBe(true);
     }
     for (const [name] of Object.entries(services)) {
-      if (name === 'service-keys' || name === 'admin') continue;
+      // The admin CLI: run on demand (`admin`) or once by `up` for the demo account (`demo`, exits).
+      if (name === 'service-keys' || name === 'admin' || name === 'demo') continue;
       expect(
         mountsOf(name).map((m) => m.source),
         name,
@@ -375,6 +376,9 @@ describe('docker-compose.yml', () => {
     }
     expect(mountsOf('admin').map((m) => m.source)).toContain('admin-identity');
     expect(services.admin).toMatchObject({ profiles: ['admin'] });
+    expect(services.demo).toMatchObject({ entrypoint: ['node', 'dist/cli.js'], restart: 'no' });
+    expect((services.demo as { command: string[] }).command.slice(0, 2)).toEqual(['demo', 'bootstrap']);
+    for (const m of mountsOf('demo')) expect(m.readOnly, `demo ${m.source}`).toBe(true);
     for (const name of ['proxy', 'keys', 'billing', 'dashboard']) {
       expect(services[name]?.depends_on, name).toHaveProperty(
         'service-keys.condition',

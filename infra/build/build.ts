@@ -120,6 +120,31 @@ export async function buildService(name: string): Promise<string[]> {
       `services/${name}: the bundle imports ${missing.join(', ')} at run time but services/${name}/package.json does not list them in "dependencies" (a production image would lack them)`,
     );
   }
+  // The other direction: a production dependency the bundle never needs is dead weight in the image
+  // (and hides which packages a service really uses). Workspace packages count when bundled, `@types/x`
+  // when `x` is imported; everything else must be imported by the bundle at run time.
+  const bundledWorkspace = new Set(
+    Object.keys(result.metafile.inputs)
+      .map((input) => relative(join(root, 'packages'), resolve(input)).split(sep))
+      .filter((parts) => parts[0] !== '..' && parts.length > 1)
+      .map((parts) => `@tollgate/${parts[0]}`),
+  );
+  const typesOf = (dep: string) => {
+    const base = dep.slice('@types/'.length);
+    return base.includes('__') ? `@${base.replace('__', '/')}` : base;
+  };
+  const unused = Object.keys(manifest.dependencies ?? {})
+    .filter((dep) => {
+      if (dep.startsWith('@tollgate/')) return !bundledWorkspace.has(dep);
+      if (dep.startsWith('@types/')) return !imported.has(typesOf(dep));
+      return !imported.has(dep);
+    })
+    .sort();
+  if (unused.length) {
+    throw new Error(
+      `services/${name}: package.json lists ${unused.join(', ')} in "dependencies" but the production bundle never uses them (move them to devDependencies, or remove them)`,
+    );
+  }
   const inputs = Object.keys(result.metafile.inputs).join('\n');
   for (const asset of assets) {
     if (inputs.includes(asset.usedBy.replace('@tollgate/', 'packages/'))) {

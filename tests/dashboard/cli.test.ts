@@ -152,3 +152,56 @@ describe('CLI service addresses', () => {
     expect(r.stdout).toMatch(/Added 2.5 USD/);
   });
 });
+
+describe('tollgate demo bootstrap (make demo, the compose demo step)', () => {
+  it('makes a ready account once: credits only when new, keys that work, an owner with a sign-in link', async () => {
+    const account = `demo-${Date.now().toString(36)}`;
+    const args = ['demo', 'bootstrap', '--account', account, '--proxy-url', stack.baseUrl, '--json'];
+    const first = await cli(args);
+    expect(first.code, first.stderr).toBe(0);
+    const d = JSON.parse(first.stdout).data;
+    expect(d).toMatchObject({ account, created: true, credits_granted: '10', api_base: stack.baseUrl });
+    expect(d.sign_in_link).toMatch(/#\/accept\?token=/);
+    const credits = await stack.api('/credits', { key: d.management_key });
+    expect(credits.body.data.total_credits).toBe(10);
+    const chat = await stack.api('/chat/completions', {
+      key: d.inference_key,
+      body: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Hello!' }], max_tokens: 5 },
+    });
+    expect(chat.status, JSON.stringify(chat.body)).toBe(200);
+    const limits = await stack.api('/key', { key: d.inference_key });
+    expect(limits.body.data).toMatchObject({ limit: 5, limit_reset: 'daily' });
+
+    const again = await cli(args);
+    expect(again.code, again.stderr).toBe(0);
+    const d2 = JSON.parse(again.stdout).data;
+    expect(d2).toMatchObject({ account, created: false, credits_granted: '0' });
+    expect(d2.inference_key).not.toBe(d.inference_key);
+    expect(d2.owner_email).not.toBe(d.owner_email);
+    expect((await stack.api('/credits', { key: d2.management_key })).body.data.total_credits).toBe(10);
+
+    const text = await cli(['demo', 'bootstrap', '--account', account, '--proxy-url', stack.baseUrl]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(`curl ${stack.baseUrl}/chat/completions`);
+  });
+
+  it('says which address to fix when the gateway does not answer, and refuses bad credits', async () => {
+    const down = await cli([
+      'demo',
+      'bootstrap',
+      '--account',
+      'demo-down',
+      '--proxy-url',
+      'http://127.0.0.1:9',
+    ]);
+    expect(down.code).toBe(2);
+    expect(down.stderr).toMatch(/gateway at http:\/\/127\.0\.0\.1:9 did not answer/);
+    // Nothing was created: the account's first real bootstrap still gets its credits.
+    const created = await cli(['accounts', 'create', '--slug', 'demo-down', '--name', 'x']);
+    expect(created.code, created.stderr).toBe(0);
+    const bad = await cli(['demo', 'bootstrap', '--account', 'demo-bad', '--credits', 'ten']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--credits/);
+    expect((await cli(['accounts', 'create', '--slug', 'demo-bad', '--name', 'x'])).code).toBe(0);
+  });
+});

@@ -30,9 +30,9 @@ import pg from 'pg';
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 export const MODEL = 'openai/gpt-4o-mini';
 /** Limit of every third key: a handful of requests' worth, so those keys reach it under load. */
-export const LIMIT = '0.0002';
+const LIMIT = '0.0002';
 
-export type ServiceName = 'provider-sim' | 'keys' | 'billing' | 'proxy';
+type ServiceName = 'provider-sim' | 'keys' | 'billing' | 'proxy';
 
 export async function freePort(): Promise<number> {
   return new Promise((res, rej) => {
@@ -55,7 +55,7 @@ export interface ServiceProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function spawnService(
+async function spawnService(
   service: ServiceName,
   env: Record<string, string>,
   options: { port?: number; label?: string; openFiles?: number } = {},
@@ -608,7 +608,7 @@ export interface Figures {
   lostDetail: string[];
 }
 
-export const countBy = (values: number[]) => {
+const countBy = (values: number[]) => {
   const m: Record<string, number> = {};
   for (const v of values) m[v] = (m[v] ?? 0) + 1;
   return m;

@@ -9,7 +9,7 @@ import { type DashboardHandle, type DashboardOptions, loadConfig, startDashboard
 import { expectContract } from '@tollgate/testkit';
 import { DEV_CATALOG_PATH, type Stack } from './stack';
 
-export interface DashboardResponse {
+interface DashboardResponse {
   status: number;
   headers: Headers;
   text: string;

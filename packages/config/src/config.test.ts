@@ -1,4 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DEV_SERVICE_KEYS, DEV_SERVICE_PUBLIC_KEYS, SERVICE_NAMES } from '@tollgate/auth';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -133,5 +136,36 @@ describe('production secret check (issue 14)', () => {
       /at least 32 characters/,
     );
     expect(loadConfig(schema, { ...production, OTHER_SECRET: strong }).OTHER_SECRET).toBe(strong);
+  });
+});
+
+describe('<NAME>_FILE settings (compose mounts the keys from volumes)', () => {
+  it('reads SERVICE_PRIVATE_KEY and SERVICE_PUBLIC_KEYS from files, refuses both forms at once or an unreadable file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+    try {
+      writeFileSync(join(dir, 'private.key'), `${own.privateKey}\n`);
+      writeFileSync(join(dir, 'billing.keys'), `${ownPublic}\n`);
+      const fromFiles = {
+        NODE_ENV: 'production',
+        SERVICE_PRIVATE_KEY_FILE: join(dir, 'private.key'),
+        SERVICE_PUBLIC_KEYS_FILE: join(dir, 'billing.keys'),
+      };
+      const c = loadConfig(schema, fromFiles);
+      expect(c.SERVICE_PRIVATE_KEY).toBe(own.privateKey);
+      expect(c.SERVICE_PUBLIC_KEYS).toBe(ownPublic);
+      expect(() => loadConfig(schema, { ...fromFiles, SERVICE_PRIVATE_KEY: own.privateKey })).toThrow(
+        /not both/,
+      );
+      expect(() =>
+        loadConfig(schema, { ...fromFiles, SERVICE_PUBLIC_KEYS_FILE: join(dir, 'missing') }),
+      ).toThrow(/SERVICE_PUBLIC_KEYS_FILE: cannot read .*ENOENT/);
+      // A development key in a file is refused like one in the variable.
+      writeFileSync(join(dir, 'dev.key'), DEV_SERVICE_KEYS.proxy.privateKey);
+      expect(() =>
+        loadConfig(schema, { ...fromFiles, SERVICE_PRIVATE_KEY_FILE: join(dir, 'dev.key') }),
+      ).toThrow(/development key/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

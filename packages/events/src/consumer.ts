@@ -128,7 +128,7 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   };
 
   function drive() {
-    if (inFlight) return;
+    if (inFlight !== null) return;
     const batch = ready.shift();
     if (!batch) return;
     inFlight = runBatch(batch).finally(() => {
@@ -299,7 +299,7 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
     retryingNote: 'usage consumer retrying',
     // A batch still in `handle` from the previous connection finishes first (one at a time, always).
     beforeConnect: async () => {
-      if (inFlight) await inFlight;
+      if (inFlight !== null) await inFlight;
     },
     async setup(conn) {
       const ch = await conn.createChannel();

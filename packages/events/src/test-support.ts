@@ -41,7 +41,7 @@ export function recordingLogger(): EventsLogger & {
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
-export function requestId(): string {
+function requestId(): string {
   const bytes = randomBytes(20);
   let tail = '';
   for (const b of bytes) tail += ALNUM[b % ALNUM.length];

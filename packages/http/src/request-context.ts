@@ -10,7 +10,7 @@ export const REQUEST_ID_LOG_FIELD = 'requestId';
 
 const INCOMING_ID = /^[\w.-]{1,100}$/;
 
-export interface RequestContext {
+interface RequestContext {
   requestId: string;
 }
 

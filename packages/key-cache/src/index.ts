@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 /**
@@ -66,6 +67,21 @@ return 1
 `;
 
 // Removes a pending marker left by a change that rolled back (only if still at that version).
+/**
+ * The proxy's hot-path read: the record (HMGET v s d) and this request counted in the key's window
+ * (INCR; the window's expiry set by its first request), as ONE command — one round trip, one command
+ * for Redis to parse and one for the client to encode, where a MULTI-less pipeline of three was before.
+ * KEYS: record hash, window counter. ARGV: counter ttl ms. Returns {v, s, d, count}.
+ */
+const READ_COUNTING_SCRIPT = `
+local r = redis.call('HMGET', KEYS[1], 'v', 's', 'd')
+local n = redis.call('INCR', KEYS[2])
+if n == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
+r[4] = n
+return r
+`;
+const READ_COUNTING_SHA = createHash('sha1').update(READ_COUNTING_SCRIPT).digest('hex');
+
 const CLEAR_PENDING_SCRIPT = `
 if redis.call('HGET', KEYS[1], 'v') == ARGV[1] and redis.call('HGET', KEYS[1], 's') == 'pending' then
   return redis.call('DEL', KEYS[1])
@@ -87,8 +103,9 @@ export interface KeyCache {
   /** One round trip. Throws if Redis is unreachable: callers must then ask the keys service. */
   get(digest: string): Promise<CacheLookup>;
   /**
-   * `get` plus this request counted in the key's fixed one-minute window, pipelined into the same
-   * round trip (HMGET, INCR, PEXPIRE): the per-key rate limit costs no extra round trip. Counted by
+   * `get` plus this request counted in the key's fixed one-minute window, in the same round trip
+   * (one script: HMGET, INCR, PEXPIRE on the window's first request): the per-key rate limit costs
+   * no extra round trip. Counted by
    * digest, which is known before the record is read, so every authenticated request of a key counts
    * in one Redis counter shared by all proxies. Throws if Redis is unreachable.
    */
@@ -128,17 +145,17 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
     async getCounting(digest, nowMs) {
       const window = Math.floor(nowMs / RATE_WINDOW_MS);
       const counter = `${options.prefix}rl:${digest}:${window}`;
-      const results = await redis
-        .pipeline()
-        .hmget(redisKey(digest), 'v', 's', 'd')
-        .incr(counter)
-        .pexpire(counter, RATE_WINDOW_MS * 2)
-        .exec();
-      const failed = results?.find(([err]) => err !== null);
-      if (!results || failed) throw failed?.[0] ?? new Error('Redis pipeline returned nothing');
+      const args = [redisKey(digest), counter, RATE_WINDOW_MS * 2] as const;
+      let r: [string | null, string | null, string | null, number];
+      try {
+        r = (await redis.evalsha(READ_COUNTING_SHA, 2, ...args)) as typeof r;
+      } catch (err) {
+        if (!String((err as Error).message).includes('NOSCRIPT')) throw err;
+        r = (await redis.eval(READ_COUNTING_SCRIPT, 2, ...args)) as typeof r;
+      }
       return {
-        lookup: toLookup(results[0]?.[1] as (string | null)[]),
-        count: { count: Number(results[1]?.[1]), windowEndMs: (window + 1) * RATE_WINDOW_MS },
+        lookup: toLookup(r),
+        count: { count: Number(r[3]), windowEndMs: (window + 1) * RATE_WINDOW_MS },
       };
     },
     fill: (digest, key) => write(digest, key.version, 'ok', JSON.stringify(key), recordTtl, 'cas'),
@@ -151,11 +168,11 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
   };
 }
 
-function toLookup([v, s, d]: (string | null)[]): CacheLookup {
+function toLookup([v, s, d]: readonly (string | null | number)[]): CacheLookup {
   if (v == null || s == null) return { state: 'miss' };
   if (s === 'absent') return { state: 'absent' };
   if (s === 'pending' || !d) return { state: 'pending' };
-  return { state: 'hit', key: JSON.parse(d) as CachedKey };
+  return { state: 'hit', key: JSON.parse(d as string) as CachedKey };
 }
 
 /** True when the key's expiry instant has passed at `nowMs`. */

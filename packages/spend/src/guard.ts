@@ -177,12 +177,25 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
     rebuild(accountId, keyId, at).catch((err: unknown) => options.onBackgroundError?.(err));
   };
 
+  // Per-request work kept small (hot path): limits parsed once per distinct value.
+  const limitUnitsCache = new Map<string, bigint>();
+  const limitUnitsOf = (limit: string): bigint => {
+    let units = limitUnitsCache.get(limit);
+    if (units === undefined) {
+      units = toUnits(limit);
+      if (limitUnitsCache.size >= 10_000) limitUnitsCache.clear();
+      limitUnitsCache.set(limit, units);
+    }
+    return units;
+  };
+
   return {
     async admit({ key, worstCaseCostUnits, requestId }) {
       // Management keys carry no spend limit (spec §8.2).
-      const limitUnits = key.limit !== null && key.scope !== 'management' ? toUnits(key.limit) : null;
+      const limitUnits = key.limit !== null && key.scope !== 'management' ? limitUnitsOf(key.limit) : null;
       for (let attempt = 0; ; attempt++) {
         const at = clock();
+        const period = periodKey(key.limitReset, at);
         const outcome = await store
           .admit({
             keyId: key.id,
@@ -190,7 +203,7 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
             requestId,
             worstCaseUnits: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits,
             limitUnits,
-            period: periodKey(key.limitReset, at),
+            period,
             now: at.getTime(),
           })
           .catch(() => {
@@ -221,7 +234,7 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           ...reservation,
           units: worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits,
           limitUnits,
-          period: periodKey(key.limitReset, at),
+          period,
           reservation,
           limitReset: key.limitReset,
         });

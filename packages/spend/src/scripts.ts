@@ -27,8 +27,11 @@ local function gt(a, b)
   if #a ~= #b then return #a > #b end
   return a > b
 end
--- a + b for non-negative decimal integer strings, exact at any length.
+-- a + b for non-negative decimal integer strings, exact at any length. Below 10^15 (operands of at
+-- most 15 digits: $100,000 in units) both the operands and their sum are exact in a Lua double
+-- (< 2^53), so the digit loop, the costliest part of the scripts, is only for larger amounts.
 local function add(a, b)
+  if #a < 16 and #b < 16 then return string.format('%d', tonumber(a) + tonumber(b)) end
   local out, carry = {}, 0
   local i, j = #a, #b
   while i > 0 or j > 0 or carry > 0 do
@@ -45,6 +48,7 @@ end
 -- a - b for non-negative decimal integer strings (a >= b; '0' when b > a), exact at any length.
 local function sub(a, b)
   if not gt(a, b) then return '0' end
+  if #a < 16 then return string.format('%d', tonumber(a) - tonumber(b)) end
   local out, borrow = {}, 0
   local i, j = #a, #b
   while i > 0 do
@@ -127,41 +131,64 @@ local req = ARGV[2]
 local worst = ARGV[3]
 local limited = ARGV[4] ~= ''
 local every = tonumber(ARGV[9])
-local a = redis.call('HMGET', KEYS[2], '_ok', 'postpaid', 'credits', 'usage')
-local k = {false, false}
-if limited then k = redis.call('HMGET', KEYS[1], '_ok', ARGV[5]) end
+local rf = 'r:' .. req
+-- Everything the decision reads, one HMGET per hash (the hot path: see docs/architecture.md).
+local a = redis.call('HMGET', KEYS[2], '_ok', 'postpaid', 'credits', 'usage', '_held', '_gc', rf)
+local k = {false, false, false, false, false}
+if limited then k = redis.call('HMGET', KEYS[1], '_ok', ARGV[5], '_held', '_gc', rf) end
 local needKey = limited and not k[1]
 local needAcct = not a[1]
 if needKey or needAcct then return {3, 0, 0, needKey and 1 or 0, needAcct and 1 or 0} end
 local staleKey = (limited and now - tonumber(k[1]) > tonumber(ARGV[7])) and 1 or 0
 local staleAcct = (now - tonumber(a[1]) > tonumber(ARGV[8])) and 1 or 0
 local postpaid = a[2] == '1'
+-- The sweep for expired holds, when due (every gc interval): it changes _held, so read it again.
 local expired = 0
+local function swept(h, held, gcAt, old)
+  if gcAt and tonumber(gcAt) > now then return amount(held), old end
+  expired = expired + gc(h, now, every)
+  local v = redis.call('HMGET', h, '_held', rf)
+  return amount(v[1]), v[2]
+end
+local kHeld, kOld, aHeld, aOld
 if limited then
-  expired = gc(KEYS[1], now, every)
-  local held = amount(redis.call('HGET', KEYS[1], '_held'))
-  if gt(add(add(amount(k[2]), held), worst), ARGV[4]) then
+  kHeld, kOld = swept(KEYS[1], k[3], k[4], k[5])
+  if gt(add(add(amount(k[2]), kHeld), worst), ARGV[4]) then
     return {1, 0, 0, staleKey, staleAcct, expired}
   end
 end
 if not postpaid then
-  expired = expired + gc(KEYS[2], now, every)
-  local held = amount(redis.call('HGET', KEYS[2], '_held'))
+  aHeld, aOld = swept(KEYS[2], a[5], a[6], a[7])
   local credits = amount(a[3])
   -- Out of credits, or this request's own worst case does not fit in what is left.
-  local used = add(amount(a[4]), held)
+  local used = add(amount(a[4]), aHeld)
   if (not gt(credits, used)) or gt(add(used, worst), credits) then
     return {2, 0, 0, staleKey, staleAcct, expired}
   end
 end
+-- hold() with what was read: the reservation and the new _held in one HSET.
+local function reserve(h, held, old, expires)
+  if old then
+    local oa = split(old)
+    if oa ~= '0' then held = sub(held, oa) end
+  end
+  if worst == '0' then
+    if old then
+      redis.call('HDEL', h, rf)
+      if split(old) ~= '0' then redis.call('HSET', h, '_held', held) end
+    end
+    return
+  end
+  redis.call('HSET', h, rf, worst .. '|' .. string.format('%d', expires), '_held', add(held, worst))
+end
 local expires = now + tonumber(ARGV[6])
 local ttl = tonumber(ARGV[10])
 if limited then
-  hold(KEYS[1], 'r:' .. req, worst, expires)
+  reserve(KEYS[1], kHeld, kOld, expires)
   redis.call('EXPIRE', KEYS[1], ttl)
 end
 if not postpaid then
-  hold(KEYS[2], 'r:' .. req, worst, expires)
+  reserve(KEYS[2], aHeld, aOld, expires)
   redis.call('EXPIRE', KEYS[2], ttl)
 end
 return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct, expired}
@@ -170,16 +197,39 @@ return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct, expired
 /**
  * KEYS: key hash, account hash. ARGV: now, request id, cost units, pending ttl ms, key tracked (0/1),
  * account tracked (0/1), hash ttl s. Turns the reservation into a pending cost (or drops it when the
- * worker already counted the request).
+ * worker already counted the request). Per hash: one HMGET of what it reads, one HSET (or HDEL) of
+ * what it changes (the same steps as drop r:, drop t:, hold p:, with _held written once).
  */
 const SETTLE = `${PRELUDE}
 local now = tonumber(ARGV[1])
 local req = ARGV[2]
 local cost = ARGV[3]
+local rf, tf, pf = 'r:' .. req, 't:' .. req, 'p:' .. req
 local function settle(h)
-  drop(h, 'r:' .. req)
-  if drop(h, 't:' .. req) then return end
-  hold(h, 'p:' .. req, cost, now + tonumber(ARGV[4]))
+  local v = redis.call('HMGET', h, '_held', rf, tf, pf)
+  local held = amount(v[1])
+  local changed = false
+  if v[2] then
+    local ra = split(v[2])
+    if ra ~= '0' then held = sub(held, ra); changed = true end
+  end
+  if v[3] then
+    -- The worker already counted the request (tombstone): no pending cost.
+    redis.call('HDEL', h, rf, tf)
+    if changed then redis.call('HSET', h, '_held', held) end
+    return
+  end
+  if v[4] then
+    local pa = split(v[4])
+    if pa ~= '0' then held = sub(held, pa); changed = true end
+  end
+  if cost == '0' then
+    if v[2] or v[4] then redis.call('HDEL', h, rf, pf) end
+    if changed then redis.call('HSET', h, '_held', held) end
+  else
+    if v[2] then redis.call('HDEL', h, rf) end
+    redis.call('HSET', h, pf, cost .. '|' .. string.format('%d', now + tonumber(ARGV[4])), '_held', add(held, cost))
+  end
   redis.call('EXPIRE', h, tonumber(ARGV[7]))
 end
 if ARGV[5] == '1' then settle(KEYS[1]) end
@@ -326,7 +376,7 @@ end
 return 1
 `;
 
-export class Script {
+class Script {
   readonly sha: string;
   constructor(readonly source: string) {
     this.sha = createHash('sha1').update(source).digest('hex');

@@ -56,7 +56,7 @@ export interface Lease {
 }
 
 /** What a renewal found: how many holds it renewed, and lapsed leases that no longer fit. */
-export interface RenewResult {
+interface RenewResult {
   renewed: number;
   /** Leases held again after they lapsed that put their key or account over its limit: stop them. */
   overLimit: Lease[];

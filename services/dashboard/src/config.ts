@@ -12,11 +12,9 @@ import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 
 /** Where `pnpm --filter @tollgate/dashboard build:ui` writes the single-page app. */
-export const DEFAULT_UI_DIR = fileURLToPath(new URL('../ui/dist', import.meta.url));
+const DEFAULT_UI_DIR = fileURLToPath(new URL('../ui/dist', import.meta.url));
 /** The catalog `make dev` serves (its prices are shown on the Models page). */
-export const DEFAULT_CATALOG_PATH = fileURLToPath(
-  new URL('../../../infra/catalog/dev.yaml', import.meta.url),
-);
+const DEFAULT_CATALOG_PATH = fileURLToPath(new URL('../../../infra/catalog/dev.yaml', import.meta.url));
 
 /** The dashboard's variables (the object, for tools that list them). */
 export const dashboardEnv = z.object({

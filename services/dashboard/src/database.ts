@@ -3,11 +3,11 @@ import type { ColumnType, Generated, Kysely, Selectable } from 'kysely';
 import { migrations } from '../migrations';
 
 /** Postgres schema owned by the dashboard. */
-export const DASHBOARD_SCHEMA = 'dashboard';
+const DASHBOARD_SCHEMA = 'dashboard';
 
 export type Role = 'owner' | 'viewer';
 
-export interface UsersTable {
+interface UsersTable {
   id: Generated<string>;
   account_id: string;
   email: string;
@@ -19,7 +19,7 @@ export interface UsersTable {
   updated_at: ColumnType<Date, never, Date | string>;
 }
 
-export interface SessionsTable {
+interface SessionsTable {
   /** SHA-256 of the cookie value (the cookie value itself is never stored). */
   digest: string;
   user_id: string;
@@ -28,7 +28,7 @@ export interface SessionsTable {
   expires_at: ColumnType<Date, Date | string, never>;
 }
 
-export interface InvitesTable {
+interface InvitesTable {
   digest: string;
   user_id: string;
   created_at: ColumnType<Date, Date | string, never>;
@@ -36,7 +36,7 @@ export interface InvitesTable {
   used_at: ColumnType<Date | null, never, Date | string>;
 }
 
-export interface SignInFailuresTable {
+interface SignInFailuresTable {
   /** `email:<lowercase email>` or `ip:<client address>`. */
   subject: string;
   failures: number;

@@ -5,7 +5,7 @@ import type { AccountsTable } from './accounts/accounts.table';
 import type { ApiKeysTable } from './keys/keys.table';
 
 /** Postgres schema owned by the keys service. */
-export const KEYS_SCHEMA = 'keys';
+const KEYS_SCHEMA = 'keys';
 
 export interface Database {
   'keys.accounts': AccountsTable;

@@ -36,7 +36,7 @@ export interface KeysRuntimeOptions {
  * Redis commands fail fast when the server is unreachable (no offline queue): a key change must be
  * refused with 503 at once, not hang until Redis comes back.
  */
-export function createKeysRedis(url: string, logger: Logger): Redis {
+function createKeysRedis(url: string, logger: Logger): Redis {
   const redis = new Redis(url, {
     lazyConnect: true,
     enableOfflineQueue: false,

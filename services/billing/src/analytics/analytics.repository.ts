@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { BillingDb } from '../database';
 
-export type Granularity = 'hour' | 'day' | 'total';
-export type GroupBy = 'model' | 'app' | 'key' | 'provider' | 'none';
+type Granularity = 'hour' | 'day' | 'total';
+type GroupBy = 'model' | 'app' | 'key' | 'provider' | 'none';
 
 export interface UsageQuery {
   accountId: string;

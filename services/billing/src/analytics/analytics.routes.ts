@@ -17,7 +17,7 @@ const floorTo = (d: Date, unit: number) => new Date(Math.floor(d.getTime() / uni
 const ceilTo = (d: Date, unit: number) => new Date(Math.ceil(d.getTime() / unit) * unit);
 
 /** The analytics row on the wire: counts as numbers, cost as an exact decimal string (USD). */
-export function usageRowView(r: UsageRow, groupBy: string): UsageRowView {
+function usageRowView(r: UsageRow, groupBy: string): UsageRowView {
   return {
     bucket: r.bucket ? r.bucket.toISOString() : null,
     group: groupBy === 'none' ? null : groupBy === 'app' && r.group === '' ? null : r.group,

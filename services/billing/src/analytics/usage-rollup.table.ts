@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from 'kysely';
+import type { ColumnType } from 'kysely';
 import type { Numeric } from '../generations/generations.table';
 
 /** int8 columns come back from pg as strings; we write numbers or decimal strings. */
@@ -29,5 +29,3 @@ export interface UsageHourlyTable extends RollupColumns {
 export interface UsageDailyTable extends RollupColumns {
   day: ColumnType<string, string, never>;
 }
-
-export type UsageHourly = Selectable<UsageHourlyTable>;

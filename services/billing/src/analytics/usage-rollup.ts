@@ -4,14 +4,14 @@ import type { BillingDb } from '../database';
 import type { NewGeneration } from '../generations/generations.table';
 
 /** The UTC hour a record counts in: the hour of its `finished_at`, like the spend periods. */
-export const hourOf = (finishedAt: Date | string): string => {
+const hourOf = (finishedAt: Date | string): string => {
   const d = new Date(finishedAt);
   d.setUTCMinutes(0, 0, 0);
   return d.toISOString();
 };
 
 /** The UTC day ('YYYY-MM-DD') a record counts in. */
-export const dayOf = (finishedAt: Date | string): string => new Date(finishedAt).toISOString().slice(0, 10);
+const dayOf = (finishedAt: Date | string): string => new Date(finishedAt).toISOString().slice(0, 10);
 
 interface RollupDelta {
   account_id: string;
@@ -33,7 +33,7 @@ interface RollupDelta {
  * Sums records into one delta per roll-up row of the given resolution, sorted by primary key (the
  * same lock order in every worker).
  */
-export function rollupDeltas(records: readonly NewGeneration[], resolution: 'hour' | 'day'): RollupDelta[] {
+function rollupDeltas(records: readonly NewGeneration[], resolution: 'hour' | 'day'): RollupDelta[] {
   const bucketOf = resolution === 'hour' ? hourOf : dayOf;
   const byRow = new Map<string, RollupDelta>();
   for (const e of records) {

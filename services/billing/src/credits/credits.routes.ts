@@ -27,7 +27,7 @@ function amountUnits(value: string | number): bigint {
  * Who may grant credits or set the postpaid flag: the operator's CLI only (`admin`). The proxy, keys
  * and the dashboard have no flow that moves money, so a leaked key of theirs cannot either.
  */
-export const CREDIT_WRITERS = ['admin'] as const;
+const CREDIT_WRITERS = ['admin'] as const;
 
 export function creditsRoutes(deps: { credits: CreditsService; verifier: ServiceVerifier }): Router {
   const router = Router();

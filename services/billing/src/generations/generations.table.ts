@@ -37,7 +37,7 @@ export interface GenerationsTable {
   recorded_at: ColumnType<Date, never, never>;
 }
 
-export interface GenerationAttempt {
+interface GenerationAttempt {
   provider: string;
   model: string;
   status: number | null;

@@ -3,7 +3,7 @@ import type { Logger } from '@tollgate/logger';
 import type { UsageRecorder } from './usage.recorder';
 
 /** One typed handler per entry of the usage-event catalog (type → version → handler of a batch). */
-export type UsageEventHandlers = {
+type UsageEventHandlers = {
   [T in keyof UsageEventSchemas]: {
     [V in keyof UsageEventSchemas[T]]: (events: UsageEventOf<T, V>[]) => Promise<void>;
   };

@@ -15,7 +15,7 @@ import {
 } from '../spend/spend.repository';
 
 /** The four spend periods an event counts towards, by its `finished_at` (UTC). */
-export const periodsOf = (finishedAt: Date): string[] => [
+const periodsOf = (finishedAt: Date): string[] => [
   periodKey('daily', finishedAt),
   periodKey('weekly', finishedAt),
   periodKey('monthly', finishedAt),
@@ -23,14 +23,14 @@ export const periodsOf = (finishedAt: Date): string[] => [
 ];
 
 /** Cost in units; more than 10 decimals (never sent by the proxy) is rounded up, never down. */
-export function costUnits(cost: string): bigint {
+function costUnits(cost: string): bigint {
   const [int = '0', frac = ''] = cost.split('.');
   if (frac.length <= SCALE) return toUnits(cost);
   const kept = toUnits(`${int}.${frac.slice(0, SCALE)}`);
   return /[1-9]/.test(frac.slice(SCALE)) ? kept + 1n : kept;
 }
 
-export function toGenerationRow(e: UsageEvent): NewGeneration {
+function toGenerationRow(e: UsageEvent): NewGeneration {
   return {
     id: e.id,
     account_id: e.account_id,
@@ -61,7 +61,7 @@ export function toGenerationRow(e: UsageEvent): NewGeneration {
   };
 }
 
-export interface RecordResult {
+interface RecordResult {
   /** Events recorded by this call (the others were already recorded: redelivery or duplicate). */
   inserted: number;
   duplicates: number;

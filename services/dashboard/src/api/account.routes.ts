@@ -45,7 +45,7 @@ const startOfWeek = (d: Date) => {
 const startOfMonth = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
 
 /** USD per token → USD per million tokens, exact. */
-export const perMillion = (perToken: string) => toDecimal(toUnits(perToken) * 1_000_000n);
+const perMillion = (perToken: string) => toDecimal(toUnits(perToken) * 1_000_000n);
 
 const CSV_COLUMNS = [
   'bucket',

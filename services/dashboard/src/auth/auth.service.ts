@@ -64,9 +64,9 @@ export interface AuthService {
   acceptInvite(token: string, password: string): Promise<NewSession>;
 }
 
-export const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
-export function checkPassword(password: string) {
+function checkPassword(password: string) {
   if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) {
     throw badRequest(`password: must be ${PASSWORD_MIN}-${PASSWORD_MAX} characters`, { field: 'password' });
   }

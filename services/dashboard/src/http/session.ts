@@ -9,11 +9,11 @@ import type { AuthService, NewSession, SessionUser } from '../auth/auth.service'
  * signed-in user carries the session's CSRF token in `X-CSRF-Token` (synchronizer token; the SPA
  * reads it from GET /api/me), and no state-changing request is accepted from another Origin.
  */
-export const SESSION_COOKIE = 'tg_session';
-export const CSRF_HEADER = 'x-csrf-token';
+const SESSION_COOKIE = 'tg_session';
+const CSRF_HEADER = 'x-csrf-token';
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-export function parseCookies(header: string | undefined): Map<string, string> {
+function parseCookies(header: string | undefined): Map<string, string> {
   const out = new Map<string, string>();
   for (const part of (header ?? '').split(';')) {
     const i = part.indexOf('=');

@@ -13,7 +13,7 @@ import type { InternalClient } from '../upstream/internal-client';
 const inviteBody = createUser.request.omit({ account_id: true });
 
 /** The sign-in link of an invitation: the token travels in the URL fragment (never sent to a server log). */
-export const inviteLink = (publicUrl: string, token: string) =>
+const inviteLink = (publicUrl: string, token: string) =>
   `${publicUrl.replace(/\/$/, '')}/#/accept?token=${encodeURIComponent(token)}`;
 
 export function usersRoutes(deps: {

@@ -3,9 +3,9 @@ import type { KeysDb } from '../database';
 import { findAccountById, findAccountBySlug, insertAccount, listAccounts } from './accounts.repository';
 import type { Account } from './accounts.table';
 
-export const SLUG_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+const SLUG_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
-export function validateSlug(slug: string): string {
+function validateSlug(slug: string): string {
   if (!SLUG_PATTERN.test(slug) || slug.length > 64) {
     throw badRequest(
       `slug: must be 1-64 lowercase letters, digits or inner hyphens (e.g. "acme" or "acme-labs"), got "${slug}"`,

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 export interface AccountsTable {
   id: Generated<string>;
@@ -9,4 +9,3 @@ export interface AccountsTable {
 }
 
 export type Account = Selectable<AccountsTable>;
-export type NewAccount = Insertable<AccountsTable>;

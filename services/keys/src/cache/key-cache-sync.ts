@@ -35,7 +35,7 @@ export function toCachedKey(row: ApiKey): CachedKey {
 }
 
 /** Postgres numeric text ("10.5000000000") to a plain decimal string ("10.5"). */
-export function normaliseDecimal(value: string): string {
+function normaliseDecimal(value: string): string {
   if (!value.includes('.')) return value;
   return value.replace(/0+$/, '').replace(/\.$/, '');
 }
@@ -53,7 +53,7 @@ export interface KeyChangeDeps {
   logger: Logger;
 }
 
-export const cacheUnavailable = () =>
+const cacheUnavailable = () =>
   new AppError(
     'service_unavailable',
     'The key cache is unavailable, so the change was not applied; retry later',

@@ -38,6 +38,8 @@ export interface CliContext {
   config: KeysConfig;
   /** Billing and dashboard addresses (BILLING_URL, DASHBOARD_URL; default: the `make dev` ones). */
   urls: ServiceUrls;
+  /** The CLI's environment (the command line's, or a test's). */
+  env: NodeJS.ProcessEnv;
   /**
    * The CLI's own identity for billing and dashboard calls (`admin`, from ADMIN_PRIVATE_KEY; the dev
    * key outside production). Read on first use: commands that only touch the keys database need none.
@@ -45,7 +47,7 @@ export interface CliContext {
   admin: () => ServiceSigner;
 }
 
-export type Cell = string | number | boolean | null | undefined;
+type Cell = string | number | boolean | null | undefined;
 
 export interface CommandResult {
   /** Printed as `{"data": …}` with --json. */
@@ -94,7 +96,7 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
 }
 
-export const processIo: CliIo = {
+const processIo: CliIo = {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   env: process.env,
@@ -176,7 +178,7 @@ async function withContext<T>(env: NodeJS.ProcessEnv, fn: (ctx: CliContext) => P
       admin ??= createServiceSigner('admin', loadEnv(adminEnv, env).ADMIN_PRIVATE_KEY);
       return admin;
     };
-    return await fn({ runtime, config, urls: serviceUrls(env), admin: adminSigner });
+    return await fn({ runtime, config, urls: serviceUrls(env), env, admin: adminSigner });
   } finally {
     await runtime.close();
   }
@@ -204,7 +206,7 @@ function render(result: CommandResult): string {
   return `${JSON.stringify(result.data, null, 2)}\n`;
 }
 
-export function renderTable(columns: string[], rows: Cell[][]): string {
+function renderTable(columns: string[], rows: Cell[][]): string {
   if (rows.length === 0) return '(none)\n';
   const cells = [
     columns,

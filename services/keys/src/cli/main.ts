@@ -2,6 +2,7 @@ import { pathToFileURL } from 'node:url';
 import { accountsCommands } from './accounts.commands';
 import { type CommandGroup, runCli } from './command';
 import { creditsCommands, dlqCommands, setPostpaidCommand } from './credits.commands';
+import { demoCommands } from './demo.commands';
 import { keysCommands } from './keys.commands';
 import { usersCommands } from './users.commands';
 
@@ -15,6 +16,7 @@ export const commandGroups: CommandGroup[] = [
   creditsCommands,
   usersCommands,
   dlqCommands,
+  demoCommands,
 ];
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -9,7 +9,7 @@ import type { ApiKey } from './keys.table';
 export type { KeyObject };
 
 /** OpenRouter's `rate_limit` object of GET /key. */
-export interface RateLimitObject {
+interface RateLimitObject {
   requests: number;
   interval: string;
   note: string;
@@ -31,7 +31,7 @@ export interface CallerKeyObject extends KeyObject {
  * `best-effort` falls back to zeros after logging (a response to a change that already committed);
  * `zero` skips billing (a key created this instant has spent nothing).
  */
-export type UsageMode = 'read' | 'best-effort' | 'zero';
+type UsageMode = 'read' | 'best-effort' | 'zero';
 
 export interface KeyPresenter {
   present(rows: readonly ApiKey[], mode: UsageMode): Promise<KeyObject[]>;
@@ -40,7 +40,7 @@ export interface KeyPresenter {
 
 const usd = (decimal: string) => toNumber(toUnits(decimal));
 
-export function toKeyObject(row: ApiKey, usage: KeyUsage, pendingLastUsed?: Date): KeyObject {
+function toKeyObject(row: ApiKey, usage: KeyUsage, pendingLastUsed?: Date): KeyObject {
   const usedUnits = toUnits(usage.usage);
   const limitUnits = row.limit === null ? null : toUnits(row.limit);
   const remaining = limitUnits === null ? null : limitUnits > usedUnits ? limitUnits - usedUnits : 0n;
@@ -77,7 +77,7 @@ export function toKeyObject(row: ApiKey, usage: KeyUsage, pendingLastUsed?: Date
 }
 
 /** The key's request rate limit in OpenRouter's `rate_limit` shape (requests 0 = none). */
-export function rateLimitObject(rpm: number | null): RateLimitObject {
+function rateLimitObject(rpm: number | null): RateLimitObject {
   return rpm === null
     ? { requests: 0, interval: '1m', note: 'This key has no request rate limit (requests 0 = unlimited).' }
     : {

@@ -14,7 +14,7 @@ import {
 } from './keys.repository';
 import type { ApiKey, ApiKeyUpdate } from './keys.table';
 
-export interface CreateKeyInput {
+interface CreateKeyInput {
   name: string;
   scope: KeyScope;
   /** USD decimal string, validated by the caller. */
@@ -31,7 +31,7 @@ export interface KeyGovernanceInput {
   rateLimitRpm?: number | null;
 }
 
-export interface UpdateKeyInput {
+interface UpdateKeyInput {
   name?: string;
   disabled?: boolean;
   limit?: string | null;

@@ -42,7 +42,7 @@ export function startLastUsedFlusher(deps: {
 
   // Never two flushes at once: a caller joins the one in flight, then runs its own.
   const flush = async (): Promise<number> => {
-    while (running) await running.catch(() => 0);
+    while (running !== null) await running.catch(() => 0);
     running = flushOnce();
     try {
       return await running;

@@ -21,7 +21,7 @@ return 1
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export interface LastUsedEntry {
+interface LastUsedEntry {
   id: string;
   at: Date;
 }

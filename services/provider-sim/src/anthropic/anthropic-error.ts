@@ -20,7 +20,7 @@ export class AnthropicError extends Error {
 }
 
 /** The error `type` Anthropic documents for an HTTP status. */
-export function errorTypeFor(status: number): string {
+function errorTypeFor(status: number): string {
   switch (status) {
     case 401:
       return 'authentication_error';

@@ -22,7 +22,7 @@ export interface AnthropicBlock {
   is_error?: boolean;
 }
 
-export interface AnthropicMessage {
+interface AnthropicMessage {
   role: 'user' | 'assistant';
   content: string | AnthropicBlock[];
 }
@@ -33,7 +33,7 @@ export interface AnthropicTool {
   input_schema: Record<string, unknown>;
 }
 
-export type ToolChoice = { type: 'auto' | 'any' | 'none' } | { type: 'tool'; name: string };
+type ToolChoice = { type: 'auto' | 'any' | 'none' } | { type: 'tool'; name: string };
 
 export interface MessagesRequest {
   model: string;

@@ -21,7 +21,7 @@ export interface CompletionPlan {
   reasoningTokens: number;
 }
 
-export function planCompletion(req: CompletionRequest): CompletionPlan {
+function planCompletion(req: CompletionRequest): CompletionPlan {
   return planTokens(promptSeed(req.messages), countPromptTokens(req.messages), req.maxTokens, req.sim);
 }
 
@@ -60,7 +60,7 @@ export function planTokens(
   };
 }
 
-export function usageJson(plan: CompletionPlan): string {
+function usageJson(plan: CompletionPlan): string {
   const cacheWrite =
     plan.cacheWriteTokens === undefined ? '' : `,"cache_write_tokens":${plan.cacheWriteTokens}`;
   return (
@@ -77,7 +77,7 @@ const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 let idCounter = 0;
 
 /** `chatcmpl-` + 24 characters, unique per process without a CSPRNG call per request. */
-export function completionId(): string {
+function completionId(): string {
   let s = 'chatcmpl-';
   for (let i = 0; i < 16; i++) s += ID_ALPHABET[Math.floor(Math.random() * 62)];
   idCounter = (idCounter + 1) % 62 ** 8;

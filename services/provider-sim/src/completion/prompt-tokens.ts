@@ -6,7 +6,7 @@ import { type CountBudget, countTextTokens, newBudget } from '@tollgate/tokens';
  * Special-token text such as "<|endoftext|>" is counted as plain text, like the real API does.
  */
 export const TOKENS_PER_MESSAGE = 3;
-export const TOKENS_PER_NAME = 1;
+const TOKENS_PER_NAME = 1;
 export const REPLY_PRIMING_TOKENS = 3;
 /** An image part is billed like a low-detail image. */
 export const TOKENS_PER_IMAGE = 85;

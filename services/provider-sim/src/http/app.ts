@@ -190,7 +190,7 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     try {
       const p = route(req, res);
-      if (p) p.catch((err: unknown) => fail(res, err));
+      if (p instanceof Promise) p.catch((err: unknown) => fail(res, err));
     } catch (err) {
       fail(res, err);
     }

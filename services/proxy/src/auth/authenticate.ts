@@ -23,7 +23,7 @@ export interface Authenticator {
   authenticate(authorization: string | undefined, client?: string): Promise<Authenticated>;
 }
 
-export interface Authenticated {
+interface Authenticated {
   key: CachedKey;
   /** This request counted in the key's current minute (null when Redis could not be reached). */
   count: RequestCount | null;
@@ -52,7 +52,7 @@ const LAST_USED_TRACKED_MAX = 100_000;
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-export function bearerKey(authorization: string | undefined): string | null {
+function bearerKey(authorization: string | undefined): string | null {
   if (!authorization) return null;
   const m = BEARER.exec(authorization);
   return m?.[1] ?? null;

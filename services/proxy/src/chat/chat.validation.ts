@@ -5,7 +5,7 @@ import { badRequest } from '@tollgate/errors';
  * others, only the wire format's documented fields reach the provider (request-fields.ts).
  * Hand-written rather than zod: it runs on every request and the messages name the field exactly.
  */
-export interface ChatMessage {
+interface ChatMessage {
   role: string;
   content: string | unknown[] | null;
   [field: string]: unknown;
@@ -32,7 +32,7 @@ export interface ChatRequest {
 }
 
 /** Upper bound of `n` (OpenAI's own limit is 128). */
-export const MAX_N = 128;
+const MAX_N = 128;
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -13,7 +13,7 @@ import { safeText } from '@tollgate/errors';
  *   CLIENT_DETAIL_MAX code points and account identifiers redacted, so the caller can fix it;
  * - 5xx and anything else: 502, no text.
  */
-export const CLIENT_DETAIL_MAX = 200;
+const CLIENT_DETAIL_MAX = 200;
 /** Longest provider text kept for logs and the generation record. */
 export const DETAIL_MAX = 500;
 

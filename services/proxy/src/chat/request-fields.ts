@@ -41,7 +41,7 @@ export const OPENAI_CHAT_FIELDS: ReadonlySet<string> = new Set([
 ]);
 
 /** The simulator's request field (fault injection, delays), for `simulator: true` providers only. */
-export const SIMULATOR_FIELD = 'sim';
+const SIMULATOR_FIELD = 'sim';
 
 /** The upstream body: the allowed fields of `body`, in their order. */
 export function upstreamFields(

@@ -62,7 +62,7 @@ export interface ProxyHandle {
 
 export const defaultEstimator: TokenEstimator = { estimatePromptTokens, estimateCompletionTokens };
 
-export interface ProxyAppParts {
+interface ProxyAppParts {
   app: express.Express;
   inFlight(): number;
   setDraining(): void;

@@ -22,10 +22,10 @@ const tooLarge = () => new AppError('payload_too_large', 'Request body is too la
  * JSON.stringify (forwarding, token counting) overflows the stack on deep values (500/502 before);
  * real chat requests nest a handful of levels (tool parameter schemas perhaps a dozen).
  */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /** True when `value` nests deeper than `max` (iterative: no recursion on hostile input). */
-export function nestedDeeperThan(value: unknown, max: number): boolean {
+function nestedDeeperThan(value: unknown, max: number): boolean {
   if (typeof value !== 'object' || value === null) return false;
   const stack: unknown[] = [value];
   const depths: number[] = [1];

@@ -4,7 +4,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { SpendGuard } from '../spend/guard';
 
 /** What the publisher exposes for the gauges (the @tollgate/events publisher's stats()). */
-export interface PublisherStatsSource {
+interface PublisherStatsSource {
   stats(): {
     buffered: number;
     dropped: number;
@@ -17,7 +17,7 @@ export interface PublisherStatsSource {
 }
 
 /** What the metrics read of a chat completion when its response closes (set by the chat route). */
-export interface CompletionTiming {
+interface CompletionTiming {
   model: { id: string };
   provider: { name: string };
   chat: { stream: boolean };

@@ -16,9 +16,6 @@ export interface Route {
   allowFallbacks: boolean;
 }
 
-/** OpenRouter request fields that steer routing; none of them ever reaches a provider. */
-export const ROUTING_FIELDS = ['models', 'provider', 'usage', 'transforms', 'route', 'plugins'] as const;
-
 const MAX_MODELS = 10;
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);

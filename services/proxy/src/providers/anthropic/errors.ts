@@ -42,7 +42,7 @@ function statusClass(status: number): AnthropicErrorClass {
 }
 
 /** The error object of an Anthropic error body or stream `error` event (`{type, message}`), or null. */
-export function errorObject(payload: unknown): { type: string | null; message: string | null } | null {
+function errorObject(payload: unknown): { type: string | null; message: string | null } | null {
   if (typeof payload !== 'object' || payload === null) return null;
   const e = (payload as { error?: unknown }).error;
   if (typeof e !== 'object' || e === null) return null;

@@ -14,7 +14,7 @@ import { AppError } from '@tollgate/errors';
  * types, `function`-role messages, tool-call arguments that are not a JSON object. Fields without an
  * Anthropic equivalent (penalties, logit_bias, logprobs, seed, response_format, …) are not sent.
  */
-export const ANTHROPIC_VERSION = '2023-06-01';
+const ANTHROPIC_VERSION = '2023-06-01';
 /** `max_tokens` when the request has none (Anthropic requires it). */
 export const DEFAULT_MAX_TOKENS = 4096;
 

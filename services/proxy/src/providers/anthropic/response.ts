@@ -45,7 +45,7 @@ export function finishReason(stopReason: unknown): string {
 }
 
 /** A tool_use block as an OpenAI tool call. */
-export const toolCall = (block: Json) => ({
+const toolCall = (block: Json) => ({
   id: block.id,
   type: 'function',
   function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },

@@ -1,0 +1,225 @@
+/**
+ * The load generator of bench/compare.ts, always its own process (never sharing an event loop with a
+ * server). One job per run: `node --import tsx bench/compare/load.ts '<job json>'`; progress events
+ * and the result are JSON lines on stdout (`{"event": …}` then `{"result": …}`).
+ *
+ *   seq      one keep-alive connection, requests back to back: per-request latency (µs resolution)
+ *   max      autocannon, N connections, fixed duration: req/s and latency percentiles
+ *   rate     open loop at R req/s (latency counted from the *scheduled* start): time to first body
+ *            byte and to the end, for streamed or JSON requests
+ *   streams  N streams opened together (ramped over `rampMs`), each read to its end: chunk gaps,
+ *            durations, stalls (a gap longer than `stallMs`, an error, or no end by the deadline);
+ *            emits `{"event":"open"}` once every stream has its first byte and waits `holdMs` then
+ * Every job carries `{url, headers, body}` of the request to send.
+ */
+import http from 'node:http';
+import autocannon from 'autocannon';
+
+interface Request {
+  url: string;
+  method?: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+type Job =
+  | ({ kind: 'seq'; count: number; warmup: number } & Request)
+  | ({ kind: 'max'; connections: number; seconds: number } & Request)
+  | ({ kind: 'rate'; rate: number; seconds: number; sockets: number } & Request)
+  | ({
+      kind: 'streams';
+      streams: number;
+      rampMs: number;
+      stallMs: number;
+      deadlineMs: number;
+      holdMs?: number;
+    } & Request);
+
+const job = JSON.parse(process.argv[2] ?? '{}') as Job;
+const emit = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
+
+interface Timing {
+  status: number;
+  /** ms from (scheduled) start to the first body byte, and to the end. */
+  ttfb: number;
+  total: number;
+  bytes: number;
+  chunks: number;
+  maxGap: number;
+  error?: string;
+}
+
+function send(agent: http.Agent, r: Request, start: number, onFirst?: () => void): Promise<Timing> {
+  return new Promise((resolve) => {
+    const u = new URL(r.url);
+    const body = r.body === undefined ? undefined : Buffer.from(r.body);
+    const t: Timing = { status: 0, ttfb: 0, total: 0, bytes: 0, chunks: 0, maxGap: 0 };
+    let last = 0;
+    const req = http.request(
+      {
+        agent,
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        method: r.method ?? (body ? 'POST' : 'GET'),
+        headers: body ? { ...r.headers, 'content-length': String(body.length) } : r.headers,
+      },
+      (res) => {
+        t.status = res.statusCode ?? 0;
+        res.on('data', (b: Buffer) => {
+          const now = performance.now();
+          if (t.chunks === 0) {
+            t.ttfb = now - start;
+            onFirst?.();
+          } else if (now - last > t.maxGap) t.maxGap = now - last;
+          last = now;
+          t.chunks++;
+          t.bytes += b.length;
+        });
+        res.on('end', () => {
+          t.total = performance.now() - start;
+          resolve(t);
+        });
+        res.on('error', (err) => {
+          t.error = err.message;
+          t.total = performance.now() - start;
+          resolve(t);
+        });
+      },
+    );
+    req.on('error', (err) => {
+      t.error = err.message;
+      t.total = performance.now() - start;
+      resolve(t);
+    });
+    req.end(body);
+  });
+}
+
+const pct = (sorted: number[], p: number) =>
+  sorted.length === 0
+    ? Number.NaN
+    : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number);
+const round = (n: number) => Math.round(n * 1000) / 1000;
+
+async function seq(j: Extract<Job, { kind: 'seq' }>) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const samples: number[] = [];
+  let errors = 0;
+  for (let i = 0; i < j.warmup + j.count; i++) {
+    const t = await send(agent, j, performance.now());
+    if (t.status !== 200 || t.error) errors++;
+    if (i >= j.warmup) samples.push(t.total);
+  }
+  agent.destroy();
+  return { samples: samples.map(round), errors };
+}
+
+async function max(j: Extract<Job, { kind: 'max' }>) {
+  const r = await autocannon({
+    url: j.url,
+    method: (j.method ?? 'POST') as 'POST',
+    headers: j.headers,
+    body: j.body,
+    connections: j.connections,
+    duration: j.seconds,
+  });
+  return {
+    rps: r.requests.average,
+    requests: r.requests.total,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+  };
+}
+
+async function rate(j: Extract<Job, { kind: 'rate' }>) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: j.sockets });
+  const total = Math.round(j.rate * j.seconds);
+  const t0 = performance.now() + 20;
+  const results: Promise<Timing>[] = [];
+  await new Promise<void>((done) => {
+    let sent = 0;
+    const tick = () => {
+      const now = performance.now();
+      while (sent < total && t0 + (sent * 1000) / j.rate <= now) {
+        results.push(send(agent, j, t0 + (sent * 1000) / j.rate));
+        sent++;
+      }
+      if (sent >= total) done();
+      else setTimeout(tick, 1);
+    };
+    setTimeout(tick, 20);
+  });
+  const all = await Promise.all(results);
+  agent.destroy();
+  const ok = all.filter((t) => t.status === 200 && !t.error);
+  return {
+    requests: all.length,
+    errors: all.length - ok.length,
+    ttfb: ok.map((t) => round(t.ttfb)),
+    total: ok.map((t) => round(t.total)),
+  };
+}
+
+async function streams(j: Extract<Job, { kind: 'streams' }>) {
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
+  let opened = 0;
+  let announced = false;
+  const started = performance.now();
+  const all: Promise<Timing>[] = [];
+  let openResolve: () => void = () => {};
+  const allOpen = new Promise<void>((r) => {
+    openResolve = r;
+  });
+  for (let i = 0; i < j.streams; i++) {
+    const at = started + (i * j.rampMs) / j.streams;
+    const wait = at - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    all.push(
+      send(agent, j, performance.now(), () => {
+        opened++;
+        if (opened === j.streams) openResolve();
+      }),
+    );
+  }
+  const openOrTimeout = await Promise.race([
+    allOpen.then(() => true),
+    new Promise<boolean>((r) => setTimeout(() => r(false), j.deadlineMs)),
+  ]);
+  if (openOrTimeout && !announced) {
+    announced = true;
+    emit({ event: 'open', streams: opened, ms: round(performance.now() - started) });
+    if (j.holdMs) await new Promise((r) => setTimeout(r, j.holdMs));
+  }
+  const deadline = new Promise<'deadline'>((r) => setTimeout(() => r('deadline'), j.deadlineMs));
+  const settled = await Promise.race([Promise.all(all), deadline]);
+  const done = settled === 'deadline' ? [] : settled;
+  const finished = done.filter((t) => t.status === 200 && !t.error);
+  const stalled = done.filter((t) => t.status !== 200 || t.error || t.maxGap > j.stallMs).length;
+  const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
+  const durations = sorted(finished.map((t) => t.total));
+  const gaps = sorted(finished.map((t) => t.maxGap));
+  const firstErrors = done.filter((t) => t.error || t.status !== 200).slice(0, 3);
+  agent.destroy();
+  return {
+    streams: j.streams,
+    opened,
+    allOpen: openOrTimeout,
+    finished: finished.length,
+    stalled: settled === 'deadline' ? j.streams : stalled,
+    deadlineHit: settled === 'deadline',
+    durationP50: round(pct(durations, 50)),
+    durationP99: round(pct(durations, 99)),
+    maxGapP99: round(pct(gaps, 99)),
+    maxGapMax: round(gaps.at(-1) ?? Number.NaN),
+    ttfbP99: round(pct(sorted(finished.map((t) => t.ttfb)), 99)),
+    errors: firstErrors.map((t) => ({ status: t.status, error: t.error })),
+  };
+}
+
+const run = { seq, max, rate, streams } as const;
+const result = await (run[job.kind] as (j: Job) => Promise<unknown>)(job);
+emit({ result });
+process.exit(0);

@@ -1,0 +1,162 @@
+/**
+ * The benchmark's upstream: a small, fast, independent OpenAI-compatible server (node:http only, no
+ * Tollgate code), so every gateway in bench/compare.ts forwards to the same thing.
+ *
+ *   POST …/chat/completions   non-streamed: one fixed chat.completion JSON (with usage)
+ *                             `stream: true`: SSE chunks, then a usage chunk, then `data: [DONE]`
+ * The model name picks the stream's shape: `paced-<chunks>-<ms>` sends <chunks> content chunks
+ * <ms> apart (one shared timer per pace, not one per stream: 10,000 open streams cost little here);
+ * anything else sends 16 chunks at once. `GET /v1/models` answers a one-model list.
+ *
+ * Run as a child process: prints `{"port": N}` on stdout once listening; stops on SIGTERM.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+const CONTENT = 'Hello from the bench upstream. ';
+const USAGE = { prompt_tokens: 24, completion_tokens: 16, total_tokens: 40 };
+
+const completionJson = (model: string) =>
+  Buffer.from(
+    JSON.stringify({
+      id: 'chatcmpl-bench',
+      object: 'chat.completion',
+      created: 1_763_856_000,
+      model,
+      choices: [
+        { index: 0, message: { role: 'assistant', content: CONTENT.repeat(2) }, finish_reason: 'stop' },
+      ],
+      usage: USAGE,
+    }),
+  );
+const jsonCache = new Map<string, Buffer>();
+
+const chunk = (model: string, delta: Record<string, unknown>, finish: string | null) =>
+  `data: ${JSON.stringify({
+    id: 'chatcmpl-bench',
+    object: 'chat.completion.chunk',
+    created: 1_763_856_000,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  })}\n\n`;
+
+interface StreamShape {
+  first: Buffer;
+  content: Buffer;
+  tail: Buffer;
+}
+const shapes = new Map<string, StreamShape>();
+function shapeOf(model: string, chunks: number): StreamShape {
+  let s = shapes.get(model);
+  if (!s) {
+    const usage = { ...USAGE, completion_tokens: chunks, total_tokens: USAGE.prompt_tokens + chunks };
+    s = {
+      first: Buffer.from(chunk(model, { role: 'assistant', content: '' }, null)),
+      content: Buffer.from(chunk(model, { content: 'tok ' }, null)),
+      tail: Buffer.from(
+        `${chunk(model, {}, 'stop')}data: ${JSON.stringify({
+          id: 'chatcmpl-bench',
+          object: 'chat.completion.chunk',
+          created: 1_763_856_000,
+          model,
+          choices: [],
+          usage,
+        })}\n\ndata: [DONE]\n\n`,
+      ),
+    };
+    shapes.set(model, s);
+  }
+  return s;
+}
+
+interface Paced {
+  res: http.ServerResponse;
+  left: number;
+  shape: StreamShape;
+}
+/** One timer per pace (ms): every tick writes the next chunk of each of its streams. */
+const pacers = new Map<number, { streams: Set<Paced>; timer: NodeJS.Timeout }>();
+function pace(ms: number, p: Paced) {
+  let pacer = pacers.get(ms);
+  if (!pacer) {
+    const streams = new Set<Paced>();
+    const timer = setInterval(() => {
+      for (const s of streams) {
+        if (s.res.destroyed) {
+          streams.delete(s);
+          continue;
+        }
+        s.res.write(s.shape.content);
+        if (--s.left <= 0) {
+          s.res.end(s.shape.tail);
+          streams.delete(s);
+        }
+      }
+      if (streams.size === 0) {
+        clearInterval(timer);
+        pacers.delete(ms);
+      }
+    }, ms);
+    pacer = { streams, timer };
+    pacers.set(ms, pacer);
+  }
+  pacer.streams.add(p);
+}
+
+const SSE_HEAD = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
+const JSON_HEAD = { 'content-type': 'application/json' };
+const PACED = /^paced-(\d+)-(\d+)$/;
+const models = Buffer.from(JSON.stringify({ object: 'list', data: [{ id: 'bench', object: 'model' }] }));
+
+const server = http.createServer((req, res) => {
+  if (req.method === 'GET' && req.url?.endsWith('/models')) {
+    res.writeHead(200, JSON_HEAD).end(models);
+    return;
+  }
+  if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+    res.writeHead(404, JSON_HEAD).end('{"error":{"message":"not found"}}');
+    return;
+  }
+  const parts: Buffer[] = [];
+  req.on('data', (b: Buffer) => parts.push(b));
+  req.on('end', () => {
+    let body: { model?: unknown; stream?: unknown };
+    try {
+      body = JSON.parse(Buffer.concat(parts).toString('utf8')) as typeof body;
+    } catch {
+      res.writeHead(400, JSON_HEAD).end('{"error":{"message":"bad json"}}');
+      return;
+    }
+    const model = typeof body.model === 'string' ? body.model : 'bench';
+    if (body.stream !== true) {
+      let out = jsonCache.get(model);
+      if (!out) {
+        out = completionJson(model);
+        jsonCache.set(model, out);
+      }
+      res.writeHead(200, { ...JSON_HEAD, 'content-length': out.length }).end(out);
+      return;
+    }
+    const m = PACED.exec(model);
+    const chunks = m ? Number(m[1]) : 16;
+    const shape = shapeOf(model, chunks);
+    res.writeHead(200, SSE_HEAD);
+    res.write(shape.first);
+    if (!m) {
+      for (let i = 0; i < chunks; i++) res.write(shape.content);
+      res.end(shape.tail);
+      return;
+    }
+    pace(Number(m[2]), { res, left: chunks, shape });
+  });
+});
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 66_000;
+server.listen(Number(process.env.UPSTREAM_PORT ?? 0), '127.0.0.1', () => {
+  process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
+});
+process.once('SIGTERM', () => {
+  server.close();
+  server.closeAllConnections();
+  process.exit(0);
+});
