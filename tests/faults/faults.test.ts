@@ -359,8 +359,10 @@ describe('fault suite', () => {
         })
         .finally(() => ended++),
     );
-    const openDeadline = Date.now() + 30_000;
+    const firstSent = Date.now();
+    const openDeadline = firstSent + 30_000;
     while (open < STREAMS && Date.now() < openDeadline) await sleep(20);
+    const openMs = Date.now() - firstSent;
     const openAtSigterm = open - ended;
     const proxy = s.proxy;
     proxy.child.kill('SIGTERM');
@@ -375,7 +377,7 @@ describe('fault suite', () => {
     const errorChunks = outcomes.filter((o) => o.status === 200 && o.done && o.errorChunk).length;
     report(`proxy SIGTERM with ${openAtSigterm} open streams (drain timeout ${DRAIN_MS / 1000} s)`, f);
     process.stdout.write(
-      `[faults]   ${finished} finished, ${errorChunks} ended with the error chunk at the deadline, ` +
+      `[faults]   ${STREAMS} streams open in ${openMs} ms; ${finished} finished, ${errorChunks} ended with the error chunk at the deadline, ` +
         `exit ${JSON.stringify(exit)} ${exitMs} ms after SIGTERM\n`,
     );
     expect(openAtSigterm).toBe(STREAMS);
