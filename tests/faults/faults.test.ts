@@ -104,6 +104,16 @@ function probeLoad(s: FaultStack, keys: KeyUnderTest[], pauseMs = 100) {
   };
 }
 
+/** Deletes every key under `prefix` (this stack's own keys, never anyone else's). */
+async function deleteKeys(client: FaultStack['redis']['client'], prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await client.del(...keys);
+  } while (cursor !== '0');
+}
+
 /** Retries a key change refused while a dependency reconnects (503), for up to `ms`. */
 async function eventually(change: () => Promise<void>, ms = 15_000): Promise<number> {
   const deadline = Date.now() + ms;
@@ -119,11 +129,11 @@ async function eventually(change: () => Promise<void>, ms = 15_000): Promise<num
 }
 
 /**
- * The 503s of requests sent in [from, to): how many, and how long after `from` the last one was
- * sent (0 = none) — the refusal window after a dependency came back.
+ * The 503s of requests sent at or after `from` and answered before `to`: how many, and how long after
+ * `from` the last one was sent (0 = none) — the refusal window after a dependency came back.
  */
 function refusals(outcomes: Outcome[], from: number, to: number) {
-  const inWindow = outcomes.filter((o) => o.startedAt >= from && o.startedAt < to);
+  const inWindow = outcomes.filter((o) => o.startedAt >= from && o.endedAt < to);
   const refused = inWindow.filter((o) => o.status === 503);
   const last = refused.reduce((m, o) => Math.max(m, o.startedAt), from);
   return { sent: inWindow.length, refused503: refused.length, lastRefusalMs: last - from };
@@ -183,9 +193,16 @@ describe('fault suite', () => {
   }, 180_000);
 
   it('3. Redis restarted empty, then unreachable for 10 s: revoked/disabled keys never admitted, prompt recovery', async () => {
-    const redis = await startPrivateRedis();
-    servers.push(redis);
-    const redisProxy = await createTcpProxy({ host: '127.0.0.1', port: redis.port });
+    // A private redis-server (a real restart); without the binary, the shared server behind the TCP
+    // fault proxy, "restarted empty" as a cut plus the deletion of this stack's own keys.
+    const redis = await startPrivateRedis().catch((err: Error) => {
+      process.stdout.write(`[faults]   no private redis-server (${err.message}): emulating the restart\n`);
+      return null;
+    });
+    if (redis) servers.push(redis);
+    const redisProxy = await createTcpProxy(
+      redis ? { host: '127.0.0.1', port: redis.port } : hostPortOf(testInfra().redisUrl, 6379),
+    );
     proxies.push(redisProxy);
     stack = new FaultStack({ redisUrl: `redis://127.0.0.1:${redisProxy.port}` });
     await stack.start();
@@ -202,9 +219,16 @@ describe('fault suite', () => {
     await sleep(500);
 
     // Restarted empty: SIGKILL (no persistence), down ~1 s, started again with nothing in it.
-    await redis.kill();
-    await sleep(1000);
-    await redis.start();
+    if (redis) {
+      await redis.kill();
+      await sleep(1000);
+      await redis.start();
+    } else {
+      await redisProxy.stop();
+      await deleteKeys(stack.redis.client, stack.redis.prefix);
+      await sleep(1000);
+      await redisProxy.start();
+    }
     const restartedAt = Date.now();
     blockedAt.set(revokedAfter.id, await eventually(() => stack!.revoke(revokedAfter)));
     await sleep(Math.max(0, restartedAt + 8000 - Date.now()));
@@ -243,8 +267,9 @@ describe('fault suite', () => {
       expect((await stack.request(k, false)).status).toBe(401);
     // Serving resumes: no 503 for requests sent 5 s after Redis came back (a correctness bound, not a
     // latency target; the printed figures are the measurement).
+    // (answered before the cut: a request in flight when Redis went away may rightly get 503)
     for (const o of outcomes)
-      if ((o.startedAt > restartedAt + 5000 && o.startedAt < cutAt) || o.startedAt > restoredAt + 5000)
+      if ((o.startedAt > restartedAt + 5000 && o.endedAt < cutAt) || o.startedAt > restoredAt + 5000)
         expect(o.status, `request sent ${o.startedAt - restoredAt} ms after the outage`).not.toBe(503);
     // Outside the outage and the restart, refusals are limits and credits only.
     for (const o of outcomes)
@@ -272,18 +297,27 @@ describe('fault suite', () => {
   }, 180_000);
 
   it(`4a. Postgres restarted (private cluster stopped mid-load for ${PG_RESTART_DOWN_MS / 1000} s): billing catches up by itself`, async () => {
-    const postgres = await startPrivatePostgres();
-    servers.push(postgres);
-    stack = new FaultStack({ postgresUrl: postgres.url });
+    // A private cluster (a real restart); if one cannot be made here (no binaries), the shared server
+    // behind the TCP fault proxy: every connection reset, refused for the same time.
+    const postgres = await startPrivatePostgres().catch((err: Error) => {
+      process.stdout.write(
+        `[faults]   no private PostgreSQL cluster (${err.message}): cutting connections instead\n`,
+      );
+      return null;
+    });
+    if (postgres) servers.push(postgres);
+    const pgProxy = postgres ? null : await createTcpProxy(hostPortOf(testInfra().databaseUrl, 5432));
+    if (pgProxy) proxies.push(pgProxy);
+    stack = new FaultStack({ postgresUrl: postgres?.url ?? pgProxy?.url(testInfra().databaseUrl) });
     await stack.start();
     await stack.createKeys(6);
     const load = backgroundLoad(stack);
     await sleep(2000);
     const stoppingAt = Date.now();
-    await postgres.stop(); // pg_ctl stop -m fast: every connection terminated, clean shutdown
+    await (postgres ? postgres.stop() : pgProxy?.stop()); // pg_ctl stop -m fast: connections terminated
     const stoppedAt = Date.now();
     await sleep(Math.max(0, stoppingAt + PG_RESTART_DOWN_MS - Date.now()));
-    await postgres.start();
+    await (postgres ? postgres.start() : pgProxy?.start());
     const restartedAt = Date.now();
     await sleep(3000);
     const outcomes = await load.stop();

@@ -442,11 +442,11 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     json.model = c.model.id;
     json.provider = c.provider.name;
     json.usage = completeUsage(providerUsage, tokens, cost);
-    if (!c.cancelled) {
-      const out = JSON.stringify(json);
-      res.writeHead(200, JSON_HEAD).end(out);
-    }
+    const out = JSON.stringify(json);
+    // The usage event first (sent, or written to the spool), then the answer: a process killed in
+    // between bills an answer nobody saw rather than serving one nobody bills.
     c.end(tokens, fromProvider ? 'provider' : 'estimated', cost);
+    if (!c.cancelled) res.writeHead(200, JSON_HEAD).end(out);
   }
 
   async function relayStream(c: Completion, res: Response, d: Dispatch): Promise<void> {

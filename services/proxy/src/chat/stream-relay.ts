@@ -221,8 +221,8 @@ export class StreamRelay {
   }
 
   /**
-   * Ends the response (usage chunk, error chunk if any, [DONE]) unless the client is gone, then ends
-   * the completion (settle + event). Without provider usage, the estimate is billed.
+   * Ends the completion (settle + event), then the response (usage chunk, error chunk if any, [DONE])
+   * unless the client is gone. Without provider usage, the estimate is billed.
    */
   finish(): void {
     this.stopKeepAlive();
@@ -240,7 +240,11 @@ export class StreamRelay {
       source = 'estimated';
     }
     const cost = c.cost(tokens);
-    if (!c.cancelled && !this.res.writableEnded && !this.res.destroyed) {
+    const answering = !c.cancelled && !this.res.writableEnded && !this.res.destroyed;
+    // The usage event first (sent, or written to the spool), then the last bytes of the answer: a
+    // process killed in between bills an answer nobody saw rather than serving one nobody bills.
+    c.end(tokens, source, cost);
+    if (answering) {
       writeSseHead(this.res);
       const usageChunk = {
         ...(this.usageChunk ?? { object: 'chat.completion.chunk', created: Math.floor(c.startedAt / 1000) }),
@@ -254,7 +258,6 @@ export class StreamRelay {
       if (c.error) out += `data: ${errorChunk(c.error, c.provider.name)}\n\n`;
       this.res.end(out + DONE);
     }
-    c.end(tokens, source, cost);
   }
 
   private finishReason(): string | null {
