@@ -57,8 +57,9 @@ for (let r = 0; r < rounds; r++) {
     for (const [name, step] of Object.entries(steps)) {
       const t0 = performance.now();
       await step();
-      const entry = (times[name] ??= { without: [], with: [] });
+      const entry = times[name] ?? { without: [], with: [] };
       entry[mode].push(performance.now() - t0);
+      times[name] = entry;
     }
   }
 }
