@@ -35,6 +35,8 @@ const MAX_CONNECTIONS = 16_000;
 const SLOWLORIS = 200;
 const NEVER_READERS = 20;
 const RSS_GROWTH_BOUND_MB = 300;
+/** The proxy's default (production) STREAM_WRITE_TIMEOUT_MS, which scenario 6 keeps. */
+const STREAM_WRITE_TIMEOUT_MS = 30_000;
 /** Scenario 5a: streams open at SIGTERM, and the proxy's SHUTDOWN_TIMEOUT_MS. */
 const STREAMS = 200;
 const DRAIN_MS = 12_000;
@@ -359,8 +361,10 @@ describe('fault suite', () => {
         })
         .finally(() => ended++),
     );
-    const openDeadline = Date.now() + 30_000;
+    const firstSent = Date.now();
+    const openDeadline = firstSent + 30_000;
     while (open < STREAMS && Date.now() < openDeadline) await sleep(20);
+    const openMs = Date.now() - firstSent;
     const openAtSigterm = open - ended;
     const proxy = s.proxy;
     proxy.child.kill('SIGTERM');
@@ -375,7 +379,7 @@ describe('fault suite', () => {
     const errorChunks = outcomes.filter((o) => o.status === 200 && o.done && o.errorChunk).length;
     report(`proxy SIGTERM with ${openAtSigterm} open streams (drain timeout ${DRAIN_MS / 1000} s)`, f);
     process.stdout.write(
-      `[faults]   ${finished} finished, ${errorChunks} ended with the error chunk at the deadline, ` +
+      `[faults]   ${STREAMS} streams open in ${openMs} ms; ${finished} finished, ${errorChunks} ended with the error chunk at the deadline, ` +
         `exit ${JSON.stringify(exit)} ${exitMs} ms after SIGTERM\n`,
     );
     expect(openAtSigterm).toBe(STREAMS);
@@ -502,10 +506,15 @@ describe('fault suite', () => {
       // Idle and slowloris connections are closed by the headers deadline (10 s, checked every 2.5 s).
       expect(stillOpen.filter((h) => !readers.includes(h as never)).length).toBe(0);
       expect(closedAfter(loris.held)).toBeLessThan(30_000);
-      // Never-read streams: cut by the write timeout, billed for what was produced, marked cancelled.
+      for (const h of [...idle, ...loris.held]) expect(h.firstBytes).toMatch(/^HTTP\/1\.1 408 /);
+      // Never-read streams: cut by the write timeout (not before), billed for what was produced,
+      // marked cancelled.
       expect(readers.every((r) => r.status === 200 && r.generationId)).toBe(true);
       expect(cut.length).toBe(NEVER_READERS);
-      for (const c of cut) expect(c.cancelled).toBe(true);
+      for (const c of cut) {
+        expect(c.cancelled).toBe(true);
+        expect(c.ms).toBeGreaterThanOrEqual(STREAM_WRITE_TIMEOUT_MS);
+      }
       // Others were served throughout: only limit/credit refusals, no 5xx, no broken connection.
       expect(during.n).toBeGreaterThan(10);
       expectReconciled(f);
