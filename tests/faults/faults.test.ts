@@ -296,7 +296,7 @@ describe('fault suite', () => {
     report(`Postgres unreachable for billing ${POSTGRES_OUTAGE_MS / 1000} s`, f);
     // Billing's own API is down with its database: a key whose counters need a rebuild may be refused.
     expectReconciled(f, { allowRefused: true });
-  }, 180_000);
+  }, 150_000 + POSTGRES_OUTAGE_MS);
 
   it(`4a. Postgres restarted (private cluster stopped mid-load for ${PG_RESTART_DOWN_MS / 1000} s): billing catches up by itself`, async () => {
     // A private cluster (a real restart); if one cannot be made here (no binaries), the shared server
