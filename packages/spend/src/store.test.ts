@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { toUnits } from '@tollgate/money';
 import { createTestRedis, type TestRedis } from '@tollgate/testkit';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSpendStore, type SpendStore, spendAccountHash, spendKeyHash } from './store';
 
@@ -233,6 +234,31 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     await store.applyCommitted(NOW, [], [{ accountId, usageUnits: 6n, requestIds: reqs }]);
     expect(await field(acctHash(), '_held')).toBe(String(usd('1.0000000001')));
   });
+
+  it('renews the leases of a process with thousands of requests in flight (chunked, no call-stack overflow)', async () => {
+    await loadBoth('0', '1000000');
+    const leases = [];
+    for (let i = 0; i < 7_000; i++) {
+      const requestId = `gen-1-${randomUUID().slice(0, 20)}`;
+      expect((await admit('0.001', '100000', requestId)).code).toBe('admitted');
+      leases.push({
+        keyId,
+        accountId,
+        requestId,
+        keyTracked: true,
+        accountTracked: true,
+        units: usd('0.001'),
+      });
+    }
+    // 14,000 owner entries: one script call with them all overflowed the call stack of the proxy's
+    // auto-pipelining client (the proxy crashed under 6,500 open streams).
+    const client = new Redis(r.url, { enableAutoPipelining: true });
+    const proxySide = createSpendStore(client, { prefix: r.prefix, timings: { gcIntervalMs: 0 } });
+    const result = await proxySide.renew(NOW + 1_000, leases).finally(() => client.disconnect());
+    expect(result).toEqual({ renewed: 14_000, overLimit: [] });
+    const expires = String(NOW + 1_000 + 10_000);
+    expect(await field(keyHash(), `r:${leases[6_999]?.requestId}`)).toBe(`${usd('0.001')}|${expires}`);
+  }, 60_000);
 
   it('keeps a renewed lease past its TTL and releases an abandoned one after it (crashed proxy)', async () => {
     const leased = createSpendStore(r.client, {
