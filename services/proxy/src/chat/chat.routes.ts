@@ -6,31 +6,26 @@ import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { authenticatedKey } from '../auth/authenticate';
-import {
-  buildMessagesRequest,
-  classifyHttpError,
-  MessagesSseBridge,
-  readMessage,
-} from '../providers/anthropic';
+import { wireFormatOf } from '../providers';
+import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
+import type { ClassifiedHttpError, WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
-import { backoffMs, failsOver, keyRejected, retryAfterMs } from '../routing/policy';
+import { backoffMs, retryAfterMs } from '../routing/policy';
 import type { SpendGuard } from '../spend/guard';
-import { parseChatRequest } from './chat.validation';
-import { type Attempt, Completion, type TokenEstimator, type UsageSink } from './completion';
-import type { KeyConcurrency } from './concurrency';
-import { admissionPromptTokens } from './prompt-bound';
-import { upstreamFields } from './request-fields';
-import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
 import {
   acquireUpstream,
   isAbortError,
   readSome,
   transportError,
   type Upstreams,
-  upstreamHttpError,
-} from './upstream';
-import { completeUsage, isProviderUsage, messageText, tokensFromUsage } from './usage';
+} from '../upstream/upstream';
+import { parseChatRequest } from './chat.validation';
+import { type Attempt, Completion, type TokenEstimator, type UsageSink } from './completion';
+import type { KeyConcurrency } from './concurrency';
+import { admissionPromptTokens } from './prompt-bound';
+import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
+import { completeUsage, messageText } from './usage';
 
 export interface ChatDeps {
   catalog: Catalog;
@@ -56,15 +51,17 @@ const X_TITLE_MAX = 200;
 const HTTP_REFERER_MAX = 500;
 /** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
 
-/** A provider's answer; `errorText` is its body when routing already read it (an error answer). */
-type UpstreamResponse = Dispatcher.ResponseData & { errorText?: string };
+/** A provider's answer; `refusal` is its error answer classified by its wire format (non-2xx). */
+type UpstreamResponse = Dispatcher.ResponseData & { refusal?: ClassifiedHttpError };
+
+type Json = Record<string, unknown>;
 
 /** What a completion may be dispatched to, and the request as the caller sent it. */
 interface Dispatch {
   plan: Candidate[];
-  original: Record<string, unknown>;
-  /** The Anthropic Messages body (model filled in per candidate), when a candidate speaks it. */
-  messages: Record<string, unknown> | null;
+  original: Json;
+  /** The request in each wire format of the plan (WireFormat.prepare; the model is filled in per candidate). */
+  prepared: Partial<Record<WireFormatName, Json>>;
   res: Response;
 }
 
@@ -118,9 +115,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       ...route,
       candidates: route.candidates.filter((c) => allowsModel(key, c.model.id)),
     });
-    // Anthropic candidates get the translated body, built once before admission: a request it cannot
-    // express (n > 1, audio parts, …) skips them, and is a 400 when no other candidate is left.
-    const { plan, messages } = anthropicPlan(routed, chat.body);
+    // Each wire format of the plan translates the request once, before admission: a request one cannot
+    // express (Anthropic: n > 1, audio parts, …) skips its candidates, and is a 400 when none is left.
+    const { plan, prepared } = preparePlan(routed, chat.body);
     const first = plan[0] as Candidate;
 
     // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
@@ -183,7 +180,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (reservation) reservation.onLost = (reason) => c.stop(reason);
 
     const original = chat.body;
-    const attempt: Dispatch = { plan, original, messages, res };
+    const attempt: Dispatch = { plan, original, prepared, res };
     deps.live?.add(c);
     try {
       if (chat.stream) await relayStream(c, res, attempt);
@@ -201,51 +198,37 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   /**
-   * The Messages body for the plan's Anthropic candidates (null when there are none), and the plan
-   * without them when the request cannot be translated (the adapter's 400 when nothing else is left).
+   * The request in each wire format of the plan, and the plan without the candidates whose format
+   * cannot express it (that format's 400 when nothing else is left).
    */
-  function anthropicPlan(
-    plan: Candidate[],
-    body: Record<string, unknown>,
-  ): { plan: Candidate[]; messages: Record<string, unknown> | null } {
-    if (!plan.some((cand) => cand.provider.format === 'anthropic')) return { plan, messages: null };
-    try {
-      return { plan, messages: buildMessagesRequest(body, { model: '' }) };
-    } catch (err) {
-      const others = plan.filter((cand) => cand.provider.format !== 'anthropic');
-      if (others.length === 0 || !(err instanceof AppError)) throw err;
-      return { plan: others, messages: null };
+  function preparePlan(plan: Candidate[], body: Json): { plan: Candidate[]; prepared: Dispatch['prepared'] } {
+    const prepared: Dispatch['prepared'] = {};
+    const failed: WireFormatName[] = [];
+    let error: unknown = null;
+    for (const cand of plan) {
+      const name = cand.provider.format;
+      if (prepared[name] !== undefined || failed.includes(name)) continue;
+      try {
+        prepared[name] = wireFormatOf(name).prepare(body);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        failed.push(name);
+        error ??= err;
+      }
     }
+    if (failed.length === 0) return { plan, prepared };
+    const rest = plan.filter((cand) => !failed.includes(cand.provider.format));
+    if (rest.length === 0) throw error;
+    return { plan: rest, prepared };
   }
 
-  /** Points the completion at `cand` and builds its upstream body (documented fields only). */
+  /** Points the completion at `cand` and builds its upstream body (its wire format's, documented fields only). */
   function aim(c: Completion, cand: Candidate, d: Dispatch): void {
     c.model = cand.model;
     c.provider = cand.provider;
     c.upstreamModel = cand.upstreamModel;
-    if (cand.provider.format === 'anthropic' && d.messages) {
-      // Anthropic Messages body (providers/anthropic): no OpenAI-only fields such as stream_options.
-      const body: Record<string, unknown> = { ...d.messages, model: cand.upstreamModel };
-      // Without a caller's max_tokens, the adapter's default stays within the model's output cap
-      // (what the admission worst case assumed).
-      const cap = cand.model.maxOutputTokens;
-      const unbounded = d.original.max_tokens == null && d.original.max_completion_tokens == null;
-      if (unbounded && cap !== undefined && (body.max_tokens as number) > cap) body.max_tokens = cap;
-      if (cand.provider.simulator && d.original.sim !== undefined) body.sim = d.original.sim;
-      c.chat.body = body;
-      return;
-    }
-    const original = d.original;
-    // Only the wire format's documented fields reach the provider (request-fields.ts).
-    const body = upstreamFields(original, cand.provider);
-    body.model = cand.upstreamModel;
-    if (c.chat.stream) {
-      body.stream_options = {
-        ...((body.stream_options as object | null | undefined) ?? {}),
-        include_usage: true,
-      };
-    }
-    c.chat.body = body;
+    const format = wireFormatOf(cand.provider.format);
+    c.chat.body = format.requestBody(d.prepared[format.name] as Json, cand, d.original, c.chat.stream);
   }
 
   /**
@@ -302,29 +285,30 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         lastRetryAfter = undefined;
         continue;
       }
-      let errorText: string | null = null;
-      let over = failsOver(up.statusCode);
-      if (!over && up.statusCode === 400 && cand.provider.format === 'anthropic') {
-        // Anthropic's 400 `billing_error` is our account's problem, not the caller's: read the body.
-        errorText = await readSome(up.body);
-        over = classifyHttpError(up.statusCode, errorText).failover;
-      }
-      if (!over) {
+      // An error answer is read (64 KiB at most) and classified by its wire format (failover, key).
+      const refused =
+        up.statusCode >= 200 && up.statusCode < 300
+          ? null
+          : wireFormatOf(cand.provider.format).classifyHttpError(
+              up.statusCode,
+              await readSome(up.body),
+              cand.provider.name,
+            );
+      if (!refused?.failover) {
         health.success(cand.provider.name);
         record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
-        return errorText === null ? up : Object.assign(up, { errorText });
+        return refused === null ? up : Object.assign(up, { refusal: refused });
       }
-      errorText ??= await readSome(up.body);
       c.release?.();
       c.release = null;
       lastRetryAfter = retryAfterMs(up.headers['retry-after']);
-      if (keyRejected(up.statusCode) && apiKey) {
+      if (refused.keyRejected && apiKey) {
         keys.reject(apiKey, lastRetryAfter);
         rejectedKeys.add(apiKey);
       }
       health.failure(cand.provider.name);
       record(up.statusCode, `http_${up.statusCode}`);
-      last = refusal(c, up.statusCode, errorText);
+      last = refusal(c, up.statusCode, refused);
     }
     // A final 429 passes the provider's Retry-After on to the client.
     if (last?.status === 429 && lastRetryAfter !== undefined && !d.res.headersSent) {
@@ -371,10 +355,12 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   /** A provider's error response: the summary for the client; its own text goes to the log only. */
-  function refusal(c: Completion, status: number, errorText: string): AppError {
-    const { error, detail } = upstreamHttpError(status, errorText, c.provider.name);
-    c.log.warn({ provider: c.provider.name, upstreamStatus: status, detail }, 'provider refused the request');
-    return error;
+  function refusal(c: Completion, status: number, refused: ClassifiedHttpError): AppError {
+    c.log.warn(
+      { provider: c.provider.name, upstreamStatus: status, detail: refused.detail },
+      'provider refused the request',
+    );
+    return refused.summary;
   }
 
   /** Cancelled before the provider answered: the prompt was sent, bill its estimate. */
@@ -395,10 +381,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     c.markFirstByte();
     let text: string;
     try {
-      if (up.statusCode < 200 || up.statusCode >= 300) {
-        const errorText = up.errorText ?? (await readSome(up.body));
+      if (up.refusal) {
         c.end(null, 'estimated', 0n);
-        throw refusal(c, up.statusCode, errorText);
+        throw refusal(c, up.statusCode, up.refusal);
       }
       text = await up.body.text();
       c.markUpstreamEnd();
@@ -412,16 +397,18 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       endCancelledEarly(c);
       throw e;
     }
-    let json: Record<string, unknown>;
+    let json: Json;
     try {
-      json = JSON.parse(text) as Record<string, unknown>;
-      if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('not an object');
-      if (c.provider.format === 'anthropic') {
-        // An Anthropic Message → the chat.completion (and OpenAI-shaped usage) priced below.
-        const read = readMessage(json, { model: c.model.id, created: Math.floor(c.startedAt / 1000) });
-        if (!read) throw new Error('not a Message');
-        json = read;
-      }
+      const parsed = JSON.parse(text) as Json;
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        throw new Error('not an object');
+      // The wire format's answer → the chat.completion (and OpenAI-shaped usage) priced below.
+      const read = wireFormatOf(c.provider.format).readResponse(parsed, {
+        model: c.model.id,
+        created: Math.floor(c.startedAt / 1000),
+      });
+      if (!read) throw new Error('not a completion');
+      json = read;
     } catch {
       const e = new AppError('provider_error', `Provider ${c.provider.name} returned an invalid response`, {
         provider_name: c.provider.name,
@@ -460,17 +447,16 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
       return refuseStream(c, res, failureOf(c, err));
     }
-    if (up.statusCode < 200 || up.statusCode >= 300) {
+    if (up.refusal) {
       relay.stopKeepAlive();
-      const errorText = up.errorText ?? (await readSome(up.body));
-      return refuseStream(c, res, refusal(c, up.statusCode, errorText));
+      return refuseStream(c, res, refusal(c, up.statusCode, up.refusal));
     }
     writeSseHead(res);
-    // Anthropic events are translated into the OpenAI chunks the relay reads (providers/anthropic).
-    const bridge =
-      c.provider.format === 'anthropic'
-        ? new MessagesSseBridge(c.model.id, Math.floor(c.startedAt / 1000))
-        : null;
+    // A wire format other than OpenAI's is translated into the OpenAI chunks the relay reads.
+    const bridge = wireFormatOf(c.provider.format).streamBridge({
+      model: c.model.id,
+      created: Math.floor(c.startedAt / 1000),
+    });
     try {
       for await (const bytes of up.body) {
         c.markFirstByte();

@@ -1,11 +1,13 @@
 import { once } from 'node:events';
 import { type AppError, safeText } from '@tollgate/errors';
 import type { Response } from 'express';
+import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
+import { DETAIL_MAX, summariseProviderError } from '../providers/provider-error';
+import { SseReader } from '../providers/sse';
+import type { TokenCounts } from '../providers/wire-format';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
 import type { Completion, CompletionError, UsageSource } from './completion';
-import { DETAIL_MAX, summariseProviderError } from './provider-error';
-import { SseReader } from './sse';
-import { completeUsage, isProviderUsage, ProducedText, type TokenCounts, tokensFromUsage } from './usage';
+import { completeUsage, ProducedText } from './usage';
 
 const SSE_HEAD = {
   'content-type': 'text/event-stream; charset=utf-8',
