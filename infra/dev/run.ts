@@ -33,6 +33,25 @@ const env = {
   SIM_INTER_TOKEN_MS: process.env.SIM_INTER_TOKEN_MS ?? '15',
 };
 
+/**
+ * Settings that belong to one service: exported in the shell they would reach all five (every service
+ * signing as the same identity → 401s on internal calls; one metrics port → address in use). `make dev`
+ * gives each service its development identity and default metrics port instead, and says so.
+ */
+const PER_SERVICE = [
+  'SERVICE_PRIVATE_KEY',
+  'SERVICE_PRIVATE_KEY_FILE',
+  'SERVICE_PUBLIC_KEYS',
+  'SERVICE_PUBLIC_KEYS_FILE',
+  'METRICS_PORT',
+] as const;
+const inherited: NodeJS.ProcessEnv = { ...process.env };
+for (const name of PER_SERVICE) {
+  if (inherited[name] === undefined) continue;
+  delete inherited[name];
+  log('dev', `ignoring ${name} from the shell: it is per service (each gets its development default)`);
+}
+
 interface ServiceSpec {
   name: string;
   dir: string;
@@ -82,7 +101,7 @@ function start(spec: ServiceSpec): ChildProcess {
   }
   const child = spawn(process.execPath, args, {
     cwd: resolve(root, spec.dir),
-    env: { ...process.env, ...env, PORT: String(spec.port) },
+    env: { ...inherited, ...env, PORT: String(spec.port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout, child.stderr]) {
