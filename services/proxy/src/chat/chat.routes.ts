@@ -13,18 +13,18 @@ import { type Candidate, routeOf } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
 import { backoffMs, retryAfterMs } from '../routing/policy';
 import type { SpendGuard } from '../spend/guard';
-import {
-  acquireUpstream,
-  isAbortError,
-  readSome,
-  transportError,
-  type Upstreams,
-} from '../upstream/upstream';
+import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
 import { parseChatRequest } from './chat.validation';
-import { type Attempt, Completion, type TokenEstimator, type UsageSink } from './completion';
+import {
+  Completion,
+  completionErrorOf,
+  type Outcome,
+  type TokenEstimator,
+  type UsageSink,
+} from './completion';
 import type { KeyConcurrency } from './concurrency';
 import { admissionPromptTokens } from './prompt-bound';
-import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
+import { errorChunk, StreamRelay, writeSseHead } from './stream-relay';
 import { completeUsage, messageText } from './usage';
 
 export interface ChatDeps {
@@ -86,12 +86,15 @@ interface CompletionLocals {
 /** Hoisted: the client going away aborts the upstream request (and whatever the relay waits for). */
 function onResponseClose(this: Response): void {
   const c = (this.locals as CompletionLocals).completion;
-  if (c && !this.writableFinished) {
-    c.cancelled = true;
-    c.abort.abort();
-  }
+  if (c && !this.writableFinished) c.cancel();
 }
 const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };
+const CANCELLED: Outcome = Object.freeze({ kind: 'cancelled' });
+/** A relay that threw (a bug): ended like a broken answer, so the completion still ends once. */
+const UNFINISHED: Outcome = Object.freeze({
+  kind: 'failed',
+  error: new AppError('internal', 'Internal server error'),
+});
 
 /** POST /chat/completions: validate, admit, forward, relay (JSON or SSE), settle, publish. */
 export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
@@ -179,14 +182,30 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     // A lease that lapsed and no longer fits the limit stops the request (packages/spend, Leases).
     if (reservation) reservation.onLost = (reason) => c.stop(reason);
 
-    const original = chat.body;
-    const attempt: Dispatch = { plan, original, prepared, res };
+    const attempt: Dispatch = { plan, original: chat.body, prepared, res };
     deps.live?.add(c);
+    // The one place a completion ends (Completion.finish, exactly once): whatever the relay says,
+    // or, should it throw, a failure billed like a broken answer.
+    let outcome: Outcome = UNFINISHED;
     try {
-      if (chat.stream) await relayStream(c, res, attempt);
-      else await relayJson(c, res, attempt);
+      outcome = chat.stream ? await relayStream(c, res, attempt) : await relayJson(c, res, attempt);
     } finally {
       deps.live?.delete(c);
+      c.finish(outcome);
+    }
+    answerFailure(c, res, outcome);
+  }
+
+  /**
+   * What the client gets for a completion that did not answer (after it ended): an ordinary HTTP
+   * error, or, when a stream's 200 was already committed (keep-alive comments during a slow start),
+   * the §6 error chunk. A cancelled client gets nothing.
+   */
+  function answerFailure(c: Completion, res: Response, outcome: Outcome): void {
+    if (outcome.kind !== 'refused' && outcome.kind !== 'failed') return;
+    if (!res.headersSent) throw outcome.error;
+    if (!res.writableEnded && !res.destroyed) {
+      res.end(`data: ${errorChunk(completionErrorOf(outcome.error), c.provider.name)}\n\ndata: [DONE]\n\n`);
     }
   }
 
@@ -222,13 +241,10 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     return { plan: rest, prepared };
   }
 
-  /** Points the completion at `cand` and builds its upstream body (its wire format's, documented fields only). */
+  /** Points the completion at `cand` with its upstream body (its wire format's, documented fields only). */
   function aim(c: Completion, cand: Candidate, d: Dispatch): void {
-    c.model = cand.model;
-    c.provider = cand.provider;
-    c.upstreamModel = cand.upstreamModel;
     const format = wireFormatOf(cand.provider.format);
-    c.chat.body = format.requestBody(d.prepared[format.name] as Json, cand, d.original, c.chat.stream);
+    c.aim(cand, format.requestBody(d.prepared[format.name] as Json, cand, d.original, c.chat.stream));
   }
 
   /**
@@ -259,22 +275,14 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       const apiKey = keys.pick(cand.provider.name, cand.provider.apiKeys, rejectedKeys);
       const started = Date.now();
       health.attempting(cand.provider.name);
-      const record = (status: number | null, outcome: string) =>
-        c.attempts.push({
-          provider: cand.provider.name,
-          model: cand.model.id,
-          status,
-          outcome,
-          latency_ms: Date.now() - started,
-        } satisfies Attempt);
+      const record = (status: number | null, outcome: string) => c.recordAttempt(status, outcome, started);
       let up: UpstreamResponse;
       try {
         up = await send(c, apiKey);
       } catch (err) {
-        c.release?.();
-        c.release = null;
+        c.releaseUpstream();
         if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
-        const e = failureOf(c, err);
+        const e = c.failureOf(err);
         // At capacity in this process is not the provider's fault: no health penalty.
         if (e.type !== 'service_unavailable') health.failure(cand.provider.name);
         record(
@@ -299,8 +307,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
         return refused === null ? up : Object.assign(up, { refusal: refused });
       }
-      c.release?.();
-      c.release = null;
+      c.releaseUpstream();
       lastRetryAfter = retryAfterMs(up.headers['retry-after']);
       if (refused.keyRejected && apiKey) {
         keys.reject(apiKey, lastRetryAfter);
@@ -329,29 +336,14 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   /** One attempt: request start → provider response headers. */
   async function send(c: Completion, apiKey: string | undefined): Promise<UpstreamResponse> {
     const target = upstreams.target(c.provider, apiKey);
-    if (c.upstreamStartedAt === 0) c.upstreamStartedAt = performance.now();
-    c.release = acquireUpstream(target, c.provider.name);
+    c.holdUpstream(acquireUpstream(target, c.provider.name));
     return target.pool.request({
       method: 'POST',
       path: target.path,
       headers: target.headers,
-      body: JSON.stringify(c.chat.body),
+      body: JSON.stringify(c.upstreamBody),
       signal: c.abort.signal,
     });
-  }
-
-  /** The gateway error for a failed upstream call: capacity (503), the duration cap (504), transport. */
-  function failureOf(c: Completion, err: unknown): AppError {
-    if (err instanceof AppError) return err;
-    if (c.stopReason) return c.stopReason;
-    if (c.timedOut) {
-      return new AppError(
-        'timeout',
-        `Completion exceeded the gateway's maximum duration of ${Math.round(deps.maxDurationMs / 1000)} s`,
-        { provider_name: c.provider.name },
-      );
-    }
-    return transportError(err, c.provider.name);
   }
 
   /** A provider's error response: the summary for the client; its own text goes to the log only. */
@@ -363,39 +355,26 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     return refused.summary;
   }
 
-  /** Cancelled before the provider answered: the prompt was sent, bill its estimate. */
-  function endCancelledEarly(c: Completion): void {
-    const tokens = c.estimate('');
-    c.end(tokens, 'estimated', c.cost(tokens));
-  }
-
-  async function relayJson(c: Completion, res: Response, d: Dispatch): Promise<void> {
+  /** The JSON answer: dispatch, read the provider's answer in its wire format, relay it priced. */
+  async function relayJson(c: Completion, res: Response, d: Dispatch): Promise<Outcome> {
     let up: UpstreamResponse;
     try {
       up = await dispatch(c, d);
     } catch (err) {
-      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
-      c.end(null, 'estimated', 0n);
-      throw failureOf(c, err);
+      if (c.isCancellation(err)) return CANCELLED;
+      return { kind: 'refused', error: c.failureOf(err) };
     }
     c.markFirstByte();
+    if (up.refusal) return { kind: 'refused', error: refusal(c, up.statusCode, up.refusal) };
     let text: string;
     try {
-      if (up.refusal) {
-        c.end(null, 'estimated', 0n);
-        throw refusal(c, up.statusCode, up.refusal);
-      }
       text = await up.body.text();
-      c.markUpstreamEnd();
     } catch (err) {
-      c.markUpstreamEnd();
-      if (err instanceof AppError) throw err;
-      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
+      if (c.isCancellation(err)) return CANCELLED;
       // The provider accepted the request and broke off while sending the answer: it did work.
-      const e = failureOf(c, err);
-      c.error = completionErrorOf(e);
-      endCancelledEarly(c);
-      throw e;
+      return { kind: 'failed', error: c.failureOf(err) };
+    } finally {
+      c.markUpstreamEnd();
     }
     let json: Json;
     try {
@@ -410,21 +389,22 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       if (!read) throw new Error('not a completion');
       json = read;
     } catch {
-      const e = new AppError('provider_error', `Provider ${c.provider.name} returned an invalid response`, {
-        provider_name: c.provider.name,
-      });
-      c.error = completionErrorOf(e);
-      endCancelledEarly(c);
-      throw e;
+      const error = new AppError(
+        'provider_error',
+        `Provider ${c.provider.name} returned an invalid response`,
+        {
+          provider_name: c.provider.name,
+        },
+      );
+      return { kind: 'failed', error };
     }
     const providerUsage = json.usage;
     const fromProvider = isProviderUsage(providerUsage);
     const tokens = fromProvider ? tokensFromUsage(providerUsage) : c.estimate(messageText(json));
     const cost = c.cost(tokens);
-    c.upstreamId = typeof json.id === 'string' ? json.id : null;
+    const upstreamId = typeof json.id === 'string' ? json.id : null;
     const choices = Array.isArray(json.choices) ? (json.choices as { finish_reason?: unknown }[]) : [];
     const reason = choices.find((ch) => typeof ch?.finish_reason === 'string')?.finish_reason;
-    c.finishReason = typeof reason === 'string' ? reason : null;
     json.id = c.requestId;
     json.model = c.model.id;
     json.provider = c.provider.name;
@@ -433,10 +413,18 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       const out = JSON.stringify(json);
       res.writeHead(200, JSON_HEAD).end(out);
     }
-    c.end(tokens, fromProvider ? 'provider' : 'estimated', cost);
+    return {
+      kind: 'served',
+      tokens,
+      source: fromProvider ? 'provider' : 'estimated',
+      costUnits: cost,
+      finishReason: typeof reason === 'string' ? reason : null,
+      upstreamId,
+    };
   }
 
-  async function relayStream(c: Completion, res: Response, d: Dispatch): Promise<void> {
+  /** The SSE answer: dispatch, then relay the provider's stream (its wire format bridged to OpenAI chunks). */
+  async function relayStream(c: Completion, res: Response, d: Dispatch): Promise<Outcome> {
     const relay = new StreamRelay(c, res, deps.streamWriteTimeoutMs);
     relay.startKeepAlive(keepAliveIntervalMs);
     let up: UpstreamResponse;
@@ -444,12 +432,12 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       up = await dispatch(c, d);
     } catch (err) {
       relay.stopKeepAlive();
-      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
-      return refuseStream(c, res, failureOf(c, err));
+      if (c.isCancellation(err)) return CANCELLED;
+      return { kind: 'refused', error: c.failureOf(err) };
     }
     if (up.refusal) {
       relay.stopKeepAlive();
-      return refuseStream(c, res, refusal(c, up.statusCode, up.refusal));
+      return { kind: 'refused', error: refusal(c, up.statusCode, up.refusal) };
     }
     writeSseHead(res);
     // A wire format other than OpenAI's is translated into the OpenAI chunks the relay reads.
@@ -472,25 +460,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       }
       if (!relay.terminated) relay.endOfInput();
     } catch (err) {
-      if (c.timedOut || !(c.cancelled || isAbortError(err))) relay.fail(completionErrorOf(failureOf(c, err)));
+      // Cut mid-stream, the duration cap or a lapsed lease: the error chunk ends the stream.
+      if (c.timedOut || !(c.cancelled || isAbortError(err))) c.fail(completionErrorOf(c.failureOf(err)));
     } finally {
       c.markUpstreamEnd();
       if (relay.terminated) up.body.destroy();
     }
-    relay.finish();
-  }
-
-  /**
-   * The provider refused the request before producing anything: nothing is billed, no event. If the
-   * 200 was already committed (keep-alive comments during a slow start), the refusal becomes the
-   * §6 error chunk; otherwise it is an ordinary HTTP error.
-   */
-  function refuseStream(c: Completion, res: Response, err: AppError): void {
-    c.end(null, 'estimated', 0n);
-    if (!res.headersSent) throw err;
-    if (!res.writableEnded && !res.destroyed) {
-      res.end(`data: ${errorChunk(completionErrorOf(err), c.provider.name)}\n\ndata: [DONE]\n\n`);
-    }
+    return relay.finish();
   }
 
   return (req: Request, res: Response, next: NextFunction) => {

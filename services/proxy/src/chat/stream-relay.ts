@@ -1,12 +1,12 @@
 import { once } from 'node:events';
-import { type AppError, safeText } from '@tollgate/errors';
+import { safeText } from '@tollgate/errors';
 import type { Response } from 'express';
 import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
 import { DETAIL_MAX, summariseProviderError } from '../providers/provider-error';
 import { SseReader } from '../providers/sse';
 import type { TokenCounts } from '../providers/wire-format';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
-import type { Completion, CompletionError, UsageSource } from './completion';
+import type { Completion, CompletionError, Outcome, UsageSource } from './completion';
 import { completeUsage, ProducedText } from './usage';
 
 const SSE_HEAD = {
@@ -41,12 +41,6 @@ export function errorChunk(error: CompletionError, providerName: string): string
   });
 }
 
-export const completionErrorOf = (err: AppError): CompletionError => ({
-  code: err.status,
-  message: err.message,
-  errorType: err.status === 504 ? 'timeout' : err.status >= 500 ? 'server' : err.type,
-});
-
 /**
  * Relays one provider event stream to the client as it arrives. Content chunks are forwarded the
  * moment their event is complete, with only `id` (and `model`) rewritten by string surgery; the
@@ -60,6 +54,8 @@ export class StreamRelay {
   private usageChunk: Json | null = null;
   private lastFinishChunk: string | null = null;
   private sawDone = false;
+  /** The provider's own id of the stream (its first chunk's). */
+  private upstreamId: string | null = null;
   /** A provider error event arrived: stop reading. */
   terminated = false;
   lastWriteAt = Date.now();
@@ -110,10 +106,8 @@ export class StreamRelay {
   }
 
   private readonly stalled = (): void => {
-    const c = this.c;
-    c.cancelled = true;
-    c.log.warn({ writeTimeoutMs: this.writeTimeoutMs }, 'client stopped reading: stream cut');
-    c.abort.abort();
+    this.c.log.warn({ writeTimeoutMs: this.writeTimeoutMs }, 'client stopped reading: stream cut');
+    this.c.cancel();
     this.res.destroy();
   };
 
@@ -122,11 +116,11 @@ export class StreamRelay {
     const out = this.handle(this.reader.end());
     if (out.length > 0) this.write(out);
     if (!this.terminated && !this.sawDone && this.lastFinishChunk === null) {
-      this.c.error = {
+      this.c.fail({
         code: 502,
         message: `Provider ${this.c.provider.name} ended the stream before it finished`,
         errorType: 'server',
-      };
+      });
     }
   }
 
@@ -159,7 +153,7 @@ export class StreamRelay {
         out += `data: ${data.replaceAll('\n', '\ndata: ')}\n\n`;
         continue;
       }
-      if (c.upstreamId === null) c.upstreamId = rewritten.upstreamId;
+      if (this.upstreamId === null) this.upstreamId = rewritten.upstreamId;
       this.produced.addChunk(data);
       if (hasFinishReason(data)) this.lastFinishChunk = data;
       out += `data: ${stripNullUsage(rewritten.text)}\n\n`;
@@ -186,12 +180,12 @@ export class StreamRelay {
     const code = numeric ?? 502;
     // The client gets a summary; the provider's text goes to the generation record (and the log).
     const summary = summariseProviderError(code, detail, this.c.provider.name, ' mid-stream');
-    this.c.error = {
+    this.c.fail({
       code,
       message: summary.message,
       errorType: code === 504 ? 'timeout' : code >= 500 ? 'server' : 'provider_error',
       detail: `Provider ${this.c.provider.name} failed mid-stream: ${safeText(detail ?? 'Provider error', DETAIL_MAX)}`,
-    };
+    });
     this.c.log.warn({ provider: this.c.provider.name, code, detail }, 'provider error mid-stream');
     return true;
   }
@@ -205,7 +199,7 @@ export class StreamRelay {
       return null;
     }
     const c = this.c;
-    if (c.upstreamId === null && typeof chunk.id === 'string') c.upstreamId = chunk.id;
+    if (this.upstreamId === null && typeof chunk.id === 'string') this.upstreamId = chunk.id;
     this.usageChunk = chunk;
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     if (choices.length === 0) return null;
@@ -217,19 +211,14 @@ export class StreamRelay {
     return text;
   }
 
-  /** Stream failed at the transport level (cut, timeout). */
-  fail(error: CompletionError): void {
-    if (this.c.error === null) this.c.error = error;
-  }
-
   /**
-   * Ends the response (usage chunk, error chunk if any, [DONE]) unless the client is gone, then ends
-   * the completion (settle + event). Without provider usage, the estimate is billed.
+   * Ends the response (usage chunk, error chunk if any, [DONE]) unless the client is gone, and says
+   * what the completion is billed (Completion.finish): the provider's usage, else the estimate of
+   * what was produced.
    */
-  finish(): void {
+  finish(): Outcome {
     this.stopKeepAlive();
     const c = this.c;
-    c.finishReason = this.finishReason();
     let tokens: TokenCounts;
     let source: UsageSource;
     const providerUsage = this.usageChunk?.usage;
@@ -256,7 +245,14 @@ export class StreamRelay {
       if (c.error) out += `data: ${errorChunk(c.error, c.provider.name)}\n\n`;
       this.res.end(out + DONE);
     }
-    c.end(tokens, source, cost);
+    return {
+      kind: 'served',
+      tokens,
+      source,
+      costUnits: cost,
+      finishReason: this.finishReason(),
+      upstreamId: this.upstreamId,
+    };
   }
 
   private finishReason(): string | null {
