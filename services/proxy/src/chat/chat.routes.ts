@@ -15,16 +15,11 @@ import { backoffMs, retryAfterMs } from '../routing/policy';
 import type { SpendGuard } from '../spend/guard';
 import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
 import { parseChatRequest } from './chat.validation';
-import {
-  Completion,
-  completionErrorOf,
-  type Outcome,
-  type TokenEstimator,
-  type UsageSink,
-} from './completion';
+import { Completion, type Outcome, type TokenEstimator, type UsageSink } from './completion';
 import type { KeyConcurrency } from './concurrency';
+import { DONE_EVENT, errorEvent, finishReasonOf, invalidResponse } from './errors';
 import { admissionPromptTokens } from './prompt-bound';
-import { errorChunk, StreamRelay, writeSseHead } from './stream-relay';
+import { StreamRelay, writeSseHead } from './stream-relay';
 import { completeUsage, messageText } from './usage';
 
 export interface ChatDeps {
@@ -205,7 +200,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (outcome.kind !== 'refused' && outcome.kind !== 'failed') return;
     if (!res.headersSent) throw outcome.error;
     if (!res.writableEnded && !res.destroyed) {
-      res.end(`data: ${errorChunk(completionErrorOf(outcome.error), c.provider.name)}\n\ndata: [DONE]\n\n`);
+      res.end(errorEvent(outcome.error, c.provider.name) + DONE_EVENT);
     }
   }
 
@@ -389,22 +384,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       if (!read) throw new Error('not a completion');
       json = read;
     } catch {
-      const error = new AppError(
-        'provider_error',
-        `Provider ${c.provider.name} returned an invalid response`,
-        {
-          provider_name: c.provider.name,
-        },
-      );
-      return { kind: 'failed', error };
+      return { kind: 'failed', error: invalidResponse(c.provider.name) };
     }
     const providerUsage = json.usage;
     const fromProvider = isProviderUsage(providerUsage);
     const tokens = fromProvider ? tokensFromUsage(providerUsage) : c.estimate(messageText(json));
     const cost = c.cost(tokens);
     const upstreamId = typeof json.id === 'string' ? json.id : null;
-    const choices = Array.isArray(json.choices) ? (json.choices as { finish_reason?: unknown }[]) : [];
-    const reason = choices.find((ch) => typeof ch?.finish_reason === 'string')?.finish_reason;
     json.id = c.requestId;
     json.model = c.model.id;
     json.provider = c.provider.name;
@@ -418,7 +404,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       tokens,
       source: fromProvider ? 'provider' : 'estimated',
       costUnits: cost,
-      finishReason: typeof reason === 'string' ? reason : null,
+      finishReason: finishReasonOf(json.choices),
       upstreamId,
     };
   }
@@ -461,7 +447,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       if (!relay.terminated) relay.endOfInput();
     } catch (err) {
       // Cut mid-stream, the duration cap or a lapsed lease: the error chunk ends the stream.
-      if (c.timedOut || !(c.cancelled || isAbortError(err))) c.fail(completionErrorOf(c.failureOf(err)));
+      if (c.timedOut || !(c.cancelled || isAbortError(err))) c.fail(c.failureOf(err));
     } finally {
       c.markUpstreamEnd();
       if (relay.terminated) up.body.destroy();

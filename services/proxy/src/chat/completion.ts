@@ -23,15 +23,6 @@ export interface TokenEstimator {
   estimateCompletionTokens(text: string): number;
 }
 
-export interface CompletionError {
-  code: number;
-  /** What the client sees (a summary for provider errors). */
-  message: string;
-  errorType: string;
-  /** The provider's own text, for the generation record only (never sent to the client). */
-  detail?: string;
-}
-
 export type UsageSource = 'provider' | 'estimated';
 
 /** One try of one candidate: what a user debugging a failover needs. */
@@ -106,7 +97,8 @@ export class Completion {
   private _cancelled = false;
   private _timedOut = false;
   private _stopReason: AppError | null = null;
-  private _error: CompletionError | null = null;
+  private _error: AppError | null = null;
+  private errorDetail: string | null = null;
   /** Releases the upstream slot of the attempt in flight. */
   private release: (() => void) | null = null;
   private ended = false;
@@ -171,8 +163,8 @@ export class Completion {
   get timedOut(): boolean {
     return this._timedOut;
   }
-  /** Why the answer failed after the provider accepted the request (first failure wins). */
-  get error(): CompletionError | null {
+  /** Why the answer failed after the provider accepted the request (first failure wins; chat/errors.ts). */
+  get error(): AppError | null {
     return this._error;
   }
 
@@ -240,9 +232,14 @@ export class Completion {
     this.deadline.unref();
   }
 
-  /** Records why the answer failed; the first failure wins. */
-  fail(error: CompletionError): void {
-    if (this._error === null) this._error = error;
+  /**
+   * Records why the answer failed (the error chunk's and the record's error); the first failure wins.
+   * `detail` is the provider's own text, for the record only.
+   */
+  fail(error: AppError, detail: string | null = null): void {
+    if (this._error !== null) return;
+    this._error = error;
+    this.errorDetail = detail;
   }
 
   /** True when `err` (a failed upstream call or read) means the client went away, not a failure. */
@@ -303,7 +300,7 @@ export class Completion {
         ({ tokens, source, costUnits, finishReason, upstreamId } = outcome);
         break;
       case 'failed':
-        this.fail(completionErrorOf(outcome.error));
+        this.fail(outcome.error);
         tokens = this.estimate('');
         costUnits = this.cost(tokens);
         break;
@@ -356,7 +353,7 @@ export class Completion {
       },
       cost: toDecimal(costUnits),
       is_byok: false,
-      error: error ? { code: error.code, message: error.detail ?? error.message } : null,
+      error: error ? { code: error.status, message: this.errorDetail ?? error.message } : null,
       started_at: new Date(this.startedAt).toISOString(),
       finished_at: new Date(finishedAt).toISOString(),
       latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),
@@ -411,9 +408,3 @@ export class Completion {
     };
   }
 }
-
-export const completionErrorOf = (err: AppError): CompletionError => ({
-  code: err.status,
-  message: err.message,
-  errorType: err.status === 504 ? 'timeout' : err.status >= 500 ? 'server' : err.type,
-});

@@ -1,12 +1,11 @@
 import { once } from 'node:events';
-import { safeText } from '@tollgate/errors';
 import type { Response } from 'express';
 import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
-import { DETAIL_MAX, summariseProviderError } from '../providers/provider-error';
 import { SseReader } from '../providers/sse';
 import type { TokenCounts } from '../providers/wire-format';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
-import type { Completion, CompletionError, Outcome, UsageSource } from './completion';
+import type { Completion, Outcome, UsageSource } from './completion';
+import { DONE_EVENT, errorEvent, finishReasonOfChunk, midStreamError, streamEndedEarly } from './errors';
 import { completeUsage, ProducedText } from './usage';
 
 const SSE_HEAD = {
@@ -15,7 +14,6 @@ const SSE_HEAD = {
   'x-accel-buffering': 'no',
 };
 const KEEP_ALIVE = ': keep-alive\n\n';
-const DONE = 'data: [DONE]\n\n';
 
 type Json = Record<string, unknown>;
 
@@ -24,21 +22,6 @@ export function writeSseHead(res: Response): void {
   if (res.headersSent) return;
   res.writeHead(200, SSE_HEAD);
   res.flushHeaders();
-}
-
-/** The §6 error chunk. */
-export function errorChunk(error: CompletionError, providerName: string): string {
-  return JSON.stringify({
-    id: null,
-    object: 'chat.completion.chunk',
-    created: Math.floor(Date.now() / 1000),
-    choices: [{ index: 0, delta: {}, finish_reason: 'error' }],
-    error: {
-      code: error.code,
-      message: error.message,
-      metadata: { error_type: error.errorType, provider_name: providerName },
-    },
-  });
 }
 
 /**
@@ -116,11 +99,7 @@ export class StreamRelay {
     const out = this.handle(this.reader.end());
     if (out.length > 0) this.write(out);
     if (!this.terminated && !this.sawDone && this.lastFinishChunk === null) {
-      this.c.fail({
-        code: 502,
-        message: `Provider ${this.c.provider.name} ended the stream before it finished`,
-        errorType: 'server',
-      });
+      this.c.fail(streamEndedEarly(this.c.provider.name));
     }
   }
 
@@ -179,13 +158,8 @@ export class StreamRelay {
     const detail = typeof err.message === 'string' && err.message.length > 0 ? err.message : null;
     const code = numeric ?? 502;
     // The client gets a summary; the provider's text goes to the generation record (and the log).
-    const summary = summariseProviderError(code, detail, this.c.provider.name, ' mid-stream');
-    this.c.fail({
-      code,
-      message: summary.message,
-      errorType: code === 504 ? 'timeout' : code >= 500 ? 'server' : 'provider_error',
-      detail: `Provider ${this.c.provider.name} failed mid-stream: ${safeText(detail ?? 'Provider error', DETAIL_MAX)}`,
-    });
+    const failure = midStreamError(code, detail, this.c.provider.name);
+    this.c.fail(failure.error, failure.detail);
     this.c.log.warn({ provider: this.c.provider.name, code, detail }, 'provider error mid-stream');
     return true;
   }
@@ -242,27 +216,16 @@ export class StreamRelay {
         usage: completeUsage(providerUsage, tokens, cost),
       };
       let out = `data: ${JSON.stringify(usageChunk)}\n\n`;
-      if (c.error) out += `data: ${errorChunk(c.error, c.provider.name)}\n\n`;
-      this.res.end(out + DONE);
+      if (c.error) out += errorEvent(c.error, c.provider.name);
+      this.res.end(out + DONE_EVENT);
     }
     return {
       kind: 'served',
       tokens,
       source,
       costUnits: cost,
-      finishReason: this.finishReason(),
+      finishReason: this.lastFinishChunk === null ? null : finishReasonOfChunk(this.lastFinishChunk),
       upstreamId: this.upstreamId,
     };
-  }
-
-  private finishReason(): string | null {
-    if (this.lastFinishChunk === null) return null;
-    try {
-      const chunk = JSON.parse(this.lastFinishChunk) as { choices?: { finish_reason?: unknown }[] };
-      const reason = chunk.choices?.find((ch) => typeof ch?.finish_reason === 'string')?.finish_reason;
-      return typeof reason === 'string' ? reason : null;
-    } catch {
-      return null;
-    }
   }
 }
