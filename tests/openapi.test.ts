@@ -539,6 +539,40 @@ describe('the running stack, checked against the document', () => {
     });
   });
 
+  it('documents 429 and the X-RateLimit-* headers of a key over its request rate limit, on every secured route', async () => {
+    // An inference key with a limit: its answers carry the X-RateLimit-* headers.
+    const limited = await stack.createInferenceKey(stack.account.managementKey, {
+      name: 'openapi rate limited',
+      rate_limit_rpm: 5,
+    });
+    const first = await stack.api('/chat/completions', { key: limited.key, body: chat() });
+    conforms('post', '/chat/completions', first, 200);
+    expect(first.headers.get('x-ratelimit-limit')).toBe('5');
+    expect(first.headers.get('x-ratelimit-remaining')).toBe('4');
+    expect(Number(first.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() - 1000);
+    // A management key limited to one request a minute: after one, every secured route is 429 (the
+    // limit is checked at authentication, before the route's own scope check).
+    const { key } = await stack.services.keys.runtime.keys.create(stack.account.id, {
+      name: 'openapi rate limited ops',
+      scope: 'management',
+      governance: { rateLimitRpm: 1 },
+    });
+    expect((await stack.api('/key', { key })).status).toBe(200);
+    for (const { method, path, operation } of documentedOperations()) {
+      if (operation['x-required-scope'] === 'none') continue;
+      const concrete = path.replace('{hash}', randomUUID()).replace('{author}/{slug}', MODEL);
+      const body = method === 'post' || method === 'patch' ? {} : undefined;
+      const res = await request(stack.origin, method, concrete, key, body);
+      conforms(method, path, res, 429);
+      expect(res.body.error.metadata, describeResponse(res)).toMatchObject({
+        error_type: 'rate_limited',
+        limit: 1,
+        interval: '1m',
+      });
+      expect(res.headers.get('x-ratelimit-remaining')).toBe('0');
+    }
+  });
+
   it('documents 503 on every secured route when the key store cannot be reached', async () => {
     const cut = await startProxy(
       loadProxyConfig({

@@ -62,7 +62,10 @@ const cs = r.concurrentStreams;
 if (cs)
   row(
     `≥ 2,000 concurrent streams (64 × 20 ms), none stalled`,
-    `${cs.streams} streams, ${cs.finished} finished, ${cs.stalled} stalled; duration p50 ${ms(cs.durationP50)} p99 ${ms(cs.durationP99)}, longest gap p99 ${ms(cs.maxGapP99)}`,
+    `${cs.streams} streams, ${cs.finished} finished, ${cs.stalled} stalled; duration p50 ${ms(cs.durationP50)} p99 ${ms(cs.durationP99)}, longest gap p99 ${ms(cs.maxGapP99)}, TTFB p99 ${ms(cs.ttfbP99)}` +
+      (cs.direct
+        ? ` (direct: p50 ${ms(cs.direct.durationP50)} p99 ${ms(cs.direct.durationP99)}, gap p99 ${ms(cs.direct.maxGapP99)}, ${cs.direct.stalled} stalled)`
+        : ''),
     met(cs.streams >= 2000 && cs.stalled === 0),
   );
 const rss = r.openStreamsRss;

@@ -222,11 +222,21 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('the da
     await expect.poll(() => row.textContent()).toContain('active');
     expect((await chat(inferenceKey, APP)).status).toBe(200);
 
-    // Edit the limit.
+    // Edit the limit and the access rules (issue 9): only gpt-4o-mini, 50 requests per minute.
     await row.getByRole('button', { name: 'Edit limit' }).click();
     await page.getByLabel('Limit (USD, empty for none)').fill('7.5');
+    const dialog = page.getByRole('dialog', { name: 'Edit browser app' });
+    await dialog.getByLabel(/Allowed models/).fill(MODEL);
+    await dialog.getByLabel(/Rate limit/).fill('50');
     await page.getByRole('button', { name: 'Save limit' }).click();
     await expect.poll(() => row.textContent()).toContain('$7.50 daily');
+    await expect.poll(() => row.textContent()).toContain(`${MODEL} · 50 rpm`);
+    expect((await chat(inferenceKey, APP)).status).toBe(200);
+    const other = await stack.api('/chat/completions', {
+      key: inferenceKey,
+      body: { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 },
+    });
+    expect(other.status).toBe(403);
     await shoot(page, 'keys-1280');
 
     // Revoke, with confirmation; cancel first.

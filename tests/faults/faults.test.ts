@@ -119,11 +119,11 @@ async function eventually(change: () => Promise<void>, ms = 15_000): Promise<num
 }
 
 /**
- * The 503s of requests sent in [from, to): how many, and how long after `from` the last one was
- * sent (0 = none) — the refusal window after a dependency came back.
+ * The 503s of requests sent at or after `from` and answered before `to`: how many, and how long after
+ * `from` the last one was sent (0 = none) — the refusal window after a dependency came back.
  */
 function refusals(outcomes: Outcome[], from: number, to: number) {
-  const inWindow = outcomes.filter((o) => o.startedAt >= from && o.startedAt < to);
+  const inWindow = outcomes.filter((o) => o.startedAt >= from && o.endedAt < to);
   const refused = inWindow.filter((o) => o.status === 503);
   const last = refused.reduce((m, o) => Math.max(m, o.startedAt), from);
   return { sent: inWindow.length, refused503: refused.length, lastRefusalMs: last - from };
@@ -243,8 +243,9 @@ describe('fault suite', () => {
       expect((await stack.request(k, false)).status).toBe(401);
     // Serving resumes: no 503 for requests sent 5 s after Redis came back (a correctness bound, not a
     // latency target; the printed figures are the measurement).
+    // (answered before the cut: a request in flight when Redis went away may rightly get 503)
     for (const o of outcomes)
-      if ((o.startedAt > restartedAt + 5000 && o.startedAt < cutAt) || o.startedAt > restoredAt + 5000)
+      if ((o.startedAt > restartedAt + 5000 && o.endedAt < cutAt) || o.startedAt > restoredAt + 5000)
         expect(o.status, `request sent ${o.startedAt - restoredAt} ms after the outage`).not.toBe(503);
     // Outside the outage and the restart, refusals are limits and credits only.
     for (const o of outcomes)

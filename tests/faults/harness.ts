@@ -467,10 +467,15 @@ export class FaultStack {
     const byId = new Map(rows.map((r) => [r.id, r]));
     let lost = 0;
     let wrongCost = 0;
+    const lostDetail: string[] = [];
     for (const o of served) {
       const r = byId.get(o.id as string);
-      if (!r) lost++;
-      else if (o.cost === undefined || toUnits(r.total_cost) !== toUnits(o.cost)) wrongCost++;
+      if (!r) {
+        lost++;
+        lostDetail.push(
+          `${o.id} ${o.streamed ? 'streamed' : 'json'} sent ${o.startedAt - since} ms, answered ${o.endedAt - since} ms after the fault`,
+        );
+      } else if (o.cost === undefined || toUnits(r.total_cost) !== toUnits(o.cost)) wrongCost++;
     }
     const servedIds = new Set(ids);
     // Records of requests whose answer the client never saw (a killed proxy, a reset connection)
@@ -530,6 +535,7 @@ export class FaultStack {
       dlq: depths.dead,
       spooled: (await this.proxyMetric('tollgate_proxy_publisher_spooled_events')) ?? -1,
       recoveryMs,
+      lostDetail,
     };
     return figures;
   }
@@ -598,6 +604,8 @@ export interface Figures {
   dlq: number;
   spooled: number;
   recoveryMs: number;
+  /** Each lost answer: its id, kind, and when it was sent and answered relative to `since`. */
+  lostDetail: string[];
 }
 
 const countBy = (values: number[]) => {
@@ -612,6 +620,7 @@ export function report(scenario: string, f: Figures): void {
     `\n[faults] ${scenario}: served=${f.served} refused=${f.refused} ${JSON.stringify(f.refusedByStatus)} ` +
       `transportErrors=${f.transportErrors} errorChunks=${f.errorChunks} lost=${f.lost} duplicated=${f.duplicated} ` +
       `wrongCost=${f.wrongCost} unexplained=${f.unexplainedRecords} sumMismatches=${f.sumMismatches} ` +
-      `overshot=${f.overshot} queue=${f.queue} dlq=${f.dlq} spooled=${f.spooled} recovery=${f.recoveryMs}ms\n`,
+      `overshot=${f.overshot} queue=${f.queue} dlq=${f.dlq} spooled=${f.spooled} recovery=${f.recoveryMs}ms\n` +
+      f.lostDetail.map((d) => `[faults]   LOST ${d}\n`).join(''),
   );
 }

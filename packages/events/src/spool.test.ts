@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
@@ -106,6 +106,20 @@ describe('usage publisher disk spool', () => {
     const next = start({ url: amqp.url });
     expect(await next.flush(15_000)).toBe(true);
     expect(await queueDepth(amqp.url, topology.queue)).toBe(3);
+  });
+
+  it('writes an event to its segment within publish() (a SIGKILL right after the answer loses nothing), fsyncs it with the batch', async () => {
+    await proxy.stop();
+    const publisher = start();
+    await vi.waitFor(() => expect(publisher.stats().connected).toBe(false));
+    const event = sampleEvent();
+    publisher.publish(event);
+    // Synchronously, before any fsync batch ran: the bytes are in the file (the page cache outlives
+    // the process).
+    const written = spoolFiles().map((f) => readFileSync(join(dir, f), 'utf8'));
+    expect(written.join('')).toContain(event.id);
+    expect(publisher.stats()).toMatchObject({ buffered: 1, spooled: 0 });
+    await vi.waitFor(() => expect(publisher.stats()).toMatchObject({ buffered: 0, spooled: 1 }));
   });
 
   it('refuses new billable work (canAdmit false) when the spool is full and the broker is away, never dropping', async () => {

@@ -39,8 +39,9 @@ const processAlive = (pid: number) => {
  * process that died are adopted by the next process that starts on the same directory.
  *
  * Writes are synchronous on purpose: they run only while the broker is unreachable (when latency is
- * already degraded), they are batched per event-loop turn, and "on disk" must mean fsync'd before the
- * publisher forgets the event.
+ * already degraded), each event is written when it is published (before its answer ends), the fsyncs
+ * are batched per event-loop turn, and "on disk" must mean fsync'd before the publisher forgets the
+ * event.
  */
 export class Spool {
   private readonly dir: string;
@@ -51,12 +52,11 @@ export class Spool {
   private fd: number | null = null;
   private currentFile: string | null = null;
   private currentEvents = 0;
-  private queued: Buffer[] = [];
-  private writeScheduled = false;
+  private syncScheduled = false;
   private failed = false;
   private failedAt = 0;
   private totalBytes = 0;
-  /** Events on disk (all segments this process knows of, own and adopted). */
+  /** Events on disk and fsync'd (all segments this process knows of, own and adopted). */
   events = 0;
 
   constructor(options: SpoolOptions) {
@@ -85,42 +85,52 @@ export class Spool {
   }
 
   /**
-   * Queues `bodies` for the disk; `onDurable` runs once they are fsync'd (same event-loop turn batch),
-   * `onFailed` if the write failed (the caller keeps them in memory and stops admitting).
+   * Writes `bodies` to the current segment at once and fsyncs them with the rest of this event-loop
+   * turn's batch; `onDurable` runs once they are fsync'd, `onFailed` if the write failed (the caller
+   * keeps them in memory and stops admitting). The write itself is synchronous so that an event
+   * published before its answer's last bytes are sent is in the page cache, which outlives the
+   * process, before the client can see the answer: a SIGKILL then loses nothing (fsync is what makes
+   * it survive the host too).
    */
   append(bodies: Buffer[], onDurable: () => void, onFailed: () => void): void {
-    this.queued.push(...bodies);
-    this.callbacks.push({ count: bodies.length, onDurable, onFailed });
-    if (this.writeScheduled) return;
-    this.writeScheduled = true;
-    setImmediate(() => this.writeQueued());
-  }
-
-  private callbacks: Array<{ count: number; onDurable: () => void; onFailed: () => void }> = [];
-
-  /** Writes everything queued now (also used by close, synchronously). */
-  writeQueued(): void {
-    this.writeScheduled = false;
-    const bodies = this.queued;
-    const callbacks = this.callbacks;
-    this.queued = [];
-    this.callbacks = [];
-    if (bodies.length === 0) return;
     try {
       if (!this.healthy()) throw new Error(this.failed ? 'an earlier write failed' : 'spool is full');
       this.failed = false;
       if (this.fd === null) this.openSegment();
       const data = Buffer.concat(bodies.flatMap((b) => [b, NEWLINE]));
       writeSync(this.fd as number, data);
-      fsyncSync(this.fd as number);
       this.totalBytes += data.length;
-      this.events += bodies.length;
       this.currentEvents += bodies.length;
     } catch (err) {
       this.fail(err, 'usage events could not be written to the spool');
+      onFailed();
+      return;
+    }
+    this.callbacks.push({ count: bodies.length, onDurable, onFailed });
+    if (this.syncScheduled) return;
+    this.syncScheduled = true;
+    setImmediate(() => this.sync());
+  }
+
+  private callbacks: Array<{ count: number; onDurable: () => void; onFailed: () => void }> = [];
+
+  /** fsyncs what was written since the last sync (also called, synchronously, before a segment closes). */
+  sync(): void {
+    this.syncScheduled = false;
+    const callbacks = this.callbacks;
+    this.callbacks = [];
+    if (callbacks.length === 0) return;
+    try {
+      if (this.fd !== null) fsyncSync(this.fd);
+    } catch (err) {
+      // The events may or may not be on disk: the caller keeps them in memory too (a replay of both
+      // is harmless, billing records an id once).
+      this.fail(err, 'usage events could not be fsynced to the spool');
       for (const c of callbacks) c.onFailed();
       return;
     }
+    // Counted as spooled once fsync'd (the publisher stops counting them as buffered then).
+    for (const c of callbacks) this.events += c.count;
     for (const c of callbacks) c.onDurable();
     if (this.totalBytes >= this.maxBytes) {
       this.log.error(
@@ -148,6 +158,7 @@ export class Spool {
    */
   replayable(): string[] {
     if (this.fd !== null) {
+      this.sync();
       closeSync(this.fd);
       this.fd = null;
       if (this.currentEvents === 0 && this.currentFile) this.removeFile(this.currentFile, 0);
@@ -219,7 +230,7 @@ export class Spool {
   }
 
   close(): void {
-    this.writeQueued();
+    this.sync();
     if (this.fd !== null) {
       closeSync(this.fd);
       this.fd = null;

@@ -13,9 +13,9 @@ describe('billing config', () => {
       REDIS_PREFIX: 'tg:',
       AMQP_URL: defaults.amqpUrl,
       AMQP_PREFIX: 'tollgate',
-      BATCH_SIZE: 200,
+      BATCH_SIZE: 1000,
       BATCH_TIMEOUT_MS: 50,
-      PREFETCH: 500,
+      PREFETCH: 2000,
       WORKER_ENABLED: true,
     });
   });

@@ -26,11 +26,11 @@ export const billingConfigSchema = z
     /** Prefix of the RabbitMQ exchange and queue names (must match the proxy's). */
     AMQP_PREFIX: z.string().min(1).default('tollgate'),
     /** Most usage events written per Postgres transaction. */
-    BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(200),
+    BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(1000),
     /** Longest wait for a batch to fill before it is written anyway (records visible within ~this). */
     BATCH_TIMEOUT_MS: z.coerce.number().int().min(1).max(1000).default(50),
     /** Unacknowledged deliveries the broker may push; at least 2 × BATCH_SIZE keeps the pipe full. */
-    PREFETCH: z.coerce.number().int().min(1).max(10_000).default(500),
+    PREFETCH: z.coerce.number().int().min(1).max(10_000).default(2000),
     /** Run the usage-event worker in this process (false: read API only). */
     WORKER_ENABLED: envBoolean(true),
   })

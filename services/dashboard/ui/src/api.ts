@@ -64,6 +64,10 @@ export interface Key {
   created_at: string;
   usage: number;
   limit_remaining: number | null;
+  expires_at: string | null;
+  allowed_models: string[];
+  rate_limit_rpm: number | null;
+  include_byok_in_limit: boolean;
 }
 
 export interface UsageRow {

@@ -159,6 +159,74 @@ describe('admin CLI', () => {
     expect(isActive(await proxyLookup(t, t.account.managementKey.key))).toBe(true);
   });
 
+  it('sets the governance fields on create-management and update (issue 9), like the API', async () => {
+    const s = slug();
+    await cli(`accounts create --slug ${s} --name Gov`);
+    const expires = new Date(Date.now() + 86_400_000).toISOString();
+    const created = await cli(
+      `keys create-management --account ${s} --name ops --expires-at ${expires} --rate-limit-rpm 30 --json`,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.json().data).toMatchObject({
+      scope: 'management',
+      expires_at: expires,
+      rate_limit_rpm: 30,
+    });
+    const account = await t.service.runtime.accounts.requireBySlug(s);
+    const inference = await t.createKey(account.id, { name: 'app' });
+    const updated = await cli(
+      `keys update --account ${s} --hash ${inference.id} --allowed-models openai/*,anthropic/claude-3-haiku --rate-limit-rpm 5 --include-byok-in-limit true --json`,
+    );
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.json().data).toMatchObject({
+      hash: inference.id,
+      allowed_models: ['openai/*', 'anthropic/claude-3-haiku'],
+      rate_limit_rpm: 5,
+      include_byok_in_limit: true,
+      expires_at: null,
+    });
+    // The key cache sees the change at once (the proxy enforces it from there).
+    expect(await proxyLookup(t, inference.key)).toMatchObject({ rateLimitRpm: 5 });
+    const cleared = await cli(
+      `keys update --account ${s} --hash ${inference.id} --allowed-models none --rate-limit-rpm none --json`,
+    );
+    expect(cleared.json().data).toMatchObject({ allowed_models: [], rate_limit_rpm: null });
+    const renamed = await cli(`keys update --account ${s} --hash ${inference.id} --name renamed --json`);
+    expect(renamed.json().data).toMatchObject({ name: 'renamed', include_byok_in_limit: true });
+  });
+
+  it.each([
+    [
+      'keys create-management --account acme --name ops --expires-at 2001-01-01T00:00:00Z',
+      /--expires-at: must be in the future/,
+    ],
+    [
+      'keys create-management --account acme --name ops --expires-at tomorrow',
+      /--expires-at: expected an ISO 8601/,
+    ],
+    [
+      'keys create-management --account acme --name ops --rate-limit-rpm 0',
+      /--rate-limit-rpm: must be at least 1/,
+    ],
+    [
+      'keys create-management --account acme --name ops --rate-limit-rpm fast',
+      /--rate-limit-rpm: expected a positive integer/,
+    ],
+    [
+      'keys create-management --account acme --name ops --allowed-models gpt-4o',
+      /--allowed-models: each entry must be a model id/,
+    ],
+    [
+      'keys create-management --account acme --name ops --include-byok-in-limit yes',
+      /--include-byok-in-limit: expected true or false/,
+    ],
+    ['keys update --account acme --hash 00000000-0000-4000-8000-000000000000', /nothing to change/],
+  ])('exits 2 naming the flag for a bad governance value: %s', async (args, message) => {
+    const res = await cli(args);
+    expect(res.code, res.stderr + res.stdout).toBe(2);
+    expect(res.stderr + res.stdout).toMatch(message);
+  });
+
   it.each([
     ['', /Usage: tollgate/],
     ['nope', /unknown command group "nope"/],

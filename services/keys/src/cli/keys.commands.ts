@@ -1,8 +1,10 @@
-import { badRequest, notFound } from '@tollgate/errors';
+import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
+import { badRequest, describeIssues, notFound } from '@tollgate/errors';
+import type { z } from 'zod';
 import type { KeyObject } from '../keys/key-view';
-import { parseHash } from '../keys/keys.schemas';
+import { governanceOf, parseHash } from '../keys/keys.schemas';
 import type { KeysRuntime } from '../runtime';
-import { type CommandGroup, defineCommand } from './command';
+import { type CommandGroup, defineCommand, UsageError } from './command';
 
 const columns = ['hash', 'name', 'label', 'state', 'last_used_at', 'created_at'];
 const state = (k: KeyObject) => (k.revoked ? 'revoked' : k.disabled ? 'disabled' : 'active');
@@ -12,6 +14,72 @@ const keyOptions = {
   account: { type: 'string', required: true, description: 'account slug' },
   hash: { type: 'string', required: true, description: 'key id (uuid)' },
 } as const;
+
+/**
+ * The key governance flags (issue 9), parsed by the same schema as the API's `expires_at`,
+ * `allowed_models`, `rate_limit_rpm` and `include_byok_in_limit` (same rules, same messages).
+ */
+const governanceOptions = {
+  'expires-at': {
+    type: 'string',
+    description: 'when the key stops working: ISO 8601 with a zone, e.g. 2030-01-01T00:00:00Z (none: never)',
+  },
+  'allowed-models': {
+    type: 'string',
+    description: 'comma-separated model ids or vendor/* patterns the key may use (none: every model)',
+  },
+  'rate-limit-rpm': {
+    type: 'string',
+    description: 'requests per minute for the key, across all proxies (none: no limit)',
+  },
+  'include-byok-in-limit': {
+    type: 'string',
+    description: 'true or false (stored; no effect: Tollgate has no BYOK yet)',
+  },
+} as const;
+
+type GovernanceFlags = { [K in keyof typeof governanceOptions]: string | undefined };
+
+const FLAG_OF: Record<string, string> = {
+  expires_at: 'expires-at',
+  allowed_models: 'allowed-models',
+  rate_limit_rpm: 'rate-limit-rpm',
+  include_byok_in_limit: 'include-byok-in-limit',
+};
+
+/** The flags as the API's JSON fields (`none` → null / []); a value the API refuses is a usage error. */
+function governanceBody(o: GovernanceFlags): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const none = (v: string) => v.trim().toLowerCase() === 'none';
+  if (o['expires-at'] !== undefined) body.expires_at = none(o['expires-at']) ? null : o['expires-at'].trim();
+  if (o['allowed-models'] !== undefined) {
+    body.allowed_models = none(o['allowed-models'])
+      ? []
+      : o['allowed-models']
+          .split(',')
+          .map((m) => m.trim())
+          .filter(Boolean);
+  }
+  if (o['rate-limit-rpm'] !== undefined) {
+    const v = o['rate-limit-rpm'].trim();
+    body.rate_limit_rpm = none(v) ? null : /^-?\d+$/.test(v) ? Number(v) : v;
+  }
+  if (o['include-byok-in-limit'] !== undefined) {
+    const v = o['include-byok-in-limit'].trim();
+    body.include_byok_in_limit = v === 'true' ? true : v === 'false' ? false : v;
+  }
+  return body;
+}
+
+/** Parses a key body built from flags with the API's schema; its refusal names the flag (exit code 2). */
+function parseFlags<S extends z.ZodType>(schema: S, body: Record<string, unknown>): z.output<S> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = String(issue?.path[0] ?? '');
+  const message = describeIssues(result.error.issues).replace(/^[^:]*: /, '');
+  throw new UsageError(`--${FLAG_OF[field] ?? field}: ${message}`);
+}
 
 /** The management key `hash` of the account `slug`; anything else (inference key, other account) is 404. */
 async function managementKey(runtime: KeysRuntime, slug: string, rawHash: string) {
@@ -49,12 +117,18 @@ export const keysCommands: CommandGroup = {
       options: {
         account: { type: 'string', required: true, description: 'account slug' },
         name: { type: 'string', required: true, description: 'display name of the key' },
+        ...governanceOptions,
       },
       async run({ runtime }, o) {
-        const account = await runtime.accounts.requireBySlug(o.account);
         const name = o.name.trim();
         if (!name || name.length > 200) throw badRequest('name: must be 1-200 characters');
-        const { row: created, key } = await runtime.keys.create(account.id, { name, scope: 'management' });
+        const body = parseFlags(createKeyBody, { name, ...governanceBody(o) });
+        const account = await runtime.accounts.requireBySlug(o.account);
+        const { row: created, key } = await runtime.keys.create(account.id, {
+          name,
+          scope: 'management',
+          governance: governanceOf(body),
+        });
         const [object] = await runtime.presenter.present([created], 'zero');
         return {
           data: { ...object, key },
@@ -80,6 +154,35 @@ export const keysCommands: CommandGroup = {
           offset += page.length;
         }
         return { data: objects, table: { columns, rows: objects.map(row) } };
+      },
+    }),
+    defineCommand({
+      name: 'update',
+      summary:
+        "Change a key's name or governance (expiry, allowed models, rate limit); any key of the account",
+      options: {
+        ...keyOptions,
+        name: { type: 'string', description: 'new display name' },
+        ...governanceOptions,
+      },
+      async run({ runtime }, o) {
+        const body = parseFlags(updateKeyBody, {
+          ...(o.name === undefined ? {} : { name: o.name }),
+          ...governanceBody(o),
+        });
+        if (Object.keys(body).length === 0) {
+          throw new UsageError(
+            'nothing to change: give --name, --expires-at, --allowed-models, --rate-limit-rpm or --include-byok-in-limit',
+          );
+        }
+        const hash = parseHash(o.hash);
+        const account = await runtime.accounts.requireBySlug(o.account);
+        const updated = await runtime.keys.update(account.id, hash, {
+          name: body.name,
+          governance: governanceOf(body),
+        });
+        const [object] = await runtime.presenter.present([updated], 'zero');
+        return { data: object, text: `updated ${updated.id}` };
       },
     }),
     defineCommand({

@@ -183,21 +183,30 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     // or, should it throw, a failure billed like a broken answer.
     let outcome: Outcome = UNFINISHED;
     try {
-      outcome = chat.stream ? await relayStream(c, res, attempt) : await relayJson(c, res, attempt);
+      outcome = chat.stream ? await relayStream(c, res, attempt) : await relayJson(c, attempt);
     } finally {
       deps.live?.delete(c);
       c.finish(outcome);
     }
-    answerFailure(c, res, outcome);
+    answer(c, res, outcome);
   }
 
   /**
-   * What the client gets for a completion that did not answer (after it ended): an ordinary HTTP
+   * The end of the answer, written once the completion has ended (its usage event sent or spooled
+   * first: a process killed in between bills an answer nobody saw rather than serving one nobody
+   * bills). Served: the JSON body, or the stream's last bytes. Refused or failed: an ordinary HTTP
    * error, or, when a stream's 200 was already committed (keep-alive comments during a slow start),
    * the §6 error chunk. A cancelled client gets nothing.
    */
-  function answerFailure(c: Completion, res: Response, outcome: Outcome): void {
-    if (outcome.kind !== 'refused' && outcome.kind !== 'failed') return;
+  function answer(c: Completion, res: Response, outcome: Outcome): void {
+    if (outcome.kind === 'served') {
+      if (outcome.lastBytes === null || res.writableEnded || res.destroyed) return;
+      if (c.chat.stream) writeSseHead(res);
+      else res.writeHead(200, JSON_HEAD);
+      res.end(outcome.lastBytes);
+      return;
+    }
+    if (outcome.kind === 'cancelled') return;
     if (!res.headersSent) throw outcome.error;
     if (!res.writableEnded && !res.destroyed) {
       res.end(errorEvent(outcome.error, c.provider.name) + DONE_EVENT);
@@ -351,7 +360,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   /** The JSON answer: dispatch, read the provider's answer in its wire format, relay it priced. */
-  async function relayJson(c: Completion, res: Response, d: Dispatch): Promise<Outcome> {
+  async function relayJson(c: Completion, d: Dispatch): Promise<Outcome> {
     let up: UpstreamResponse;
     try {
       up = await dispatch(c, d);
@@ -395,10 +404,6 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     json.model = c.model.id;
     json.provider = c.provider.name;
     json.usage = completeUsage(providerUsage, tokens, cost);
-    if (!c.cancelled) {
-      const out = JSON.stringify(json);
-      res.writeHead(200, JSON_HEAD).end(out);
-    }
     return {
       kind: 'served',
       tokens,
@@ -406,6 +411,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       costUnits: cost,
       finishReason: finishReasonOf(json.choices),
       upstreamId,
+      lastBytes: c.cancelled ? null : JSON.stringify(json),
     };
   }
 

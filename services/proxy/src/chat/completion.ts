@@ -74,6 +74,8 @@ export type Outcome =
       costUnits: bigint;
       finishReason: string | null;
       upstreamId: string | null;
+      /** The end of the answer, written after the completion ended (null: the client is gone). */
+      lastBytes: string | null;
     }
   | { kind: 'refused'; error: AppError }
   | { kind: 'cancelled' }

@@ -186,9 +186,9 @@ export class StreamRelay {
   }
 
   /**
-   * Ends the response (usage chunk, error chunk if any, [DONE]) unless the client is gone, and says
-   * what the completion is billed (Completion.finish): the provider's usage, else the estimate of
-   * what was produced.
+   * What the completion is billed (Completion.finish): the provider's usage, else the estimate of
+   * what was produced; and the last bytes of the answer (usage chunk, error chunk if any, [DONE]),
+   * unless the client is gone, which the chat route writes once the completion has ended.
    */
   finish(): Outcome {
     this.stopKeepAlive();
@@ -205,8 +205,8 @@ export class StreamRelay {
       source = 'estimated';
     }
     const cost = c.cost(tokens);
+    let lastBytes: string | null = null;
     if (!c.cancelled && !this.res.writableEnded && !this.res.destroyed) {
-      writeSseHead(this.res);
       const usageChunk = {
         ...(this.usageChunk ?? { object: 'chat.completion.chunk', created: Math.floor(c.startedAt / 1000) }),
         id: c.requestId,
@@ -217,7 +217,7 @@ export class StreamRelay {
       };
       let out = `data: ${JSON.stringify(usageChunk)}\n\n`;
       if (c.error) out += errorEvent(c.error, c.provider.name);
-      this.res.end(out + DONE_EVENT);
+      lastBytes = out + DONE_EVENT;
     }
     return {
       kind: 'served',
@@ -226,6 +226,7 @@ export class StreamRelay {
       costUnits: cost,
       finishReason: this.lastFinishChunk === null ? null : finishReasonOfChunk(this.lastFinishChunk),
       upstreamId: this.upstreamId,
+      lastBytes,
     };
   }
 }

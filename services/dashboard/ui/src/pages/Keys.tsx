@@ -4,7 +4,7 @@ import { type FormEvent, useMemo, useState } from 'react';
 import { api, get, type Key } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Badge, CopyButton, ErrorBox, Modal, Page } from '../components/ui';
-import { ago, usd } from '../format';
+import { ago, usd, when } from '../format';
 
 const col = createColumnHelper<Key>();
 
@@ -25,25 +25,130 @@ function ResetSelect(props: { value: string; disabled?: boolean; onChange: (v: s
 
 const stateOf = (k: Key) => (k.revoked ? 'revoked' : k.disabled ? 'disabled' : 'active');
 
+/**
+ * Access rules of a key (expiry, allowed models, request rate limit, BYOK flag) as form fields. Times
+ * are UTC like everywhere in the dashboard: the `datetime-local` value is read as UTC.
+ */
+interface Access {
+  expiresAt: string;
+  allowedModels: string;
+  rateLimitRpm: string;
+  includeByok: boolean;
+}
+
+const accessOf = (k?: Key): Access => ({
+  expiresAt: k?.expires_at ? k.expires_at.slice(0, 16) : '',
+  allowedModels: k?.allowed_models.join(', ') ?? '',
+  rateLimitRpm: k?.rate_limit_rpm == null ? '' : String(k.rate_limit_rpm),
+  includeByok: k?.include_byok_in_limit ?? false,
+});
+
+/** The API's fields for the rules that differ from `from` (all of them when creating). */
+function accessBody(a: Access, from?: Access): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (a.expiresAt !== from?.expiresAt) body.expires_at = a.expiresAt === '' ? null : `${a.expiresAt}:00Z`;
+  if (a.allowedModels !== from?.allowedModels) {
+    body.allowed_models = a.allowedModels
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean);
+  }
+  if (a.rateLimitRpm !== from?.rateLimitRpm) {
+    body.rate_limit_rpm = a.rateLimitRpm === '' ? null : Number(a.rateLimitRpm);
+  }
+  if (a.includeByok !== from?.includeByok) body.include_byok_in_limit = a.includeByok;
+  return body;
+}
+
+function AccessFields(props: { value: Access; management: boolean; onChange: (a: Access) => void }) {
+  const set = (patch: Partial<Access>) => props.onChange({ ...props.value, ...patch });
+  return (
+    <>
+      <label>
+        Expires at (UTC)
+        <input
+          type="datetime-local"
+          value={props.value.expiresAt}
+          onChange={(e) => set({ expiresAt: e.target.value })}
+        />
+      </label>
+      <label>
+        Allowed models
+        <input
+          value={props.value.allowedModels}
+          disabled={props.management}
+          placeholder="all (ids or vendor/*, comma-separated)"
+          onChange={(e) => set({ allowedModels: e.target.value })}
+        />
+      </label>
+      <label>
+        Rate limit (requests/min)
+        <input
+          type="number"
+          min="1"
+          step="1"
+          value={props.value.rateLimitRpm}
+          placeholder="none"
+          onChange={(e) => set({ rateLimitRpm: e.target.value })}
+        />
+      </label>
+      <label className="checkbox">
+        <input
+          type="checkbox"
+          checked={props.value.includeByok}
+          disabled={props.management}
+          onChange={(e) => set({ includeByok: e.target.checked })}
+        />
+        Include BYOK usage in the spend limit (stored; no effect: Tollgate has no BYOK yet)
+      </label>
+    </>
+  );
+}
+
+/** The rules column: what restricts the key besides its spend limit. */
+function accessSummary(k: Key): string {
+  const parts: string[] = [];
+  if (k.expires_at) {
+    parts.push(
+      `${new Date(k.expires_at).getTime() <= Date.now() ? 'expired' : 'expires'} ${when(k.expires_at)}`,
+    );
+  }
+  if (k.allowed_models.length > 0) parts.push(k.allowed_models.join(', '));
+  if (k.rate_limit_rpm !== null) parts.push(`${k.rate_limit_rpm} rpm`);
+  return parts.length > 0 ? parts.join(' · ') : '—';
+}
+
 function CreateKeyForm(props: { onCreated: (k: Key & { key: string }) => void }) {
   const queryClient = useQueryClient();
   const [name, setName] = useState('');
   const [limit, setLimit] = useState('');
   const [reset, setReset] = useState('');
   const [management, setManagement] = useState(false);
+  const [access, setAccess] = useState(accessOf());
   const create = useMutation({
-    mutationFn: () =>
-      api<{ data: Key & { key: string } }>('POST', '/api/keys', {
+    mutationFn: () => {
+      const rules = accessBody(access);
+      return api<{ data: Key & { key: string } }>('POST', '/api/keys', {
         name,
         ...(management
-          ? { management: true }
-          : { limit: limit === '' ? null : Number(limit), limit_reset: reset === '' ? null : reset }),
-      }),
+          ? {
+              management: true,
+              expires_at: rules.expires_at,
+              rate_limit_rpm: rules.rate_limit_rpm,
+            }
+          : {
+              limit: limit === '' ? null : Number(limit),
+              limit_reset: reset === '' ? null : reset,
+              ...rules,
+            }),
+      });
+    },
     onSuccess: (r) => {
       setName('');
       setLimit('');
       setReset('');
       setManagement(false);
+      setAccess(accessOf());
       props.onCreated(r.data);
       void queryClient.invalidateQueries({ queryKey: ['keys'] });
     },
@@ -72,6 +177,7 @@ function CreateKeyForm(props: { onCreated: (k: Key & { key: string }) => void })
         />
       </label>
       <ResetSelect value={reset} disabled={management} onChange={setReset} />
+      <AccessFields value={access} management={management} onChange={setAccess} />
       <label className="checkbox">
         <input type="checkbox" checked={management} onChange={(e) => setManagement(e.target.checked)} />
         Management key (manages keys through the API; cannot run models; no spend limit)
@@ -84,15 +190,19 @@ function CreateKeyForm(props: { onCreated: (k: Key & { key: string }) => void })
   );
 }
 
-function EditLimit(props: { k: Key; onClose: () => void }) {
+function EditKey(props: { k: Key; onClose: () => void }) {
   const queryClient = useQueryClient();
+  const management = props.k.scope === 'management';
   const [limit, setLimit] = useState(props.k.limit === null ? '' : String(props.k.limit));
   const [reset, setReset] = useState(props.k.limit_reset ?? '');
+  const [access, setAccess] = useState(accessOf(props.k));
   const save = useMutation({
     mutationFn: () =>
       api('PATCH', `/api/keys/${props.k.hash}`, {
-        limit: limit === '' ? null : Number(limit),
-        limit_reset: reset === '' ? null : reset,
+        ...(management
+          ? {}
+          : { limit: limit === '' ? null : Number(limit), limit_reset: reset === '' ? null : reset }),
+        ...accessBody(access, accessOf(props.k)),
       }),
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: ['keys'] });
@@ -100,7 +210,7 @@ function EditLimit(props: { k: Key; onClose: () => void }) {
     },
   });
   return (
-    <Modal title={`Limit of ${props.k.name}`} onClose={props.onClose}>
+    <Modal title={`Edit ${props.k.name}`} onClose={props.onClose}>
       <form
         className="form-grid"
         onSubmit={(e) => {
@@ -108,14 +218,25 @@ function EditLimit(props: { k: Key; onClose: () => void }) {
           save.mutate();
         }}
       >
-        <label>
-          Limit (USD, empty for none)
-          <input type="number" min="0" step="any" value={limit} onChange={(e) => setLimit(e.target.value)} />
-        </label>
-        <ResetSelect value={reset} onChange={setReset} />
+        {management ? null : (
+          <>
+            <label>
+              Limit (USD, empty for none)
+              <input
+                type="number"
+                min="0"
+                step="any"
+                value={limit}
+                onChange={(e) => setLimit(e.target.value)}
+              />
+            </label>
+            <ResetSelect value={reset} onChange={setReset} />
+          </>
+        )}
+        <AccessFields value={access} management={management} onChange={setAccess} />
         <ErrorBox error={save.error} />
         <div className="row">
-          <button type="submit">Save limit</button>
+          <button type="submit">{management ? 'Save access rules' : 'Save limit and access rules'}</button>
           <button type="button" className="secondary" onClick={props.onClose}>
             Cancel
           </button>
@@ -194,6 +315,7 @@ export function KeysPage(props: { owner: boolean }) {
         cell: (c) =>
           c.getValue() === null ? 'none' : `${usd(c.getValue())} ${c.row.original.limit_reset ?? 'total'}`,
       }),
+      col.accessor(accessSummary, { id: 'access', header: 'Access rules' }),
       col.accessor('usage', {
         header: 'Usage (period)',
         cell: (c) => (c.row.original.scope === 'management' ? '—' : usd(c.getValue())),
@@ -210,11 +332,9 @@ export function KeysPage(props: { owner: boolean }) {
               <button type="button" className="secondary" onClick={() => toggle.mutate(k)}>
                 {k.disabled ? 'Enable' : 'Disable'}
               </button>
-              {k.scope === 'inference' ? (
-                <button type="button" className="secondary" onClick={() => setEditing(k)}>
-                  Edit limit
-                </button>
-              ) : null}
+              <button type="button" className="secondary" onClick={() => setEditing(k)}>
+                {k.scope === 'inference' ? 'Edit limit and access' : 'Edit access'}
+              </button>
               <button type="button" className="danger" onClick={() => setRevoking(k)}>
                 Revoke
               </button>
@@ -268,7 +388,7 @@ export function KeysPage(props: { owner: boolean }) {
           </div>
         </Modal>
       ) : null}
-      {editing ? <EditLimit k={editing} onClose={() => setEditing(null)} /> : null}
+      {editing ? <EditKey k={editing} onClose={() => setEditing(null)} /> : null}
       {revoking ? <ConfirmRevoke k={revoking} onClose={() => setRevoking(null)} /> : null}
     </Page>
   );
