@@ -226,21 +226,24 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
    */
   function preparePlan(plan: Candidate[], body: Json): { plan: Candidate[]; prepared: Dispatch['prepared'] } {
     const prepared: Dispatch['prepared'] = {};
-    const failed: WireFormatName[] = [];
+    // Allocated only when a format cannot express the request (rare).
+    let failed: WireFormatName[] | null = null;
     let error: unknown = null;
     for (const cand of plan) {
       const name = cand.provider.format;
-      if (prepared[name] !== undefined || failed.includes(name)) continue;
+      if (prepared[name] !== undefined || failed?.includes(name)) continue;
       try {
         prepared[name] = wireFormatOf(name).prepare(body);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
+        if (failed === null) failed = [];
         failed.push(name);
         error ??= err;
       }
     }
-    if (failed.length === 0) return { plan, prepared };
-    const rest = plan.filter((cand) => !failed.includes(cand.provider.format));
+    if (failed === null) return { plan, prepared };
+    const skip = failed;
+    const rest = plan.filter((cand) => !skip.includes(cand.provider.format));
     if (rest.length === 0) throw error;
     return { plan: rest, prepared };
   }
