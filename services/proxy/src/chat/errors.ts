@@ -10,7 +10,7 @@ import { DETAIL_MAX, summariseProviderError } from '../providers/provider-error'
  */
 
 /** The §6 chunk's `metadata.error_type`: `timeout` (504), `server` (other 5xx), else the error's type. */
-export const streamErrorType = (err: AppError): string =>
+const streamErrorType = (err: AppError): string =>
   err.status === 504 ? 'timeout' : err.status >= 500 ? 'server' : err.type;
 
 /** The §6 error chunk (finish_reason `error`, top-level `error`) as one SSE event. */
