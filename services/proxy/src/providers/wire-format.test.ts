@@ -24,7 +24,11 @@ models:
   { env: {} },
 );
 const model = catalog.model('vendor/both')!;
-const [oa, an] = model.providers.map((p) => ({ model, provider: p.provider, upstreamModel: p.upstreamModel }));
+const [oa, an] = model.providers.map((p) => ({
+  model,
+  provider: p.provider,
+  upstreamModel: p.upstreamModel,
+}));
 const CTX = { model: 'vendor/both', created: 1_800_000_000 };
 const body = {
   model: 'vendor/both',
