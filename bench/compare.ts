@@ -1000,7 +1000,7 @@ try {
     // the 10,000 streams go through the WORKERS = cores proxy (RSS of all its processes), and the
     // single-process proxy is measured at the most streams its limit allows.
     const nofile = Number(/Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 0);
-    const oneProcessMax = Math.min(OPEN_STREAMS, Math.floor((nofile - 1000) / 2));
+    const oneProcessMax = Math.min(OPEN_STREAMS, Math.floor((nofile - 2000) / 2));
     const runs: Record<string, unknown> = {};
     for (const [name, pid, streams] of [
       [`tollgate-w${CORES}`, proxyN.pid as number, OPEN_STREAMS],

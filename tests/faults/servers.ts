@@ -22,16 +22,26 @@ export interface PrivateRedis {
   close(): Promise<void>;
 }
 
+/** FAULTS_NO_PRIVATE_SERVERS=1 runs the scenarios' fallbacks (as where the binaries are missing). */
+const refused = () => {
+  if (process.env.FAULTS_NO_PRIVATE_SERVERS === '1') throw new Error('FAULTS_NO_PRIVATE_SERVERS=1');
+};
+
 /** `redis-server --port N --save "" --appendonly no`: no persistence, so a restart is empty. */
 export async function startPrivateRedis(): Promise<PrivateRedis> {
+  refused();
   const port = await freePort();
   let child: ChildProcess | null = null;
   const start = async () => {
+    let spawnError: Error | null = null;
     child = spawn(
       'redis-server',
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
       { stdio: 'ignore' },
     );
+    child.once('error', (err) => {
+      spawnError = err;
+    });
     const probe = new Redis(port, '127.0.0.1', {
       lazyConnect: true,
       maxRetriesPerRequest: 0,
@@ -47,6 +57,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
         // not listening yet
       }
       probe.disconnect();
+      if (spawnError) throw spawnError;
       if (Date.now() > deadline) throw new Error(`redis-server on ${port} not up within 10 s`);
       await sleep(50);
     }
@@ -96,6 +107,7 @@ function asPgUser(cmd: string, args: string[]): { file: string; args: string[] }
  * Returns once it accepts connections.
  */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  refused();
   const bin = pgBin();
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-pg-'));
   chmodSync(dir, 0o777);

@@ -144,21 +144,23 @@ local staleAcct = (now - tonumber(a[1]) > tonumber(ARGV[8])) and 1 or 0
 local postpaid = a[2] == '1'
 -- The sweep for expired holds, when due (every gc interval): it changes _held, so read it again.
 local expired = 0
+-- The hash's TTL is refreshed with the sweep (at least every gc interval while the hash is used),
+-- not on every admit: an HSET keeps the TTL of an existing hash.
 local function swept(h, held, gcAt, old)
-  if gcAt and tonumber(gcAt) > now then return amount(held), old end
+  if gcAt and tonumber(gcAt) > now then return amount(held), old, false end
   expired = expired + gc(h, now, every)
   local v = redis.call('HMGET', h, '_held', rf)
-  return amount(v[1]), v[2]
+  return amount(v[1]), v[2], true
 end
-local kHeld, kOld, aHeld, aOld
+local kHeld, kOld, kSwept, aHeld, aOld, aSwept
 if limited then
-  kHeld, kOld = swept(KEYS[1], k[3], k[4], k[5])
+  kHeld, kOld, kSwept = swept(KEYS[1], k[3], k[4], k[5])
   if gt(add(add(amount(k[2]), kHeld), worst), ARGV[4]) then
     return {1, 0, 0, staleKey, staleAcct, expired}
   end
 end
 if not postpaid then
-  aHeld, aOld = swept(KEYS[2], a[5], a[6], a[7])
+  aHeld, aOld, aSwept = swept(KEYS[2], a[5], a[6], a[7])
   local credits = amount(a[3])
   -- Out of credits, or this request's own worst case does not fit in what is left.
   local used = add(amount(a[4]), aHeld)
@@ -185,11 +187,11 @@ local expires = now + tonumber(ARGV[6])
 local ttl = tonumber(ARGV[10])
 if limited then
   reserve(KEYS[1], kHeld, kOld, expires)
-  redis.call('EXPIRE', KEYS[1], ttl)
+  if kSwept then redis.call('EXPIRE', KEYS[1], ttl) end
 end
 if not postpaid then
   reserve(KEYS[2], aHeld, aOld, expires)
-  redis.call('EXPIRE', KEYS[2], ttl)
+  if aSwept then redis.call('EXPIRE', KEYS[2], ttl) end
 end
 return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct, expired}
 `;
@@ -206,7 +208,7 @@ local req = ARGV[2]
 local cost = ARGV[3]
 local rf, tf, pf = 'r:' .. req, 't:' .. req, 'p:' .. req
 local function settle(h)
-  local v = redis.call('HMGET', h, '_held', rf, tf, pf)
+  local v = redis.call('HMGET', h, '_held', rf, tf, pf, '_ok')
   local held = amount(v[1])
   local changed = false
   if v[2] then
@@ -230,7 +232,9 @@ local function settle(h)
     if v[2] then redis.call('HDEL', h, rf) end
     redis.call('HSET', h, pf, cost .. '|' .. string.format('%d', now + tonumber(ARGV[4])), '_held', add(held, cost))
   end
-  redis.call('EXPIRE', h, tonumber(ARGV[7]))
+  -- An existing hash keeps its TTL (refreshed by admit's sweep); one that vanished meanwhile (flush,
+  -- eviction) and was just re-created by the HSET above gets one, so it cannot linger forever.
+  if not v[5] then redis.call('EXPIRE', h, tonumber(ARGV[7])) end
 end
 if ARGV[5] == '1' then settle(KEYS[1]) end
 if ARGV[6] == '1' then settle(KEYS[2]) end
