@@ -12,7 +12,8 @@ export default defineConfig({
     exclude: ['tests/faults/**', '**/node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    globalSetup: ['packages/testkit/src/global-setup.ts'],
+    // testkit's (servers, run id, cleanup), then the run's migrated template database.
+    globalSetup: ['packages/testkit/src/global-setup.ts', 'tests/support/template-db.ts'],
     pool: 'forks',
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },

@@ -191,3 +191,31 @@ if (rc) {
   out.push('');
 }
 process.stdout.write(`${out.join('\n')}\n`);
+
+// Sizing figures (docs/operations.md "Sizing"): CPU per 1,000 req/s per process, memory per stream.
+if (cpu?.tollgate) {
+  const t = cpu.tollgate.usPerRequestMinusIdle as Record<string, number>;
+  const lines = ['', 'Sizing (from the fixed-rate CPU figures, idle background subtracted):', ''];
+  lines.push('| process | CPU µs/request | cores per 1,000 req/s |');
+  lines.push('|---|---|---|');
+  let sum = 0;
+  for (const [k, us] of Object.entries(t)) {
+    if (k === 'upstream') continue;
+    sum += us;
+    lines.push(`| ${k} | ${us} | ${(us / 1000).toFixed(2)} |`);
+  }
+  lines.push(`| **Tollgate + servers** | ${sum} | ${(sum / 1000).toFixed(2)} |`);
+  const rs = r.openStreamsRss as Any;
+  for (const [name, v] of Object.entries(rs ?? {}).filter(([, v]) => typeof v === 'object') as [
+    string,
+    Any,
+  ][]) {
+    const open = v.rssAllOpenMb || v.rssPeakMb;
+    const streams = v.finished ?? v.streams;
+    lines.push(
+      '',
+      `${name}: ${((1024 * (open - v.rssIdleMb)) / Math.max(1, streams)).toFixed(0)} KB RSS per open stream (${v.rssIdleMb} MB before, ${open} MB with ${streams} streams).`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}

@@ -123,7 +123,7 @@ export async function startStack(
     productionKeys?: boolean;
   } = {},
 ): Promise<Stack> {
-  const [database, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+  const [database, redis] = await Promise.all([createTestDatabase({ migrated: true }), createTestRedis()]);
   const amqp = createTestAmqp();
   const serviceKeys = options.productionKeys
     ? {

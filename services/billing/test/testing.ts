@@ -37,7 +37,7 @@ export async function startTestBilling(
   env: Record<string, string> = {},
   options: BillingOptions = {},
 ): Promise<TestBillingStack> {
-  const [db, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+  const [db, redis] = await Promise.all([createTestDatabase({ migrated: true }), createTestRedis()]);
   const testAmqp = createTestAmqp();
   const config = loadConfig({
     PORT: '0',

@@ -69,7 +69,7 @@ export async function startTestKeysService(
     Omit<KeysRuntimeOptions, 'logger'>
   > = {},
 ): Promise<TestKeysService> {
-  const [database, redis] = await Promise.all([createTestDatabase(), createTestRedis()]);
+  const [database, redis] = await Promise.all([createTestDatabase({ migrated: true }), createTestRedis()]);
   const config = loadConfig({
     DATABASE_URL: database.url,
     REDIS_URL: redis.url,

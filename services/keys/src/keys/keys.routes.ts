@@ -1,6 +1,7 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
+import { keyCallerClaims } from '@tollgate/http';
 import { Router } from 'express';
 import { callerOf, keyCaller } from '../http/caller';
 import type { KeyPresenter } from './key-view';
@@ -15,7 +16,6 @@ export function keysRoutes(deps: {
 }): Router {
   const { keys, presenter } = deps;
   const management = keyCaller(deps, 'management');
-  const anyScope = keyCaller(deps, 'any');
   const router = Router();
 
   router.post('/keys', management, async (req, res) => {
@@ -76,8 +76,10 @@ export function keysRoutes(deps: {
     res.json({ data: { hash: row.id, deleted: true }, deleted: true });
   });
 
-  router.get('/key', anyScope, async (_req, res) => {
-    res.json({ data: await presenter.presentCaller(callerOf(res)) });
+  // Any scope; the row is read (and checked) while billing's usage figures are fetched.
+  router.get('/key', async (req, res) => {
+    const claims = keyCallerClaims(req, deps.verifier);
+    res.json({ data: await presenter.presentCaller(claims.keyId, keys.authenticateCaller(claims)) });
   });
 
   return router;

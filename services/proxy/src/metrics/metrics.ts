@@ -71,14 +71,19 @@ const OVERHEAD_SECONDS = [
   0.5, 1,
 ];
 
-/** Label children cached by their joined label values: prom-client hashes label objects otherwise. */
-function cached<C>(make: (...values: string[]) => C): (...values: string[]) => C {
+/**
+ * Label children cached by their label values (prom-client hashes a label object on every call
+ * otherwise). Fixed arity, one template-string key: no rest array or join per request.
+ */
+function cached<C>(
+  make: (a: string, b: string, c: string, d: string) => C,
+): (a: string, b?: string, c?: string, d?: string) => C {
   const children = new Map<string, C>();
-  return (...values) => {
-    const k = values.join('\u0000');
+  return (a, b = '', c = '', d = '') => {
+    const k = `${a}\u0000${b}\u0000${c}\u0000${d}`;
     let child = children.get(k);
-    if (!child) {
-      child = make(...values);
+    if (child === undefined) {
+      child = make(a, b, c, d);
       children.set(k, child);
     }
     return child;
