@@ -17,9 +17,9 @@ import { startTestKeysService } from '@tollgate/keys/testing';
 import { startProviderSim } from '@tollgate/provider-sim';
 import { Redis } from 'ioredis';
 import { createKeyCache } from '../packages/key-cache/src/index';
-import { Upstreams } from '../services/proxy/src/chat/upstream';
 import { DEFAULT_CATALOG_PATH, loadConfig } from '../services/proxy/src/config';
 import { startProxy } from '../services/proxy/src/http/app';
+import { Upstreams } from '../services/proxy/src/upstream/upstream';
 
 process.env.TOLLGATE_TEST_RUN ??= `bench${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
 const role = process.argv[2];
@@ -92,7 +92,7 @@ if (role === 'sim') {
 } else if (role === 'mini' || role === 'mini-redis') {
   const simUrl = process.env.PROVIDER_SIM_URL;
   if (!simUrl) throw new Error('PROVIDER_SIM_URL is required');
-  // Same Pool options as the proxy (services/proxy/src/chat/upstream.ts).
+  // Same Pool options as the proxy (services/proxy/src/upstream/upstream.ts).
   const upstreams = new Upstreams({ timeoutMs: 60_000 });
   const target = upstreams.target({ name: 'sim', baseUrl: `${simUrl}/v1` });
   let redis: Redis | undefined;

@@ -174,7 +174,7 @@ export function parseSim(raw: unknown): SimOptions {
 
 /**
  * The chat-completion arguments OpenAI documents; with `strict`, anything else is refused. Kept apart
- * from the proxy's allow-list (services/proxy/src/chat/request-fields.ts) on purpose: the simulator
+ * from the proxy's allow-list (services/proxy/src/providers/openai/request.ts) on purpose: the simulator
  * stands for the provider, so a shared list would let a gateway mistake pass its own test.
  */
 const OPENAI_ARGUMENTS = new Set([

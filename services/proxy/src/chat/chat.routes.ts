@@ -6,31 +6,21 @@ import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { authenticatedKey } from '../auth/authenticate';
-import {
-  buildMessagesRequest,
-  classifyHttpError,
-  MessagesSseBridge,
-  readMessage,
-} from '../providers/anthropic';
+import { wireFormatOf } from '../providers';
+import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
+import type { ClassifiedHttpError, WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
-import { backoffMs, failsOver, keyRejected, retryAfterMs } from '../routing/policy';
+import { backoffMs, retryAfterMs } from '../routing/policy';
 import type { SpendGuard } from '../spend/guard';
+import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
 import { parseChatRequest } from './chat.validation';
-import { type Attempt, Completion, type TokenEstimator, type UsageSink } from './completion';
+import { Completion, type Outcome, type TokenEstimator, type UsageSink } from './completion';
 import type { KeyConcurrency } from './concurrency';
+import { DONE_EVENT, errorEvent, finishReasonOf, invalidResponse } from './errors';
 import { admissionPromptTokens } from './prompt-bound';
-import { upstreamFields } from './request-fields';
-import { completionErrorOf, errorChunk, StreamRelay, writeSseHead } from './stream-relay';
-import {
-  acquireUpstream,
-  isAbortError,
-  readSome,
-  transportError,
-  type Upstreams,
-  upstreamHttpError,
-} from './upstream';
-import { completeUsage, isProviderUsage, messageText, tokensFromUsage } from './usage';
+import { StreamRelay, writeSseHead } from './stream-relay';
+import { completeUsage, messageText } from './usage';
 
 export interface ChatDeps {
   catalog: Catalog;
@@ -56,15 +46,17 @@ const X_TITLE_MAX = 200;
 const HTTP_REFERER_MAX = 500;
 /** `newRequestId()` with the CSPRNG call amortised over 256 ids (same format). */
 
-/** A provider's answer; `errorText` is its body when routing already read it (an error answer). */
-type UpstreamResponse = Dispatcher.ResponseData & { errorText?: string };
+/** A provider's answer; `refusal` is its error answer classified by its wire format (non-2xx). */
+type UpstreamResponse = Dispatcher.ResponseData & { refusal?: ClassifiedHttpError };
+
+type Json = Record<string, unknown>;
 
 /** What a completion may be dispatched to, and the request as the caller sent it. */
 interface Dispatch {
   plan: Candidate[];
-  original: Record<string, unknown>;
-  /** The Anthropic Messages body (model filled in per candidate), when a candidate speaks it. */
-  messages: Record<string, unknown> | null;
+  original: Json;
+  /** The request in each wire format of the plan (WireFormat.prepare; the model is filled in per candidate). */
+  prepared: Partial<Record<WireFormatName, Json>>;
   res: Response;
 }
 
@@ -89,12 +81,15 @@ interface CompletionLocals {
 /** Hoisted: the client going away aborts the upstream request (and whatever the relay waits for). */
 function onResponseClose(this: Response): void {
   const c = (this.locals as CompletionLocals).completion;
-  if (c && !this.writableFinished) {
-    c.cancelled = true;
-    c.abort.abort();
-  }
+  if (c && !this.writableFinished) c.cancel();
 }
 const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };
+const CANCELLED: Outcome = Object.freeze({ kind: 'cancelled' });
+/** A relay that threw (a bug): ended like a broken answer, so the completion still ends once. */
+const UNFINISHED: Outcome = Object.freeze({
+  kind: 'failed',
+  error: new AppError('internal', 'Internal server error'),
+});
 
 /** POST /chat/completions: validate, admit, forward, relay (JSON or SSE), settle, publish. */
 export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
@@ -118,9 +113,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       ...route,
       candidates: route.candidates.filter((c) => allowsModel(key, c.model.id)),
     });
-    // Anthropic candidates get the translated body, built once before admission: a request it cannot
-    // express (n > 1, audio parts, …) skips them, and is a 400 when no other candidate is left.
-    const { plan, messages } = anthropicPlan(routed, chat.body);
+    // Each wire format of the plan translates the request once, before admission: a request one cannot
+    // express (Anthropic: n > 1, audio parts, …) skips its candidates, and is a 400 when none is left.
+    const { plan, prepared } = preparePlan(routed, chat.body);
     const first = plan[0] as Candidate;
 
     // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
@@ -182,14 +177,39 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     // A lease that lapsed and no longer fits the limit stops the request (packages/spend, Leases).
     if (reservation) reservation.onLost = (reason) => c.stop(reason);
 
-    const original = chat.body;
-    const attempt: Dispatch = { plan, original, messages, res };
+    const attempt: Dispatch = { plan, original: chat.body, prepared, res };
     deps.live?.add(c);
+    // The one place a completion ends (Completion.finish, exactly once): whatever the relay says,
+    // or, should it throw, a failure billed like a broken answer.
+    let outcome: Outcome = UNFINISHED;
     try {
-      if (chat.stream) await relayStream(c, res, attempt);
-      else await relayJson(c, res, attempt);
+      outcome = chat.stream ? await relayStream(c, res, attempt) : await relayJson(c, attempt);
     } finally {
       deps.live?.delete(c);
+      c.finish(outcome);
+    }
+    answer(c, res, outcome);
+  }
+
+  /**
+   * The end of the answer, written once the completion has ended (its usage event sent or spooled
+   * first: a process killed in between bills an answer nobody saw rather than serving one nobody
+   * bills). Served: the JSON body, or the stream's last bytes. Refused or failed: an ordinary HTTP
+   * error, or, when a stream's 200 was already committed (keep-alive comments during a slow start),
+   * the §6 error chunk. A cancelled client gets nothing.
+   */
+  function answer(c: Completion, res: Response, outcome: Outcome): void {
+    if (outcome.kind === 'served') {
+      if (outcome.lastBytes === null || res.writableEnded || res.destroyed) return;
+      if (c.chat.stream) writeSseHead(res);
+      else res.writeHead(200, JSON_HEAD);
+      res.end(outcome.lastBytes);
+      return;
+    }
+    if (outcome.kind === 'cancelled') return;
+    if (!res.headersSent) throw outcome.error;
+    if (!res.writableEnded && !res.destroyed) {
+      res.end(errorEvent(outcome.error, c.provider.name) + DONE_EVENT);
     }
   }
 
@@ -201,51 +221,37 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   /**
-   * The Messages body for the plan's Anthropic candidates (null when there are none), and the plan
-   * without them when the request cannot be translated (the adapter's 400 when nothing else is left).
+   * The request in each wire format of the plan, and the plan without the candidates whose format
+   * cannot express it (that format's 400 when nothing else is left).
    */
-  function anthropicPlan(
-    plan: Candidate[],
-    body: Record<string, unknown>,
-  ): { plan: Candidate[]; messages: Record<string, unknown> | null } {
-    if (!plan.some((cand) => cand.provider.format === 'anthropic')) return { plan, messages: null };
-    try {
-      return { plan, messages: buildMessagesRequest(body, { model: '' }) };
-    } catch (err) {
-      const others = plan.filter((cand) => cand.provider.format !== 'anthropic');
-      if (others.length === 0 || !(err instanceof AppError)) throw err;
-      return { plan: others, messages: null };
+  function preparePlan(plan: Candidate[], body: Json): { plan: Candidate[]; prepared: Dispatch['prepared'] } {
+    const prepared: Dispatch['prepared'] = {};
+    // Allocated only when a format cannot express the request (rare).
+    let failed: WireFormatName[] | null = null;
+    let error: unknown = null;
+    for (const cand of plan) {
+      const name = cand.provider.format;
+      if (prepared[name] !== undefined || failed?.includes(name)) continue;
+      try {
+        prepared[name] = wireFormatOf(name).prepare(body);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        if (failed === null) failed = [];
+        failed.push(name);
+        error ??= err;
+      }
     }
+    if (failed === null) return { plan, prepared };
+    const skip = failed;
+    const rest = plan.filter((cand) => !skip.includes(cand.provider.format));
+    if (rest.length === 0) throw error;
+    return { plan: rest, prepared };
   }
 
-  /** Points the completion at `cand` and builds its upstream body (documented fields only). */
+  /** Points the completion at `cand` with its upstream body (its wire format's, documented fields only). */
   function aim(c: Completion, cand: Candidate, d: Dispatch): void {
-    c.model = cand.model;
-    c.provider = cand.provider;
-    c.upstreamModel = cand.upstreamModel;
-    if (cand.provider.format === 'anthropic' && d.messages) {
-      // Anthropic Messages body (providers/anthropic): no OpenAI-only fields such as stream_options.
-      const body: Record<string, unknown> = { ...d.messages, model: cand.upstreamModel };
-      // Without a caller's max_tokens, the adapter's default stays within the model's output cap
-      // (what the admission worst case assumed).
-      const cap = cand.model.maxOutputTokens;
-      const unbounded = d.original.max_tokens == null && d.original.max_completion_tokens == null;
-      if (unbounded && cap !== undefined && (body.max_tokens as number) > cap) body.max_tokens = cap;
-      if (cand.provider.simulator && d.original.sim !== undefined) body.sim = d.original.sim;
-      c.chat.body = body;
-      return;
-    }
-    const original = d.original;
-    // Only the wire format's documented fields reach the provider (request-fields.ts).
-    const body = upstreamFields(original, cand.provider);
-    body.model = cand.upstreamModel;
-    if (c.chat.stream) {
-      body.stream_options = {
-        ...((body.stream_options as object | null | undefined) ?? {}),
-        include_usage: true,
-      };
-    }
-    c.chat.body = body;
+    const format = wireFormatOf(cand.provider.format);
+    c.aim(cand, format.requestBody(d.prepared[format.name] as Json, cand, d.original, c.chat.stream));
   }
 
   /**
@@ -276,22 +282,14 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       const apiKey = keys.pick(cand.provider.name, cand.provider.apiKeys, rejectedKeys);
       const started = Date.now();
       health.attempting(cand.provider.name);
-      const record = (status: number | null, outcome: string) =>
-        c.attempts.push({
-          provider: cand.provider.name,
-          model: cand.model.id,
-          status,
-          outcome,
-          latency_ms: Date.now() - started,
-        } satisfies Attempt);
+      const record = (status: number | null, outcome: string) => c.recordAttempt(status, outcome, started);
       let up: UpstreamResponse;
       try {
         up = await send(c, apiKey);
       } catch (err) {
-        c.release?.();
-        c.release = null;
+        c.releaseUpstream();
         if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
-        const e = failureOf(c, err);
+        const e = c.failureOf(err);
         // At capacity in this process is not the provider's fault: no health penalty.
         if (e.type !== 'service_unavailable') health.failure(cand.provider.name);
         record(
@@ -302,29 +300,29 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         lastRetryAfter = undefined;
         continue;
       }
-      let errorText: string | null = null;
-      let over = failsOver(up.statusCode);
-      if (!over && up.statusCode === 400 && cand.provider.format === 'anthropic') {
-        // Anthropic's 400 `billing_error` is our account's problem, not the caller's: read the body.
-        errorText = await readSome(up.body);
-        over = classifyHttpError(up.statusCode, errorText).failover;
-      }
-      if (!over) {
+      // An error answer is read (64 KiB at most) and classified by its wire format (failover, key).
+      const refused =
+        up.statusCode >= 200 && up.statusCode < 300
+          ? null
+          : wireFormatOf(cand.provider.format).classifyHttpError(
+              up.statusCode,
+              await readSome(up.body),
+              cand.provider.name,
+            );
+      if (!refused?.failover) {
         health.success(cand.provider.name);
         record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
-        return errorText === null ? up : Object.assign(up, { errorText });
+        return refused === null ? up : Object.assign(up, { refusal: refused });
       }
-      errorText ??= await readSome(up.body);
-      c.release?.();
-      c.release = null;
+      c.releaseUpstream();
       lastRetryAfter = retryAfterMs(up.headers['retry-after']);
-      if (keyRejected(up.statusCode) && apiKey) {
+      if (refused.keyRejected && apiKey) {
         keys.reject(apiKey, lastRetryAfter);
         rejectedKeys.add(apiKey);
       }
       health.failure(cand.provider.name);
       record(up.statusCode, `http_${up.statusCode}`);
-      last = refusal(c, up.statusCode, errorText);
+      last = refusal(c, up.statusCode, refused);
     }
     // A final 429 passes the provider's Retry-After on to the client.
     if (last?.status === 429 && lastRetryAfter !== undefined && !d.res.headersSent) {
@@ -345,111 +343,83 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   /** One attempt: request start → provider response headers. */
   async function send(c: Completion, apiKey: string | undefined): Promise<UpstreamResponse> {
     const target = upstreams.target(c.provider, apiKey);
-    if (c.upstreamStartedAt === 0) c.upstreamStartedAt = performance.now();
-    c.release = acquireUpstream(target, c.provider.name);
+    c.holdUpstream(acquireUpstream(target, c.provider.name));
     return target.pool.request({
       method: 'POST',
       path: target.path,
       headers: target.headers,
-      body: JSON.stringify(c.chat.body),
+      body: JSON.stringify(c.upstreamBody),
       signal: c.abort.signal,
     });
   }
 
-  /** The gateway error for a failed upstream call: capacity (503), the duration cap (504), transport. */
-  function failureOf(c: Completion, err: unknown): AppError {
-    if (err instanceof AppError) return err;
-    if (c.stopReason) return c.stopReason;
-    if (c.timedOut) {
-      return new AppError(
-        'timeout',
-        `Completion exceeded the gateway's maximum duration of ${Math.round(deps.maxDurationMs / 1000)} s`,
-        { provider_name: c.provider.name },
-      );
-    }
-    return transportError(err, c.provider.name);
-  }
-
   /** A provider's error response: the summary for the client; its own text goes to the log only. */
-  function refusal(c: Completion, status: number, errorText: string): AppError {
-    const { error, detail } = upstreamHttpError(status, errorText, c.provider.name);
-    c.log.warn({ provider: c.provider.name, upstreamStatus: status, detail }, 'provider refused the request');
-    return error;
+  function refusal(c: Completion, status: number, refused: ClassifiedHttpError): AppError {
+    c.log.warn(
+      { provider: c.provider.name, upstreamStatus: status, detail: refused.detail },
+      'provider refused the request',
+    );
+    return refused.summary;
   }
 
-  /** Cancelled before the provider answered: the prompt was sent, bill its estimate. */
-  function endCancelledEarly(c: Completion): void {
-    const tokens = c.estimate('');
-    c.end(tokens, 'estimated', c.cost(tokens));
-  }
-
-  async function relayJson(c: Completion, res: Response, d: Dispatch): Promise<void> {
+  /** The JSON answer: dispatch, read the provider's answer in its wire format, relay it priced. */
+  async function relayJson(c: Completion, d: Dispatch): Promise<Outcome> {
     let up: UpstreamResponse;
     try {
       up = await dispatch(c, d);
     } catch (err) {
-      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
-      c.end(null, 'estimated', 0n);
-      throw failureOf(c, err);
+      if (c.isCancellation(err)) return CANCELLED;
+      return { kind: 'refused', error: c.failureOf(err) };
     }
     c.markFirstByte();
+    if (up.refusal) return { kind: 'refused', error: refusal(c, up.statusCode, up.refusal) };
     let text: string;
     try {
-      if (up.statusCode < 200 || up.statusCode >= 300) {
-        const errorText = up.errorText ?? (await readSome(up.body));
-        c.end(null, 'estimated', 0n);
-        throw refusal(c, up.statusCode, errorText);
-      }
       text = await up.body.text();
-      c.markUpstreamEnd();
     } catch (err) {
-      c.markUpstreamEnd();
-      if (err instanceof AppError) throw err;
-      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
+      if (c.isCancellation(err)) return CANCELLED;
       // The provider accepted the request and broke off while sending the answer: it did work.
-      const e = failureOf(c, err);
-      c.error = completionErrorOf(e);
-      endCancelledEarly(c);
-      throw e;
+      return { kind: 'failed', error: c.failureOf(err) };
+    } finally {
+      c.markUpstreamEnd();
     }
-    let json: Record<string, unknown>;
+    let json: Json;
     try {
-      json = JSON.parse(text) as Record<string, unknown>;
-      if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('not an object');
-      if (c.provider.format === 'anthropic') {
-        // An Anthropic Message → the chat.completion (and OpenAI-shaped usage) priced below.
-        const read = readMessage(json, { model: c.model.id, created: Math.floor(c.startedAt / 1000) });
-        if (!read) throw new Error('not a Message');
-        json = read;
-      }
-    } catch {
-      const e = new AppError('provider_error', `Provider ${c.provider.name} returned an invalid response`, {
-        provider_name: c.provider.name,
+      const parsed = JSON.parse(text) as Json;
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        throw new Error('not an object');
+      // The wire format's answer → the chat.completion (and OpenAI-shaped usage) priced below.
+      const read = wireFormatOf(c.provider.format).readResponse(parsed, {
+        model: c.model.id,
+        created: Math.floor(c.startedAt / 1000),
       });
-      c.error = completionErrorOf(e);
-      endCancelledEarly(c);
-      throw e;
+      if (!read) throw new Error('not a completion');
+      json = read;
+    } catch {
+      return { kind: 'failed', error: invalidResponse(c.provider.name) };
     }
     const providerUsage = json.usage;
     const fromProvider = isProviderUsage(providerUsage);
     const tokens = fromProvider ? tokensFromUsage(providerUsage) : c.estimate(messageText(json));
     const cost = c.cost(tokens);
-    c.upstreamId = typeof json.id === 'string' ? json.id : null;
-    const choices = Array.isArray(json.choices) ? (json.choices as { finish_reason?: unknown }[]) : [];
-    const reason = choices.find((ch) => typeof ch?.finish_reason === 'string')?.finish_reason;
-    c.finishReason = typeof reason === 'string' ? reason : null;
+    const upstreamId = typeof json.id === 'string' ? json.id : null;
     json.id = c.requestId;
     json.model = c.model.id;
     json.provider = c.provider.name;
     json.usage = completeUsage(providerUsage, tokens, cost);
-    const out = JSON.stringify(json);
-    // The usage event first (sent, or written to the spool), then the answer: a process killed in
-    // between bills an answer nobody saw rather than serving one nobody bills.
-    c.end(tokens, fromProvider ? 'provider' : 'estimated', cost);
-    if (!c.cancelled) res.writeHead(200, JSON_HEAD).end(out);
+    return {
+      kind: 'served',
+      tokens,
+      source: fromProvider ? 'provider' : 'estimated',
+      costUnits: cost,
+      finishReason: finishReasonOf(json.choices),
+      upstreamId,
+      lastBytes: c.cancelled ? null : JSON.stringify(json),
+    };
   }
 
-  async function relayStream(c: Completion, res: Response, d: Dispatch): Promise<void> {
+  /** The SSE answer: dispatch, then relay the provider's stream (its wire format bridged to OpenAI chunks). */
+  async function relayStream(c: Completion, res: Response, d: Dispatch): Promise<Outcome> {
     const relay = new StreamRelay(c, res, deps.streamWriteTimeoutMs);
     relay.startKeepAlive(keepAliveIntervalMs);
     let up: UpstreamResponse;
@@ -457,20 +427,19 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       up = await dispatch(c, d);
     } catch (err) {
       relay.stopKeepAlive();
-      if (c.cancelled || (isAbortError(err) && !c.timedOut)) return endCancelledEarly(c);
-      return refuseStream(c, res, failureOf(c, err));
+      if (c.isCancellation(err)) return CANCELLED;
+      return { kind: 'refused', error: c.failureOf(err) };
     }
-    if (up.statusCode < 200 || up.statusCode >= 300) {
+    if (up.refusal) {
       relay.stopKeepAlive();
-      const errorText = up.errorText ?? (await readSome(up.body));
-      return refuseStream(c, res, refusal(c, up.statusCode, errorText));
+      return { kind: 'refused', error: refusal(c, up.statusCode, up.refusal) };
     }
     writeSseHead(res);
-    // Anthropic events are translated into the OpenAI chunks the relay reads (providers/anthropic).
-    const bridge =
-      c.provider.format === 'anthropic'
-        ? new MessagesSseBridge(c.model.id, Math.floor(c.startedAt / 1000))
-        : null;
+    // A wire format other than OpenAI's is translated into the OpenAI chunks the relay reads.
+    const bridge = wireFormatOf(c.provider.format).streamBridge({
+      model: c.model.id,
+      created: Math.floor(c.startedAt / 1000),
+    });
     try {
       for await (const bytes of up.body) {
         c.markFirstByte();
@@ -486,25 +455,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       }
       if (!relay.terminated) relay.endOfInput();
     } catch (err) {
-      if (c.timedOut || !(c.cancelled || isAbortError(err))) relay.fail(completionErrorOf(failureOf(c, err)));
+      // Cut mid-stream, the duration cap or a lapsed lease: the error chunk ends the stream.
+      if (c.timedOut || !(c.cancelled || isAbortError(err))) c.fail(c.failureOf(err));
     } finally {
       c.markUpstreamEnd();
       if (relay.terminated) up.body.destroy();
     }
-    relay.finish();
-  }
-
-  /**
-   * The provider refused the request before producing anything: nothing is billed, no event. If the
-   * 200 was already committed (keep-alive comments during a slow start), the refusal becomes the
-   * §6 error chunk; otherwise it is an ordinary HTTP error.
-   */
-  function refuseStream(c: Completion, res: Response, err: AppError): void {
-    c.end(null, 'estimated', 0n);
-    if (!res.headersSent) throw err;
-    if (!res.writableEnded && !res.destroyed) {
-      res.end(`data: ${errorChunk(completionErrorOf(err), c.provider.name)}\n\ndata: [DONE]\n\n`);
-    }
+    return relay.finish();
   }
 
   return (req: Request, res: Response, next: NextFunction) => {

@@ -2,7 +2,7 @@ import { badRequest } from '@tollgate/errors';
 
 /**
  * Validation of POST /chat/completions. Only the fields the gateway relies on are checked; of the
- * others, only the wire format's documented fields reach the provider (request-fields.ts).
+ * others, only the wire format's documented fields reach the provider (providers/openai/request.ts).
  * Hand-written rather than zod: it runs on every request and the messages name the field exactly.
  */
 interface ChatMessage {

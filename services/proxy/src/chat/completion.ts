@@ -1,13 +1,14 @@
 import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
 import { computeCost } from '@tollgate/catalog';
-import type { AppError } from '@tollgate/errors';
+import { AppError } from '@tollgate/errors';
 import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import { toDecimal } from '@tollgate/money';
+import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
+import { isAbortError, transportError } from '../upstream/upstream';
 import type { ChatRequest } from './chat.validation';
-import type { TokenCounts } from './usage';
 
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
 export interface UsageSink {
@@ -20,15 +21,6 @@ export interface UsageSink {
 export interface TokenEstimator {
   estimatePromptTokens(messages: readonly unknown[], toolsJson: string | null): number;
   estimateCompletionTokens(text: string): number;
-}
-
-export interface CompletionError {
-  code: number;
-  /** What the client sees (a summary for provider errors). */
-  message: string;
-  errorType: string;
-  /** The provider's own text, for the generation record only (never sent to the client). */
-  detail?: string;
 }
 
 export type UsageSource = 'provider' | 'estimated';
@@ -62,8 +54,39 @@ export interface CompletionInit {
 }
 
 /**
- * The state of one chat completion request after it was admitted: what the provider produced, and
- * the single place it ends (settle the spend reservation exactly once, publish at most one event).
+ * How a completion ended: what `Completion.finish` settles and records. Every terminal path of the
+ * chat route and the stream relay produces exactly one.
+ *
+ * - `served`: the provider answered (JSON, or a stream to its end, cut mid-stream, timed out or
+ *   stopped by a lapsed lease after the 200: then `fail` recorded why): billed from the provider's
+ *   usage or the estimate of what was produced, one usage event;
+ * - `refused`: nothing was consumed (the provider refused the request, no candidate could serve it,
+ *   the duration cap or a lapsed lease stopped it before the answer): no charge, no event;
+ * - `cancelled`: the client went away before the answer: the prompt was sent, its estimate is billed;
+ * - `failed`: the provider accepted the request and broke off before the answer reached the client
+ *   (broken or invalid body): its estimate is billed, with the error on the record.
+ */
+export type Outcome =
+  | {
+      kind: 'served';
+      tokens: TokenCounts;
+      source: UsageSource;
+      costUnits: bigint;
+      finishReason: string | null;
+      upstreamId: string | null;
+      /** The end of the answer, written after the completion ended (null: the client is gone). */
+      lastBytes: string | null;
+    }
+  | { kind: 'refused'; error: AppError }
+  | { kind: 'cancelled' }
+  | { kind: 'failed'; error: AppError };
+
+/**
+ * One chat completion request after it was admitted, as a use case: it owns its state (the candidate
+ * it is aimed at, attempts, cancellation, the duration cap, a lapsed lease, the error on its record)
+ * and ends in one place, `finish`, exactly once: the upstream slot is released, the spend reservation
+ * settled, and (unless nothing was consumed) one usage event published (which also feeds the token
+ * and cost metrics, app.ts).
  */
 export class Completion {
   readonly startedAt = Date.now();
@@ -73,26 +96,26 @@ export class Completion {
   upstreamStartedAt = 0;
   upstreamEndedAt = 0;
   firstTokenAt = 0;
-  upstreamId: string | null = null;
-  finishReason: string | null = null;
-  cancelled = false;
-  /** The completion ran past its maximum duration (COMPLETION_MAX_DURATION_MS) and was aborted. */
-  timedOut = false;
-  error: CompletionError | null = null;
-  /** Called once when the completion ends (releases its upstream slot). */
-  release: (() => void) | null = null;
+  private _cancelled = false;
+  private _timedOut = false;
+  private _stopReason: AppError | null = null;
+  private _error: AppError | null = null;
+  private errorDetail: string | null = null;
+  /** Releases the upstream slot of the attempt in flight. */
+  private release: (() => void) | null = null;
   private ended = false;
   private deadline: NodeJS.Timeout | null = null;
+  private maxDurationMs = 0;
 
   readonly requestId: string;
   readonly key: CachedKey;
   readonly chat: ChatRequest;
-  /** The candidate being tried, then the one that served (failover moves these). */
-  model: CatalogModel;
-  provider: CatalogProvider;
-  upstreamModel: string;
+  private _model: CatalogModel;
+  private _provider: CatalogProvider;
+  private _upstreamModel: string;
+  private _upstreamBody: Record<string, unknown>;
   /** Every attempt before the serving one (provider, model, outcome, latency), for the record. */
-  readonly attempts: Attempt[] = [];
+  private readonly attempts: Attempt[] = [];
   readonly app: string | null;
   readonly httpReferer: string | null;
   private readonly logger: Logger;
@@ -109,14 +132,42 @@ export class Completion {
     this.requestId = init.requestId;
     this.key = init.key;
     this.chat = init.chat;
-    this.model = init.model;
-    this.provider = init.provider;
-    this.upstreamModel = init.upstreamModel;
+    this._model = init.model;
+    this._provider = init.provider;
+    this._upstreamModel = init.upstreamModel;
+    this._upstreamBody = init.chat.body;
     this.app = init.app;
     this.httpReferer = init.httpReferer;
     this.logger = init.logger;
     this.promptExact = init.promptEstimate;
     this.reservation = init.reservation;
+  }
+
+  /** The candidate being tried, then the one that served (failover moves it, `aim`). */
+  get model(): CatalogModel {
+    return this._model;
+  }
+  get provider(): CatalogProvider {
+    return this._provider;
+  }
+  get upstreamModel(): string {
+    return this._upstreamModel;
+  }
+  /** The body sent to the candidate (its wire format's). */
+  get upstreamBody(): Record<string, unknown> {
+    return this._upstreamBody;
+  }
+  /** The client went away (or stopped reading): nothing more is written to it. */
+  get cancelled(): boolean {
+    return this._cancelled;
+  }
+  /** The duration cap (COMPLETION_MAX_DURATION_MS) or a lapsed lease aborted the completion. */
+  get timedOut(): boolean {
+    return this._timedOut;
+  }
+  /** Why the answer failed after the provider accepted the request (first failure wins; chat/errors.ts). */
+  get error(): AppError | null {
+    return this._error;
   }
 
   /** Child logger carrying the request id (created lazily: most requests never log). */
@@ -125,24 +176,91 @@ export class Completion {
     return this.child;
   }
 
-  /** Aborts the completion (upstream request included) once it has run `ms`. */
-  /** Why the gateway stopped the request before it ended (its spend lease lapsed over the limit). */
-  stopReason: AppError | null = null;
+  /** Points the completion at a candidate, with the body its wire format sends. */
+  aim(
+    target: { model: CatalogModel; provider: CatalogProvider; upstreamModel: string },
+    body: Record<string, unknown>,
+  ): void {
+    this._model = target.model;
+    this._provider = target.provider;
+    this._upstreamModel = target.upstreamModel;
+    this._upstreamBody = body;
+  }
+
+  /** One failed or answered try of the candidate aimed at. */
+  recordAttempt(status: number | null, outcome: string, startedAt: number): void {
+    this.attempts.push({
+      provider: this._provider.name,
+      model: this._model.id,
+      status,
+      outcome,
+      latency_ms: Date.now() - startedAt,
+    });
+  }
+
+  /** The attempt's upstream slot (upstream.ts acquireUpstream); the previous one must be released. */
+  holdUpstream(release: () => void): void {
+    if (this.upstreamStartedAt === 0) this.upstreamStartedAt = performance.now();
+    this.release = release;
+  }
+
+  /** Frees the attempt's upstream slot (a failed attempt, or the end). */
+  releaseUpstream(): void {
+    this.release?.();
+    this.release = null;
+  }
+
+  /** The client went away (or stopped reading): the upstream request is aborted. */
+  cancel(): void {
+    this._cancelled = true;
+    this.abort.abort();
+  }
 
   /** Stops the request with `reason` (answered like the duration cap: HTTP error or error chunk). */
   stop(reason: AppError): void {
     if (this.ended) return;
-    this.stopReason = reason;
-    this.timedOut = true;
+    this._stopReason = reason;
+    this._timedOut = true;
     this.abort.abort();
   }
 
+  /** Aborts the completion (upstream request included) once it has run `ms`. */
   startDeadline(ms: number): void {
+    this.maxDurationMs = ms;
     this.deadline = setTimeout(() => {
-      this.timedOut = true;
+      this._timedOut = true;
       this.abort.abort();
     }, ms);
     this.deadline.unref();
+  }
+
+  /**
+   * Records why the answer failed (the error chunk's and the record's error); the first failure wins.
+   * `detail` is the provider's own text, for the record only.
+   */
+  fail(error: AppError, detail: string | null = null): void {
+    if (this._error !== null) return;
+    this._error = error;
+    this.errorDetail = detail;
+  }
+
+  /** True when `err` (a failed upstream call or read) means the client went away, not a failure. */
+  isCancellation(err: unknown): boolean {
+    return this._cancelled || (isAbortError(err) && !this._timedOut);
+  }
+
+  /** The gateway error for a failed upstream call: capacity (503), a lapsed lease, the duration cap (504), transport. */
+  failureOf(err: unknown): AppError {
+    if (err instanceof AppError) return err;
+    if (this._stopReason) return this._stopReason;
+    if (this._timedOut) {
+      return new AppError(
+        'timeout',
+        `Completion exceeded the gateway's maximum duration of ${Math.round(this.maxDurationMs / 1000)} s`,
+        { provider_name: this._provider.name },
+      );
+    }
+    return transportError(err, this._provider.name);
   }
 
   markFirstByte(): void {
@@ -158,40 +276,75 @@ export class Completion {
   }
 
   cost(tokens: TokenCounts): bigint {
-    return computeCost(this.model, tokens);
+    return computeCost(this._model, tokens);
   }
 
   /**
-   * Ends the request: settles the reservation with the final cost and publishes the usage event.
-   * `tokens` null means nothing was consumed (the provider refused the request before producing
-   * anything): cost 0, no event.
+   * Ends the completion, exactly once (later calls do nothing): clears the duration cap, releases the
+   * upstream slot, settles the reservation with the outcome's cost, and publishes the usage event
+   * unless nothing was consumed (`refused`).
    */
-  end(tokens: TokenCounts | null, source: UsageSource, costUnits: bigint): void {
+  finish(outcome: Outcome): void {
     if (this.ended) return;
     this.ended = true;
     if (this.deadline) clearTimeout(this.deadline);
-    this.release?.();
-    this.release = null;
+    this.releaseUpstream();
+    let tokens: TokenCounts;
+    let source: UsageSource = 'estimated';
+    let costUnits: bigint;
+    let finishReason: string | null = null;
+    let upstreamId: string | null = null;
+    switch (outcome.kind) {
+      case 'refused':
+        this.settle(0n);
+        return;
+      case 'served':
+        ({ tokens, source, costUnits, finishReason, upstreamId } = outcome);
+        break;
+      case 'failed':
+        this.fail(outcome.error);
+        tokens = this.estimate('');
+        costUnits = this.cost(tokens);
+        break;
+      case 'cancelled':
+        tokens = this.estimate('');
+        costUnits = this.cost(tokens);
+        break;
+    }
+    this.settle(costUnits);
+    this.publish(tokens, source, costUnits, finishReason, upstreamId);
+  }
+
+  private settle(costUnits: bigint): void {
     this.guard.settle(this.reservation, costUnits).catch((err: unknown) => {
       this.log.error({ err }, 'spend settle failed');
     });
-    if (tokens === null) return;
+  }
+
+  private publish(
+    tokens: TokenCounts,
+    source: UsageSource,
+    costUnits: bigint,
+    finishReason: string | null,
+    upstreamId: string | null,
+  ): void {
     const finishedAt = Date.now();
+    const error = this._error;
     const event: UsageEvent = {
       type: 'usage',
       version: 1,
       id: this.requestId,
       account_id: this.key.accountId,
       key_id: this.key.id,
-      model: this.model.id,
-      provider_name: this.provider.name,
-      upstream_model: this.upstreamModel,
-      upstream_id: this.upstreamId,
+      model: this._model.id,
+      provider_name: this._provider.name,
+      upstream_model: this._upstreamModel,
+      upstream_id: upstreamId,
       app: this.app,
       http_referer: this.httpReferer,
       streamed: this.chat.stream,
-      cancelled: this.cancelled,
-      finish_reason: this.error ? 'error' : this.finishReason,
+      cancelled: this._cancelled,
+      finish_reason: error ? 'error' : finishReason,
       usage_source: source,
       tokens: {
         prompt: tokens.prompt,
@@ -202,7 +355,7 @@ export class Completion {
       },
       cost: toDecimal(costUnits),
       is_byok: false,
-      error: this.error ? { code: this.error.code, message: this.error.detail ?? this.error.message } : null,
+      error: error ? { code: error.status, message: this.errorDetail ?? error.message } : null,
       started_at: new Date(this.startedAt).toISOString(),
       finished_at: new Date(finishedAt).toISOString(),
       latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),
@@ -218,8 +371,8 @@ export class Completion {
     if (!this.logger.isLevelEnabled('debug')) return;
     this.log.debug(
       {
-        model: this.model.id,
-        provider: this.provider.name,
+        model: this._model.id,
+        provider: this._provider.name,
         streamed: event.streamed,
         cancelled: event.cancelled,
         usageSource: source,

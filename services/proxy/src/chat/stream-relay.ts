@@ -1,11 +1,12 @@
 import { once } from 'node:events';
-import { type AppError, safeText } from '@tollgate/errors';
 import type { Response } from 'express';
+import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
+import { SseReader } from '../providers/sse';
+import type { TokenCounts } from '../providers/wire-format';
 import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
-import type { Completion, CompletionError, UsageSource } from './completion';
-import { DETAIL_MAX, summariseProviderError } from './provider-error';
-import { SseReader } from './sse';
-import { completeUsage, isProviderUsage, ProducedText, type TokenCounts, tokensFromUsage } from './usage';
+import type { Completion, Outcome, UsageSource } from './completion';
+import { DONE_EVENT, errorEvent, finishReasonOfChunk, midStreamError, streamEndedEarly } from './errors';
+import { completeUsage, ProducedText } from './usage';
 
 const SSE_HEAD = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -13,7 +14,6 @@ const SSE_HEAD = {
   'x-accel-buffering': 'no',
 };
 const KEEP_ALIVE = ': keep-alive\n\n';
-const DONE = 'data: [DONE]\n\n';
 
 type Json = Record<string, unknown>;
 
@@ -23,27 +23,6 @@ export function writeSseHead(res: Response): void {
   res.writeHead(200, SSE_HEAD);
   res.flushHeaders();
 }
-
-/** The §6 error chunk. */
-export function errorChunk(error: CompletionError, providerName: string): string {
-  return JSON.stringify({
-    id: null,
-    object: 'chat.completion.chunk',
-    created: Math.floor(Date.now() / 1000),
-    choices: [{ index: 0, delta: {}, finish_reason: 'error' }],
-    error: {
-      code: error.code,
-      message: error.message,
-      metadata: { error_type: error.errorType, provider_name: providerName },
-    },
-  });
-}
-
-export const completionErrorOf = (err: AppError): CompletionError => ({
-  code: err.status,
-  message: err.message,
-  errorType: err.status === 504 ? 'timeout' : err.status >= 500 ? 'server' : err.type,
-});
 
 /**
  * Relays one provider event stream to the client as it arrives. Content chunks are forwarded the
@@ -58,6 +37,8 @@ export class StreamRelay {
   private usageChunk: Json | null = null;
   private lastFinishChunk: string | null = null;
   private sawDone = false;
+  /** The provider's own id of the stream (its first chunk's). */
+  private upstreamId: string | null = null;
   /** A provider error event arrived: stop reading. */
   terminated = false;
   lastWriteAt = Date.now();
@@ -108,10 +89,8 @@ export class StreamRelay {
   }
 
   private readonly stalled = (): void => {
-    const c = this.c;
-    c.cancelled = true;
-    c.log.warn({ writeTimeoutMs: this.writeTimeoutMs }, 'client stopped reading: stream cut');
-    c.abort.abort();
+    this.c.log.warn({ writeTimeoutMs: this.writeTimeoutMs }, 'client stopped reading: stream cut');
+    this.c.cancel();
     this.res.destroy();
   };
 
@@ -120,11 +99,7 @@ export class StreamRelay {
     const out = this.handle(this.reader.end());
     if (out.length > 0) this.write(out);
     if (!this.terminated && !this.sawDone && this.lastFinishChunk === null) {
-      this.c.error = {
-        code: 502,
-        message: `Provider ${this.c.provider.name} ended the stream before it finished`,
-        errorType: 'server',
-      };
+      this.c.fail(streamEndedEarly(this.c.provider.name));
     }
   }
 
@@ -157,7 +132,7 @@ export class StreamRelay {
         out += `data: ${data.replaceAll('\n', '\ndata: ')}\n\n`;
         continue;
       }
-      if (c.upstreamId === null) c.upstreamId = rewritten.upstreamId;
+      if (this.upstreamId === null) this.upstreamId = rewritten.upstreamId;
       this.produced.addChunk(data);
       if (hasFinishReason(data)) this.lastFinishChunk = data;
       out += `data: ${stripNullUsage(rewritten.text)}\n\n`;
@@ -183,13 +158,8 @@ export class StreamRelay {
     const detail = typeof err.message === 'string' && err.message.length > 0 ? err.message : null;
     const code = numeric ?? 502;
     // The client gets a summary; the provider's text goes to the generation record (and the log).
-    const summary = summariseProviderError(code, detail, this.c.provider.name, ' mid-stream');
-    this.c.error = {
-      code,
-      message: summary.message,
-      errorType: code === 504 ? 'timeout' : code >= 500 ? 'server' : 'provider_error',
-      detail: `Provider ${this.c.provider.name} failed mid-stream: ${safeText(detail ?? 'Provider error', DETAIL_MAX)}`,
-    };
+    const failure = midStreamError(code, detail, this.c.provider.name);
+    this.c.fail(failure.error, failure.detail);
     this.c.log.warn({ provider: this.c.provider.name, code, detail }, 'provider error mid-stream');
     return true;
   }
@@ -203,7 +173,7 @@ export class StreamRelay {
       return null;
     }
     const c = this.c;
-    if (c.upstreamId === null && typeof chunk.id === 'string') c.upstreamId = chunk.id;
+    if (this.upstreamId === null && typeof chunk.id === 'string') this.upstreamId = chunk.id;
     this.usageChunk = chunk;
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     if (choices.length === 0) return null;
@@ -215,19 +185,14 @@ export class StreamRelay {
     return text;
   }
 
-  /** Stream failed at the transport level (cut, timeout). */
-  fail(error: CompletionError): void {
-    if (this.c.error === null) this.c.error = error;
-  }
-
   /**
-   * Ends the completion (settle + event), then the response (usage chunk, error chunk if any, [DONE])
-   * unless the client is gone. Without provider usage, the estimate is billed.
+   * What the completion is billed (Completion.finish): the provider's usage, else the estimate of
+   * what was produced; and the last bytes of the answer (usage chunk, error chunk if any, [DONE]),
+   * unless the client is gone, which the chat route writes once the completion has ended.
    */
-  finish(): void {
+  finish(): Outcome {
     this.stopKeepAlive();
     const c = this.c;
-    c.finishReason = this.finishReason();
     let tokens: TokenCounts;
     let source: UsageSource;
     const providerUsage = this.usageChunk?.usage;
@@ -240,12 +205,8 @@ export class StreamRelay {
       source = 'estimated';
     }
     const cost = c.cost(tokens);
-    const answering = !c.cancelled && !this.res.writableEnded && !this.res.destroyed;
-    // The usage event first (sent, or written to the spool), then the last bytes of the answer: a
-    // process killed in between bills an answer nobody saw rather than serving one nobody bills.
-    c.end(tokens, source, cost);
-    if (answering) {
-      writeSseHead(this.res);
+    let lastBytes: string | null = null;
+    if (!c.cancelled && !this.res.writableEnded && !this.res.destroyed) {
       const usageChunk = {
         ...(this.usageChunk ?? { object: 'chat.completion.chunk', created: Math.floor(c.startedAt / 1000) }),
         id: c.requestId,
@@ -255,19 +216,17 @@ export class StreamRelay {
         usage: completeUsage(providerUsage, tokens, cost),
       };
       let out = `data: ${JSON.stringify(usageChunk)}\n\n`;
-      if (c.error) out += `data: ${errorChunk(c.error, c.provider.name)}\n\n`;
-      this.res.end(out + DONE);
+      if (c.error) out += errorEvent(c.error, c.provider.name);
+      lastBytes = out + DONE_EVENT;
     }
-  }
-
-  private finishReason(): string | null {
-    if (this.lastFinishChunk === null) return null;
-    try {
-      const chunk = JSON.parse(this.lastFinishChunk) as { choices?: { finish_reason?: unknown }[] };
-      const reason = chunk.choices?.find((ch) => typeof ch?.finish_reason === 'string')?.finish_reason;
-      return typeof reason === 'string' ? reason : null;
-    } catch {
-      return null;
-    }
+    return {
+      kind: 'served',
+      tokens,
+      source,
+      costUnits: cost,
+      finishReason: this.lastFinishChunk === null ? null : finishReasonOfChunk(this.lastFinishChunk),
+      upstreamId: this.upstreamId,
+      lastBytes,
+    };
   }
 }

@@ -26,13 +26,13 @@ import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import { chatCompletionsHandler } from '../chat/chat.routes';
 import type { Completion, TokenEstimator, UsageSink } from '../chat/completion';
 import { KeyConcurrency } from '../chat/concurrency';
-import { Upstreams } from '../chat/upstream';
 import type { ProxyConfig } from '../config';
 import { createForwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
+import { Upstreams } from '../upstream/upstream';
 import { jsonBodyReader, parseByteLimit } from './json-body';
 
 /** What tests (and main.ts) may inject; everything else is built from the config. */

@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse } from '../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { OPENAI_CHAT_FIELDS } from '../chat/request-fields';
+import { OPENAI_CHAT_FIELDS } from '../providers/openai/request';
 
 // Failover through the real proxy: the provider simulator is the healthy provider; small HTTP
 // servers play a provider that is down, failing, rate limiting, rejecting our key, hanging, or

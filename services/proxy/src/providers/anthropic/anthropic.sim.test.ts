@@ -2,8 +2,8 @@ import { computeCost, parseCatalog } from '@tollgate/catalog';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SseReader } from '../../chat/sse';
-import { tokensFromUsage } from '../../chat/usage';
+import { tokensFromUsage } from '../openai/usage';
+import { SseReader } from '../sse';
 import {
   buildMessagesRequest,
   classifyHttpError,

@@ -1,4 +1,4 @@
-import { SseReader } from '../../chat/sse';
+import { SseReader } from '../sse';
 import { classCode } from './errors';
 import { MessagesStreamReader } from './stream';
 

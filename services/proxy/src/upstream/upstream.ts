@@ -1,12 +1,12 @@
 import { AppError } from '@tollgate/errors';
 import { Pool } from 'undici';
-import { messagesHeaders, messagesPath } from '../providers/anthropic';
-import { providerMessage, summariseProviderError } from './provider-error';
+import { wireFormatOf } from '../providers';
 
 /**
  * One keep-alive undici Pool per provider origin. The provider's base URL may carry a path
- * (`https://api.openai.com/v1`); requests go to `<base path>/chat/completions` with a Bearer key, or
- * for `format: anthropic` to `<base path>/messages` with `x-api-key` and `anthropic-version`.
+ * (`https://api.openai.com/v1`); the path and headers of a request are its wire format's
+ * (providers/: `<base path>/chat/completions` with a Bearer key, or `<base path>/messages` with
+ * `x-api-key` and `anthropic-version`).
  */
 export interface ProviderEndpoint {
   name: string;
@@ -60,16 +60,8 @@ export class Upstreams {
       });
       this.pools.set(base.origin, pool);
     }
-    if (provider.format === 'anthropic') {
-      target = { pool, path: messagesPath(provider.baseUrl), headers: messagesHeaders(apiKey), load };
-    } else {
-      const headers: Record<string, string> = {
-        'content-type': 'application/json',
-        accept: 'application/json',
-      };
-      if (apiKey) headers.authorization = `Bearer ${apiKey}`;
-      target = { pool, path: `${base.pathname.replace(/\/+$/, '')}/chat/completions`, headers, load };
-    }
+    const format = wireFormatOf(provider.format);
+    target = { pool, path: format.path(provider.baseUrl), headers: format.headers(apiKey), load };
     this.targets.set(cacheKey, target);
     return target;
   }
@@ -115,27 +107,6 @@ export function transportError(err: unknown, providerName: string): AppError {
   return new AppError('provider_error', `Provider ${providerName} is unreachable or closed the connection`, {
     provider_name: providerName,
   });
-}
-
-/**
- * Maps an upstream HTTP error response (before any byte was sent to the client) to the gateway
- * error: status and a safe summary (provider-error.ts); the provider's own text is `detail`, for the
- * logs, never for the client.
- */
-export function upstreamHttpError(
-  status: number,
-  bodyText: string,
-  providerName: string,
-): { error: AppError; detail: string | null } {
-  const detail = providerMessage(bodyText);
-  const summary = summariseProviderError(status, detail, providerName);
-  const error = new AppError(
-    'provider_error',
-    summary.message,
-    { provider_name: providerName, upstream_status: status },
-    summary.status,
-  );
-  return { error, detail };
 }
 
 /** Reads at most `limit` bytes of an error body (it is only used for its message). */

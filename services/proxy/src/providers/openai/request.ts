@@ -43,8 +43,8 @@ export const OPENAI_CHAT_FIELDS: ReadonlySet<string> = new Set([
 /** The simulator's request field (fault injection, delays), for `simulator: true` providers only. */
 const SIMULATOR_FIELD = 'sim';
 
-/** The upstream body: the allowed fields of `body`, in their order. */
-export function upstreamFields(
+/** The allowed fields of `body`, in their order. */
+function upstreamFields(
   body: Record<string, unknown>,
   provider: { simulator?: boolean },
 ): Record<string, unknown> {
@@ -55,4 +55,36 @@ export function upstreamFields(
     }
   }
   return out;
+}
+
+/**
+ * The upstream body for one candidate: the allowed fields, the provider's model name, and for a
+ * stream `stream_options.include_usage` (the usage chunk the relay bills from).
+ */
+export function chatCompletionsBody(
+  original: Record<string, unknown>,
+  provider: { simulator?: boolean },
+  upstreamModel: string,
+  stream: boolean,
+): Record<string, unknown> {
+  const body = upstreamFields(original, provider);
+  body.model = upstreamModel;
+  if (stream) {
+    body.stream_options = {
+      ...((body.stream_options as object | null | undefined) ?? {}),
+      include_usage: true,
+    };
+  }
+  return body;
+}
+
+/** `<base path>/chat/completions` (the base URL carries the version path: `https://api.openai.com/v1`). */
+export const chatCompletionsPath = (baseUrl: string): string =>
+  `${new URL(baseUrl).pathname.replace(/\/+$/, '')}/chat/completions`;
+
+/** Request headers for a provider key (Bearer), built once per key. */
+export function chatCompletionsHeaders(apiKey: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+  return headers;
 }

@@ -1,4 +1,4 @@
-import { safeText } from '@tollgate/errors';
+import { AppError, safeText } from '@tollgate/errors';
 
 /**
  * Provider error bodies are summarised, never relayed verbatim (issue 14): they can carry the
@@ -18,7 +18,7 @@ const CLIENT_DETAIL_MAX = 200;
 export const DETAIL_MAX = 500;
 
 /** The provider's message from its error body (OpenAI shape, or a bare `message`/`error` string). */
-export function providerMessage(bodyText: string): string | null {
+function providerMessage(bodyText: string): string | null {
   try {
     const parsed = JSON.parse(bodyText) as { error?: { message?: unknown } | string; message?: unknown };
     const m =
@@ -65,4 +65,25 @@ export function summariseProviderError(
     return { status, message: `${head} rejected the request (HTTP ${status})${m}` };
   }
   return { status: 502, message: `${head} failed (HTTP ${status})` };
+}
+
+/**
+ * A provider's HTTP error answer (before any byte was sent to the client) as the gateway error:
+ * `provider_error` with the summarised status and message; the provider's own text is `detail`, for
+ * the logs and the generation record, never for the client.
+ */
+export function providerRefusal(
+  status: number,
+  bodyText: string,
+  providerName: string,
+): { error: AppError; detail: string | null } {
+  const detail = providerMessage(bodyText);
+  const summary = summariseProviderError(status, detail, providerName);
+  const error = new AppError(
+    'provider_error',
+    summary.message,
+    { provider_name: providerName, upstream_status: status },
+    summary.status,
+  );
+  return { error, detail };
 }

@@ -1,0 +1,76 @@
+import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
+import type { AppError } from '@tollgate/errors';
+
+type Json = Record<string, unknown>;
+
+/** Token counts of one request, OpenAI semantics: prompt includes cached and cache-write, completion includes reasoning. */
+export interface TokenCounts {
+  prompt: number;
+  completion: number;
+  cached: number;
+  cacheWrite: number;
+  reasoning: number;
+}
+
+/** The catalog's `format` of a provider: which adapter speaks to it. */
+export type WireFormatName = CatalogProvider['format'];
+
+/** The candidate a request body is built for (routing/candidates.ts). */
+interface RequestTarget {
+  model: CatalogModel;
+  provider: CatalogProvider;
+  upstreamModel: string;
+}
+
+/** What a read response or stream is labelled with (the client sees the catalog model id). */
+interface ReadContext {
+  model: string;
+  /** Unix seconds. */
+  created: number;
+}
+
+/** Upstream stream bytes → OpenAI chat-completion SSE text for the relay ('' when nothing is complete yet). */
+interface StreamBridge {
+  push(bytes: Uint8Array): string;
+  /** End of the upstream body: whatever a last event without its blank line completes. */
+  end(): string;
+}
+
+/** What the router does with a provider's HTTP error answer (before any byte reached the client). */
+export interface ClassifiedHttpError {
+  /** Another candidate may serve the request. */
+  failover: boolean;
+  /** The key was rejected or is unpaid/rate limited: skip it for a while (routing/health.ts KeyRing). */
+  keyRejected: boolean;
+  /** What the client sees (closed error type, summarised message; providers/provider-error.ts). */
+  summary: AppError;
+  /** The provider's own text: logs and the generation record only. */
+  detail: string | null;
+}
+
+/**
+ * One provider wire format: everything the proxy needs to speak it. The proxy serves the OpenAI
+ * chat-completions API, so every adapter hands back OpenAI-shaped completions, chunks and usage
+ * (read by providers/openai/usage.ts); the chat route and the stream relay never branch on the format.
+ */
+export interface WireFormat {
+  readonly name: WireFormatName;
+  /** `<base path>/<endpoint>` for a provider's base URL (built once per provider). */
+  path(baseUrl: string): string;
+  /** Request headers with one of the provider's keys (built once per provider and key). */
+  headers(apiKey: string | undefined): Record<string, string>;
+  /**
+   * The caller's chat-completions body in this format, once per request before admission (the model
+   * is filled in per candidate by `requestBody`). Throws a 400 AppError when the format cannot
+   * express the request: its candidates are then skipped.
+   */
+  prepare(body: Json): Json;
+  /** The upstream body for one candidate, from `prepare`'s result and the caller's original body. */
+  requestBody(prepared: Json, target: RequestTarget, original: Json, stream: boolean): Json;
+  /** A provider's JSON answer → a `chat.completion` (OpenAI-shaped usage), or null when it is not one. */
+  readResponse(json: Json, ctx: ReadContext): Json | null;
+  /** The translator of this format's stream into OpenAI chunks, or null when it already is one. */
+  streamBridge(ctx: ReadContext): StreamBridge | null;
+  /** An HTTP error answer (status ≥ 300) with (the first 64 KiB of) its body. */
+  classifyHttpError(status: number, bodyText: string, providerName: string): ClassifiedHttpError;
+}
