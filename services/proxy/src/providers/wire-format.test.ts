@@ -135,7 +135,7 @@ describe('anthropic adapter', () => {
       '{"type":"error","error":{"type":"billing_error","message":"low"}}',
       'an',
     );
-    expect(billing).toMatchObject({ failover: true, detail: 'low' });
+    expect(billing).toMatchObject({ failover: true, keyRejected: true, detail: 'low' });
     const caller = f.classifyHttpError(
       400,
       '{"type":"error","error":{"type":"invalid_request_error"}}',

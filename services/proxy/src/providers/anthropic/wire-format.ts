@@ -31,7 +31,13 @@ export const anthropic: WireFormat = {
   classifyHttpError(status, bodyText, providerName) {
     const { error, detail } = providerRefusal(status, bodyText, providerName);
     // The body refines the status: a 400 `billing_error` is our account's problem, not the caller's.
-    const failover = classifyAnthropicError(status, bodyText).failover;
-    return { failover, keyRejected: keyRejected(status), summary: error, detail };
+    // Such a key (its account out of credit) rests like a rejected one.
+    const classified = classifyAnthropicError(status, bodyText);
+    return {
+      failover: classified.failover,
+      keyRejected: keyRejected(status) || classified.errorClass === 'credentials',
+      summary: error,
+      detail,
+    };
   },
 };
