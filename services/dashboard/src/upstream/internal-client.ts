@@ -58,6 +58,9 @@ export interface InternalClient {
   credits(accountId: string, query: AccountCreditsQuery): Promise<Data<typeof accountCredits>>;
 }
 
+/** The `data` of an owner's `{data: …}` answer (every contract here answers in that envelope). */
+const dataOf = async <T>(answer: Promise<{ data: T }>): Promise<T> => (await answer).data;
+
 export function createInternalClient(o: InternalClientOptions): InternalClient & { close(): Promise<void> } {
   const keys = createServiceClient({
     service: 'keys',
@@ -75,14 +78,14 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
   });
 
   return {
-    account: async (id) =>
-      (
-        await keys.call({
+    account: (id) =>
+      dataOf(
+        keys.call({
           method: getAccount.method,
           path: getAccount.path(id),
           response: getAccount.response,
-        })
-      ).data,
+        }),
+      ),
     async listKeys(id, includeRevoked) {
       const all: KeyObject[] = [];
       let offset: number | null = 0;
@@ -101,62 +104,62 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
       }
       return all;
     },
-    createKey: async (id, body) =>
-      (
-        await keys.call({
+    createKey: (id, body) =>
+      dataOf(
+        keys.call({
           method: createAccountKey.method,
           path: createAccountKey.path(id),
           body,
           response: createAccountKey.response,
-        })
-      ).data,
-    updateKey: async (id, hash, body) =>
-      (
-        await keys.call({
+        }),
+      ),
+    updateKey: (id, hash, body) =>
+      dataOf(
+        keys.call({
           method: updateAccountKey.method,
           path: updateAccountKey.path(id, hash),
           body,
           response: updateAccountKey.response,
-        })
-      ).data,
-    revokeKey: async (id, hash) =>
-      (
-        await keys.call({
+        }),
+      ),
+    revokeKey: (id, hash) =>
+      dataOf(
+        keys.call({
           method: revokeAccountKey.method,
           path: revokeAccountKey.path(id, hash),
           response: revokeAccountKey.response,
-        })
-      ).data,
-    usage: async (id, query) =>
-      (
-        await billing.call({
+        }),
+      ),
+    usage: (id, query) =>
+      dataOf(
+        billing.call({
           method: accountUsage.method,
           path: `${accountUsage.path(id)}${queryString(query)}`,
           response: accountUsage.response,
-        })
-      ).data,
+        }),
+      ),
     generations: (id, query) =>
       billing.call({
         method: listAccountGenerations.method,
         path: `${listAccountGenerations.path(id)}${queryString(query)}`,
         response: listAccountGenerations.response,
       }),
-    generation: async (id, genId) =>
-      (
-        await billing.call({
+    generation: (id, genId) =>
+      dataOf(
+        billing.call({
           method: getAccountGeneration.method,
           path: getAccountGeneration.path(id, genId),
           response: getAccountGeneration.response,
-        })
-      ).data,
-    credits: async (id, query) =>
-      (
-        await billing.call({
+        }),
+      ),
+    credits: (id, query) =>
+      dataOf(
+        billing.call({
           method: accountCredits.method,
           path: `${accountCredits.path(id)}${queryString(query)}`,
           response: accountCredits.response,
-        })
-      ).data,
+        }),
+      ),
     close: async () => {
       await Promise.all([keys.close(), billing.close()]);
     },
