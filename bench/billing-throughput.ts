@@ -8,8 +8,14 @@
  *    starts the worker and times until every event is committed in Postgres.
  * 2. Latency: with a background load of ~1000 events/s, publishes single events and polls
  *    GET /generation until each is visible; reports p50/p99/max of publish → visible.
+ *
+ * The worker runs in this process: the drain's CPU µs per event (`process.cpuUsage`, the 20 ms
+ * count poll included) is the figure to compare on a shared machine. `BENCH_CPU_PROF=<file>` writes
+ * a V8 CPU profile of the drain alone (open it in Chrome DevTools).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { devServiceSigner } from '@tollgate/auth';
 import { type UsageEvent, usageTopology } from '@tollgate/events';
@@ -133,7 +139,14 @@ for (let i = 0; i < N; i += 1000)
 const publishSecs = (performance.now() - t0) / 1000;
 await billing.close();
 
+const profiler = process.env.BENCH_CPU_PROF ? new Session() : null;
+if (profiler) {
+  profiler.connect();
+  await profiler.post('Profiler.enable');
+  await profiler.post('Profiler.start');
+}
 const start = performance.now();
+const cpuStart = process.cpuUsage();
 billing = await startBilling(loadConfig(env));
 for (;;) {
   const n = await count();
@@ -141,6 +154,12 @@ for (;;) {
   await new Promise((r) => setTimeout(r, 20));
 }
 const secs = (performance.now() - start) / 1000;
+const cpu = process.cpuUsage(cpuStart);
+if (profiler && process.env.BENCH_CPU_PROF) {
+  const { profile } = await profiler.post('Profiler.stop');
+  writeFileSync(process.env.BENCH_CPU_PROF, JSON.stringify(profile));
+  profiler.disconnect();
+}
 const spendRows = await billing.db
   .selectFrom('billing.key_spend')
   .select((eb) => eb.fn.sum<string>('amount').as('s'))
@@ -153,6 +172,10 @@ console.log(
 console.log(
   `  worker drained them into Postgres in ${secs.toFixed(2)} s (incl. start) = ${Math.round(N / secs)} events/s; ` +
     `all-time spend ${spendRows.s} USD (expected ${(N * 0.000198).toFixed(6)})`,
+);
+console.log(
+  `  worker CPU (this process, start included): ${((cpu.user + cpu.system) / N).toFixed(1)} µs/event ` +
+    `(user ${(cpu.user / N).toFixed(1)}, system ${(cpu.system / N).toFixed(1)})`,
 );
 
 // ---- 2. publish → visible latency, with background load ----

@@ -895,6 +895,11 @@ try {
     ]);
     const backlog = backlogRuns.reduce((a, r) => a + r.requests, 0);
     await new Promise((r) => setTimeout(r, 1000)); // the publishers' last confirms
+    // CPU of billing and of Postgres (this run's backends + background) over the drain: per event,
+    // a figure that does not depend on what else the shared machine is doing.
+    const drainPgPids = await postgresPids();
+    const pgCpu0 = drainPgPids.map(cpuMs);
+    const billingCpu0 = cpuMs(billing.pid as number);
     billing.kill('SIGCONT');
     let first = 0;
     let c = b0;
@@ -904,7 +909,14 @@ try {
       c = await committed();
       if (first === 0 && c > b0) first = performance.now();
     }
-    const drainSeconds = (performance.now() - (first || resumed)) / 1000;
+    const drained = performance.now();
+    const drainSeconds = (drained - (first || resumed)) / 1000;
+    const billingCpuMs = cpuMs(billing.pid as number) - billingCpu0;
+    // A backend that exited meanwhile reads 0: it is left out rather than counted negative.
+    const pgCpuMs = drainPgPids.reduce((a, p, i) => {
+      const end = cpuMs(p);
+      return end > 0 ? a + end - (pgCpu0[i] ?? 0) : a;
+    }, 0);
     results.billing = {
       visibleAfterEndMs: {
         n: samples.length,
@@ -918,6 +930,10 @@ try {
       backlogCommitted: c - b0,
       backlogDrainSeconds: r2(drainSeconds),
       backlogEventsPerSecond: Math.round((c - b0) / drainSeconds),
+      /** From SIGCONT to the last commit (the first batch included). */
+      backlogWallSeconds: r2((drained - resumed) / 1000),
+      backlogBillingCpuUsPerEvent: r2((billingCpuMs * 1000) / Math.max(1, c - b0)),
+      backlogPostgresCpuUsPerEvent: r2((pgCpuMs * 1000) / Math.max(1, c - b0)),
     };
     log(`billing: ${JSON.stringify(results.billing)}`);
   }
