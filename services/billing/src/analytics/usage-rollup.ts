@@ -1,121 +1,131 @@
-import { toDecimal, toUnits } from '@tollgate/money';
-import { sql } from 'kysely';
-import type { BillingDb } from '../database';
-import type { NewGeneration } from '../generations/generations.table';
+import { toDecimal } from '@tollgate/money';
+
+/** What a generation record adds to the roll-ups (the fields of a `GenerationRow` they read). */
+export interface RollupRecord {
+  account_id: string;
+  key_id: string;
+  model: string;
+  app: string | null;
+  provider_name: string;
+  tokens_prompt: number;
+  tokens_completion: number;
+  tokens_cached: number;
+  tokens_cache_write: number;
+  tokens_reasoning: number;
+  /** ISO 8601 UTC (`…Z`), as validated by the usage-event schema. */
+  finished_at: string;
+}
+
+/** `finished_at` of an event: validated `YYYY-MM-DDTHH:MM:SS[.fff…]Z`, so its UTC fields are slices. */
+const isUtcIso = (s: string) => s.length >= 20 && s.charCodeAt(10) === 84 /* T */ && s.endsWith('Z');
 
 /** The UTC hour a record counts in: the hour of its `finished_at`, like the spend periods. */
-const hourOf = (finishedAt: Date | string): string => {
+export const hourOf = (finishedAt: string): string => {
+  if (isUtcIso(finishedAt)) return `${finishedAt.slice(0, 13)}:00:00.000Z`;
   const d = new Date(finishedAt);
   d.setUTCMinutes(0, 0, 0);
   return d.toISOString();
 };
 
 /** The UTC day ('YYYY-MM-DD') a record counts in. */
-const dayOf = (finishedAt: Date | string): string => new Date(finishedAt).toISOString().slice(0, 10);
+export const dayOf = (finishedAt: string): string =>
+  isUtcIso(finishedAt) ? finishedAt.slice(0, 10) : new Date(finishedAt).toISOString().slice(0, 10);
 
-interface RollupDelta {
+/** One roll-up row's increment, ready for `json_populate_recordset` (sums as decimal strings). */
+export interface RollupRow {
   account_id: string;
+  /** `hour` (timestamptz) or `day` (date), per resolution. */
   bucket: string;
   key_id: string;
   model: string;
   app: string;
   provider_name: string;
   requests: number;
-  tokens_prompt: bigint;
-  tokens_completion: bigint;
-  tokens_cached: bigint;
-  tokens_cache_write: bigint;
-  tokens_reasoning: bigint;
+  tokens_prompt: string;
+  tokens_completion: string;
+  tokens_cached: string;
+  tokens_cache_write: string;
+  tokens_reasoning: string;
+  cost: string;
+}
+
+interface Acc {
+  row: RollupRow;
+  tokens: [number, number, number, number, number];
   units: bigint;
 }
 
+const TOKEN_FIELDS = [
+  'tokens_prompt',
+  'tokens_completion',
+  'tokens_cached',
+  'tokens_cache_write',
+  'tokens_reasoning',
+] as const;
+
+/** A sum of non-negative safe integers, exact: in doubles while provably exact, else in bigint. */
+const exactSum = (sum: number, values: () => Iterable<number>): string => {
+  if (sum <= Number.MAX_SAFE_INTEGER) return String(sum);
+  let big = 0n;
+  for (const v of values()) big += BigInt(v);
+  return big.toString();
+};
+
 /**
- * Sums records into one delta per roll-up row of the given resolution, sorted by primary key (the
- * same lock order in every worker).
+ * Sums records (with their cost in units) into one increment per roll-up row of the given
+ * resolution, sorted by primary key (the same lock order in every worker).
  */
-function rollupDeltas(records: readonly NewGeneration[], resolution: 'hour' | 'day'): RollupDelta[] {
+export function rollupRows(
+  records: readonly { record: RollupRecord; units: bigint }[],
+  resolution: 'hour' | 'day',
+): RollupRow[] {
   const bucketOf = resolution === 'hour' ? hourOf : dayOf;
-  const byRow = new Map<string, RollupDelta>();
-  for (const e of records) {
-    const bucket = bucketOf(e.finished_at as Date | string);
+  const byRow = new Map<string, Acc & { members: RollupRecord[] }>();
+  for (const { record: e, units } of records) {
+    const bucket = bucketOf(e.finished_at);
     const app = e.app ?? '';
-    const id = JSON.stringify([e.account_id, bucket, e.key_id, e.model, app, e.provider_name]);
-    let d = byRow.get(id);
-    if (!d) {
-      d = {
-        account_id: e.account_id,
-        bucket,
-        key_id: e.key_id,
-        model: e.model,
-        app,
-        provider_name: e.provider_name,
-        requests: 0,
-        tokens_prompt: 0n,
-        tokens_completion: 0n,
-        tokens_cached: 0n,
-        tokens_cache_write: 0n,
-        tokens_reasoning: 0n,
+    // Text fields hold no NUL (the event schema drops it): an unambiguous separator.
+    const id = `${e.account_id}\u0000${bucket}\u0000${e.key_id}\u0000${e.model}\u0000${app}\u0000${e.provider_name}`;
+    let a = byRow.get(id);
+    if (!a) {
+      a = {
+        row: {
+          account_id: e.account_id,
+          bucket,
+          key_id: e.key_id,
+          model: e.model,
+          app,
+          provider_name: e.provider_name,
+          requests: 0,
+          tokens_prompt: '0',
+          tokens_completion: '0',
+          tokens_cached: '0',
+          tokens_cache_write: '0',
+          tokens_reasoning: '0',
+          cost: '0',
+        },
+        tokens: [0, 0, 0, 0, 0],
         units: 0n,
+        members: [],
       };
-      byRow.set(id, d);
+      byRow.set(id, a);
     }
-    d.requests += 1;
-    d.tokens_prompt += BigInt(e.tokens_prompt);
-    d.tokens_completion += BigInt(e.tokens_completion);
-    d.tokens_cached += BigInt(e.tokens_cached);
-    d.tokens_cache_write += BigInt(e.tokens_cache_write);
-    d.tokens_reasoning += BigInt(e.tokens_reasoning);
-    d.units += toUnits(e.total_cost);
+    a.row.requests += 1;
+    a.tokens[0] += e.tokens_prompt;
+    a.tokens[1] += e.tokens_completion;
+    a.tokens[2] += e.tokens_cached;
+    a.tokens[3] += e.tokens_cache_write;
+    a.tokens[4] += e.tokens_reasoning;
+    a.units += units;
+    a.members.push(e);
   }
-  return [...byRow.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, d]) => d);
-}
-
-const sums = (d: RollupDelta) => ({
-  account_id: d.account_id,
-  key_id: d.key_id,
-  model: d.model,
-  app: d.app,
-  provider_name: d.provider_name,
-  requests: d.requests,
-  tokens_prompt: d.tokens_prompt.toString(),
-  tokens_completion: d.tokens_completion.toString(),
-  tokens_cached: d.tokens_cached.toString(),
-  tokens_cache_write: d.tokens_cache_write.toString(),
-  tokens_reasoning: d.tokens_reasoning.toString(),
-  cost: toDecimal(d.units),
-});
-
-/** `col = table.col + excluded.col` for every summed column. */
-const addExcluded = (table: 'usage_hourly' | 'usage_daily') =>
-  Object.fromEntries(
-    [
-      'requests',
-      'tokens_prompt',
-      'tokens_completion',
-      'tokens_cached',
-      'tokens_cache_write',
-      'tokens_reasoning',
-      'cost',
-    ].map((c) => [c, sql`${sql.ref(`billing.${table}.${c}`)} + ${sql.ref(`excluded.${c}`)}`]),
-  );
-
-/**
- * Adds the newly recorded generation records (only those: the caller passes the rows its generation
- * insert actually inserted) to the hourly and daily roll-ups, in the caller's transaction: one
- * multi-row upsert per table. A redelivered event inserts no generation row, so it never reaches
- * here and is never counted twice.
- */
-export async function addUsageRollups(trx: BillingDb, inserted: readonly NewGeneration[]): Promise<void> {
-  if (inserted.length === 0) return;
-  const dims = ['account_id', 'key_id', 'model', 'app', 'provider_name'] as const;
-  await trx
-    .insertInto('billing.usage_hourly')
-    .values(rollupDeltas(inserted, 'hour').map((d) => ({ ...sums(d), hour: d.bucket })))
-    .onConflict((oc) => oc.columns(['hour', ...dims]).doUpdateSet(addExcluded('usage_hourly')))
-    .execute();
-  await trx
-    .insertInto('billing.usage_daily')
-    .values(rollupDeltas(inserted, 'day').map((d) => ({ ...sums(d), day: d.bucket })))
-    .onConflict((oc) => oc.columns(['day', ...dims]).doUpdateSet(addExcluded('usage_daily')))
-    .execute();
+  return [...byRow.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, a]) => {
+      TOKEN_FIELDS.forEach((f, i) => {
+        a.row[f] = exactSum(a.tokens[i] as number, () => a.members.map((m) => m[f]));
+      });
+      a.row.cost = toDecimal(a.units);
+      return a.row;
+    });
 }

@@ -1,18 +1,62 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../database';
-import type { NewGeneration } from './generations.table';
 
 type Db = Kysely<Database>;
 
-/** Multi-row insert; rows whose id is already recorded are skipped. Returns the ids inserted now. */
-export async function insertGenerations(trx: Db, rows: NewGeneration[]): Promise<string[]> {
+/**
+ * A generation record as the worker writes it: one JSON object per row, the keys being the columns
+ * (`error` and `attempts` are JSON values, timestamps ISO strings, `total_cost` a decimal string).
+ */
+export interface GenerationRow {
+  id: string;
+  account_id: string;
+  key_id: string;
+  model: string;
+  provider_name: string;
+  upstream_model: string;
+  upstream_id: string | null;
+  app: string | null;
+  http_referer: string | null;
+  streamed: boolean;
+  cancelled: boolean;
+  finish_reason: string | null;
+  tokens_prompt: number;
+  tokens_completion: number;
+  tokens_cached: number;
+  tokens_cache_write: number;
+  tokens_reasoning: number;
+  total_cost: string;
+  is_byok: boolean;
+  usage_source: 'provider' | 'estimated';
+  latency_ms: number;
+  generation_time_ms: number;
+  error: { code: number; message: string } | null;
+  attempts: unknown[];
+  created_at: string;
+  finished_at: string;
+}
+
+/**
+ * Inserts the rows with ONE statement and one parameter (the rows as a JSON array, expanded by
+ * `json_populate_recordset`): no per-row bind parameters to build, send and parse. Rows whose id is
+ * already recorded are skipped (`on conflict do nothing`). Returns the ids inserted now.
+ */
+export async function insertGenerations(trx: Db, rows: readonly GenerationRow[]): Promise<string[]> {
   if (rows.length === 0) return [];
-  const inserted = await trx
-    .insertInto('billing.generations')
-    .values(rows)
-    .onConflict((oc) => oc.column('id').doNothing())
-    .returning('id')
-    .execute();
+  const { rows: inserted } = await sql<{ id: string }>`
+    insert into billing.generations (
+      id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
+      streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
+      tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
+      generation_time_ms, error, attempts, created_at, finished_at)
+    select
+      id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
+      streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
+      tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
+      generation_time_ms, error, attempts, created_at, finished_at
+    from json_populate_recordset(null::billing.generations, ${JSON.stringify(rows)}::json)
+    on conflict (id) do nothing
+    returning id`.execute(trx);
   return inserted.map((r) => r.id);
 }
 

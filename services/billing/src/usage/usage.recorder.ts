@@ -2,25 +2,27 @@ import type { UsageEvent } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import { periodKey, SCALE, toDecimal, toUnits } from '@tollgate/money';
 import type { CommittedAccount, CommittedKey, SpendStore } from '@tollgate/spend';
-import { addUsageRollups } from '../analytics/usage-rollup';
+import { dayOf, rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
-import { insertGenerations } from '../generations/generations.repository';
-import type { NewGeneration } from '../generations/generations.table';
-import {
-  accountUsageTotals,
-  addAccountUsage,
-  addKeySpend,
-  type KeySpendDelta,
-  keySpendTotals,
-} from '../spend/spend.repository';
+import { type GenerationRow, insertGenerations } from '../generations/generations.repository';
+import { applyBatchSums, type BatchSums } from './usage.repository';
 
-/** The four spend periods an event counts towards, by its `finished_at` (UTC). */
-const periodsOf = (finishedAt: Date): string[] => [
-  periodKey('daily', finishedAt),
-  periodKey('weekly', finishedAt),
-  periodKey('monthly', finishedAt),
-  periodKey(null, finishedAt),
-];
+/** The four spend periods an event counts towards, by the UTC day of its `finished_at`. */
+function periodsOf(finishedAt: string, byDay: Map<string, string[]>): string[] {
+  const day = dayOf(finishedAt);
+  let periods = byDay.get(day);
+  if (!periods) {
+    const at = new Date(`${day}T00:00:00.000Z`);
+    periods = [
+      periodKey('daily', at),
+      periodKey('weekly', at),
+      periodKey('monthly', at),
+      periodKey(null, at),
+    ];
+    byDay.set(day, periods);
+  }
+  return periods;
+}
 
 /** Cost in units; more than 10 decimals (never sent by the proxy) is rounded up, never down. */
 function costUnits(cost: string): bigint {
@@ -30,7 +32,18 @@ function costUnits(cost: string): bigint {
   return /[1-9]/.test(frac.slice(SCALE)) ? kept + 1n : kept;
 }
 
-function toGenerationRow(e: UsageEvent): NewGeneration {
+/** An event's cost in units and as the normalised decimal recorded (memoised per batch). */
+function costOf(cost: string, memo: Map<string, { units: bigint; decimal: string }>) {
+  let c = memo.get(cost);
+  if (!c) {
+    const units = costUnits(cost);
+    c = { units, decimal: toDecimal(units) };
+    memo.set(cost, c);
+  }
+  return c;
+}
+
+function toGenerationRow(e: UsageEvent, totalCost: string): GenerationRow {
   return {
     id: e.id,
     account_id: e.account_id,
@@ -49,13 +62,13 @@ function toGenerationRow(e: UsageEvent): NewGeneration {
     tokens_cached: e.tokens.cached,
     tokens_cache_write: e.tokens.cache_write,
     tokens_reasoning: e.tokens.reasoning,
-    total_cost: toDecimal(costUnits(e.cost)),
+    total_cost: totalCost,
     is_byok: e.is_byok,
     usage_source: e.usage_source,
     latency_ms: e.latency_ms,
     generation_time_ms: e.generation_time_ms,
-    error: e.error ? JSON.stringify(e.error) : null,
-    attempts: JSON.stringify(e.attempts ?? []),
+    error: e.error,
+    attempts: e.attempts ?? [],
     created_at: e.started_at,
     finished_at: e.finished_at,
   };
@@ -81,9 +94,10 @@ export interface UsageRecorderDeps {
 }
 
 /**
- * Writes a batch of usage events exactly once. One transaction: multi-row insert of the records
- * (`on conflict (id) do nothing returning id`), then ONE upsert adding the newly inserted rows' costs
- * to every distinct (key, period) and one to every distinct account. After the commit the Redis
+ * Writes a batch of usage events exactly once. One transaction of two statements: the insert of the
+ * records (one JSON parameter, `on conflict (id) do nothing returning id`), then ONE statement adding
+ * the newly inserted rows (summed in memory per row of each table) to the hourly and daily roll-ups,
+ * to every distinct (key, period) and to every distinct account. After the commit the Redis
  * counters are raised to the committed Postgres totals (a monotonic max, so order and repetition do
  * not matter) for every key and account of the batch, duplicates included: a worker killed between
  * commit and Redis update gets the batch again, inserts nothing, and still brings Redis up to date.
@@ -98,85 +112,92 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
       const seen = new Set<string>();
       const events = batch.filter((e) => !seen.has(e.id) && seen.add(e.id));
       if (events.length === 0) return { inserted: 0, duplicates: 0 };
-      const rows = events.map(toGenerationRow);
+      const byDay = new Map<string, string[]>();
+      const costs = new Map<string, { units: bigint; decimal: string }>();
+      const units: bigint[] = [];
+      const rows = events.map((e) => {
+        const c = costOf(e.cost, costs);
+        units.push(c.units);
+        return toGenerationRow(e, c.decimal);
+      });
 
       const { keys, accounts, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
-        await addUsageRollups(
-          trx,
-          rows.filter((r) => insertedIds.has(r.id)),
-        );
 
-        const keyDeltas = new Map<string, KeySpendDelta & { units: bigint }>();
+        const newRecords: { record: GenerationRow; units: bigint }[] = [];
+        const keyDeltas = new Map<
+          string,
+          { keyId: string; accountId: string; period: string; units: bigint }
+        >();
         const accountDeltas = new Map<string, bigint>();
         const touchedPairs = new Map<string, { keyId: string; period: string }>();
-        for (const e of events) {
-          const periods = periodsOf(new Date(e.finished_at));
+        events.forEach((e, i) => {
+          const periods = periodsOf(e.finished_at, byDay);
           for (const period of periods)
             touchedPairs.set(`${e.key_id}|${period}`, { keyId: e.key_id, period });
-          if (!insertedIds.has(e.id)) continue;
-          const units = costUnits(e.cost);
-          if (units === 0n) continue;
+          if (!insertedIds.has(e.id)) return;
+          const u = units[i] as bigint;
+          newRecords.push({ record: rows[i] as GenerationRow, units: u });
+          if (u === 0n) return;
           for (const period of periods) {
             const id = `${e.key_id}|${period}`;
-            const d = keyDeltas.get(id) ?? {
-              keyId: e.key_id,
-              accountId: e.account_id,
-              period,
-              amount: '0',
-              units: 0n,
-            };
-            d.units += units;
-            keyDeltas.set(id, d);
+            const d = keyDeltas.get(id);
+            if (d) d.units += u;
+            else keyDeltas.set(id, { keyId: e.key_id, accountId: e.account_id, period, units: u });
           }
-          accountDeltas.set(e.account_id, (accountDeltas.get(e.account_id) ?? 0n) + units);
-        }
+          accountDeltas.set(e.account_id, (accountDeltas.get(e.account_id) ?? 0n) + u);
+        });
 
-        // Same lock order in every worker: sorted by key id then period, accounts by id.
-        const sortedKeyDeltas = [...keyDeltas.values()]
-          .sort((a, b) => (a.keyId === b.keyId ? cmp(a.period, b.period) : cmp(a.keyId, b.keyId)))
-          .map((d) => ({ ...d, amount: toDecimal(d.units) }));
-        const sortedAccountDeltas = [...accountDeltas.entries()]
-          .sort(([a], [b]) => cmp(a, b))
-          .map(([accountId, units]) => ({ accountId, amount: toDecimal(units) }));
-
+        // Same lock order in every worker: roll-ups by primary key, spend by key id then period,
+        // accounts by id. Pairs and accounts this batch touched without adding to them (duplicates,
+        // zero costs) are read, so Redis is refreshed for them too.
+        const sums: BatchSums = {
+          hourly: rollupRows(newRecords, 'hour'),
+          daily: rollupRows(newRecords, 'day'),
+          keySpend: [...keyDeltas.values()]
+            .sort((a, b) => (a.keyId === b.keyId ? cmp(a.period, b.period) : cmp(a.keyId, b.keyId)))
+            .map((d) => ({
+              key_id: d.keyId,
+              account_id: d.accountId,
+              period: d.period,
+              amount: toDecimal(d.units),
+            })),
+          accountUsage: [...accountDeltas.entries()]
+            .sort(([a], [b]) => cmp(a, b))
+            .map(([account_id, u]) => ({ account_id, amount: toDecimal(u) })),
+          readKeySpend: [...touchedPairs.entries()]
+            .filter(([id]) => !keyDeltas.has(id))
+            .map(([, p]) => ({ key_id: p.keyId, period: p.period })),
+          readAccounts: [...new Set(events.map((e) => e.account_id))].filter((a) => !accountDeltas.has(a)),
+        };
+        const totals = await applyBatchSums(trx, sums);
         const keyTotals = new Map<string, bigint>();
-        for (const r of await addKeySpend(trx, sortedKeyDeltas))
-          keyTotals.set(`${r.key_id}|${r.period}`, toUnits(r.amount));
+        for (const r of totals.keys) keyTotals.set(`${r.key_id}|${r.period}`, toUnits(r.amount));
         const accountTotals = new Map<string, bigint>();
-        for (const r of await addAccountUsage(trx, sortedAccountDeltas))
-          accountTotals.set(r.account_id, toUnits(r.amount));
-
-        // Pairs and accounts this batch touched without adding to them (duplicates, zero costs):
-        // read their committed totals so Redis is refreshed for them too.
-        const missingPairs = [...touchedPairs.entries()]
-          .filter(([id]) => !keyTotals.has(id))
-          .map(([, p]) => p);
-        for (const r of await keySpendTotals(trx, missingPairs))
-          keyTotals.set(`${r.key_id}|${r.period}`, toUnits(r.amount));
-        const accountIds = [...new Set(events.map((e) => e.account_id))];
-        const missingAccounts = accountIds.filter((a) => !accountTotals.has(a));
-        for (const r of await accountUsageTotals(trx, missingAccounts))
-          accountTotals.set(r.account_id, toUnits(r.amount));
+        for (const r of totals.accounts) accountTotals.set(r.account_id, toUnits(r.amount));
 
         const byKey = new Map<string, CommittedKey>();
+        const byAccount = new Map<string, CommittedAccount>();
         for (const e of events) {
-          const k = byKey.get(e.key_id) ?? { keyId: e.key_id, totals: [], requestIds: [] };
+          let k = byKey.get(e.key_id);
+          if (!k) {
+            k = { keyId: e.key_id, totals: [], requestIds: [] };
+            byKey.set(e.key_id, k);
+          }
           k.requestIds.push(e.id);
-          byKey.set(e.key_id, k);
+          let a = byAccount.get(e.account_id);
+          if (!a) {
+            a = {
+              accountId: e.account_id,
+              usageUnits: accountTotals.get(e.account_id) ?? 0n,
+              requestIds: [],
+            };
+            byAccount.set(e.account_id, a);
+          }
+          a.requestIds.push(e.id);
         }
         for (const [id, { keyId, period }] of touchedPairs) {
           byKey.get(keyId)?.totals.push([period, keyTotals.get(id) ?? 0n]);
-        }
-        const byAccount = new Map<string, CommittedAccount>();
-        for (const e of events) {
-          const a = byAccount.get(e.account_id) ?? {
-            accountId: e.account_id,
-            usageUnits: accountTotals.get(e.account_id) ?? 0n,
-            requestIds: [],
-          };
-          a.requestIds.push(e.id);
-          byAccount.set(e.account_id, a);
         }
         return { keys: [...byKey.values()], accounts: [...byAccount.values()], inserted: insertedIds.size };
       });
