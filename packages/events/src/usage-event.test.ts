@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parseUsageEvent, type UsageEvent, usageEventSchemas } from './usage-event';
+import {
+  isPlainUsageEventV1,
+  parseUsageEvent,
+  type UsageEvent,
+  usageEventSchemas,
+  usageEventV1,
+} from './usage-event';
 
 const event: UsageEvent = {
   type: 'usage',
@@ -87,5 +93,179 @@ describe('parseUsageEvent', () => {
     });
     expect(parseUsageEvent('null')).toMatchObject({ ok: false, reason: expect.stringContaining('type') });
     expect(parseUsageEvent(JSON.stringify({ ...event, type: 'toString' }))).toMatchObject({ ok: false });
+  });
+
+  describe('fast path (no zod pass for an event exactly as the proxy publishes it)', () => {
+    const withAttempts = {
+      ...event,
+      http_referer: 'https://example.com/',
+      error: { code: 502, message: 'upstream said no' },
+      attempts: [
+        { provider: 'a', model: 'm', status: 503, outcome: 'http_503', latency_ms: 12 },
+        { provider: 'b', model: 'm', status: null, outcome: 'ok', latency_ms: 40 },
+      ],
+    };
+
+    it('takes the fast path for ordinary events, which zod returns unchanged', () => {
+      for (const e of [event, withAttempts, { ...event, attempts: [] }, { ...event, http_referer: null }]) {
+        const json = JSON.parse(JSON.stringify(e));
+        expect(isPlainUsageEventV1(json)).toBe(true);
+        expect(usageEventV1.parse(json)).toEqual(json);
+        expect(parseUsageEvent(JSON.stringify(e))).toEqual({ ok: true, event: json });
+      }
+    });
+
+    // Every variant: the fast path may only accept what zod accepts, with the same output; what it
+    // does not accept must get exactly zod's verdict (parseUsageEvent falls back to zod).
+    const set =
+      (path: string[], value: unknown) =>
+      (base: object): object | null => {
+        const copy = JSON.parse(JSON.stringify(base));
+        let o = copy;
+        for (const k of path.slice(0, -1)) {
+          o = o[k];
+          if (o === undefined) return null; // e.g. attempts[0] of an event without attempts
+        }
+        const last = path.at(-1) as string;
+        if (value === DELETE) delete o[last];
+        else o[last] = value;
+        return copy;
+      };
+    const DELETE = Symbol('delete');
+    const texts = ['', 'x', 'a\u0000b', '\ud83d', 'ok \ud83d\ude00', '\udc00x', ' ', 'é'];
+    const numbers = [0, 1, -1, 1.5, 2 ** 53, 2 ** 53 - 1, -0, '1', null, true];
+    const uuids = [
+      '6f1c1f8e-5a1b-4c1e-9a4e-2f7b8c9d0e1f',
+      '6F1C1F8E-5A1B-4C1E-9A4E-2F7B8C9D0E1F',
+      '00000000-0000-0000-0000-000000000000',
+      'ffffffff-ffff-ffff-ffff-ffffffffffff',
+      '6f1c1f8e-5a1b-0c1e-9a4e-2f7b8c9d0e1f',
+      '6f1c1f8e-5a1b-4c1e-7a4e-2f7b8c9d0e1f',
+      '6f1c1f8e5a1b4c1e9a4e2f7b8c9d0e1f',
+      '',
+    ];
+    const dates = [
+      '2026-11-21T00:51:42Z',
+      '2026-11-21T00:51:42.123456789Z',
+      '2024-02-29T00:00:00Z',
+      '2026-02-29T00:00:00Z',
+      '2000-02-29T00:00:00Z',
+      '1900-02-29T00:00:00Z',
+      '0000-01-01T00:00:00.000Z',
+      '2026-11-21T24:00:00Z',
+      '2026-11-21T00:51:60Z',
+      '2026-11-21T00:51:42+00:00',
+      '2026-11-21T00:51:42',
+      '2026-11-21 00:51:42Z',
+      '2026-13-01T00:00:00Z',
+      '2026-04-31T00:00:00Z',
+    ];
+    const variants: Array<(b: object) => object | null> = [
+      set(['extra'], 1),
+      set(['tokens', 'extra'], 1),
+      set(['error'], { code: 500, message: 'm', extra: 1 }),
+      set(['error'], { code: 500 }),
+      set(['error'], { code: 500.5, message: 'm' }),
+      set(['error'], { code: -1, message: 'm' }),
+      set(['error'], 'boom'),
+      set(['attempts'], null),
+      set(['attempts'], {}),
+      set(
+        ['attempts'],
+        Array.from({ length: 33 }, () => ({
+          provider: 'a',
+          model: 'm',
+          status: null,
+          outcome: 'ok',
+          latency_ms: 1,
+        })),
+      ),
+      set(
+        ['attempts'],
+        Array.from({ length: 32 }, () => ({
+          provider: 'a',
+          model: 'm',
+          status: null,
+          outcome: 'ok',
+          latency_ms: 1,
+        })),
+      ),
+      set(
+        ['attempts'],
+        [{ provider: 'a', model: 'm', status: null, outcome: 'ok', latency_ms: 1, extra: 2 }],
+      ),
+      set(['attempts'], [{ provider: 'a', model: 'm', status: 1.5, outcome: 'ok', latency_ms: 1 }]),
+      set(['attempts'], [{ provider: 'a', model: 'm', outcome: 'ok', latency_ms: 1 }]),
+      set(['attempts'], ['x']),
+      set(['type'], 'refund'),
+      set(['version'], 2),
+      set(['version'], '1'),
+      set(['id'], 'gen-1-abc'),
+      set(['id'], 'gen-1795222302-OZbIgJ6uT562ReaCvJK7x'),
+      set(['usage_source'], 'guess'),
+      set(['streamed'], 1),
+      set(['is_byok'], null),
+      set(['cost'], '0'),
+      set(['cost'], '1.'),
+      set(['cost'], '.5'),
+      set(['cost'], '-1'),
+      set(['cost'], 0.5),
+      set(['cost'], '0.00000000001'),
+      set(['tokens'], null),
+      set(['tokens', 'reasoning'], DELETE),
+      set(['http_referer'], DELETE),
+      set(['http_referer'], 5),
+      ...['model', 'upstream_id', 'app', 'finish_reason', 'latency_ms', 'started_at'].map((k) =>
+        set([k], DELETE),
+      ),
+    ];
+    for (const k of [
+      'model',
+      'provider_name',
+      'upstream_model',
+      'upstream_id',
+      'app',
+      'http_referer',
+      'finish_reason',
+    ])
+      for (const v of [...texts, null, 5]) variants.push(set([k], v));
+    for (const v of [...texts, null]) {
+      variants.push(set(['error'], { code: 500, message: v }));
+      variants.push(set(['attempts', '0', 'provider'], v), set(['attempts', '0', 'outcome'], v));
+    }
+    for (const v of numbers) {
+      for (const path of [
+        ['latency_ms'],
+        ['generation_time_ms'],
+        ['tokens', 'prompt'],
+        ['tokens', 'cache_write'],
+      ])
+        variants.push(set(path, v));
+      variants.push(set(['attempts', '0', 'latency_ms'], v), set(['attempts', '0', 'status'], v));
+    }
+    for (const v of uuids) variants.push(set(['account_id'], v), set(['key_id'], v));
+    for (const v of dates) variants.push(set(['started_at'], v), set(['finished_at'], v));
+
+    it(`agrees with zod on ${variants.length} variants of two events`, () => {
+      let fast = 0;
+      for (const base of [event, withAttempts])
+        for (const variant of variants) {
+          const input = variant(base);
+          if (input === null) continue;
+          const json = JSON.parse(JSON.stringify(input));
+          const viaZod = usageEventV1.safeParse(JSON.parse(JSON.stringify(input)));
+          if (isPlainUsageEventV1(json)) {
+            fast++;
+            expect(viaZod.success, JSON.stringify(input)).toBe(true);
+            expect(viaZod.data).toEqual(json);
+          }
+          const parsed = parseUsageEvent(JSON.stringify(input));
+          expect(parsed.ok, JSON.stringify(input)).toBe(viaZod.success);
+          if (parsed.ok) expect(parsed.event).toEqual(viaZod.data);
+        }
+      // The fast path is really used (not everything falls back), and really checks.
+      expect(fast).toBeGreaterThan(50);
+      expect(fast).toBeLessThan(variants.length);
+    });
   });
 });

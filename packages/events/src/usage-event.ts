@@ -6,7 +6,9 @@ import { z } from 'zod';
  * Versioned JSON; consumers validate with `parseUsageEvent` and dead-letter what does not parse.
  * Money is a decimal string (USD), never a float.
  */
-const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'expected a non-negative decimal string');
+const DECIMAL = /^\d+(\.\d+)?$/;
+const REQUEST_ID = /^gen-\d+-[A-Za-z0-9]{20}$/;
+const decimal = z.string().regex(DECIMAL, 'expected a non-negative decimal string');
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /**
  * Free text that reaches Postgres `text`/`jsonb`, which cannot hold NUL nor a lone surrogate
@@ -20,7 +22,7 @@ export const usageEventV1 = z.object({
   type: z.literal('usage'),
   version: z.literal(1),
   /** The request id (`gen-…`): completion id, generation record id, idempotency key. */
-  id: z.string().regex(/^gen-\d+-[A-Za-z0-9]{20}$/),
+  id: z.string().regex(REQUEST_ID),
   account_id: z.string().uuid(),
   key_id: z.string().uuid(),
   /** Catalog model id (`vendor/name`). */
@@ -94,6 +96,104 @@ export type UsageEventOf<
 
 export type ParseResult = { ok: true; event: UsageEvent } | { ok: false; reason: string };
 
+// ---- fast path: the v1 event exactly as the proxy publishes it --------------------------------
+
+/** The patterns zod itself uses for `.uuid()` and `.datetime()` (no offset, any precision). */
+const UUID = z.regexes.uuid();
+const DATETIME = z.regexes.datetime({ precision: null, offset: false, local: false });
+const V1_KEYS = new Set(Object.keys(usageEventV1.shape));
+const TOKEN_KEYS = new Set(['prompt', 'completion', 'cached', 'cache_write', 'reasoning']);
+const ERROR_KEYS = new Set(['code', 'message']);
+const ATTEMPT_KEYS = new Set(['provider', 'model', 'status', 'outcome', 'latency_ms']);
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const onlyKeys = (o: Obj, allowed: Set<string>) => {
+  for (const k in o) if (!allowed.has(k)) return false;
+  return true;
+};
+const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+/** `String.prototype.isWellFormed` (ES2024; the workspace's lib is ES2023). */
+const isWellFormed = (s: string) => (s as string & { isWellFormed(): boolean }).isWellFormed();
+/** Text the schema's `text` transform leaves unchanged: no NUL, no lone surrogate. */
+const isText = (v: unknown): v is string => typeof v === 'string' && !v.includes('\u0000') && isWellFormed(v);
+const isNonEmptyText = (v: unknown) => isText(v) && v.length > 0;
+const isTextOrNull = (v: unknown) => v === null || isText(v);
+const matches = (v: unknown, re: RegExp) => typeof v === 'string' && re.test(v);
+
+/**
+ * True only for a v1 event that `usageEventV1` accepts and returns unchanged: every field present
+ * with its exact type and format, no key the schema does not know (zod would strip it), no text
+ * its transform would rewrite. Such an event is used as decoded (no zod pass: most of the worker's
+ * decode cost); anything else — invalid, or merely unusual — goes through zod, which decides.
+ * Stricter than zod is safe; looser would not be (`usage-event.test.ts` checks it against zod).
+ */
+export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
+  if (!isObject(o) || !onlyKeys(o, V1_KEYS)) return false;
+  const { tokens, error, attempts } = o;
+  if (
+    !(
+      o.type === 'usage' &&
+      o.version === 1 &&
+      matches(o.id, REQUEST_ID) &&
+      matches(o.account_id, UUID) &&
+      matches(o.key_id, UUID) &&
+      isNonEmptyText(o.model) &&
+      isNonEmptyText(o.provider_name) &&
+      isNonEmptyText(o.upstream_model) &&
+      isTextOrNull(o.upstream_id) &&
+      isTextOrNull(o.app) &&
+      (!Object.hasOwn(o, 'http_referer') || isTextOrNull(o.http_referer)) &&
+      typeof o.streamed === 'boolean' &&
+      typeof o.cancelled === 'boolean' &&
+      isTextOrNull(o.finish_reason) &&
+      (o.usage_source === 'provider' || o.usage_source === 'estimated') &&
+      matches(o.cost, DECIMAL) &&
+      typeof o.is_byok === 'boolean' &&
+      matches(o.started_at, DATETIME) &&
+      matches(o.finished_at, DATETIME) &&
+      isCount(o.latency_ms) &&
+      isCount(o.generation_time_ms)
+    )
+  )
+    return false;
+  if (
+    !isObject(tokens) ||
+    !onlyKeys(tokens, TOKEN_KEYS) ||
+    !isCount(tokens.prompt) ||
+    !isCount(tokens.completion) ||
+    !isCount(tokens.cached) ||
+    !isCount(tokens.cache_write) ||
+    !isCount(tokens.reasoning)
+  )
+    return false;
+  if (
+    error !== null &&
+    !(
+      isObject(error) &&
+      onlyKeys(error, ERROR_KEYS) &&
+      Number.isSafeInteger(error.code) &&
+      isText(error.message)
+    )
+  )
+    return false;
+  if (!Object.hasOwn(o, 'attempts')) return true;
+  if (!Array.isArray(attempts) || attempts.length > 32) return false;
+  for (const a of attempts as unknown[]) {
+    if (
+      !isObject(a) ||
+      !onlyKeys(a, ATTEMPT_KEYS) ||
+      !isNonEmptyText(a.provider) ||
+      !isNonEmptyText(a.model) ||
+      !(a.status === null || Number.isSafeInteger(a.status)) ||
+      !isText(a.outcome) ||
+      !isCount(a.latency_ms)
+    )
+      return false;
+  }
+  return true;
+}
+
 export function parseUsageEvent(body: Buffer | string): ParseResult {
   let json: unknown;
   try {
@@ -101,6 +201,7 @@ export function parseUsageEvent(body: Buffer | string): ParseResult {
   } catch {
     return { ok: false, reason: 'body is not JSON' };
   }
+  if (isPlainUsageEventV1(json)) return { ok: true, event: json };
   const { type, version } = (json ?? {}) as { type?: unknown; version?: unknown };
   const versions: Record<string, z.ZodType<UsageEvent> | undefined> | undefined =
     typeof type === 'string' && Object.hasOwn(usageEventSchemas, type)
