@@ -295,4 +295,108 @@ describe('usage consumer', () => {
     });
     expect(logger.messages('info')).toContain('RabbitMQ connection restored; consuming usage events again');
   });
+
+  describe('concurrency: 2', () => {
+    /** A handler that holds the first batch until `release()`, counting batches in it at once. */
+    function holdFirst() {
+      const batches: string[][] = [];
+      let active = 0;
+      let maxActive = 0;
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const handle: Handle = async (batch) => {
+        batches.push(batch.map((e) => e.id));
+        active++;
+        maxActive = Math.max(maxActive, active);
+        try {
+          if (batches.length === 1) await gate;
+        } finally {
+          active--;
+        }
+      };
+      return { handle, batches, release: () => release(), maxActive: () => maxActive };
+    }
+
+    it('handles the next batch while one is in handle, and acks only in delivery order', async () => {
+      const h = holdFirst();
+      const { consumer } = consume(h.handle, { concurrency: 2, batchSize: 10, prefetch: 40 });
+      await consumer.ready();
+      const events = await publishEvents(30);
+
+      await vi.waitFor(() => expect(h.batches).toHaveLength(2));
+      await new Promise((r) => setTimeout(r, 100));
+      // The second batch is done but waits for the first to be acked: no third batch, no ack yet.
+      expect(h.batches).toHaveLength(2);
+      expect(consumer.stats().handled).toBe(0);
+      expect(consumer.stats().lagMs).toBeGreaterThan(0);
+
+      h.release();
+      await vi.waitFor(() => expect(consumer.stats().handled).toBe(30), { timeout: 10_000 });
+      expect(h.batches.flat()).toEqual(events.map((e) => e.id));
+      expect(h.maxActive()).toBe(2);
+      await consumer.close();
+      expect(await queueDepth(amqp.url, topology.queue)).toBe(0);
+    });
+
+    it('never acks a finished batch ahead of an earlier one: both come again after a lost connection', async () => {
+      proxy = await createTcpProxy(hostPortOf(amqp.url));
+      const h = holdFirst();
+      const { consumer } = consume(h.handle, {
+        concurrency: 2,
+        batchSize: 10,
+        prefetch: 40,
+        url: proxy.url(amqp.url),
+      });
+      await consumer.ready();
+      const events = await publishEvents(20);
+      await vi.waitFor(() => expect(h.batches).toHaveLength(2));
+      const firstTwo = h.batches.flat();
+
+      await proxy.stop();
+      await vi.waitFor(() => expect(consumer.stats().connected).toBe(false));
+      await proxy.start();
+      h.release();
+
+      await vi.waitFor(() => expect(consumer.stats()).toMatchObject({ connected: true, handled: 20 }), {
+        timeout: 10_000,
+      });
+      // Neither the held batch nor the finished second one was acked: every event came again.
+      const again = new Set(h.batches.slice(2).flat());
+      for (const id of firstTwo) expect(again.has(id)).toBe(true);
+      expect([...again].sort()).toEqual(events.map((e) => e.id).sort());
+      await consumer.close();
+      expect(await queueDepth(amqp.url, topology.queue)).toBe(0);
+    });
+
+    it('still isolates a poison event while the next batch is handled', async () => {
+      let poison = '';
+      const handledIds: string[] = [];
+      const { consumer } = consume(
+        async (batch) => {
+          if (batch.some((e) => e.id === poison)) throw new Error('invalid input syntax for type json');
+          handledIds.push(...batch.map((e) => e.id));
+        },
+        { concurrency: 2, batchSize: 5, prefetch: 20 },
+      );
+      await consumer.ready();
+      const events = Array.from({ length: 15 }, () => sampleEvent());
+      poison = events[1]!.id;
+      await publishRaw(events.map((e) => JSON.stringify(e)));
+
+      await vi.waitFor(() => expect(consumer.stats()).toMatchObject({ deadLettered: 1, handled: 14 }), {
+        timeout: 10_000,
+      });
+      expect(handledIds.sort()).toEqual(
+        events
+          .filter((e) => e.id !== poison)
+          .map((e) => e.id)
+          .sort(),
+      );
+      await consumer.close();
+      expect(await queueDepth(amqp.url, topology.queue)).toBe(0);
+      await vi.waitFor(async () => expect(await queueDepth(amqp.url, topology.deadLetterQueue)).toBe(1));
+    });
+  });
 });

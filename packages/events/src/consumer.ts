@@ -26,6 +26,14 @@ export interface UsageConsumerOptions {
   permanentAttempts?: number;
   /** Most events per batch. Default min(100, prefetch). */
   batchSize?: number;
+  /**
+   * Batches in `handle` at the same time (default 1). With 2, the next batch is written while the
+   * previous one commits (the handler's work overlaps the database's). Batches are still settled
+   * (acked, split or dead-lettered) strictly in delivery order: a batch waits for the one before
+   * it, so a multiple-ack never covers a batch that is still being handled. `handle` must then be
+   * safe to run concurrently (idempotent on event ids, consistent lock order).
+   */
+  concurrency?: number;
   /** Longest wait, from a batch's first event, before handling an incomplete batch. Default 50 ms. */
   batchTimeoutMs?: number;
   /** Wait before retrying a failed batch or event (grows per consecutive failure). 500 ms → 30 s. */
@@ -73,7 +81,8 @@ interface Batch {
 
 /**
  * Billing's usage-event consumer: manual acks, prefetch, validation with `parseUsageEvent`,
- * batches of up to `batchSize` events or `batchTimeoutMs`, one batch in `handle` at a time.
+ * batches of up to `batchSize` events or `batchTimeoutMs`, up to `concurrency` batches in `handle`
+ * at a time (default one), settled in delivery order.
  * Invalid messages are rejected without requeue (→ dead-letter queue) with an error log.
  * Delivery is at-least-once: a batch can come again (handler failure, lost connection), so
  * `handle` must be idempotent on the event id.
@@ -82,6 +91,7 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   const { url, topology, logger, handle } = options;
   const prefetch = Math.max(1, options.prefetch);
   const batchSize = Math.max(1, Math.min(options.batchSize ?? 100, prefetch));
+  const concurrency = Math.max(1, options.concurrency ?? 1);
   const batchTimeoutMs = options.batchTimeoutMs ?? 50;
   const retry = {
     initialMs: options.retryBackoff?.initialDelayMs ?? 500,
@@ -97,14 +107,15 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   let channel: Channel | null = null;
   let consumerTag: string | null = null;
   let stopping = false;
-  let wakeSleep: (() => void) | null = null;
+  const wakeSleeps = new Set<() => void>();
 
   let collecting: Batch | null = null; // being filled
   let collectTimer: NodeJS.Timeout | null = null;
   const ready: Batch[] = []; // full or timed out, waiting for `handle`
-  let inFlight: Promise<void> | null = null; // the batch in `handle` (incl. its retry backoff)
+  const inFlight = new Set<Promise<void>>(); // batches in `handle` (incl. retry backoff), ≤ concurrency
+  let lastSettled: Promise<void> = Promise.resolve(); // settles when the latest started batch has
   let consecutiveFailures = 0;
-  let oldestInFlight = 0; // finished_at (ms) of the first event of the batch in `handle`, 0 when idle
+  const oldestInFlight: number[] = []; // finished_at (ms) of the first event of each batch in `handle`
   const classify = options.classify ?? (() => 'permanent' as const);
   const permanentAttempts = Math.max(1, options.permanentAttempts ?? 3);
 
@@ -128,22 +139,32 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
   };
 
   function drive() {
-    if (inFlight !== null) return;
-    const batch = ready.shift();
-    if (!batch) return;
-    inFlight = runBatch(batch).finally(() => {
-      inFlight = null;
-      drive();
-    });
+    while (inFlight.size < concurrency) {
+      const batch = ready.shift();
+      if (!batch) return;
+      const previous = lastSettled;
+      const run: Promise<void> = runBatch(batch, previous).finally(() => {
+        inFlight.delete(run);
+        drive();
+      });
+      // The next batch settles after this one, even if this one threw (it never does).
+      lastSettled = run.catch(() => {});
+      inFlight.add(run);
+    }
+  }
+
+  /** Resolves once no batch is in `handle`. */
+  async function idle(): Promise<void> {
+    while (inFlight.size > 0) await Promise.all(inFlight);
   }
 
   /** Sleeps the backoff of the `attempt`-th consecutive failure (cut short by close). */
   async function backoff(attempt: number): Promise<void> {
     if (stopping) return;
     const sleep = interruptibleSleep(backoffDelay(attempt, retry));
-    wakeSleep = sleep.wake;
+    wakeSleeps.add(sleep.wake);
     await sleep.promise;
-    wakeSleep = null;
+    wakeSleeps.delete(sleep.wake);
   }
 
   /** The batch's channel is gone (or we are stopping): the broker redelivers what is unacked. */
@@ -181,7 +202,8 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
     }
   }
 
-  async function runBatch(batch: Batch): Promise<void> {
+  /** Handles a batch, then settles it once `previous` (the batch started before it) has settled. */
+  async function runBatch(batch: Batch, previous: Promise<void>): Promise<void> {
     if (batch.channel !== channel) return; // its channel died: the broker redelivers it
     // A publisher retry after a lost confirm can put the same event in twice: hand each id once.
     const seen = new Set<string>();
@@ -190,10 +212,13 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
       seen.add(e.id);
       return true;
     });
-    oldestInFlight = Date.parse(events[0]?.finished_at ?? '') || Date.now();
+    const oldest = Date.parse(events[0]?.finished_at ?? '') || Date.now();
+    oldestInFlight.push(oldest);
     try {
       // A whole batch gets one permanent failure before it is split (its events may be fine alone).
       const ok = await attempt(batch, events, events.length > 1 ? 1 : permanentAttempts);
+      // Settle in delivery order: the ack below acks every earlier delivery too ("multiple").
+      await previous;
       if (ok === null) return;
       if (ok) {
         if (batch.channel !== channel) {
@@ -213,7 +238,7 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
       }
       await oneByOne(batch);
     } finally {
-      oldestInFlight = 0;
+      oldestInFlight.splice(oldestInFlight.indexOf(oldest), 1);
     }
   }
 
@@ -297,9 +322,9 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
     connectionName: options.connectionName ?? 'tollgate-usage-consumer',
     reconnect: { initialDelayMs: reconnect.initialMs, maxDelayMs: reconnect.maxMs },
     retryingNote: 'usage consumer retrying',
-    // A batch still in `handle` from the previous connection finishes first (one at a time, always).
+    // Batches still in `handle` from the previous connection finish first.
     beforeConnect: async () => {
-      if (inFlight !== null) await inFlight;
+      await idle();
     },
     async setup(conn) {
       const ch = await conn.createChannel();
@@ -338,7 +363,7 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
     stats: () => ({
       connected: consumerTag !== null,
       ...counters,
-      lagMs: oldestInFlight === 0 ? 0 : Math.max(0, Date.now() - oldestInFlight),
+      lagMs: oldestInFlight.length === 0 ? 0 : Math.max(0, Date.now() - Math.min(...oldestInFlight)),
     }),
 
     ready(timeoutMs = 10_000) {
@@ -358,16 +383,16 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
 
     async close(): Promise<void> {
       stopping = true;
-      wakeSleep?.();
+      for (const wake of wakeSleeps) wake();
       const ch = channel;
       const tag = consumerTag;
       consumerTag = null;
       if (ch && tag) await ch.cancel(tag).catch(() => {});
       // What was already received is handled too (no needless redelivery), then the batch in flight.
       if (collecting) sealBatch();
-      while (inFlight || ready.length > 0) {
-        if (!inFlight) drive();
-        await inFlight;
+      while (inFlight.size > 0 || ready.length > 0) {
+        drive();
+        await idle();
       }
       channel = null;
       await ch?.close().catch(() => {});

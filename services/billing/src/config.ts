@@ -29,6 +29,11 @@ export const billingConfigSchema = z
     BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(1000),
     /** Longest wait for a batch to fill before it is written anyway (records visible within ~this). */
     BATCH_TIMEOUT_MS: z.coerce.number().int().min(1).max(1000).default(50),
+    /**
+     * Batches written at the same time (each its own transaction): with 2 the next batch is written
+     * while the previous one commits. Acked strictly in delivery order either way.
+     */
+    CONCURRENT_BATCHES: z.coerce.number().int().min(1).max(4).default(2),
     /** Unacknowledged deliveries the broker may push; at least 2 × BATCH_SIZE keeps the pipe full. */
     PREFETCH: z.coerce.number().int().min(1).max(10_000).default(2000),
     /** Run the usage-event worker in this process (false: read API only). */

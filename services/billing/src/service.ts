@@ -77,6 +77,7 @@ export async function startBilling(
         logger,
         prefetch: config.PREFETCH,
         batchSize: config.BATCH_SIZE,
+        concurrency: config.CONCURRENT_BATCHES,
         batchTimeoutMs: config.BATCH_TIMEOUT_MS,
         connectionName: 'tollgate-billing',
         classify: classifyBillingFailure,

@@ -112,6 +112,9 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
       const seen = new Set<string>();
       const events = batch.filter((e) => !seen.has(e.id) && seen.add(e.id));
       if (events.length === 0) return { inserted: 0, duplicates: 0 };
+      // Inserted in id order: two batches written at once (CONCURRENT_BATCHES) that share an id (a
+      // redelivery) wait on each other's index entries in the same order, never in a cycle.
+      events.sort((a, b) => cmp(a.id, b.id));
       const byDay = new Map<string, string[]>();
       const costs = new Map<string, { units: bigint; decimal: string }>();
       const units: bigint[] = [];
