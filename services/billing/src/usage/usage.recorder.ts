@@ -7,9 +7,8 @@ import type { BillingDb } from '../database';
 import { type GenerationRow, insertGenerations } from '../generations/generations.repository';
 import { applyBatchSums, type BatchSums } from './usage.repository';
 
-/** The four spend periods an event counts towards, by the UTC day of its `finished_at`. */
-function periodsOf(finishedAt: string, byDay: Map<string, string[]>): string[] {
-  const day = dayOf(finishedAt);
+/** The four spend periods of a UTC day ('YYYY-MM-DD', the day of an event's `finished_at`). */
+function periodsOf(day: string, byDay: Map<string, string[]>): string[] {
   let periods = byDay.get(day);
   if (!periods) {
     const at = new Date(`${day}T00:00:00.000Z`);
@@ -127,29 +126,44 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
       const { keys, accounts, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
 
+        // Per (key, account, UTC day): the four periods and the newly inserted units. A batch has
+        // a few of these, so the per-(key, period) work below is per group, not per event.
         const newRecords: { record: GenerationRow; units: bigint }[] = [];
-        const keyDeltas = new Map<
+        const groups = new Map<
           string,
-          { keyId: string; accountId: string; period: string; units: bigint }
+          { keyId: string; accountId: string; periods: string[]; units: bigint }
         >();
         const accountDeltas = new Map<string, bigint>();
-        const touchedPairs = new Map<string, { keyId: string; period: string }>();
         events.forEach((e, i) => {
-          const periods = periodsOf(e.finished_at, byDay);
-          for (const period of periods)
-            touchedPairs.set(`${e.key_id}|${period}`, { keyId: e.key_id, period });
+          const day = dayOf(e.finished_at);
+          const gid = `${e.key_id}|${e.account_id}|${day}`;
+          let g = groups.get(gid);
+          if (!g) {
+            g = { keyId: e.key_id, accountId: e.account_id, periods: periodsOf(day, byDay), units: 0n };
+            groups.set(gid, g);
+          }
           if (!insertedIds.has(e.id)) return;
           const u = units[i] as bigint;
           newRecords.push({ record: rows[i] as GenerationRow, units: u });
           if (u === 0n) return;
-          for (const period of periods) {
-            const id = `${e.key_id}|${period}`;
-            const d = keyDeltas.get(id);
-            if (d) d.units += u;
-            else keyDeltas.set(id, { keyId: e.key_id, accountId: e.account_id, period, units: u });
-          }
+          g.units += u;
           accountDeltas.set(e.account_id, (accountDeltas.get(e.account_id) ?? 0n) + u);
         });
+        const keyDeltas = new Map<
+          string,
+          { keyId: string; accountId: string; period: string; units: bigint }
+        >();
+        const touchedPairs = new Map<string, { keyId: string; period: string }>();
+        for (const g of groups.values()) {
+          for (const period of g.periods) {
+            const id = `${g.keyId}|${period}`;
+            touchedPairs.set(id, { keyId: g.keyId, period });
+            if (g.units === 0n) continue;
+            const d = keyDeltas.get(id);
+            if (d) d.units += g.units;
+            else keyDeltas.set(id, { keyId: g.keyId, accountId: g.accountId, period, units: g.units });
+          }
+        }
 
         // Same lock order in every worker: roll-ups by primary key, spend by key id then period,
         // accounts by id. Pairs and accounts this batch touched without adding to them (duplicates,
