@@ -4,8 +4,8 @@ import type { Database } from '../database';
 type Db = Kysely<Database>;
 
 /**
- * A generation record as the worker writes it: one JSON object per row, the keys being the columns
- * (`error` and `attempts` are JSON values, timestamps ISO strings, `total_cost` a decimal string).
+ * A generation record as the worker writes it, keyed by column (`error` and `attempts` are JSON
+ * values, timestamps ISO strings, `total_cost` a decimal string).
  */
 export interface GenerationRow {
   id: string;
@@ -36,25 +36,78 @@ export interface GenerationRow {
   finished_at: string;
 }
 
+const QUOTE = /["\\]/;
+const QUOTES = /["\\]/g;
+
 /**
- * Inserts the rows with ONE statement and one parameter (the rows as a JSON array, expanded by
- * `json_populate_recordset`): no per-row bind parameters to build, send and parse. Rows whose id is
- * already recorded are skipped (`on conflict do nothing`). Returns the ids inserted now.
+ * A Postgres array literal (`{"a","b",NULL}`) of the rows' values of one column: every element
+ * quoted, `"` and `\` escaped, null as NULL. Built by hand: pg's own array serialiser escapes
+ * every element with two regexes and a recursive call.
+ */
+function arrayLiteral<R>(rows: readonly R[], get: (r: R) => string | null): string {
+  let out = '{';
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0) out += ',';
+    const v = get(rows[i] as R);
+    out += v === null ? 'NULL' : `"${QUOTE.test(v) ? v.replace(QUOTES, '\\$&') : v}"`;
+  }
+  return `${out}}`;
+}
+
+/** Integers and booleans need no quoting. */
+function plainLiteral<R>(rows: readonly R[], get: (r: R) => number | boolean): string {
+  let out = '{';
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0) out += ',';
+    const v = get(rows[i] as R);
+    out += typeof v === 'boolean' ? (v ? 't' : 'f') : String(v);
+  }
+  return `${out}}`;
+}
+
+/**
+ * Inserts the rows with ONE statement of one array parameter per column, zipped by `unnest`: no
+ * per-row bind parameters to build, send and parse, and Postgres parses typed arrays about three
+ * times faster than the same rows as JSON (`json_populate_recordset`). Rows whose id is already
+ * recorded are skipped (`on conflict do nothing`). Returns the ids inserted now.
  */
 export async function insertGenerations(trx: Db, rows: readonly GenerationRow[]): Promise<string[]> {
   if (rows.length === 0) return [];
+  const text = (get: (r: GenerationRow) => string | null) => arrayLiteral(rows, get);
+  const plain = (get: (r: GenerationRow) => number | boolean) => plainLiteral(rows, get);
   const { rows: inserted } = await sql<{ id: string }>`
     insert into billing.generations (
       id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
       streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
       tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
       generation_time_ms, error, attempts, created_at, finished_at)
-    select
-      id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
-      streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
-      tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
-      generation_time_ms, error, attempts, created_at, finished_at
-    from json_populate_recordset(null::billing.generations, ${JSON.stringify(rows)}::json)
+    select * from unnest(
+      ${text((r) => r.id)}::text[],
+      ${text((r) => r.account_id)}::uuid[],
+      ${text((r) => r.key_id)}::uuid[],
+      ${text((r) => r.model)}::text[],
+      ${text((r) => r.provider_name)}::text[],
+      ${text((r) => r.upstream_model)}::text[],
+      ${text((r) => r.upstream_id)}::text[],
+      ${text((r) => r.app)}::text[],
+      ${text((r) => r.http_referer)}::text[],
+      ${plain((r) => r.streamed)}::bool[],
+      ${plain((r) => r.cancelled)}::bool[],
+      ${text((r) => r.finish_reason)}::text[],
+      ${plain((r) => r.tokens_prompt)}::int8[],
+      ${plain((r) => r.tokens_completion)}::int8[],
+      ${plain((r) => r.tokens_cached)}::int8[],
+      ${plain((r) => r.tokens_cache_write)}::int8[],
+      ${plain((r) => r.tokens_reasoning)}::int8[],
+      ${text((r) => r.total_cost)}::numeric[],
+      ${plain((r) => r.is_byok)}::bool[],
+      ${text((r) => r.usage_source)}::text[],
+      ${plain((r) => r.latency_ms)}::int8[],
+      ${plain((r) => r.generation_time_ms)}::int8[],
+      ${text((r) => (r.error === null ? null : JSON.stringify(r.error)))}::jsonb[],
+      ${text((r) => JSON.stringify(r.attempts))}::jsonb[],
+      ${text((r) => r.created_at)}::timestamptz[],
+      ${text((r) => r.finished_at)}::timestamptz[])
     on conflict (id) do nothing
     returning id`.execute(trx);
   return inserted.map((r) => r.id);

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
+
+let s: TestBillingStack;
+beforeAll(async () => {
+  s = await startTestBilling();
+  await s.billing.consumer?.close(); // the recorder is driven directly here
+});
+afterAll(async () => {
+  await s.cleanup();
+});
+
+const record = (id: string) =>
+  s.billing.db.selectFrom('billing.generations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const spend = async (keyId: string) =>
+  Object.fromEntries(
+    (
+      await s.billing.db
+        .selectFrom('billing.key_spend')
+        .select(['period', 'amount'])
+        .where('key_id', '=', keyId)
+        .execute()
+    ).map((r) => [r.period, r.amount]),
+  );
+
+describe('usage recorder (one array parameter per column, sums per batch)', () => {
+  it('stores every value exactly, whatever characters the provider text holds', async () => {
+    const awkward = [
+      'quote " and backslash \\ and \\" both',
+      '{braces},commas, and "NULL"',
+      'NULL',
+      '',
+      '  spaces  \t tab\nnewline',
+      'emoji 😀 accents éà, CJK 漢字',
+      '\\',
+      '"',
+    ];
+    const events = awkward.map((text, i) =>
+      usageEvent({
+        app: text,
+        finish_reason: text,
+        upstream_id: i % 2 === 0 ? text : null,
+        http_referer: i % 3 === 0 ? text : null,
+        model: `m${text}`,
+        error: { code: 500 + i, message: `${text} {"json": [1, "\\u0041"]}` },
+        attempts: [
+          { provider: `p${text}`, model: 'x', status: i % 2 ? null : 503, outcome: text, latency_ms: i },
+        ],
+        tokens: { prompt: 2 ** 53 - 1, completion: i, cached: 0, cache_write: 1, reasoning: 2 },
+        cost: '0.0000000001',
+      }),
+    );
+    const r = await s.billing.recorder.record(events);
+    expect(r).toEqual({ inserted: events.length, duplicates: 0 });
+    for (const e of events) {
+      const row = await record(e.id);
+      expect(row).toMatchObject({
+        app: e.app,
+        finish_reason: e.finish_reason,
+        upstream_id: e.upstream_id,
+        http_referer: e.http_referer,
+        model: e.model,
+        error: e.error,
+        attempts: e.attempts,
+        tokens_prompt: String(2 ** 53 - 1),
+        tokens_completion: String(e.tokens.completion),
+        total_cost: '0.0000000001',
+      });
+      expect(row.created_at.toISOString()).toBe(e.started_at);
+    }
+  });
+
+  it('sums a batch per (key, period), per account and per roll-up row, duplicates and zero costs included', async () => {
+    const accountId = randomUUID();
+    const [k1, k2] = [randomUUID(), randomUUID()];
+    const at = (iso: string, keyId: string, cost: string) =>
+      usageEvent({ account_id: accountId, key_id: keyId, cost, finished_at: iso, started_at: iso });
+    // Two days of one ISO week (Sunday 2026-11-22 is in W47, Monday 2026-11-23 in W48), two keys.
+    const first = [
+      at('2026-11-22T23:59:59.999Z', k1, '0.1'),
+      at('2026-11-23T00:00:00.000Z', k1, '0.2'),
+      at('2026-11-23T10:00:00.000Z', k1, '0'),
+      at('2026-11-23T10:30:00.000Z', k2, '0.04'),
+    ];
+    expect(await s.billing.recorder.record(first)).toEqual({ inserted: 4, duplicates: 0 });
+    // Redelivered with one new event: only the new one counts.
+    const again = [...first, at('2026-11-23T11:00:00.000Z', k2, '0.01')];
+    expect(await s.billing.recorder.record(again)).toEqual({ inserted: 1, duplicates: 4 });
+
+    expect(await spend(k1)).toEqual({
+      'd2026-11-22': '0.1',
+      'd2026-11-23': '0.2',
+      'w2026-W47': '0.1',
+      'w2026-W48': '0.2',
+      'm2026-11': '0.3',
+      all: '0.3',
+    });
+    expect(await spend(k2)).toEqual({
+      'd2026-11-23': '0.05',
+      'w2026-W48': '0.05',
+      'm2026-11': '0.05',
+      all: '0.05',
+    });
+    const usage = await s.billing.db
+      .selectFrom('billing.account_usage')
+      .select('amount')
+      .where('account_id', '=', accountId)
+      .executeTakeFirstOrThrow();
+    expect(usage.amount).toBe('0.35');
+    const hourly = await s.billing.db
+      .selectFrom('billing.usage_hourly')
+      .select(['hour', 'key_id', 'requests', 'cost', 'tokens_prompt'])
+      .where('account_id', '=', accountId)
+      .orderBy('hour')
+      .orderBy('key_id')
+      .execute();
+    const hours = hourly.map((h) => [
+      h.hour.toISOString(),
+      h.key_id === k1 ? 'k1' : 'k2',
+      h.requests,
+      h.cost,
+    ]);
+    expect(hours).toEqual(
+      [
+        ['2026-11-22T23:00:00.000Z', 'k1', '1', '0.1'],
+        ['2026-11-23T00:00:00.000Z', 'k1', '1', '0.2'],
+        ['2026-11-23T10:00:00.000Z', 'k1', '1', '0'],
+        ['2026-11-23T10:00:00.000Z', 'k2', '1', '0.04'],
+        ['2026-11-23T11:00:00.000Z', 'k2', '1', '0.01'],
+      ].sort((a, b) => (`${a[0]}${a[1]}` < `${b[0]}${b[1]}` ? -1 : 1)),
+    );
+    const daily = await s.billing.db
+      .selectFrom('billing.usage_daily')
+      .select(['key_id', 'requests', 'cost'])
+      .where('account_id', '=', accountId)
+      .where('day', '=', '2026-11-23' as never)
+      .orderBy('key_id')
+      .execute();
+    expect(
+      Object.fromEntries(daily.map((d) => [d.key_id === k1 ? 'k1' : 'k2', [d.requests, d.cost]])),
+    ).toEqual({
+      k1: ['2', '0.2'],
+      k2: ['2', '0.05'],
+    });
+  });
+
+  it('two batches written at once that share events (a redelivery) record and charge each once', async () => {
+    const accountId = randomUUID();
+    const keyId = randomUUID();
+    const events = Array.from({ length: 60 }, () =>
+      usageEvent({ account_id: accountId, key_id: keyId, cost: '0.01' }),
+    );
+    // Overlapping halves, in opposite orders: both transactions insert the shared ids.
+    const a = events.slice(0, 40);
+    const b = events.slice(20).reverse();
+    const [ra, rb] = await Promise.all([s.billing.recorder.record(a), s.billing.recorder.record(b)]);
+    expect(ra.inserted + rb.inserted).toBe(60);
+    expect(ra.duplicates + rb.duplicates).toBe(20);
+    expect((await spend(keyId)).all).toBe('0.6');
+  });
+});
