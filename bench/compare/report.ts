@@ -82,7 +82,11 @@ const b = r.billing;
 if (b) {
   row(
     'billing ≥ 10,000 events/s committed',
-    `${b.backlogEventsPerSecond}/s draining a ${b.backlogEvents}-event backlog (live: ${b.liveCommittedPerSecond}/s at ${b.liveProxyRps} req/s)`,
+    `${b.backlogEventsPerSecond}/s draining a ${b.backlogEvents}-event backlog${
+      b.backlogBillingCpuUsPerEvent === undefined
+        ? ''
+        : `, CPU ${b.backlogBillingCpuUsPerEvent} µs/event billing + ${b.backlogPostgresCpuUsPerEvent} Postgres`
+    } (live: ${b.liveCommittedPerSecond}/s at ${b.liveProxyRps} req/s)`,
     met(b.backlogEventsPerSecond >= 10_000),
   );
   row(
