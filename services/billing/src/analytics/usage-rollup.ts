@@ -20,7 +20,7 @@ export interface RollupRecord {
 const isUtcIso = (s: string) => s.length >= 20 && s.charCodeAt(10) === 84 /* T */ && s.endsWith('Z');
 
 /** The UTC hour a record counts in: the hour of its `finished_at`, like the spend periods. */
-export const hourOf = (finishedAt: string): string => {
+const hourOf = (finishedAt: string): string => {
   if (isUtcIso(finishedAt)) return `${finishedAt.slice(0, 13)}:00:00.000Z`;
   const d = new Date(finishedAt);
   d.setUTCMinutes(0, 0, 0);

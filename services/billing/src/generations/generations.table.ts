@@ -1,4 +1,4 @@
-import type { ColumnType, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Selectable } from 'kysely';
 
 /** int8 columns come back from pg as strings; we write numbers. */
 type Int8 = ColumnType<string, number | string, number | string>;
@@ -46,4 +46,3 @@ interface GenerationAttempt {
 }
 
 export type Generation = Selectable<GenerationsTable>;
-export type NewGeneration = Insertable<GenerationsTable>;
