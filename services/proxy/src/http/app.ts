@@ -294,6 +294,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       topology: usageTopology(config.AMQP_PREFIX),
       logger,
       maxBuffered: config.PUBLISHER_MAX_BUFFERED,
+      eventsPerMessage: config.PUBLISHER_EVENTS_PER_MESSAGE,
+      lingerMs: config.PUBLISHER_LINGER_MS,
       spool: {
         dir: config.SPOOL_DIR ?? join(tmpdir(), 'tollgate-spool', config.AMQP_PREFIX),
         maxBytes: config.SPOOL_MAX_BYTES,
