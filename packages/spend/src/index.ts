@@ -1,14 +1,18 @@
 export {
   createRedisSpendGuard,
+  KeyRateLimited,
   keyLimitExceeded,
   paymentRequired,
   type RedisSpendGuardOptions,
+  type SpendCheck,
   type SpendGuard,
   type SpendReservation,
+  StaleKeyRecord,
 } from './guard';
 export {
   type AccountState,
   type AdmitArgs,
+  type AdmitCheck,
   type AdmitOutcome,
   type CommittedAccount,
   type CommittedKey,
