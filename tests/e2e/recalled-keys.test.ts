@@ -116,6 +116,22 @@ describe('recalled key records (checked admission)', () => {
     expect(bad.status, describeResponse(bad)).toBe(400);
   });
 
+  it('allowed_models changed after the key was recalled applies to its very next request, both ways', async () => {
+    const key = await stack.createInferenceKey(mgmt(), {
+      name: 'models changed',
+      allowed_models: ['anthropic/*'],
+    });
+    const refused = await chat(key.key);
+    expect(refused.status, describeResponse(refused)).toBe(403);
+    expect((await patch(key.hash, { allowed_models: [] })).status).toBe(200);
+    expect((await chat(key.key)).status).toBe(200); // a 403 of the recalled record is decided again
+    expect((await chat(key.key)).status).toBe(200);
+    expect((await patch(key.hash, { allowed_models: ['anthropic/*'] })).status).toBe(200);
+    const again = await chat(key.key);
+    expect(again.status, describeResponse(again)).toBe(403);
+    expect(again.body.error.metadata.error_type).toBe('forbidden');
+  });
+
   it('a limit lowered after the key was recalled applies to its very next request', async () => {
     const key = await stack.createInferenceKey(mgmt(), {
       name: 'limit lowered',

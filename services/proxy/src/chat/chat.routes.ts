@@ -124,6 +124,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   async function handleRecalled(req: Request, res: Response, digest: string): Promise<void> {
     const recall: Recall = { digest, verified: false, limited: null };
     const recalled = deps.recalled;
+    const used = authenticatedKey(res);
     try {
       await handle(req, res, recall);
     } catch (err) {
@@ -131,8 +132,12 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       recalled.forget(digest);
       (res.locals as { unchecked?: string }).unchecked = undefined;
       await recalled.reauthenticate(req, res);
-      if (!(err instanceof StaleKeyRecord)) throw err;
-      await handle(req, res, null);
+      // The record changed (its allowed models, limit, …): the request is decided again with the new one.
+      if (err instanceof StaleKeyRecord || authenticatedKey(res).version !== used.version) {
+        await handle(req, res, null);
+        return;
+      }
+      throw err;
     }
   }
 
@@ -196,18 +201,19 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
 
     const requestId = requestIdOf(res);
     res.setHeader('X-Generation-Id', requestId);
-    const prompt = admissionPromptTokens(chat.messages, chat.toolsJson, estimator);
-    // The dearest candidate that may serve bounds what the request can cost.
-    let worst = 0n;
-    for (const cand of plan) {
-      const w = worstCaseCost(cand.model, prompt.tokens, {
-        maxTokens: chat.maxTokens ?? undefined,
-        n: chat.n,
-      });
-      if (w > worst) worst = w;
-    }
+    let prompt: ReturnType<typeof admissionPromptTokens>;
     let reservation: Awaited<ReturnType<SpendGuard['admit']>>;
     try {
+      prompt = admissionPromptTokens(chat.messages, chat.toolsJson, estimator);
+      // The dearest candidate that may serve bounds what the request can cost.
+      let worst = 0n;
+      for (const cand of plan) {
+        const w = worstCaseCost(cand.model, prompt.tokens, {
+          maxTokens: chat.maxTokens ?? undefined,
+          n: chat.n,
+        });
+        if (w > worst) worst = w;
+      }
       reservation = await guard.admit({
         key,
         worstCaseCostUnits: worst,
@@ -216,7 +222,8 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       });
     } catch (err) {
       if (err instanceof KeyRateLimited && recall?.limited) throw recall.limited;
-      if (err instanceof StaleKeyRecord) slot(); // handled again from the start, with a new slot
+      // An unchecked record may be handled again from the start (handleRecalled), with a new slot.
+      if (recall && !recall.verified) slot();
       throw err;
     }
 
