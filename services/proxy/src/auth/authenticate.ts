@@ -33,7 +33,7 @@ export interface Authenticator {
 }
 
 /** A record this process read before, and the digest whose cache entry must still hold it. */
-export interface Recalled {
+interface Recalled {
   key: CachedKey;
   digest: string;
 }
