@@ -75,6 +75,9 @@ export async function buildService(name: string): Promise<string[]> {
     bundle: true,
     platform: 'node',
     format: 'esm',
+    // A dynamic import() becomes its own chunk (`dist/chunk-<hash>.js`) whose packages load only
+    // when it runs: the proxy's cluster primary never loads the proxy (services/proxy/src/main.ts).
+    splitting: true,
     target: 'node24',
     sourcemap: 'linked',
     metafile: true,

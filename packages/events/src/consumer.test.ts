@@ -3,9 +3,9 @@ import amqplib from 'amqplib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createUsageConsumer, type UsageConsumer, type UsageConsumerOptions } from './consumer';
 import { createUsagePublisher, type UsagePublisher } from './publisher';
-import { drainQueue, queueDepth, recordingLogger, sampleEvent } from './test-support';
+import { drainEvents, drainQueue, queueDepth, recordingLogger, sampleEvent } from './test-support';
 import { declareUsageTopology, topologyNames, type UsageTopology, usageTopology } from './topology';
-import type { UsageEvent } from './usage-event';
+import { USAGE_BATCH_MESSAGE_TYPE, type UsageEvent } from './usage-event';
 
 let amqp: TestAmqp;
 let topology: UsageTopology;
@@ -47,11 +47,43 @@ function consume(handle: Handle, options: Partial<UsageConsumerOptions> = {}) {
   return { consumer, logger };
 }
 
-async function publishEvents(n: number): Promise<UsageEvent[]> {
+async function publishEvents(n: number, via = publisher): Promise<UsageEvent[]> {
   const events = Array.from({ length: n }, () => sampleEvent());
-  for (const e of events) publisher.publish(e);
-  expect(await publisher.flush(10_000)).toBe(true);
+  for (const e of events) via.publish(e);
+  expect(await via.flush(10_000)).toBe(true);
   return events;
+}
+
+/** A publisher sending one `usage.v1` message per event (what proxies before batch messages sent). */
+async function publishSingles(n: number): Promise<UsageEvent[]> {
+  const singles = createUsagePublisher({
+    url: amqp.url,
+    topology,
+    logger: recordingLogger(),
+    eventsPerMessage: 1,
+  });
+  try {
+    return await publishEvents(n, singles);
+  } finally {
+    await singles.close({ drainTimeoutMs: 1000 });
+  }
+}
+
+/** Publishes raw `usage.batch.v1` messages, each from its lines (what a buggy producer could send). */
+async function publishRawBatches(messages: string[][]) {
+  const conn = await amqplib.connect(amqp.url);
+  try {
+    const ch = await conn.createConfirmChannel();
+    await declareUsageTopology(ch, topology);
+    for (const lines of messages)
+      ch.publish(topology.exchange, topology.routingKey, Buffer.from(lines.join('\n')), {
+        persistent: true,
+        type: USAGE_BATCH_MESSAGE_TYPE,
+      });
+    await ch.waitForConfirms();
+  } finally {
+    await conn.close();
+  }
 }
 
 /** Publishes a raw body straight to the exchange (what a buggy or foreign producer could send). */
@@ -75,7 +107,7 @@ describe('usage consumer', () => {
       batches.push(batch);
     });
     await consumer.ready();
-    const events = await publishEvents(35);
+    const events = await publishSingles(35);
 
     await vi.waitFor(() => expect(batches.flat()).toHaveLength(35), { timeout: 10_000 });
     expect(Math.max(...batches.map((b) => b.length))).toBeLessThanOrEqual(10);
@@ -237,6 +269,85 @@ describe('usage consumer', () => {
       reason: 'rejected',
       queue: topology.queue,
     });
+  });
+
+  it('reads batch messages (usage.batch.v1): every event once, in order, the message acked after its last event', async () => {
+    const batches: UsageEvent[][] = [];
+    const { consumer } = consume(async (batch) => void batches.push(batch), { batchSize: 10, prefetch: 20 });
+    await consumer.ready();
+    const events = await publishEvents(250); // the publisher packs them, up to 100 per message
+    await vi.waitFor(() => expect(consumer.stats().handled).toBe(250), { timeout: 10_000 });
+    expect(batches.flat().map((e) => e.id)).toEqual(events.map((e) => e.id));
+    // A message is never split across batches: a batch is at most batchSize + one message's events.
+    expect(Math.max(...batches.map((b) => b.length))).toBeLessThanOrEqual(10 + 99);
+    expect(publisher.stats().published).toBe(250);
+    await vi.waitFor(async () => expect(await queueDepth(amqp.url, topology.queue)).toBe(0));
+    expect(consumer.stats().deadLettered).toBe(0);
+  });
+
+  it('a batch message with a poison event: the others are handled, the message is dead-lettered whole', async () => {
+    const handledIds: string[] = [];
+    let poison = '';
+    const { consumer } = consume(async (batch) => {
+      if (batch.some((e) => e.id === poison)) throw new Error('invalid input syntax for type json');
+      handledIds.push(...batch.map((e) => e.id));
+    });
+    await consumer.ready();
+    const events = Array.from({ length: 5 }, () => sampleEvent());
+    const clean = Array.from({ length: 3 }, () => sampleEvent());
+    poison = events[2]!.id;
+    await publishRawBatches([events.map((e) => JSON.stringify(e)), clean.map((e) => JSON.stringify(e))]);
+
+    await vi.waitFor(() => expect(consumer.stats().handled).toBe(7), { timeout: 10_000 });
+    expect(consumer.stats().deadLettered).toBe(1);
+    expect(handledIds.sort()).toEqual(
+      [...events, ...clean]
+        .filter((e) => e.id !== poison)
+        .map((e) => e.id)
+        .sort(),
+    );
+    const dead = await vi.waitFor(
+      async () => {
+        const messages = await drainEvents(amqp.url, topology.deadLetterQueue);
+        expect(messages).toHaveLength(5);
+        return messages;
+      },
+      { timeout: 5000 },
+    );
+    // The whole message (its handled events too: billing dedupes them on a replay).
+    expect(dead.map((d) => d.properties.messageId)).toEqual(events.map((e) => e.id));
+    await vi.waitFor(async () => expect(await queueDepth(amqp.url, topology.queue)).toBe(0));
+  });
+
+  it('a batch message with an undecodable line: its valid events are handled, the message dead-lettered', async () => {
+    const handled: UsageEvent[] = [];
+    const { consumer, logger } = consume(async (batch) => void handled.push(...batch));
+    await consumer.ready();
+    const valid = [sampleEvent(), sampleEvent()];
+    const after = sampleEvent();
+    await publishRawBatches([
+      [JSON.stringify(valid[0]), '{not json', JSON.stringify(valid[1])],
+      [JSON.stringify(after)],
+    ]);
+    await vi.waitFor(
+      () => expect(handled.map((e) => e.id).sort()).toEqual([...valid, after].map((e) => e.id).sort()),
+      {
+        timeout: 10_000,
+      },
+    );
+    expect(consumer.stats().deadLettered).toBe(1);
+    expect(logger.lines.filter((l) => l.level === 'error').map((l) => l.fields.reason)).toEqual([
+      'body is not JSON',
+    ]);
+    const dead = await vi.waitFor(async () => {
+      const messages = await drainQueue(amqp.url, topology.deadLetterQueue);
+      expect(messages).toHaveLength(1);
+      return messages;
+    });
+    expect(dead[0]?.properties.type).toBe(USAGE_BATCH_MESSAGE_TYPE);
+    // The consumer's channel survived (no double settle): later messages are acked, none redelivered.
+    await vi.waitFor(async () => expect(await queueDepth(amqp.url, topology.queue)).toBe(0));
+    expect(consumer.stats().connected).toBe(true);
   });
 
   it('hands duplicate deliveries of one event id to handle once per batch', async () => {

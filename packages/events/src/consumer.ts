@@ -3,7 +3,7 @@ import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
 import { superviseAmqpConnection } from './connection';
 import type { EventsLogger } from './logger';
 import { declareUsageTopology, type UsageTopology } from './topology';
-import { parseUsageEvent, type UsageEvent } from './usage-event';
+import { parseUsageEvent, type UsageEvent, usageMessageBodies } from './usage-event';
 
 export interface UsageConsumerOptions {
   /** AMQP_URL. */
@@ -24,7 +24,10 @@ export interface UsageConsumerOptions {
   classify?: (err: unknown) => FailureKind;
   /** Attempts of a single event failing permanently before it is dead-lettered. Default 3. */
   permanentAttempts?: number;
-  /** Most events per batch. Default min(100, prefetch). */
+  /**
+   * Most events per batch. Default min(100, prefetch). The events of one message are never split
+   * across batches, so a batch may hold up to one message's events more.
+   */
   batchSize?: number;
   /**
    * Batches in `handle` at the same time (default 1). With 2, the next batch is written while the
@@ -73,11 +76,18 @@ export interface UsageConsumer {
 
 interface Batch {
   events: UsageEvent[];
-  /** The delivery of each event, in order (same index). */
+  /**
+   * The delivery of each event, in order (same index). The events of one message (`usage.batch.v1`)
+   * are contiguous and share it: it is acked once all of them are handled.
+   */
   messages: ConsumeMessage[];
-  last: ConsumeMessage;
+  /** The last delivery to ack (multiple); null when every message was dead-lettered at receipt. */
+  last: ConsumeMessage | null;
   channel: Channel;
 }
+
+/** Batch messages dead-lettered at receipt (an invalid line) whose valid events are still handled. */
+const settledAtReceipt = new WeakSet<ConsumeMessage>();
 
 /**
  * Billing's usage-event consumer: manual acks, prefetch, validation with `parseUsageEvent`,
@@ -228,7 +238,8 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
           );
           return;
         }
-        settle(() => batch.channel.ack(batch.last, true));
+        const last = batch.last;
+        if (last !== null) settle(() => batch.channel.ack(last, true));
         counters.handled += events.length;
         return;
       }
@@ -242,9 +253,14 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
     }
   }
 
-  /** After a permanent batch failure: each event alone, so one poison event never takes others. */
+  /**
+   * After a permanent batch failure: each event alone, so one poison event never takes others. A
+   * message is settled after its last event: acked when every one was handled, else dead-lettered
+   * whole (its handled events are recorded already; billing dedupes them if it is replayed).
+   */
   async function oneByOne(batch: Batch): Promise<void> {
     const done = new Map<string, boolean>(); // event id -> handled (true) or dead-lettered (false)
+    let failed: UsageEvent | null = null; // of the current message
     for (let i = 0; i < batch.events.length; i++) {
       const event = batch.events[i]!;
       const msg = batch.messages[i]!;
@@ -257,18 +273,23 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
         if (ok) counters.handled++;
       }
       if (batch.channel !== channel) return;
-      if (ok) settle(() => batch.channel.ack(msg, false));
-      else deadLetter(batch, [msg], event);
+      if (!ok) failed ??= event;
+      if (batch.messages[i + 1] === msg) continue; // more events of this message follow
+      if (settledAtReceipt.has(msg)) failed = null;
+      else if (failed === null) settle(() => batch.channel.ack(msg, false));
+      else deadLetter(batch, [msg], failed);
+      failed = null;
     }
   }
 
   function deadLetter(batch: Batch, messages: ConsumeMessage[], event: UsageEvent): void {
-    counters.deadLettered += messages.length;
+    const unique = [...new Set(messages)].filter((m) => !settledAtReceipt.has(m));
+    counters.deadLettered += unique.length;
     log.error(
       { eventId: event.id, accountId: event.account_id, keyId: event.key_id },
       `usage event failed on its own; sent to the dead-letter queue ${topology.deadLetterQueue}`,
     );
-    for (const m of messages) settle(() => batch.channel.nack(m, false, false));
+    for (const m of unique) settle(() => batch.channel.nack(m, false, false));
   }
 
   const onMessage = (ch: Channel, msg: ConsumeMessage | null) => {
@@ -278,30 +299,43 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
       return;
     }
     if (channel !== ch) return;
-    const parsed = parseUsageEvent(msg.content);
-    if (!parsed.ok) {
+    const valid: UsageEvent[] = [];
+    let invalid: string | null = null;
+    for (const body of usageMessageBodies(msg.content, msg.properties.type)) {
+      const parsed = parseUsageEvent(body);
+      if (parsed.ok) valid.push(parsed.event);
+      else invalid ??= parsed.reason;
+    }
+    if (invalid !== null || valid.length === 0) {
+      invalid ??= 'message holds no event';
       counters.deadLettered++;
       log.error(
         {
-          reason: parsed.reason,
+          reason: invalid,
           messageId: msg.properties.messageId,
           type: msg.properties.type,
           redelivered: msg.fields.redelivered,
           bytes: msg.content.length,
+          validEvents: valid.length,
         },
-        `invalid usage event sent to the dead-letter queue ${topology.deadLetterQueue}: ${parsed.reason}`,
+        `invalid usage event sent to the dead-letter queue ${topology.deadLetterQueue}: ${invalid}`,
       );
-      // Not "nack multiple": earlier valid deliveries still belong to a batch.
+      // Not "nack multiple": earlier valid deliveries still belong to a batch. A batch message goes
+      // whole (the dead-letter replay splits it); its valid events are still recorded below, so
+      // nothing billable waits for an operator (billing dedupes them should it be replayed).
       settle(() => ch.nack(msg, false, false));
-      return;
+      if (valid.length === 0) return;
+      settledAtReceipt.add(msg);
     }
     if (!collecting) {
-      collecting = { events: [], messages: [], last: msg, channel: ch };
+      collecting = { events: [], messages: [], last: null, channel: ch };
       collectTimer = setTimeout(sealBatch, batchTimeoutMs);
     }
-    collecting.events.push(parsed.event);
-    collecting.messages.push(msg);
-    collecting.last = msg;
+    for (const event of valid) {
+      collecting.events.push(event);
+      collecting.messages.push(msg);
+    }
+    if (invalid === null) collecting.last = msg;
     if (collecting.events.length >= batchSize) sealBatch();
   };
 

@@ -1,6 +1,6 @@
 import amqp, { type GetMessage } from 'amqplib';
 import type { UsageTopology } from './topology';
-import { parseUsageEvent } from './usage-event';
+import { parseUsageEvent, USAGE_BATCH_MESSAGE_TYPE, usageBatchBody, usageMessageBodies } from './usage-event';
 
 /** One message of the dead-letter queue, as an operator needs to judge it. */
 export interface DeadLetter {
@@ -18,23 +18,32 @@ export interface DeadLetter {
 }
 
 export interface DeadLetterReport {
+  /** Messages in the dead-letter queue (a `usage.batch.v1` message holds several events). */
   count: number;
+  /** One entry per event of the messages read. */
   messages: DeadLetter[];
 }
 
 export interface ReplayReport {
   /** Valid events published back to the usage exchange (billing dedupes by id: exactly once). */
   replayed: number;
-  /** Messages left in the dead-letter queue because their body can never be recorded. */
+  /**
+   * Events left in the dead-letter queue because their body can never be recorded (the invalid lines
+   * of a batch message are put back as a message of their own, its valid events replayed).
+   */
   invalid: number;
   /** Messages still in the queue after the run (over the limit, or invalid). */
   remaining: number;
 }
 
-function describe(msg: GetMessage): DeadLetter {
-  const parsed = parseUsageEvent(msg.content);
+function describe(msg: GetMessage): DeadLetter[] {
   const deaths = msg.properties.headers?.['x-death'] as Array<{ reason?: string }> | undefined;
   const death = deaths?.[0]?.reason ?? null;
+  return usageMessageBodies(msg.content, msg.properties.type).map((body) => describeEvent(body, death));
+}
+
+function describeEvent(body: Buffer, death: string | null): DeadLetter {
+  const parsed = parseUsageEvent(body);
   if (!parsed.ok)
     return {
       id: null,
@@ -44,7 +53,7 @@ function describe(msg: GetMessage): DeadLetter {
       key_id: null,
       cost: null,
       finished_at: null,
-      bytes: msg.content.length,
+      bytes: body.length,
     };
   const e = parsed.event;
   return {
@@ -55,7 +64,7 @@ function describe(msg: GetMessage): DeadLetter {
     key_id: e.key_id,
     cost: e.cost,
     finished_at: e.finished_at,
-    bytes: msg.content.length,
+    bytes: body.length,
   };
 }
 
@@ -76,7 +85,7 @@ export async function inspectDeadLetters(
     for (let i = 0; i < Math.min(limit, messageCount); i++) {
       const msg = await ch.get(topology.deadLetterQueue, { noAck: false });
       if (!msg) break;
-      messages.push(describe(msg));
+      messages.push(...describe(msg));
     }
     await ch.close(); // unacked: back to the queue
     return { count: messageCount, messages };
@@ -105,8 +114,11 @@ export async function replayDeadLetters(
     for (let i = 0; i < messageCount && replayed < limit; i++) {
       const msg = await ch.get(topology.deadLetterQueue, { noAck: false });
       if (!msg) break;
-      if (!parseUsageEvent(msg.content).ok) {
-        invalid++; // left unacked: returns to the queue when the channel closes
+      const bodies = usageMessageBodies(msg.content, msg.properties.type);
+      const good = bodies.filter((b) => parseUsageEvent(b).ok);
+      const bad = bodies.filter((b) => !parseUsageEvent(b).ok);
+      if (good.length === 0) {
+        invalid += bad.length; // left unacked: returns to the queue when the channel closes
         continue;
       }
       const { headers, ...props } = msg.properties;
@@ -117,14 +129,28 @@ export async function replayDeadLetters(
         'x-first-death-reason': _r,
         ...rest
       } = (headers ?? {}) as Record<string, unknown>;
-      ch.publish(topology.exchange, topology.routingKey, msg.content, {
+      const batch = (parts: Buffer[]) =>
+        parts.length === 1 && msg.properties.type !== USAGE_BATCH_MESSAGE_TYPE
+          ? (parts[0] as Buffer)
+          : usageBatchBody(parts);
+      ch.publish(topology.exchange, topology.routingKey, bad.length === 0 ? msg.content : batch(good), {
         ...props,
         headers: { ...rest, 'x-tollgate-replayed': true },
         persistent: true,
       });
+      // A batch message's invalid lines stay in the dead-letter queue, as a message of their own.
+      if (bad.length > 0) {
+        ch.sendToQueue(topology.deadLetterQueue, usageBatchBody(bad), {
+          ...props,
+          type: USAGE_BATCH_MESSAGE_TYPE,
+          headers: rest,
+          persistent: true,
+        });
+        invalid += bad.length;
+      }
       await ch.waitForConfirms();
       ch.ack(msg);
-      replayed++;
+      replayed += good.length;
     }
     await ch.close();
     const after = await conn.createChannel();

@@ -2,9 +2,9 @@ import { createLogger } from '@tollgate/logger';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createUsagePublisher, type PublisherMetric, type UsagePublisher } from './publisher';
-import { drainQueue, queueDepth, recordingLogger, sampleEvent } from './test-support';
+import { drainEvents, drainQueue, recordingLogger, sampleEvent } from './test-support';
 import { topologyNames, type UsageTopology, usageTopology } from './topology';
-import { parseUsageEvent } from './usage-event';
+import { parseUsageEvent, USAGE_BATCH_MESSAGE_TYPE, usageMessageBodies } from './usage-event';
 
 let amqp: TestAmqp;
 let topology: UsageTopology;
@@ -24,7 +24,13 @@ afterEach(async () => {
 });
 
 function start(
-  options: { url?: string; maxBuffered?: number; onMetrics?: (m: PublisherMetric) => void } = {},
+  options: {
+    url?: string;
+    maxBuffered?: number;
+    onMetrics?: (m: PublisherMetric) => void;
+    eventsPerMessage?: number;
+    lingerMs?: number;
+  } = {},
 ) {
   const logger = recordingLogger();
   const publisher = createUsagePublisher({
@@ -34,6 +40,8 @@ function start(
     maxBuffered: options.maxBuffered,
     reconnect: { initialDelayMs: 20, maxDelayMs: 200 },
     onMetrics: options.onMetrics,
+    eventsPerMessage: options.eventsPerMessage,
+    lingerMs: options.lingerMs,
   });
   publishers.push(publisher);
   return { publisher, logger };
@@ -46,7 +54,7 @@ async function throughProxy() {
 
 describe('usage publisher', () => {
   it('publishes persistent, confirmed JSON messages carrying the event id and type', async () => {
-    const { publisher } = start();
+    const { publisher } = start({ eventsPerMessage: 1 });
     const events = [sampleEvent(), sampleEvent(), sampleEvent()];
     for (const e of events) publisher.publish(e);
 
@@ -64,6 +72,37 @@ describe('usage publisher', () => {
       });
       expect(parseUsageEvent(msg.content)).toEqual({ ok: true, event: events[i] });
     }
+  });
+
+  it('packs the events at hand into usage.batch.v1 messages (NDJSON), at most eventsPerMessage each, one confirm per message', async () => {
+    const { publisher } = start({ eventsPerMessage: 40, lingerMs: 20 });
+    const events = Array.from({ length: 100 }, () => sampleEvent());
+    for (const e of events) publisher.publish(e);
+    expect(await publisher.flush(10_000)).toBe(true);
+    expect(publisher.stats()).toMatchObject({ buffered: 0, published: 100, dropped: 0 });
+
+    const messages = await drainQueue(amqp.url, topology.queue);
+    expect(messages.map((m) => m.content.toString().split('\n').length)).toEqual([40, 40, 20]);
+    for (const msg of messages)
+      expect(msg.properties).toMatchObject({
+        deliveryMode: 2,
+        contentType: 'application/x-ndjson',
+        type: USAGE_BATCH_MESSAGE_TYPE,
+      });
+    const lines = messages.flatMap((m) => usageMessageBodies(m.content, m.properties.type));
+    expect(lines.map((l) => parseUsageEvent(l))).toEqual(events.map((event) => ({ ok: true, event })));
+  });
+
+  it('lingers at most lingerMs for company: a lone event is sent as a plain usage.v1 message', async () => {
+    const { publisher } = start({ lingerMs: 30 });
+    const event = sampleEvent();
+    const started = performance.now();
+    publisher.publish(event);
+    expect(await publisher.flush(10_000)).toBe(true);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(25);
+    const messages = await drainQueue(amqp.url, topology.queue);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]?.properties).toMatchObject({ type: 'usage.v1', messageId: event.id });
   });
 
   it('accepts a pino logger from @tollgate/logger', async () => {
@@ -86,7 +125,7 @@ describe('usage publisher', () => {
       publisher.publish(e);
     }
     expect(await publisher.flush(20_000)).toBe(true);
-    const messages = await drainQueue(amqp.url, topology.queue);
+    const messages = await drainEvents(amqp.url, topology.queue);
     expect(messages.map((m) => m.properties.messageId)).toEqual(ids);
   });
 
@@ -112,7 +151,7 @@ describe('usage publisher', () => {
     expect(restored).toHaveLength(1);
     expect(restored[0]?.fields.buffered).toBe(500);
 
-    const ids = (await drainQueue(amqp.url, topology.queue)).map((m) => m.properties.messageId);
+    const ids = (await drainEvents(amqp.url, topology.queue)).map((m) => m.properties.messageId);
     expect(ids).toEqual([...before, ...during].map((e) => e.id));
   });
 
@@ -128,7 +167,7 @@ describe('usage publisher', () => {
     await proxy?.start();
 
     expect(await publisher.flush(20_000)).toBe(true);
-    const ids = new Set((await drainQueue(amqp.url, topology.queue)).map((m) => m.properties.messageId));
+    const ids = new Set((await drainEvents(amqp.url, topology.queue)).map((m) => m.properties.messageId));
     expect(ids.size).toBe(events.length);
     for (const e of events) expect(ids.has(e.id)).toBe(true);
   });
@@ -145,7 +184,7 @@ describe('usage publisher', () => {
     );
     await proxy?.start();
     expect(await publisher.flush(10_000)).toBe(true);
-    expect(await queueDepth(amqp.url, topology.queue)).toBe(1);
+    expect(await drainEvents(amqp.url, topology.queue)).toHaveLength(1);
   });
 
   it('drops the oldest events when the buffer is full, counting them and logging an error', async () => {
@@ -172,7 +211,7 @@ describe('usage publisher', () => {
 
     await proxy?.start();
     expect(await publisher.flush(10_000)).toBe(true);
-    const ids = (await drainQueue(amqp.url, topology.queue)).map((m) => m.properties.messageId);
+    const ids = (await drainEvents(amqp.url, topology.queue)).map((m) => m.properties.messageId);
     expect(ids).toEqual(events.slice(15).map((e) => e.id));
     await vi.waitFor(() =>
       expect(
@@ -193,7 +232,7 @@ describe('usage publisher', () => {
     for (let i = 0; i < 1000; i++) publisher.publish(sampleEvent());
     expect(await publisher.close({ drainTimeoutMs: 10_000 })).toEqual({ drained: true, remaining: 0 });
     expect(publisher.stats()).toMatchObject({ published: 1000, buffered: 0, connected: false });
-    expect(await queueDepth(amqp.url, topology.queue)).toBe(1000);
+    expect(await drainEvents(amqp.url, topology.queue)).toHaveLength(1000);
   });
 
   it('close() during an outage keeps retrying until the broker is back', async () => {
@@ -205,7 +244,7 @@ describe('usage publisher', () => {
     const closing = publisher.close({ drainTimeoutMs: 15_000 });
     await proxy?.start();
     expect(await closing).toEqual({ drained: true, remaining: 0 });
-    expect(await queueDepth(amqp.url, topology.queue)).toBe(5);
+    expect(await drainEvents(amqp.url, topology.queue)).toHaveLength(5);
   });
 
   it('close() gives up after drainTimeoutMs and reports what was not delivered', async () => {

@@ -5,7 +5,7 @@ import { Fifo } from './fifo';
 import type { EventsLogger } from './logger';
 import { Spool } from './spool';
 import { declareUsageTopology, type UsageTopology } from './topology';
-import type { UsageEvent } from './usage-event';
+import { USAGE_BATCH_MESSAGE_TYPE, type UsageEvent, usageBatchBody } from './usage-event';
 
 /** AMQP `type` property of version-1 usage events (`usageEventSchemas.usage[1]`). */
 export const USAGE_MESSAGE_TYPE = 'usage.v1';
@@ -52,6 +52,17 @@ export interface UsagePublisherOptions {
   spool?: { dir: string; maxBytes: number };
   /** Events sent and awaiting their confirm at any time (the confirm window). Default 10 000. */
   maxInFlight?: number;
+  /**
+   * Most events packed into one AMQP message (`usage.batch.v1`, NDJSON); 1 sends each event as its
+   * own `usage.v1` message. Default 100. A message is also closed at `maxMessageBytes` (default 1 MiB).
+   */
+  eventsPerMessage?: number;
+  maxMessageBytes?: number;
+  /**
+   * How long the first event waits for others before its message is sent, ms (0: only what the
+   * current event-loop turn produced). A full message is sent at once. Default 5.
+   */
+  lingerMs?: number;
   /** Reconnect backoff (capped exponential with jitter). Default 100 ms doubling up to 10 s. */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
   /** Declare the topology on every (re)connect (idempotent). Default true. */
@@ -112,6 +123,9 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     initialMs: options.reconnect?.initialDelayMs ?? 100,
     maxMs: options.reconnect?.maxDelayMs ?? 10_000,
   };
+  const eventsPerMessage = Math.max(1, options.eventsPerMessage ?? 100);
+  const maxMessageBytes = Math.max(1, options.maxMessageBytes ?? 1024 * 1024);
+  const lingerMs = Math.max(0, options.lingerMs ?? 5);
   const declare = options.declareTopology ?? true;
   const appId = options.appId ?? 'tollgate-proxy';
   const log = logger.child({ component: 'usage-publisher' });
@@ -134,6 +148,7 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
   let generation = 0;
   let waitingDrain = false;
   let pumpScheduled = false;
+  let lingerTimer: NodeJS.Timeout | null = null;
   let stopped = false; // close() finished draining: no new events, no reconnects
 
   let pendingPublishedDelta = 0;
@@ -229,26 +244,46 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     pumpScheduled = true;
     setImmediate(pump);
   };
+  /**
+   * A new event: sent with the next pump when a message's worth is waiting (or lingering is off),
+   * else after `lingerMs` from the first waiting event, with whatever came meanwhile.
+   */
+  const scheduleLinger = () => {
+    if (lingerMs === 0 || pending.length >= eventsPerMessage) {
+      schedulePump();
+      return;
+    }
+    if (lingerTimer !== null || pumpScheduled) return;
+    lingerTimer = setTimeout(onLinger, lingerMs);
+  };
+  function onLinger() {
+    lingerTimer = null;
+    schedulePump();
+  }
 
-  const onConfirm = (entry: Entry, gen: number, err: unknown) => {
-    if (gen !== generation || entry.confirmed) return; // stale channel: the entry was requeued
+  /** The broker's answer for one message: every entry it carried is confirmed (or all go back). */
+  const onConfirm = (entries: readonly Entry[], gen: number, err: unknown) => {
+    if (gen !== generation) return; // stale channel: the entries were requeued
     if (err) {
       channelLost(err instanceof Error ? err : new Error(String(err)), 'broker nacked a usage event');
       return;
     }
-    entry.confirmed = true;
-    if (!entry.dropped) {
-      inflightOpen--;
-      buffered--;
-      published++;
-      pendingPublishedDelta++;
-      scheduleMetrics();
+    for (const entry of entries) {
+      if (entry.confirmed) continue;
+      entry.confirmed = true;
+      if (!entry.dropped) {
+        inflightOpen--;
+        buffered--;
+        published++;
+        pendingPublishedDelta++;
+      }
+      if (entry.segment && replay && entry.segment === replay.file && --replay.outstanding === 0) {
+        spool?.removeFile(replay.file, replay.events);
+        replay = null;
+      }
     }
+    scheduleMetrics();
     while (inflight.peek()?.confirmed) inflight.shift();
-    if (entry.segment && replay && entry.segment === replay.file && --replay.outstanding === 0) {
-      spool?.removeFile(replay.file, replay.events);
-      replay = null;
-    }
     schedulePump();
     maybeReplay();
     notifyIdle();
@@ -305,31 +340,52 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     schedulePump();
   }
 
+  /** The next message's entries, oldest first: up to `eventsPerMessage` and `maxMessageBytes`. */
+  function nextMessage(): Entry[] {
+    const entries: Entry[] = [];
+    let bytes = 0;
+    while (entries.length < eventsPerMessage && inflightOpen + entries.length < maxInFlight) {
+      const next = pending.peek();
+      if (!next) break;
+      if (entries.length > 0 && bytes + next.body.length + 1 > maxMessageBytes) break;
+      pending.shift();
+      entries.push(next);
+      bytes += next.body.length + 1;
+    }
+    return entries;
+  }
+
   function pump() {
     pumpScheduled = false;
+    if (lingerTimer !== null) {
+      clearTimeout(lingerTimer);
+      lingerTimer = null;
+    }
     const ch = channel;
     if (!ch || waitingDrain) return;
     const gen = generation;
     while (pending.length > 0 && inflightOpen < maxInFlight) {
-      const entry = pending.shift() as Entry;
-      inflight.push(entry);
-      inflightOpen++;
+      const entries = nextMessage();
+      const first = entries[0] as Entry;
+      for (const entry of entries) inflight.push(entry);
+      inflightOpen += entries.length;
+      const single = entries.length === 1;
       let writable: boolean;
       try {
         writable = ch.publish(
           topology.exchange,
           topology.routingKey,
-          entry.body,
+          single ? first.body : usageBatchBody(entries.map((e) => e.body)),
           {
             persistent: true,
             mandatory: true,
-            contentType: 'application/json',
-            messageId: entry.id,
-            type: USAGE_MESSAGE_TYPE,
-            timestamp: entry.timestamp,
+            contentType: single ? 'application/json' : 'application/x-ndjson',
+            messageId: first.id,
+            type: single ? USAGE_MESSAGE_TYPE : USAGE_BATCH_MESSAGE_TYPE,
+            timestamp: first.timestamp,
             appId,
           },
-          (err) => onConfirm(entry, gen, err),
+          (err) => onConfirm(entries, gen, err),
         );
       } catch (err) {
         channelLost(err instanceof Error ? err : new Error(String(err)), 'publish failed');
@@ -474,7 +530,7 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
       }
       if (!spool && buffered > maxBuffered) dropOldest();
       pending.push(entry);
-      schedulePump();
+      scheduleLinger();
     },
 
     canAdmit(): boolean {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createUsagePublisher, type UsagePublisher } from './publisher';
-import { drainQueue, queueDepth, recordingLogger, sampleEvent } from './test-support';
+import { drainEvents, recordingLogger, sampleEvent } from './test-support';
 import { topologyNames, type UsageTopology, usageTopology } from './topology';
 
 let amqp: TestAmqp;
@@ -58,7 +58,7 @@ describe('usage publisher disk spool', () => {
     expect(await publisher.flush(15_000)).toBe(true);
     expect(publisher.stats()).toMatchObject({ spooled: 0, spoolBytes: 0, published: 50, dropped: 0 });
     expect(spoolFiles()).toHaveLength(0);
-    expect(ids(await drainQueue(amqp.url, topology.queue))).toEqual(events.map((e) => e.id));
+    expect(ids(await drainEvents(amqp.url, topology.queue))).toEqual(events.map((e) => e.id));
   });
 
   it('spools the unconfirmed events when the connection drops mid-stream, losing and duplicating none', async () => {
@@ -72,7 +72,7 @@ describe('usage publisher disk spool', () => {
     await vi.waitFor(() => expect(publisher.stats().spooled).toBe(30));
     await proxy.start();
     expect(await publisher.flush(15_000)).toBe(true);
-    const got = ids(await drainQueue(amqp.url, topology.queue));
+    const got = ids(await drainEvents(amqp.url, topology.queue));
     expect(new Set(got)).toEqual(new Set([...first, ...during].map((e) => e.id)));
     expect(got).toHaveLength(50);
   });
@@ -86,7 +86,7 @@ describe('usage publisher disk spool', () => {
     // The "next start": a new publisher on the same directory, with the broker reachable.
     const next = start({ url: amqp.url });
     expect(await next.flush(15_000)).toBe(true);
-    expect(ids(await drainQueue(amqp.url, topology.queue))).toEqual(events.map((e) => e.id));
+    expect(ids(await drainEvents(amqp.url, topology.queue))).toEqual(events.map((e) => e.id));
     expect(spoolFiles()).toHaveLength(0);
   });
 
@@ -105,7 +105,7 @@ describe('usage publisher disk spool', () => {
     expect(closed.remaining).toBe(0);
     const next = start({ url: amqp.url });
     expect(await next.flush(15_000)).toBe(true);
-    expect(await queueDepth(amqp.url, topology.queue)).toBe(3);
+    expect(await drainEvents(amqp.url, topology.queue)).toHaveLength(3);
   });
 
   it('writes an event to its segment within publish() (a SIGKILL right after the answer loses nothing), fsyncs it with the batch', async () => {
@@ -132,7 +132,7 @@ describe('usage publisher disk spool', () => {
     expect(kept).toBe(10); // on disk or in memory, none lost
     await proxy.start();
     expect(await publisher.flush(15_000)).toBe(true);
-    expect(await queueDepth(amqp.url, topology.queue)).toBe(10);
+    expect(await drainEvents(amqp.url, topology.queue)).toHaveLength(10);
     expect(publisher.canAdmit()).toBe(true);
   });
 

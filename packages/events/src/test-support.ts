@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
 import type { EventsLogger } from './logger';
-import type { UsageEvent } from './usage-event';
+import { type UsageEvent, usageMessageBodies } from './usage-event';
 
 /** Test helpers (not exported from the package). */
 
@@ -99,6 +99,31 @@ export async function drainQueue(url: string, queue: string): Promise<amqp.Consu
   } finally {
     await conn.close().catch(() => {});
   }
+}
+
+/** One event of a drained message: its body, and its id as `properties.messageId`. */
+export interface DrainedEvent {
+  content: Buffer;
+  properties: amqp.MessageProperties;
+  /** The message that carried it (several events share a `usage.batch.v1` message). */
+  message: amqp.ConsumeMessage;
+}
+
+/** Like `drainQueue`, one entry per event: batch messages are split into their events. */
+export async function drainEvents(url: string, queue: string): Promise<DrainedEvent[]> {
+  const out: DrainedEvent[] = [];
+  for (const message of await drainQueue(url, queue)) {
+    for (const content of usageMessageBodies(message.content, message.properties.type)) {
+      let id: unknown = message.properties.messageId;
+      try {
+        id = (JSON.parse(content.toString('utf8')) as { id?: unknown }).id ?? id;
+      } catch {
+        // not JSON: keep the message's id
+      }
+      out.push({ content, properties: { ...message.properties, messageId: id }, message });
+    }
+  }
+  return out;
 }
 
 export async function queueDepth(url: string, queue: string): Promise<number> {

@@ -218,3 +218,38 @@ export function parseUsageEvent(body: Buffer | string): ParseResult {
   }
   return { ok: true, event: result.data };
 }
+
+/**
+ * AMQP `type` of a message carrying several usage events: their JSON bodies joined by `\n` (NDJSON;
+ * JSON text never holds a raw newline, so the split is exact). The proxy packs the events it has at
+ * hand into one message (fewer broker writes, confirms and deliveries per event); a message of one
+ * event keeps the plain `usage.v1` shape.
+ */
+export const USAGE_BATCH_MESSAGE_TYPE = 'usage.batch.v1';
+
+const NEWLINE = 0x0a;
+
+/** The event bodies of a message: its lines when it is a batch message, else the whole body. */
+export function usageMessageBodies(content: Buffer, type: unknown): Buffer[] {
+  if (type !== USAGE_BATCH_MESSAGE_TYPE) return [content];
+  const bodies: Buffer[] = [];
+  let start = 0;
+  for (;;) {
+    const end = content.indexOf(NEWLINE, start);
+    const line = content.subarray(start, end === -1 ? content.length : end);
+    if (line.length > 0) bodies.push(line);
+    if (end === -1) return bodies;
+    start = end + 1;
+  }
+}
+
+/** One batch message body from event bodies (each already a JSON text without raw newlines). */
+export function usageBatchBody(bodies: readonly Buffer[]): Buffer {
+  const parts: Buffer[] = [];
+  for (let i = 0; i < bodies.length; i++) {
+    if (i > 0) parts.push(NEWLINE_BUFFER);
+    parts.push(bodies[i] as Buffer);
+  }
+  return Buffer.concat(parts);
+}
+const NEWLINE_BUFFER = Buffer.from('\n');

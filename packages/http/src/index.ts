@@ -31,6 +31,7 @@ export {
   type ServiceClientOptions,
   type StreamOptions,
 } from './service-client';
+export { onShutdown } from './shutdown';
 
 /** JSON body parsing with the errors mapped into the envelope by errorHandler. */
 export const jsonBody = (limit = '1mb'): RequestHandler => express.json({ limit, strict: false });
@@ -141,24 +142,6 @@ export function closeServer(server: Server): Promise<void> {
     server.close(() => resolve());
     server.closeIdleConnections();
   });
-}
-
-/** Runs `stop` once on SIGTERM/SIGINT, then exits. */
-export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
-  let stopping = false;
-  const handler = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    stop()
-      .then(() => process.exit(0))
-      .catch((err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      });
-  };
-  process.once('SIGTERM', () => handler('SIGTERM'));
-  process.once('SIGINT', () => handler('SIGINT'));
 }
 
 export type KeyCallerClaims = Extract<ServiceClaims, { kind: 'key' }>;

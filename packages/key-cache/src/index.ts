@@ -98,8 +98,17 @@ export interface RequestCount {
 
 export const RATE_WINDOW_MS = 60_000;
 
+/** A key's current rate-limit window: its Redis counter, the counter's TTL and when it ends. */
+export interface RateWindow {
+  counterKey: string;
+  counterTtlMs: number;
+  windowEndMs: number;
+}
+
 export interface KeyCache {
   redisKey(digest: string): string;
+  /** The fixed one-minute window `nowMs` falls in (what `getCounting` counts in). */
+  rateWindow(digest: string, nowMs: number): RateWindow;
   /** One round trip. Throws if Redis is unreachable: callers must then ask the keys service. */
   get(digest: string): Promise<CacheLookup>;
   /**
@@ -137,15 +146,24 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
     mode: string,
   ) => (await redis.eval(WRITE_SCRIPT, 1, redisKey(digest), version, state, data, ttl, mode)) === 1;
 
+  const rateWindow = (digest: string, nowMs: number): RateWindow => {
+    const window = Math.floor(nowMs / RATE_WINDOW_MS);
+    return {
+      counterKey: `${options.prefix}rl:${digest}:${window}`,
+      counterTtlMs: RATE_WINDOW_MS * 2,
+      windowEndMs: (window + 1) * RATE_WINDOW_MS,
+    };
+  };
+
   return {
     redisKey,
+    rateWindow,
     async get(digest) {
       return toLookup(await redis.hmget(redisKey(digest), 'v', 's', 'd'));
     },
     async getCounting(digest, nowMs) {
-      const window = Math.floor(nowMs / RATE_WINDOW_MS);
-      const counter = `${options.prefix}rl:${digest}:${window}`;
-      const args = [redisKey(digest), counter, RATE_WINDOW_MS * 2] as const;
+      const w = rateWindow(digest, nowMs);
+      const args = [redisKey(digest), w.counterKey, w.counterTtlMs] as const;
       let r: [string | null, string | null, string | null, number];
       try {
         r = (await redis.evalsha(READ_COUNTING_SHA, 2, ...args)) as typeof r;
@@ -155,7 +173,7 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
       }
       return {
         lookup: toLookup(r),
-        count: { count: Number(r[3]), windowEndMs: (window + 1) * RATE_WINDOW_MS },
+        count: { count: Number(r[3]), windowEndMs: w.windowEndMs },
       };
     },
     fill: (digest, key) => write(digest, key.version, 'ok', JSON.stringify(key), recordTtl, 'cas'),

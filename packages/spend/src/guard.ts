@@ -6,7 +6,30 @@ import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import { type LimitReset, periodKey, toUnits } from '@tollgate/money';
 import type { Redis } from 'ioredis';
-import { createSpendStore, defaultTimings, type Lease, type SpendTimings } from './store';
+import { type AdmitCheck, createSpendStore, defaultTimings, type Lease, type SpendTimings } from './store';
+
+/**
+ * A checked admission (`admit` with `check`): the key's cached record is no longer the caller's copy
+ * (changed, pending or gone). Nothing was counted or held; authenticate afresh and admit again.
+ */
+export class StaleKeyRecord extends Error {
+  constructor() {
+    super('the key record changed since it was read');
+  }
+}
+
+/** A checked admission found the request over the key's rate limit (counted, nothing held). */
+export class KeyRateLimited extends Error {
+  constructor(readonly count: number) {
+    super('over the key rate limit');
+  }
+}
+
+/** `admit`'s optional check: verify the key record and count the request in the same script call. */
+export interface SpendCheck extends AdmitCheck {
+  /** The request's number in its key's rate-limit window, once counted (before any outcome). */
+  onCount(count: number): void;
+}
 
 /** What admit hands back and settle takes: which holds were made for the request. */
 export interface SpendReservation {
@@ -27,12 +50,19 @@ export interface SpendReservation {
 
 /** What the proxy calls around every chat completion (services/proxy/src/spend/guard.ts). */
 export interface SpendGuard {
-  /** Before forwarding. Throws AppError('key_limit_exceeded' | 'payment_required'). */
+  /**
+   * Before forwarding. Throws AppError('key_limit_exceeded' | 'payment_required'). With `check`
+   * (only when `checks` is true), the key record and the rate-limit count are verified in the same
+   * call: throws `StaleKeyRecord` or `KeyRateLimited` before anything is held.
+   */
   admit(input: {
     key: CachedKey;
     worstCaseCostUnits: bigint;
     requestId: string;
+    check?: SpendCheck;
   }): Promise<SpendReservation | null>;
+  /** Whether `admit` takes a `check` (the Redis guard; not `SPEND_GUARD=off`). */
+  readonly checks?: boolean;
   /** Exactly once after the request ends (success, error, cancel) with its final cost in units. */
   settle(reservation: SpendReservation | null, costUnits: bigint): Promise<void>;
 }
@@ -190,9 +220,12 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
   };
 
   return {
-    async admit({ key, worstCaseCostUnits, requestId }) {
+    checks: true,
+    async admit({ key, worstCaseCostUnits, requestId, check }) {
       // Management keys carry no spend limit (spec §8.2).
       const limitUnits = key.limit !== null && key.scope !== 'management' ? limitUnitsOf(key.limit) : null;
+      // The check runs once: after a rebuild the request is already counted (and its record checked).
+      let pendingCheck = check;
       for (let attempt = 0; ; attempt++) {
         const at = clock();
         const period = periodKey(key.limitReset, at);
@@ -205,11 +238,18 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
             limitUnits,
             period,
             now: at.getTime(),
+            check: pendingCheck,
           })
           .catch(() => {
             // Redis unreachable: refuse (503) rather than admit unchecked spend.
             throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
           });
+        if (outcome.code === 'stale') throw new StaleKeyRecord();
+        if (pendingCheck && outcome.count !== undefined) {
+          pendingCheck.onCount(outcome.count);
+          pendingCheck = undefined;
+        }
+        if (outcome.code === 'rate_limited') throw new KeyRateLimited(outcome.count ?? 0);
         if (outcome.code === 'rebuild') {
           if (attempt >= 2)
             throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');

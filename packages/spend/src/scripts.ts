@@ -117,15 +117,29 @@ end
 `;
 
 /**
- * KEYS: key hash, account hash.
+ * KEYS: key hash, account hash [, key-cache record hash, rate-limit window counter].
  * ARGV: now, request id, worst case units, limit units ('' = no limit), period field,
- *       reservation ttl ms, key refresh ms, account refresh ms, gc interval ms, hash ttl s.
- * Returns {code, keyTracked, accountTracked, keyFlag, accountFlag, expiredPending}:
+ *       reservation ttl ms, key refresh ms, account refresh ms, gc interval ms, hash ttl s
+ *       [, record version, counter ttl ms, rate limit ('' = none)].
+ * Returns {code, keyTracked, accountTracked, keyFlag, accountFlag, expiredPending, count}:
  *   code 0 admitted (flags = stale, refresh in background), 1 key limit reached,
  *   2 credits exhausted, 3 rebuild needed (flags = which hash is missing); expiredPending: pending
  *   costs the sweeps of this call dropped after their TTL (never counted by billing).
+ * With the two extra keys (the proxy's checked admission, no separate key-cache read): first the
+ * key's cached record must still be at the caller's version in state ok — else code 4 (stale, nothing
+ * counted or held) — then the request is counted in the key's window (count), code 5 when that is
+ * over the rate limit (nothing held), and only then the admission above.
  */
 const ADMIT = `${PRELUDE}
+local count = 0
+if #KEYS > 2 then
+  local rec = redis.call('HMGET', KEYS[3], 'v', 's')
+  if rec[1] ~= ARGV[11] or rec[2] ~= 'ok' then return {4, 0, 0, 0, 0, 0, 0} end
+  count = redis.call('INCR', KEYS[4])
+  if count == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[12]) end
+  if ARGV[13] ~= '' and count > tonumber(ARGV[13]) then return {5, 0, 0, 0, 0, 0, count} end
+end
+local function decide()
 local now = tonumber(ARGV[1])
 local req = ARGV[2]
 local worst = ARGV[3]
@@ -194,6 +208,10 @@ if not postpaid then
   if aSwept then redis.call('EXPIRE', KEYS[2], ttl) end
 end
 return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct, expired}
+end
+local r = decide()
+r[7] = count
+return r
 `;
 
 /**

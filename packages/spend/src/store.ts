@@ -77,7 +77,27 @@ export type AdmitOutcome =
     }
   | { code: 'key_limit'; staleKey: boolean; staleAccount: boolean; expiredPending: number }
   | { code: 'credits'; staleKey: boolean; staleAccount: boolean; expiredPending: number }
-  | { code: 'rebuild'; key: boolean; account: boolean };
+  | { code: 'rebuild'; key: boolean; account: boolean }
+  /** With a `check`: the key's cached record changed (or is pending); nothing counted or held. */
+  | { code: 'stale' }
+  /** With a `check`: the request is over the key's rate limit (counted, nothing held). */
+  | { code: 'rate_limited' };
+
+/**
+ * The proxy's checked admission (docs/architecture.md, "Round trips"): the key-cache record check and
+ * the rate-limit count folded into the admission script, so a request whose key record the proxy
+ * already holds costs one round trip before the provider instead of two.
+ */
+export interface AdmitCheck {
+  /** The key-cache record hash (`KeyCache.redisKey`) and the version of the caller's copy. */
+  recordKey: string;
+  version: number;
+  /** The key's rate-limit window counter and its TTL (`KeyCache.rateWindow`). */
+  counterKey: string;
+  counterTtlMs: number;
+  /** Requests allowed in the window; null = no rate limit (the request is still counted). */
+  rateLimit: number | null;
+}
 
 export interface AdmitArgs {
   keyId: string;
@@ -89,6 +109,8 @@ export interface AdmitArgs {
   /** Period field of the key's current limit period (`periodKey(limitReset, now)`). */
   period: string;
   now: number;
+  /** Verify the caller's key record and count the request first (code `stale` / `rate_limited`). */
+  check?: AdmitCheck;
 }
 
 export interface SettleArgs {
@@ -124,7 +146,8 @@ export interface AccountState {
 
 /** Typed access to the spend layout; used by the guard (proxy side) and by billing (worker, rebuild). */
 export interface SpendStore {
-  admit(args: AdmitArgs): Promise<AdmitOutcome>;
+  /** With a `check`, `count` is the request's number in its key's rate-limit window (0 when stale). */
+  admit(args: AdmitArgs): Promise<AdmitOutcome & { count?: number }>;
   settle(args: SettleArgs): Promise<void>;
   /** Renews the leases of live reservations (one script call); returns how many were still held. */
   renew(now: number, leases: Iterable<Lease>): Promise<RenewResult>;
@@ -158,41 +181,24 @@ export function createSpendStore(
 
   return {
     async admit(a) {
-      const r = (await scripts.admit.run(
-        redis,
-        [keyHash(a.keyId), acctHash(a.accountId)],
-        [
-          a.now,
-          a.requestId,
-          a.worstCaseUnits.toString(),
-          a.limitUnits === null ? '' : a.limitUnits.toString(),
-          a.period,
-          t.reservationTtlMs,
-          t.keyRefreshMs,
-          t.accountRefreshMs,
-          t.gcIntervalMs,
-          t.hashTtlSeconds,
-        ],
-      )) as number[];
-      const [code, k, acc, f1, f2, expired] = r;
-      const expiredPending = expired ?? 0;
-      switch (code) {
-        case 0:
-          return {
-            code: 'admitted',
-            keyTracked: k === 1,
-            accountTracked: acc === 1,
-            staleKey: f1 === 1,
-            staleAccount: f2 === 1,
-            expiredPending,
-          };
-        case 1:
-          return { code: 'key_limit', staleKey: f1 === 1, staleAccount: f2 === 1, expiredPending };
-        case 2:
-          return { code: 'credits', staleKey: f1 === 1, staleAccount: f2 === 1, expiredPending };
-        default:
-          return { code: 'rebuild', key: f1 === 1, account: f2 === 1 };
-      }
+      const c = a.check;
+      const keys = [keyHash(a.keyId), acctHash(a.accountId)];
+      if (c) keys.push(c.recordKey, c.counterKey);
+      const r = (await scripts.admit.run(redis, keys, [
+        a.now,
+        a.requestId,
+        a.worstCaseUnits.toString(),
+        a.limitUnits === null ? '' : a.limitUnits.toString(),
+        a.period,
+        t.reservationTtlMs,
+        t.keyRefreshMs,
+        t.accountRefreshMs,
+        t.gcIntervalMs,
+        t.hashTtlSeconds,
+        ...(c ? [c.version, c.counterTtlMs, c.rateLimit === null ? '' : c.rateLimit] : []),
+      ])) as number[];
+      const outcome = admitOutcome(r);
+      return c ? Object.assign(outcome, { count: Number(r[6] ?? 0) }) : outcome;
     },
 
     async settle(s) {
@@ -328,4 +334,79 @@ export function createSpendStore(
       );
     },
   };
+}
+
+function admitOutcome(r: number[]): AdmitOutcome {
+  const [code, k, acc, f1, f2, expired] = r;
+  const expiredPending = expired ?? 0;
+  switch (code) {
+    case 4:
+      return { code: 'stale' };
+    case 5:
+      return { code: 'rate_limited' };
+    case 0:
+      return {
+        code: 'admitted',
+        keyTracked: k === 1,
+        accountTracked: acc === 1,
+        staleKey: f1 === 1,
+        staleAccount: f2 === 1,
+        expiredPending,
+      };
+    case 1:
+      return { code: 'key_limit', staleKey: f1 === 1, staleAccount: f2 === 1, expiredPending };
+    case 2:
+      return { code: 'credits', staleKey: f1 === 1, staleAccount: f2 === 1, expiredPending };
+    default:
+      return { code: 'rebuild', key: f1 === 1, account: f2 === 1 };
+  }
+}
+
+/** A key's committed spend per period field (`d…`, `w…`, `m…`, `all`), in units. */
+export type CommittedKeySpend = Map<string, bigint>;
+
+/**
+ * Read-only: the committed spend of keys as the billing worker last wrote it to their key hashes
+ * (each field is a Postgres total after a commit, raised monotonically; see COMMIT and LOAD_KEY), for
+ * the given period fields. One round trip (HMGET, pipelined for several keys). A key whose hash is
+ * missing or was never built from Postgres (`_ok` absent: no limited request since the hash expired,
+ * or a rebuild under way for a new hash) maps to null: the caller must ask billing (Postgres) instead.
+ * A built hash with no field for a period means nothing was committed in it (the first commit of a
+ * period writes its field). Throws when Redis does not answer.
+ */
+export async function readCommittedKeySpend(
+  redis: Redis,
+  prefix: string,
+  keyIds: readonly string[],
+  periods: readonly string[],
+): Promise<Map<string, CommittedKeySpend | null>> {
+  const out = new Map<string, CommittedKeySpend | null>();
+  if (keyIds.length === 0) return out;
+  const fields = ['_ok', ...periods];
+  let rows: Array<Array<string | null>>;
+  if (keyIds.length === 1) {
+    rows = [await redis.hmget(spendKeyHash(prefix, keyIds[0] as string), ...fields)];
+  } else {
+    const pipeline = redis.pipeline();
+    for (const id of keyIds) pipeline.hmget(spendKeyHash(prefix, id), ...fields);
+    const results = (await pipeline.exec()) ?? [];
+    rows = results.map(([err, v]) => {
+      if (err) throw err;
+      return v as Array<string | null>;
+    });
+  }
+  keyIds.forEach((id, i) => {
+    const row = rows[i];
+    if (!row || row[0] === null || row[0] === undefined) {
+      out.set(id, null);
+      return;
+    }
+    const spend: CommittedKeySpend = new Map();
+    periods.forEach((p, j) => {
+      const v = row[j + 1];
+      spend.set(p, v && /^\d+$/.test(v) ? BigInt(v) : 0n);
+    });
+    out.set(id, spend);
+  });
+  return out;
 }

@@ -77,7 +77,7 @@ export async function createKeysRuntime(
   const baseCache = createKeyCache(redis, { prefix: config.REDIS_PREFIX });
   const cache = options.wrapCache ? options.wrapCache(baseCache) : baseCache;
   const lastUsed = createLastUsedStore(redis, config.REDIS_PREFIX);
-  const usage = options.usage ?? createUsageReader(config, logger);
+  const usage = options.usage ?? createUsageReader(config, logger, redis);
   const keys = createKeyService({ db, cache, redis, logger });
   return {
     config,

@@ -43,6 +43,10 @@ export const proxyEnv = z
     SHUTDOWN_TIMEOUT_MS: positiveMs.default(25_000),
     /** Usage events held in memory before further ones go to the disk spool. */
     PUBLISHER_MAX_BUFFERED: z.coerce.number().int().positive().default(100_000),
+    /** Most usage events per AMQP message (`usage.batch.v1`); 1 = one message per event. */
+    PUBLISHER_EVENTS_PER_MESSAGE: z.coerce.number().int().min(1).max(1000).default(100),
+    /** How long an event waits for others to share its message, ms (0 = the current event-loop turn only). */
+    PUBLISHER_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(5),
     /**
      * Directory of the durable usage-event spool (events RabbitMQ cannot take are fsync'd here and
      * replayed). Default `<os tmpdir>/tollgate-spool/<AMQP_PREFIX>`; in production a persistent volume.

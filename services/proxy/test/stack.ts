@@ -2,7 +2,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { devServiceVerifier, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { loadCatalog } from '@tollgate/catalog';
-import { declareUsageTopology, parseUsageEvent, type UsageEvent, usageTopology } from '@tollgate/events';
+import {
+  declareUsageTopology,
+  parseUsageEvent,
+  type UsageEvent,
+  usageMessageBodies,
+  usageTopology,
+} from '@tollgate/events';
 import {
   startTestKeysService,
   type TestAccount,
@@ -110,9 +116,11 @@ export async function startProxyStack(
   const events: UsageEvent[] = [];
   await channel.consume(topology.queue, (msg) => {
     if (!msg) return;
-    const parsed = parseUsageEvent(msg.content);
-    if (parsed.ok) events.push(parsed.event);
-    else events.push({ invalid: parsed.reason } as unknown as UsageEvent);
+    for (const body of usageMessageBodies(msg.content, msg.properties.type)) {
+      const parsed = parseUsageEvent(body);
+      if (parsed.ok) events.push(parsed.event);
+      else events.push({ invalid: parsed.reason } as unknown as UsageEvent);
+    }
     channel.ack(msg);
   });
 

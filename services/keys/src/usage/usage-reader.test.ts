@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { devServiceVerifier, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
+import { periodKey, toUnits } from '@tollgate/money';
+import { createSpendStore } from '@tollgate/spend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus } from '../../test/test-client';
 import { startTestKeysService, type TestKeysService } from '../../test/testing';
@@ -124,5 +126,112 @@ describe('usage figures from billing', () => {
     expectStatus(res, 201);
     expect(res.body.data).toMatchObject({ usage: 0, limit_remaining: 3 });
     expect(calls).toHaveLength(0);
+  });
+});
+
+describe('usage figures from the spend counters in Redis', () => {
+  const now = new Date();
+  const current = { d: periodKey('daily', now), w: periodKey('weekly', now), m: periodKey('monthly', now) };
+
+  it('reads committed spend from a built key hash without calling billing; other keys in one billing call', async () => {
+    const store = createSpendStore(t.redis.client, { prefix: t.redis.prefix });
+    const acct = await t.createAccount();
+    const counted = await t.createKey(acct.id, { limit: '10', limitReset: 'weekly' });
+    const unbuilt = await t.createKey(acct.id, { limit: '5' });
+    const other = await t.createKey(acct.id, {});
+    // A hash built from Postgres (rebuild), then a commit raising two periods; a reservation and a
+    // pending cost (not committed) must not show.
+    await store.beginRebuild({ keyId: counted.id }, now.getTime());
+    await store.loadKey(counted.id, now.getTime(), current, [
+      [current.m, toUnits('4')],
+      ['all', toUnits('6.5')],
+    ]);
+    await store.applyCommitted(
+      now.getTime(),
+      [
+        {
+          keyId: counted.id,
+          totals: [
+            [current.d, toUnits('1.0000000001')],
+            [current.w, toUnits('2')],
+          ],
+          requestIds: [],
+        },
+      ],
+      [],
+    );
+    await store.admit({
+      keyId: counted.id,
+      accountId: acct.id,
+      requestId: 'gen-in-flight',
+      worstCaseUnits: toUnits('3'),
+      limitUnits: toUnits('10'),
+      period: current.w,
+      now: now.getTime(),
+    });
+    // A hash that exists but was never built (placeholder of a rebuild under way): billing answers.
+    await store.beginRebuild({ keyId: unbuilt.id }, now.getTime());
+    answer = ({ keys }) => ({
+      status: 200,
+      body: {
+        data: Object.fromEntries(
+          keys.map((k) => [
+            k.id,
+            { usage: '0.5', usage_daily: '0.5', usage_weekly: '0.5', usage_monthly: '0.5' },
+          ]),
+        ),
+      },
+    });
+
+    calls.length = 0;
+    const me = await api(t, 'GET', '/key', { as: counted });
+    expectStatus(me, 200);
+    expect(calls).toHaveLength(0);
+    expect(me.body.data).toMatchObject({
+      usage: 2, // weekly limit period
+      limit_remaining: 8,
+      usage_daily: 1.0000000001,
+      usage_weekly: 2,
+      usage_monthly: 4,
+    });
+
+    calls.length = 0;
+    const list = await api(t, 'GET', '/keys', { as: acct.managementKey });
+    expectStatus(list, 200);
+    expect(calls).toHaveLength(1);
+    const asked = ((calls[0]?.body ?? { keys: [] }) as { keys: Array<{ id: string }> }).keys.map((k) => k.id);
+    expect(asked).toEqual(expect.arrayContaining([unbuilt.id, other.id]));
+    expect(asked).not.toContain(counted.id);
+    const byId = Object.fromEntries(list.body.data.map((k: { hash: string }) => [k.hash, k]));
+    expect(byId[counted.id]).toMatchObject({ usage: 2, usage_monthly: 4 });
+    expect(byId[unbuilt.id]).toMatchObject({ usage: 0.5, limit_remaining: 4.5 });
+    expect(byId[other.id]).toMatchObject({ usage: 0.5 });
+  });
+
+  it('a built hash with no field for a period reads zero for it; Redis failing falls back to billing', async () => {
+    const store = createSpendStore(t.redis.client, { prefix: t.redis.prefix });
+    const key = await t.createKey(t.account.id, { limit: '3', limitReset: 'daily' });
+    await store.beginRebuild({ keyId: key.id }, now.getTime());
+    await store.loadKey(key.id, now.getTime(), current, [['all', toUnits('9')]]);
+    calls.length = 0;
+    const me = await api(t, 'GET', '/key', { as: key });
+    expect(calls).toHaveLength(0);
+    expect(me.body.data).toMatchObject({ usage: 0, limit_remaining: 3, usage_daily: 0, usage_monthly: 0 });
+
+    // A spend hash of the wrong type: Redis answers the read with an error; billing is asked instead.
+    await t.redis.client.del(`${t.redis.prefix}spend:key:${key.id}`);
+    await t.redis.client.set(`${t.redis.prefix}spend:key:${key.id}`, 'not a hash');
+    answer = ({ keys }) => ({
+      status: 200,
+      body: {
+        data: Object.fromEntries(
+          keys.map((k) => [k.id, { usage: '1', usage_daily: '1', usage_weekly: '1', usage_monthly: '1' }]),
+        ),
+      },
+    });
+    const again = await api(t, 'GET', '/key', { as: key });
+    expectStatus(again, 200);
+    expect(calls).toHaveLength(1);
+    expect(again.body.data).toMatchObject({ usage: 1, limit_remaining: 2 });
   });
 });

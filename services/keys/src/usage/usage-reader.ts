@@ -2,7 +2,9 @@ import { createServiceSigner, type ServiceSigner, serviceTokenSource } from '@to
 import { type KeyUsage, keysUsage } from '@tollgate/contracts';
 import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
-import type { LimitReset } from '@tollgate/money';
+import { type LimitReset, periodKey, toDecimal } from '@tollgate/money';
+import { readCommittedKeySpend } from '@tollgate/spend';
+import type { Redis } from 'ioredis';
 
 export type { KeyUsage } from '@tollgate/contracts';
 
@@ -68,15 +70,71 @@ export function billingUsageReader(options: {
   };
 }
 
+/**
+ * Committed spend from the spend counters billing keeps in Redis (the key hashes of `@tollgate/spend`,
+ * the figures the spend guard enforces), one round trip; keys Redis cannot answer for (no built hash:
+ * a key without a limit, or one idle since its hash expired) and every key when Redis fails are read
+ * through `fallback` (billing's Postgres totals), in one call. Both sources hold committed spend only:
+ * pending costs and reservations of requests in flight are never included.
+ */
+function redisFirstUsageReader(options: {
+  redis: Redis;
+  prefix: string;
+  fallback: UsageReader;
+  clock?: () => Date;
+  logger?: Logger;
+}): UsageReader {
+  const clock = options.clock ?? (() => new Date());
+  return {
+    async read(keys) {
+      if (keys.length === 0) return new Map();
+      const now = clock();
+      const periods = {
+        daily: periodKey('daily', now),
+        weekly: periodKey('weekly', now),
+        monthly: periodKey('monthly', now),
+        all: periodKey(null, now),
+      };
+      const ids = [...new Set(keys.map((k) => k.id))];
+      let spend: Awaited<ReturnType<typeof readCommittedKeySpend>>;
+      try {
+        spend = await readCommittedKeySpend(options.redis, options.prefix, ids, Object.values(periods));
+      } catch (err) {
+        options.logger?.warn({ err }, 'spend counters unreadable in Redis; asking billing');
+        return options.fallback.read(keys);
+      }
+      const out = new Map<string, KeyUsage>();
+      const rest: typeof keys = keys.filter((k) => !spend.get(k.id));
+      for (const k of keys) {
+        const s = spend.get(k.id);
+        if (!s) continue;
+        const get = (p: string) => toDecimal(s.get(p) ?? 0n);
+        out.set(k.id, {
+          usage: get(periodKey(k.limitReset, now)),
+          usage_daily: get(periods.daily),
+          usage_weekly: get(periods.weekly),
+          usage_monthly: get(periods.monthly),
+        });
+      }
+      if (rest.length > 0) for (const [id, u] of await options.fallback.read(rest)) out.set(id, u);
+      return out;
+    },
+    close: () => options.fallback.close(),
+  };
+}
+
 export function createUsageReader(
-  config: { BILLING_URL?: string | undefined; SERVICE_PRIVATE_KEY: string },
+  config: { BILLING_URL?: string | undefined; SERVICE_PRIVATE_KEY: string; REDIS_PREFIX?: string },
   logger?: Logger,
+  redis?: Redis,
 ): UsageReader {
-  return config.BILLING_URL
-    ? billingUsageReader({
-        billingUrl: config.BILLING_URL,
-        signer: createServiceSigner('keys', config.SERVICE_PRIVATE_KEY),
-        logger,
-      })
-    : zeroUsageReader;
+  if (!config.BILLING_URL) return zeroUsageReader;
+  const billing = billingUsageReader({
+    billingUrl: config.BILLING_URL,
+    signer: createServiceSigner('keys', config.SERVICE_PRIVATE_KEY),
+    logger,
+  });
+  return redis && config.REDIS_PREFIX !== undefined
+    ? redisFirstUsageReader({ redis, prefix: config.REDIS_PREFIX, fallback: billing, logger })
+    : billing;
 }

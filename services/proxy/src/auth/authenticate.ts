@@ -15,12 +15,27 @@ import type { UnknownKeyLimiter } from './unknown-keys';
 
 /**
  * Authentication on the hot path: sha256 of the bearer key, one Redis HMGET through the key cache,
- * and only on a miss/pending/Redis failure a call to the keys service. No in-process cache of key
- * records: a disabled or revoked key is refused on its very next request.
+ * and only on a miss/pending/Redis failure a call to the keys service.
+ *
+ * The chat route may instead `recall` the record this process read last time, with no I/O, because
+ * its admission script checks that record's version in Redis atomically with the admission (and
+ * counts the rate limit there): a changed, disabled or revoked key is still refused on its very next
+ * request, and that request costs one round trip before the provider instead of two (the check fails,
+ * the request is authenticated afresh). Nothing else trusts a recalled record.
  */
 export interface Authenticator {
   /** `client`: the caller's address, for the unknown-key rate limit. */
   authenticate(authorization: string | undefined, client?: string): Promise<Authenticated>;
+  /** The record last read from the key cache for this bearer key (no I/O), unverified. */
+  recall(authorization: string | undefined): Recalled | null;
+  /** Drops a recalled record (its check found it stale). */
+  forget(digest: string): void;
+}
+
+/** A record this process read before, and the digest whose cache entry must still hold it. */
+interface Recalled {
+  key: CachedKey;
+  digest: string;
 }
 
 interface Authenticated {
@@ -49,6 +64,8 @@ export interface AuthDeps {
 
 /** Bounds the coalescing map; clearing it only costs one extra write per active key. */
 const LAST_USED_TRACKED_MAX = 100_000;
+/** Bounds the recalled records; clearing it only costs one extra key-cache read per active key. */
+const RECALLED_MAX = 10_000;
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
@@ -76,6 +93,8 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
   }
 
   const unknownKeys = deps.unknownKeys;
+  /** digest → the record last read from the key cache (only cache hits: their version is checkable). */
+  const recalled = new Map<string, CachedKey>();
 
   /** The key-cache read and the rate-limit count in one pipelined round trip. */
   async function lookup(
@@ -86,7 +105,12 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     try {
       const read = await keyCache.getCounting(digest, now());
       count = read.count;
-      if (read.lookup.state === 'hit') return { key: read.lookup.key, count };
+      if (read.lookup.state === 'hit') {
+        if (recalled.size >= RECALLED_MAX) recalled.clear();
+        recalled.set(digest, read.lookup.key);
+        return { key: read.lookup.key, count };
+      }
+      recalled.delete(digest);
       if (read.lookup.state === 'absent') return { key: null, count };
     } catch (err) {
       logger.warn({ err }, 'key cache unavailable, asking the keys service');
@@ -104,6 +128,19 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
   }
 
   return {
+    recall(authorization) {
+      if (recalled.size === 0) return null;
+      const key = bearerKey(authorization);
+      if (key === null || !looksLikeKey(key)) return null;
+      const digest = digestKey(key);
+      const record = recalled.get(digest);
+      if (!record || record.revoked || record.disabled || isExpired(record, now())) return null;
+      recordLastUse(record.id);
+      return { key: record, digest };
+    },
+    forget(digest) {
+      recalled.delete(digest);
+    },
     async authenticate(authorization, client = '') {
       const key = bearerKey(authorization);
       if (key === null)
@@ -125,12 +162,64 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
 /** res.locals of an authenticated request. */
 export interface AuthLocals {
   key: CachedKey;
+  /** Set when `key` was recalled, not read: the digest whose record the admission must check. */
+  unchecked?: string;
 }
 
 export const authenticatedKey = (res: Response): CachedKey => (res.locals as AuthLocals).key;
+/** The digest of a recalled (not yet checked) key record, else null. */
+export const uncheckedDigest = (res: Response): string | null => (res.locals as AuthLocals).unchecked ?? null;
 
-export function authMiddleware(auth: Authenticator, now: () => number = Date.now): RequestHandler {
+/**
+ * The key's rate-limit headers for this request's `count` in its window, and the 429 when it is over
+ * the limit (null when the key has no rate limit or the request is within it).
+ */
+export function rateLimitVerdict(
+  res: Response,
+  key: CachedKey,
+  count: RequestCount,
+  nowMs: number,
+): AppError | null {
+  const limit = key.rateLimitRpm;
+  if (limit == null) return null;
+  res.setHeader('X-RateLimit-Limit', limit);
+  res.setHeader('X-RateLimit-Remaining', Math.max(0, limit - count.count));
+  res.setHeader('X-RateLimit-Reset', count.windowEndMs);
+  if (count.count <= limit) return null;
+  const retryAfter = Math.max(1, Math.ceil((count.windowEndMs - nowMs) / 1000));
+  res.setHeader('Retry-After', retryAfter);
+  return new AppError(
+    'rate_limited',
+    `This key is limited to ${limit} requests per minute; retry in ${retryAfter} s`,
+    {
+      limit,
+      interval: '1m',
+      retry_after_seconds: retryAfter,
+    },
+  );
+}
+
+/**
+ * `recall: true` (the chat route, with a spend guard that checks): a key whose record this process
+ * read before passes with that record marked unchecked, no I/O; the chat handler's admission checks
+ * it (see `Authenticator`).
+ */
+export function authMiddleware(
+  auth: Authenticator,
+  now: () => number = Date.now,
+  options: { recall?: boolean } = {},
+): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
+    const locals = res.locals as AuthLocals;
+    if (options.recall) {
+      const r = auth.recall(req.headers.authorization);
+      if (r && r.key.scope === 'inference') {
+        locals.key = r.key;
+        locals.unchecked = r.digest;
+        next();
+        return;
+      }
+    }
     let authenticated: Authenticated;
     try {
       authenticated = await auth.authenticate(req.headers.authorization, req.socket.remoteAddress);
@@ -139,25 +228,13 @@ export function authMiddleware(auth: Authenticator, now: () => number = Date.now
       return;
     }
     const { key, count } = authenticated;
-    const limit = key.rateLimitRpm;
-    if (limit != null && count !== null) {
-      res.setHeader('X-RateLimit-Limit', limit);
-      res.setHeader('X-RateLimit-Remaining', Math.max(0, limit - count.count));
-      res.setHeader('X-RateLimit-Reset', count.windowEndMs);
-      if (count.count > limit) {
-        const retryAfter = Math.max(1, Math.ceil((count.windowEndMs - now()) / 1000));
-        res.setHeader('Retry-After', retryAfter);
-        next(
-          new AppError(
-            'rate_limited',
-            `This key is limited to ${limit} requests per minute; retry in ${retryAfter} s`,
-            { limit, interval: '1m', retry_after_seconds: retryAfter },
-          ),
-        );
-        return;
-      }
+    const limited = count === null ? null : rateLimitVerdict(res, key, count, now());
+    if (limited) {
+      next(limited);
+      return;
     }
-    (res.locals as AuthLocals).key = key;
+    locals.key = key;
+    locals.unchecked = undefined;
     next();
   };
 }

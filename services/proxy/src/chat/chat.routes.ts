@@ -1,18 +1,18 @@
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError, badRequest, safeText } from '@tollgate/errors';
 import { requestIdOf } from '@tollgate/http';
-import { allowsModel } from '@tollgate/key-cache';
+import { allowsModel, type KeyCache } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
-import { authenticatedKey } from '../auth/authenticate';
+import { authenticatedKey, rateLimitVerdict, uncheckedDigest } from '../auth/authenticate';
 import { wireFormatOf } from '../providers';
 import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
 import type { ClassifiedHttpError, WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
 import { backoffMs, retryAfterMs } from '../routing/policy';
-import type { SpendGuard } from '../spend/guard';
+import { KeyRateLimited, type SpendCheck, type SpendGuard, StaleKeyRecord } from '../spend/guard';
 import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
 import { parseChatRequest } from './chat.validation';
 import { Completion, type Outcome, type TokenEstimator, type UsageSink } from './completion';
@@ -40,6 +40,26 @@ export interface ChatDeps {
   logger: Logger;
   /** Completions in flight (the shutdown deadline stops them with the error chunk, see app.ts). */
   live?: Set<Completion>;
+  /**
+   * Checked admission of recalled key records (auth/authenticate.ts `recall`): the key cache's
+   * layout for the check, and the way back when it fails — forget the record, authenticate afresh.
+   */
+  recalled?: {
+    keyCache: KeyCache;
+    forget(digest: string): void;
+    /** The chat route's authentication as if nothing was recalled (401/403/429 thrown). */
+    reauthenticate(req: Request, res: Response): Promise<void>;
+    now(): number;
+  };
+}
+
+/** A request whose key record was recalled: checked by its admission, or not yet. */
+interface Recall {
+  digest: string;
+  /** The admission script found the record current (the request is authenticated and counted). */
+  verified: boolean;
+  /** Its 429 when the script counted it over the key's rate limit. */
+  limited: AppError | null;
 }
 
 const X_TITLE_MAX = 200;
@@ -95,7 +115,51 @@ const UNFINISHED: Outcome = Object.freeze({
 export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   const { catalog, upstreams, guard, sink, estimator, keepAliveIntervalMs, logger, concurrency } = deps;
 
-  async function handle(req: Request, res: Response): Promise<void> {
+  /**
+   * A request whose key record was recalled (no Redis read yet) runs with that record; its admission
+   * checks it. Should that check find it stale, or anything fail before the check ran, the request
+   * is authenticated afresh first, so it ends exactly as without the recall (401 for a key disabled
+   * meanwhile, 400 for a bad body of a valid key, …); a stale record is then served with the new one.
+   */
+  async function handleRecalled(req: Request, res: Response, digest: string): Promise<void> {
+    const recall: Recall = { digest, verified: false, limited: null };
+    const recalled = deps.recalled;
+    const used = authenticatedKey(res);
+    try {
+      await handle(req, res, recall);
+    } catch (err) {
+      if (recall.verified || !recalled) throw err;
+      recalled.forget(digest);
+      (res.locals as { unchecked?: string }).unchecked = undefined;
+      await recalled.reauthenticate(req, res);
+      // The record changed (its allowed models, limit, …): the request is decided again with the new one.
+      if (err instanceof StaleKeyRecord || authenticatedKey(res).version !== used.version) {
+        await handle(req, res, null);
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /** The admission's check of a recalled record (rate-limit headers set once it counted the request). */
+  function checkOf(res: Response, recall: Recall, key: ReturnType<typeof authenticatedKey>): SpendCheck {
+    const recalled = deps.recalled as NonNullable<ChatDeps['recalled']>;
+    const now = recalled.now();
+    const window = recalled.keyCache.rateWindow(recall.digest, now);
+    return {
+      recordKey: recalled.keyCache.redisKey(recall.digest),
+      version: key.version,
+      counterKey: window.counterKey,
+      counterTtlMs: window.counterTtlMs,
+      rateLimit: key.rateLimitRpm ?? null,
+      onCount(count) {
+        recall.verified = true;
+        recall.limited = rateLimitVerdict(res, key, { count, windowEndMs: window.windowEndMs }, now);
+      },
+    };
+  }
+
+  async function handle(req: Request, res: Response, recall: Recall | null): Promise<void> {
     const key = authenticatedKey(res);
     const chat = parseChatRequest(req.body);
     const model = catalog.model(chat.model);
@@ -137,17 +201,31 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
 
     const requestId = requestIdOf(res);
     res.setHeader('X-Generation-Id', requestId);
-    const prompt = admissionPromptTokens(chat.messages, chat.toolsJson, estimator);
-    // The dearest candidate that may serve bounds what the request can cost.
-    let worst = 0n;
-    for (const cand of plan) {
-      const w = worstCaseCost(cand.model, prompt.tokens, {
-        maxTokens: chat.maxTokens ?? undefined,
-        n: chat.n,
+    let prompt: ReturnType<typeof admissionPromptTokens>;
+    let reservation: Awaited<ReturnType<SpendGuard['admit']>>;
+    try {
+      prompt = admissionPromptTokens(chat.messages, chat.toolsJson, estimator);
+      // The dearest candidate that may serve bounds what the request can cost.
+      let worst = 0n;
+      for (const cand of plan) {
+        const w = worstCaseCost(cand.model, prompt.tokens, {
+          maxTokens: chat.maxTokens ?? undefined,
+          n: chat.n,
+        });
+        if (w > worst) worst = w;
+      }
+      reservation = await guard.admit({
+        key,
+        worstCaseCostUnits: worst,
+        requestId,
+        check: recall ? checkOf(res, recall, key) : undefined,
       });
-      if (w > worst) worst = w;
+    } catch (err) {
+      if (err instanceof KeyRateLimited && recall?.limited) throw recall.limited;
+      // An unchecked record may be handled again from the start (handleRecalled), with a new slot.
+      if (recall && !recall.verified) slot();
+      throw err;
     }
-    const reservation = await guard.admit({ key, worstCaseCostUnits: worst, requestId });
 
     const title = req.headers['x-openrouter-title'] ?? req.headers['x-title'];
     const referer = req.headers['http-referer'];
@@ -465,6 +543,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   return (req: Request, res: Response, next: NextFunction) => {
-    handle(req, res).catch(next);
+    const digest = deps.recalled ? uncheckedDigest(res) : null;
+    (digest === null ? handle(req, res, null) : handleRecalled(req, res, digest)).catch(next);
   };
 }

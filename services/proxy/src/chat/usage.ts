@@ -29,8 +29,14 @@ export function completeUsage(providerUsage: unknown, tokens: TokenCounts, costU
   };
 }
 
-/** Raw content-chunk characters a stream keeps unparsed before folding them into text. */
-export const RAW_KEEP_CHARS = 65_536;
+/**
+ * Raw content-chunk characters a stream keeps unparsed before folding them into text. Small, because
+ * it is held by every open stream (each kept chunk also pins the decoded network read it was sliced
+ * from): at 64 KB a long stream held ~130 KB here, at 8 KB streams of up to ~40 chunks still never
+ * parse a content chunk, and a longer one parses each once (~1 µs per chunk). Issue 11: RSS at
+ * 10,000 open streams.
+ */
+export const RAW_KEEP_CHARS = 8_192;
 /** Produced-text characters kept for the estimate; beyond, only their UTF-8 byte count. */
 export const TEXT_KEEP_CHARS = EXACT_BUDGET_CHARS;
 

@@ -105,17 +105,27 @@ export function createProxyApp(deps: {
   // keys and billing as `x-request-id` and logged as `requestId`.
   app.use(requestContext(logger, { trustIncoming: false, newId: requestIdSource(256), accessLog: 'debug' }));
 
-  const auth = authMiddleware(
-    createAuthenticator({
-      keyCache: createKeyCache(redis, { prefix: config.REDIS_PREFIX }),
-      resolver: deps.resolver,
-      redis,
-      lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
-      logger,
-      unknownKeys: new UnknownKeyLimiter(config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE),
-    }),
-  );
+  const keyCache = createKeyCache(redis, { prefix: config.REDIS_PREFIX });
+  const authenticator = createAuthenticator({
+    keyCache,
+    resolver: deps.resolver,
+    redis,
+    lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
+    logger,
+    unknownKeys: new UnknownKeyLimiter(config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE),
+  });
+  const auth = authMiddleware(authenticator);
   const inference = requireScope('inference');
+  // The chat route recalls key records when its admission can check them (docs/architecture.md).
+  const recall = deps.guard.checks === true;
+  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true }) : auth;
+  const reauthenticate = (req: express.Request, res: Response) =>
+    new Promise<void>((resolve, reject) => {
+      auth(req, res, (err?: unknown) => {
+        if (err) reject(err);
+        else inference(req, res, (e?: unknown) => (e ? reject(e) : resolve()));
+      });
+    });
   const management = requireScope('management');
 
   const live = new Set<Completion>();
@@ -137,6 +147,9 @@ export function createProxyApp(deps: {
     },
     logger,
     live,
+    recalled: recall
+      ? { keyCache, forget: (digest) => authenticator.forget(digest), reauthenticate, now: Date.now }
+      : undefined,
   });
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
   // The hot route is matched at app level, first: no mount-path trimming or nested router walk.
@@ -144,7 +157,7 @@ export function createProxyApp(deps: {
     ['/api/v1/chat/completions', '/v1/chat/completions'],
     deps.metrics.track,
     routeName('chat'),
-    auth,
+    chatAuth,
     inference,
     body,
     chat,
@@ -294,6 +307,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       topology: usageTopology(config.AMQP_PREFIX),
       logger,
       maxBuffered: config.PUBLISHER_MAX_BUFFERED,
+      eventsPerMessage: config.PUBLISHER_EVENTS_PER_MESSAGE,
+      lingerMs: config.PUBLISHER_LINGER_MS,
       spool: {
         dir: config.SPOOL_DIR ?? join(tmpdir(), 'tollgate-spool', config.AMQP_PREFIX),
         maxBytes: config.SPOOL_MAX_BYTES,

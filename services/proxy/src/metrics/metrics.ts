@@ -1,7 +1,7 @@
 import type { UsageEvent } from '@tollgate/events';
 import type { RequestHandler, Response } from 'express';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { SpendGuard } from '../spend/guard';
+import { KeyRateLimited, type SpendGuard, StaleKeyRecord } from '../spend/guard';
 
 /** What the publisher exposes for the gauges (the @tollgate/events publisher's stats()). */
 interface PublisherStatsSource {
@@ -309,12 +309,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
     },
     instrumentGuard(guard) {
       return {
+        checks: guard.checks,
         async admit(input) {
           try {
             const reservation = await guard.admit(input);
             decision(reservation ? 'admitted' : 'untracked').inc();
             return reservation;
           } catch (err) {
+            // A recalled key record's check: no spend decision was made (the request is authenticated
+            // afresh, or refused by its rate limit).
+            if (err instanceof StaleKeyRecord || err instanceof KeyRateLimited) throw err;
             const type = (err as { type?: unknown }).type;
             decision(
               type === 'key_limit_exceeded'
