@@ -434,7 +434,9 @@ describe('usage consumer', () => {
       const h = holdFirst();
       const { consumer } = consume(h.handle, { concurrency: 2, batchSize: 10, prefetch: 40 });
       await consumer.ready();
-      const events = await publishEvents(30);
+      // One event per message (the publisher would pack them into one message, one batch).
+      const events = Array.from({ length: 30 }, () => sampleEvent());
+      await publishRaw(events.map((e) => JSON.stringify(e)));
 
       await vi.waitFor(() => expect(h.batches).toHaveLength(2));
       await new Promise((r) => setTimeout(r, 100));
@@ -461,7 +463,9 @@ describe('usage consumer', () => {
         url: proxy.url(amqp.url),
       });
       await consumer.ready();
-      const events = await publishEvents(20);
+      // One event per message (the publisher would pack them into one message, one batch).
+      const events = Array.from({ length: 20 }, () => sampleEvent());
+      await publishRaw(events.map((e) => JSON.stringify(e)));
       await vi.waitFor(() => expect(h.batches).toHaveLength(2));
       const firstTwo = h.batches.flat();
 

@@ -112,24 +112,17 @@ describe('usage recorder (one array parameter per column, sums per batch)', () =
       .selectFrom('billing.usage_hourly')
       .select(['hour', 'key_id', 'requests', 'cost', 'tokens_prompt'])
       .where('account_id', '=', accountId)
-      .orderBy('hour')
-      .orderBy('key_id')
       .execute();
-    const hours = hourly.map((h) => [
-      h.hour.toISOString(),
-      h.key_id === k1 ? 'k1' : 'k2',
-      h.requests,
-      h.cost,
+    const hours = hourly
+      .map((h) => [h.hour.toISOString(), h.key_id === k1 ? 'k1' : 'k2', h.requests, h.cost])
+      .sort((a, b) => (`${a[0]}${a[1]}` < `${b[0]}${b[1]}` ? -1 : 1));
+    expect(hours).toEqual([
+      ['2026-11-22T23:00:00.000Z', 'k1', '1', '0.1'],
+      ['2026-11-23T00:00:00.000Z', 'k1', '1', '0.2'],
+      ['2026-11-23T10:00:00.000Z', 'k1', '1', '0'],
+      ['2026-11-23T10:00:00.000Z', 'k2', '1', '0.04'],
+      ['2026-11-23T11:00:00.000Z', 'k2', '1', '0.01'],
     ]);
-    expect(hours).toEqual(
-      [
-        ['2026-11-22T23:00:00.000Z', 'k1', '1', '0.1'],
-        ['2026-11-23T00:00:00.000Z', 'k1', '1', '0.2'],
-        ['2026-11-23T10:00:00.000Z', 'k1', '1', '0'],
-        ['2026-11-23T10:00:00.000Z', 'k2', '1', '0.04'],
-        ['2026-11-23T11:00:00.000Z', 'k2', '1', '0.01'],
-      ].sort((a, b) => (`${a[0]}${a[1]}` < `${b[0]}${b[1]}` ? -1 : 1)),
-    );
     const daily = await s.billing.db
       .selectFrom('billing.usage_daily')
       .select(['key_id', 'requests', 'cost'])
