@@ -20,7 +20,7 @@ export class StaleKeyRecord extends Error {
 
 /** A checked admission found the request over the key's rate limit (counted, nothing held). */
 export class KeyRateLimited extends Error {
-  constructor(readonly count: number) {
+  constructor() {
     super('over the key rate limit');
   }
 }
@@ -249,7 +249,7 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           pendingCheck.onCount(outcome.count);
           pendingCheck = undefined;
         }
-        if (outcome.code === 'rate_limited') throw new KeyRateLimited(outcome.count ?? 0);
+        if (outcome.code === 'rate_limited') throw new KeyRateLimited();
         if (outcome.code === 'rebuild') {
           if (attempt >= 2)
             throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');

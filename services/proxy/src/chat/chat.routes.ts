@@ -1,7 +1,7 @@
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError, badRequest, safeText } from '@tollgate/errors';
 import { requestIdOf } from '@tollgate/http';
-import { allowsModel, type KeyCache } from '@tollgate/key-cache';
+import { allowsModel, type CachedKey, type KeyCache } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
@@ -142,7 +142,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   }
 
   /** The admission's check of a recalled record (rate-limit headers set once it counted the request). */
-  function checkOf(res: Response, recall: Recall, key: ReturnType<typeof authenticatedKey>): SpendCheck {
+  function checkOf(res: Response, recall: Recall, key: CachedKey): SpendCheck {
     const recalled = deps.recalled as NonNullable<ChatDeps['recalled']>;
     const now = recalled.now();
     const window = recalled.keyCache.rateWindow(recall.digest, now);
