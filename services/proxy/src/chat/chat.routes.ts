@@ -3,9 +3,14 @@ import { AppError, badRequest, safeText } from '@tollgate/errors';
 import { requestIdOf } from '@tollgate/http';
 import { allowsModel, type CachedKey, type KeyCache } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { authenticatedKey, rateLimitVerdict, uncheckedDigest } from '../auth/authenticate';
+import type {
+  Next as NextFunction,
+  ProxyRequest as Request,
+  Handler as RequestHandler,
+  ProxyResponse as Response,
+} from '../http/types';
 import { wireFormatOf } from '../providers';
 import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
 import type { ClassifiedHttpError, WireFormatName } from '../providers/wire-format';
