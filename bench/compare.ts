@@ -756,6 +756,7 @@ try {
             non2xx: runs.reduce((a, r) => a + r.non2xx, 0),
             errors: runs.reduce((a, r) => a + r.errors, 0),
             cpuUsPerRequest: maxCpu[name]?.at(-1),
+            cpuUsPerRequestRuns: maxCpu[name],
           },
         ];
       }),

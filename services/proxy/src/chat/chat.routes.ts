@@ -285,7 +285,11 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (outcome.kind === 'served') {
       if (outcome.lastBytes === null || res.writableEnded || res.destroyed) return;
       if (c.chat.stream) writeSseHead(res);
-      else res.writeHead(200, JSON_HEAD);
+      else {
+        // A known length instead of chunked framing: head and body leave in one socket write.
+        res.setHeader('content-length', Buffer.byteLength(outcome.lastBytes));
+        res.writeHead(200, JSON_HEAD);
+      }
       res.end(outcome.lastBytes);
       return;
     }

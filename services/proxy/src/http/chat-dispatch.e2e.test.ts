@@ -64,6 +64,9 @@ describe('chat route served before express', () => {
       expect(r.headers.get('x-generation-id')).toBe(id);
       expect(r.json.id).toBe(id);
       expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      // A known length, not chunked: the head and the body leave in one write.
+      expect(Number(r.headers.get('content-length'))).toBe(Buffer.byteLength(r.text));
+      expect(r.headers.get('transfer-encoding')).toBeNull();
       await stack.waitForEvent(id as string);
     }
   });
