@@ -1016,57 +1016,45 @@ try {
       await new Promise((r) => setTimeout(r, 20));
     }
     const gets: Record<string, unknown> = {};
-    // With BENCH_PROXY_B: each path through both proxies, alternating which goes first, BENCH_ROUNDS
-    // times; samples pooled per proxy (`name` and `name (b)`).
-    const getRuns = proxyB
-      ? Array.from({ length: ROUNDS }, (_, r) =>
-          r % 2 === 0
-            ? [
-                ['', urls.proxy],
-                [' (b)', proxyBUrl],
-              ]
-            : [
-                [' (b)', proxyBUrl],
-                ['', urls.proxy],
-              ],
-        ).flat()
-      : [['', urls.proxy]];
-    const getSamples: Record<string, { samples: number[]; errors: number }> = {};
-    for (const [name0, path] of [
+    // With BENCH_PROXY_B: each path through both proxies, one request to each in turn (alternating
+    // which goes first), so both see the same moment of this shared machine (`name` and `name (b)`).
+    for (const [name, path] of [
       ['key', '/api/v1/key'],
       ['credits', '/api/v1/credits'],
       ['generation', `/api/v1/generation?id=${id}`],
       ['models (auth only)', '/api/v1/models'],
     ] as const) {
-      for (const [suffix, base] of getRuns as Array<[string, string]>) {
-        const name = `${name0}${suffix}`;
-        await quiesce();
-        const r1 = await load<{ samples: number[]; errors: number }>({
-          kind: 'seq',
-          count: QUICK ? 300 : 1000,
-          warmup: 100,
-          url: `${base}${path}`,
-          method: 'GET',
-          headers: bearer,
-        });
-        const acc = getSamples[name] ?? { samples: [], errors: 0 };
-        getSamples[name] = acc;
-        acc.samples.push(...r1.samples);
-        acc.errors += r1.errors;
-        const r = acc;
-        gets[name] = { p50: r3(pct(r.samples, 50)), p99: r3(pct(r.samples, 99)), errors: r.errors };
-        if (process.env.BENCH_VERBOSE) {
-          for (const [svc, port] of [
-            ['keys', metricsPorts.keys],
-            ['billing', metricsPorts.billing],
-          ] as const) {
-            const text = await metricsText(port);
-            for (const line of text.split('\n')) {
-              if (/_http_request_duration_seconds_(sum|count)\{/.test(line)) log(`${svc} ${line}`);
-            }
+      await quiesce();
+      const r = await load<{ samples: number[]; errors: number; samplesB?: number[]; errorsB?: number }>({
+        kind: 'seq',
+        count: QUICK ? 300 : 1000,
+        warmup: 100,
+        url: `${urls.proxy}${path}`,
+        alternate: proxyB ? `${proxyBUrl}${path}` : undefined,
+        method: 'GET',
+        headers: bearer,
+      });
+      gets[name] = { p50: r3(pct(r.samples, 50)), p99: r3(pct(r.samples, 99)), errors: r.errors };
+      if (r.samplesB) {
+        gets[`${name} (b)`] = {
+          p50: r3(pct(r.samplesB, 50)),
+          p99: r3(pct(r.samplesB, 99)),
+          errors: r.errorsB,
+        };
+        log(`GET ${path} (b): p50 ${r2(pct(r.samplesB, 50))} ms`);
+      }
+      log(`GET ${path}: p50 ${r2(pct(r.samples, 50))} ms`);
+      if (process.env.BENCH_VERBOSE) {
+        for (const [svc, port] of [
+          ['keys', metricsPorts.keys],
+          ['billing', metricsPorts.billing],
+          ['proxy', metricsPorts.proxy],
+        ] as const) {
+          const text = await metricsText(port);
+          for (const line of text.split('\n')) {
+            if (/_request_duration_seconds_(sum|count)\{/.test(line)) log(`${svc} ${line}`);
           }
         }
-        log(`GET ${path}${suffix}: p50 ${r2(pct(r1.samples, 50))} ms`);
       }
     }
     results.gets = gets;
