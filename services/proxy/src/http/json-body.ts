@@ -49,7 +49,7 @@ function nestedDeeperThan(value: unknown, max: number): boolean {
  * with the AppError to answer (415 compressed, 413 over `limitBytes`, 400 invalid JSON, too deep or
  * aborted). `done` is called exactly once.
  */
-export function readJsonBody(req: ProxyRequest, limitBytes: number, done: (err?: AppError) => void): void {
+function readJsonBody(req: ProxyRequest, limitBytes: number, done: (err?: AppError) => void): void {
   const encoding = req.headers['content-encoding'];
   if (encoding && encoding !== 'identity') {
     done(new AppError('unsupported_media_type', 'Compressed request bodies are not supported'));
