@@ -6,8 +6,8 @@ import {
   countTextTokens,
   EXACT_BUDGET_CHARS,
   estimateCompletionTokens,
-  loadO200kRanks,
   estimatePromptTokens,
+  loadO200kRanks,
   MAX_PIECE_CHARS,
   MAX_RUN_CHARS,
   newBudget,
@@ -25,7 +25,9 @@ describe('loadO200kRanks', () => {
       const a = packaged[rank];
       const b = loaded[rank];
       const same =
-        typeof a === 'string' ? a === b : Array.isArray(b) && b.length === a?.length && b.every((x, i) => x === a[i]);
+        typeof a === 'string'
+          ? a === b
+          : Array.isArray(b) && b.length === a?.length && b.every((x, i) => x === a[i]);
       if (!same) differing.push(rank);
     }
     expect(differing).toEqual([]);
