@@ -28,6 +28,11 @@ export interface Authenticator {
   authenticate(authorization: string | undefined, client?: string): Promise<Authenticated>;
   /** The record last read from the key cache for this bearer key (no I/O), unverified. */
   recall(authorization: string | undefined): Recalled | null;
+  /**
+   * The same record, without recording a use: what an early account read is signed for (it is
+   * authenticated right after, forward/account-read.ts). Null when none, or revoked, disabled, expired.
+   */
+  peek(authorization: string | undefined): CachedKey | null;
   /** Drops a recalled record (its check found it stale). */
   forget(digest: string): void;
 }
@@ -127,16 +132,24 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     return { key: record, count };
   }
 
+  function remembered(authorization: string | undefined): Recalled | null {
+    if (recalled.size === 0) return null;
+    const key = bearerKey(authorization);
+    if (key === null || !looksLikeKey(key)) return null;
+    const digest = digestKey(key);
+    const record = recalled.get(digest);
+    if (!record || record.revoked || record.disabled || isExpired(record, now())) return null;
+    return { key: record, digest };
+  }
+
   return {
     recall(authorization) {
-      if (recalled.size === 0) return null;
-      const key = bearerKey(authorization);
-      if (key === null || !looksLikeKey(key)) return null;
-      const digest = digestKey(key);
-      const record = recalled.get(digest);
-      if (!record || record.revoked || record.disabled || isExpired(record, now())) return null;
-      recordLastUse(record.id);
-      return { key: record, digest };
+      const r = remembered(authorization);
+      if (r) recordLastUse(r.key.id);
+      return r;
+    },
+    peek(authorization) {
+      return remembered(authorization)?.key ?? null;
     },
     forget(digest) {
       recalled.delete(digest);

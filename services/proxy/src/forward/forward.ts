@@ -1,9 +1,12 @@
 import { pipeline } from 'node:stream/promises';
 import { keyTokenSource, SERVICE_TOKEN_HEADER, type ServiceSigner } from '@tollgate/auth';
 import { createServiceClient } from '@tollgate/http';
+import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { Request, RequestHandler, Response } from 'express';
+import type { Dispatcher } from 'undici';
 import { authenticatedKey } from '../auth/authenticate';
+import type { ProxyRequest, ProxyResponse } from '../http/types';
 
 /**
  * Forwards an account call (`/keys…`, `/key`, `/credits`, `/generation`) to the owning service with a
@@ -11,7 +14,12 @@ import { authenticatedKey } from '../auth/authenticate';
  * (never parsed here); the mount prefix is stripped, the query string kept, status and body relayed.
  */
 export interface Forwarder {
+  /** Forwards for the key authentication left in `res.locals`, and relays the answer. */
   handler(): RequestHandler;
+  /** Sends `req` to the owner as `key`'s call; resolves with the owner's answer (status, headers, body stream). */
+  send(req: ProxyRequest, key: CachedKey): Promise<Dispatcher.ResponseData>;
+  /** Relays an answer of `send` to the client. */
+  relay(res: ProxyResponse, upstream: Dispatcher.ResponseData): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -40,8 +48,7 @@ export function createForwarder(options: {
   // owner, which caches verified tokens by their string): it names the key, for this owner only.
   const tokenFor = keyTokenSource(options.signer, options.service);
 
-  async function forward(req: Request, res: Response): Promise<void> {
-    const key = authenticatedKey(res);
+  function send(req: ProxyRequest, key: CachedKey): Promise<Dispatcher.ResponseData> {
     const token = tokenFor({ kind: 'key', keyId: key.id, accountId: key.accountId, scope: key.scope });
     const headers: Record<string, string> = { [SERVICE_TOKEN_HEADER]: token, accept: 'application/json' };
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
@@ -52,13 +59,16 @@ export function createForwarder(options: {
       if (length) headers['content-length'] = length;
     }
     // req.url is relative to the mount point (`/api/v1` or `/v1` stripped) and keeps the query string.
-    const upstream = await owner.stream({
-      method: req.method,
-      path: req.url,
+    return owner.stream({
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
       headers,
       body: hasBody && (headers['content-length'] || req.headers['transfer-encoding']) ? req : undefined,
     });
-    res.status(upstream.statusCode);
+  }
+
+  async function relay(res: ProxyResponse, upstream: Dispatcher.ResponseData): Promise<void> {
+    res.statusCode = upstream.statusCode;
     for (const name of RELAYED_RESPONSE_HEADERS) {
       const value = upstream.headers[name];
       if (value !== undefined) res.setHeader(name, value);
@@ -72,12 +82,18 @@ export function createForwarder(options: {
     }
   }
 
+  async function forward(req: Request, res: Response): Promise<void> {
+    await relay(res, await send(req, authenticatedKey(res)));
+  }
+
   return {
     handler() {
       return (req, res, next) => {
         forward(req, res).catch(next);
       };
     },
+    send,
+    relay,
     close: () => owner.close(),
   };
 }

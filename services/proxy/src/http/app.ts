@@ -18,7 +18,7 @@ import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';
 import { createRedisSpendGuard } from '@tollgate/spend';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
-import express, { type RequestHandler, type Response } from 'express';
+import express, { type Response } from 'express';
 import { Redis } from 'ioredis';
 import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
@@ -27,7 +27,8 @@ import { chatCompletionsHandler } from '../chat/chat.routes';
 import type { Completion, TokenEstimator, UsageSink } from '../chat/completion';
 import { KeyConcurrency } from '../chat/concurrency';
 import type { ProxyConfig } from '../config';
-import { createForwarder } from '../forward/forward';
+import { accountRead } from '../forward/account-read';
+import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
 import { KeyRing, ProviderHealth } from '../routing/health';
@@ -86,7 +87,7 @@ export function createProxyApp(deps: {
   estimator: TokenEstimator;
   upstreams: Upstreams;
   metrics: ProxyMetrics;
-  forwarders: { keys: RequestHandler; billing: RequestHandler };
+  forwarders: { keys: Forwarder; billing: Forwarder };
 }): ProxyAppParts {
   const { config, logger, redis } = deps;
   const app = express();
@@ -124,14 +125,20 @@ export function createProxyApp(deps: {
   // The chat route recalls key records when its admission can check them (docs/architecture.md).
   const recall = deps.guard.checks === true;
   const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true }) : auth;
-  const reauthenticate = (req: ProxyRequest, res: ProxyResponse) =>
-    new Promise<void>((resolve, reject) => {
-      // Neither step rejects: each reports through its callback.
-      void auth(req, res, (err?: unknown) => {
-        if (err) reject(err);
-        else void inference(req, res, (e?: unknown) => (e ? reject(e) : resolve()));
+  /** Authentication and, when given, the scope check, as a promise (rejected with their error). */
+  const authenticated = (scope: 'inference' | null) => {
+    const check = scope === null ? null : requireScope(scope);
+    return (req: ProxyRequest, res: ProxyResponse) =>
+      new Promise<void>((resolve, reject) => {
+        // Neither step rejects: each reports through its callback.
+        void auth(req, res, (err?: unknown) => {
+          if (err) reject(err);
+          else if (check === null) resolve();
+          else void check(req, res, (e?: unknown) => (e ? reject(e) : resolve()));
+        });
       });
-    });
+  };
+  const reauthenticate = authenticated('inference');
   const management = requireScope('management');
 
   const live = new Set<Completion>();
@@ -202,7 +209,15 @@ export function createProxyApp(deps: {
   );
 
   const api = express.Router();
-  api.use(deps.metrics.track, auth);
+  api.use(deps.metrics.track);
+  // Account reads: the owner is asked while the key is authenticated (forward/account-read.ts); they
+  // authenticate themselves, with the same steps as the routes below.
+  const read = (forwarder: Forwarder, scope: 'inference' | null) =>
+    accountRead({ forwarder, authenticator, authenticate: authenticated(scope), scope });
+  api.get('/key', routeName('key'), read(deps.forwarders.keys, null));
+  api.get('/credits', routeName('credits'), read(deps.forwarders.billing, null));
+  api.get('/generation', routeName('generation'), read(deps.forwarders.billing, 'inference'));
+  api.use(auth);
   api.get('/models', routeName('models'), inference, modelsHandler(deps.catalog));
   api.get(
     '/models/:author/:slug/endpoints',
@@ -210,11 +225,8 @@ export function createProxyApp(deps: {
     inference,
     modelEndpointsHandler(deps.catalog),
   );
-  api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys);
-  api.get('/key', routeName('key'), deps.forwarders.keys);
-  api.get('/credits', routeName('credits'), deps.forwarders.billing);
-  api.get('/activity', routeName('activity'), management, deps.forwarders.billing);
-  api.get('/generation', routeName('generation'), inference, deps.forwarders.billing);
+  api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys.handler());
+  api.get('/activity', routeName('activity'), management, deps.forwarders.billing.handler());
   api.use(notFoundHandler);
 
   app.use('/api/v1', api);
@@ -381,7 +393,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     estimator: deps.estimator ?? defaultEstimator,
     upstreams,
     metrics,
-    forwarders: { keys: keysForwarder.handler(), billing: billingForwarder.handler() },
+    forwarders: { keys: keysForwarder, billing: billingForwarder },
   });
   const server = await listenWithLimits(parts, config, logger);
   const port = (server.address() as AddressInfo).port;
