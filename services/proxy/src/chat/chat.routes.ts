@@ -512,7 +512,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       relay.stopKeepAlive();
       return { kind: 'refused', error: refusal(c, up.statusCode, up.refusal) };
     }
-    writeSseHead(res);
+    relay.commitHead();
     // A wire format other than OpenAI's is translated into the OpenAI chunks the relay reads.
     const bridge = wireFormatOf(c.provider.format).streamBridge({
       model: c.model.id,
