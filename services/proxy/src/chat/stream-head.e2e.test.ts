@@ -1,4 +1,4 @@
-import { createServer, OutgoingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, OutgoingMessage, type Server, ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { parseCatalog } from '@tollgate/catalog';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
@@ -80,6 +80,21 @@ function proxyHeadFlushes(): () => number {
   return () => count;
 }
 
+/** res.write calls on the proxy's own responses (everything else goes out with res.end). */
+function proxyWrites(): () => number {
+  const original = ServerResponse.prototype.write;
+  const port = Number(new URL(stack.proxy.url).port);
+  let count = 0;
+  vi.spyOn(ServerResponse.prototype, 'write').mockImplementation(function (
+    this: ServerResponse,
+    ...args: Parameters<ServerResponse['write']>
+  ) {
+    if (this.socket?.localPort === port) count++;
+    return original.apply(this, args);
+  });
+  return () => count;
+}
+
 /** The raw reads of one streamed request on its own connection, with their arrival times. */
 async function rawReads(model: string, extra: Record<string, unknown> = {}) {
   const body = JSON.stringify({
@@ -105,7 +120,7 @@ async function rawReads(model: string, extra: Record<string, unknown> = {}) {
   return reads;
 }
 
-describe('the head of a streamed answer', () => {
+describe('the head and the end of a streamed answer', () => {
   it('goes out in the same write as the first chunk when the provider sent them together', async () => {
     // The simulator writes its head with its first chunk. The proxy never sends its head on its own
     // (no flushHeaders: a separate write before the first chunk's).
@@ -118,6 +133,30 @@ describe('the head of a streamed answer', () => {
     expect(first, first).toContain('data: {');
     const all = reads.map((r) => r.text).join('');
     expect(all).toContain('data: [DONE]');
+  });
+
+  it('leaves with the whole answer in one write when the provider sent it whole', async () => {
+    // The simulator sends a short unpaced stream in one write: its end arrives with its first chunk,
+    // so the relay holds the content and writes it with the usage chunk and [DONE] (res.end only).
+    const writes = proxyWrites();
+    const reads = await rawReads('t/sim', { sim: { completion_tokens: 3 } });
+    expect(writes()).toBe(0);
+    const all = reads.map((r) => r.text).join('');
+    const data = all
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => l.slice(6));
+    expect(data.at(-1)).toBe('[DONE]');
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
+    expect(chunks.at(-1).usage).toMatchObject({ completion_tokens: 3 });
+    expect(chunks.filter((c) => c.choices?.[0]?.delta?.content).length).toBe(3);
+    // Paced, the chunks still leave one by one as they arrive.
+    vi.restoreAllMocks();
+    const paced = proxyWrites();
+    const pacedReads = await rawReads('t/sim', { sim: { completion_tokens: 6, inter_token_ms: 30 } });
+    expect(paced()).toBeGreaterThanOrEqual(4);
+    expect(pacedReads.length).toBeGreaterThanOrEqual(4);
+    expect(pacedReads.map((r) => r.text).join('')).toContain('data: [DONE]');
   });
 
   it('goes out on its own, at once, when the first token is slow', async () => {

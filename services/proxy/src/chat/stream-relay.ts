@@ -49,6 +49,11 @@ export class StreamRelay {
   lastWriteAt = Date.now();
   /** Something was written to the client (the head went out with it). */
   wrote = false;
+  /**
+   * Content of the provider's last read, held back to leave with the end of the answer in one write
+   * (`push(bytes, true)`): the provider's stream had already ended, so nothing would follow it sooner.
+   */
+  private held = '';
   private keepAliveTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -93,12 +98,23 @@ export class StreamRelay {
    * Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect).
    * A client that does not read for writeTimeoutMs is cut: the upstream request is aborted (its
    * connection freed for others) and the completion ends cancelled, billed for what was produced.
+   * `last`: the provider's stream ended with these bytes; they are held and leave with the end of
+   * the answer (`finish`'s last bytes), one write instead of two — for a short answer that arrived
+   * whole, the only write of the stream.
    */
-  async push(bytes: Uint8Array): Promise<void> {
+  async push(bytes: Uint8Array, last = false): Promise<void> {
     const events = this.reader.push(bytes);
     if (events.length === 0) return;
     const out = this.handle(events);
-    if (out.length > 0 && !this.write(out)) {
+    if (out.length === 0) return;
+    if (last || this.held.length > 0) {
+      // The provider has nothing more to send: these bytes go out with the answer's end (finish),
+      // which the chat route writes once the completion has ended, a few microseconds from now.
+      this.stopKeepAlive();
+      this.held += out;
+      return;
+    }
+    if (!this.write(out)) {
       const timer = setTimeout(this.stalled, this.writeTimeoutMs);
       try {
         await once(this.res, 'drain', { signal: this.c.abort.signal });
@@ -117,7 +133,10 @@ export class StreamRelay {
   /** Upstream body ended cleanly. */
   endOfInput(): void {
     const out = this.handle(this.reader.end());
-    if (out.length > 0) this.write(out);
+    if (out.length > 0) {
+      if (this.held.length > 0) this.held += out;
+      else this.write(out);
+    }
     if (!this.terminated && !this.sawDone && this.lastFinishChunk === null) {
       this.c.fail(streamEndedEarly(this.c.provider.name));
     }
@@ -236,7 +255,7 @@ export class StreamRelay {
         choices: [],
         usage: completeUsage(providerUsage, tokens, cost),
       };
-      let out = `data: ${JSON.stringify(usageChunk)}\n\n`;
+      let out = `${this.held}data: ${JSON.stringify(usageChunk)}\n\n`;
       if (c.error) out += errorEvent(c.error, c.provider.name);
       lastBytes = out + DONE_EVENT;
     }
