@@ -331,7 +331,7 @@ try {
     HOST: '127.0.0.1',
     METRICS_HOST: '127.0.0.1',
   };
-  const ports = {
+  const ports: Record<string, number> = {
     keys: await freePort(),
     billing: await freePort(),
     proxy: await freePort(),
@@ -416,8 +416,29 @@ try {
     },
     dist('proxy'),
   );
+  // Diagnostic A/B (never in published numbers): BENCH_PROXY_B=<another build's dist/main.js>, e.g. a
+  // copy of services/proxy/dist built from the commit before a change, runs as a second single-process
+  // proxy `tollgate-b` beside `tollgate`, interleaved with it in the max, cpu and gets phases.
+  const proxyBMain = process.env.BENCH_PROXY_B;
+  ports.proxyB = await freePort();
+  const proxyB = proxyBMain
+    ? spawnProcess(
+        'proxy-b',
+        [...(process.env.BENCH_PROXY_NODE_OPTIONS ?? '').split(' ').filter(Boolean), proxyBMain],
+        {
+          ...proxyEnv,
+          PORT: String(ports.proxyB),
+          METRICS_PORT: String(await freePort()),
+          WORKERS: '1',
+          ...envList(process.env.BENCH_PROXY_ENV),
+        },
+        dist('proxy'),
+      )
+    : null;
+  const proxyBUrl = `http://127.0.0.1:${ports.proxyB}`;
   await waitHttp(`${urls.proxy}/readyz`);
   await waitHttp(`${urls.proxyN}/readyz`);
+  if (proxyB) await waitHttp(`${proxyBUrl}/readyz`);
 
   // Portkey's gateway, as its README starts it (headless: no UI).
   const portkeyPort = await freePort();
@@ -490,6 +511,15 @@ try {
       headers: auth,
       body: chatBody(m, s),
     }),
+    ...(proxyB
+      ? {
+          'tollgate-b': (m: string, s: boolean) => ({
+            url: `${proxyBUrl}/api/v1/chat/completions`,
+            headers: auth,
+            body: chatBody(m, s),
+          }),
+        }
+      : {}),
   };
   // Each target answers, and the metrics stay off the public port.
   for (const [name, t] of Object.entries(targets)) {
@@ -659,7 +689,13 @@ try {
     if (phase('max')) {
       for (const name of order(maxTargets)) {
         const proxyPid =
-          name === 'tollgate' ? proxy.pid : name.startsWith('tollgate') ? proxyN.pid : undefined;
+          name === 'tollgate'
+            ? proxy.pid
+            : name === 'tollgate-b'
+              ? proxyB?.pid
+              : name.startsWith('tollgate')
+                ? proxyN.pid
+                : undefined;
         await quiesce();
         const p = proxyPid ? await procs(proxyPid) : null;
         const before = p ? snapshot(p) : null;
@@ -720,6 +756,7 @@ try {
             non2xx: runs.reduce((a, r) => a + r.non2xx, 0),
             errors: runs.reduce((a, r) => a + r.errors, 0),
             cpuUsPerRequest: maxCpu[name]?.at(-1),
+            cpuUsPerRequestRuns: maxCpu[name],
           },
         ];
       }),
@@ -785,10 +822,17 @@ try {
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const idle = cpuDelta(idle0, snapshot(await procs()));
     const cpu: Record<string, unknown> = {};
-    for (const name of ['tollgate', 'portkey', 'direct'] as const) {
+    // With BENCH_PROXY_B: tollgate and tollgate-b, alternating, BENCH_ROUNDS times (`name#round`).
+    const cpuRuns = proxyB
+      ? Array.from({ length: ROUNDS }, (_, r) =>
+          (r % 2 === 0 ? ['tollgate', 'tollgate-b'] : ['tollgate-b', 'tollgate']).map((n) => [n, r] as const),
+        ).flat()
+      : (['tollgate', 'portkey', 'direct'] as const).map((n) => [n, 0] as const);
+    for (const [name, round] of cpuRuns) {
+      const label = round > 0 ? `${name}#${round + 1}` : name;
       const group = async () =>
-        name === 'tollgate'
-          ? procs()
+        name === 'tollgate' || name === 'tollgate-b'
+          ? procs(name === 'tollgate' ? proxy.pid : proxyB?.pid)
           : {
               [name]: [(name === 'portkey' ? portkey.pid : upstream.pid) as number],
               upstream: [upstream.pid as number],
@@ -804,13 +848,16 @@ try {
         ...(targets[name]?.('bench/fast', false) as LoadRequest),
       });
       // Billing commits the events of this run a little after the last request: wait for it.
-      if (name === 'tollgate') await new Promise((res) => setTimeout(res, 1500));
+      if (name.startsWith('tollgate')) await new Promise((res) => setTimeout(res, 1500));
       const elapsed = (performance.now() - t0) / 1000;
       const used = cpuDelta(before, snapshot(await group()));
       const background = Object.fromEntries(
-        Object.keys(used).map((k) => [k, name === 'tollgate' ? ((idle[k] ?? 0) * elapsed) / seconds : 0]),
+        Object.keys(used).map((k) => [
+          k,
+          name.startsWith('tollgate') ? ((idle[k] ?? 0) * elapsed) / seconds : 0,
+        ]),
       );
-      cpu[name] = {
+      cpu[label] = {
         requests: r.requests,
         errors: r.errors,
         elapsedS: r2(elapsed),
@@ -821,12 +868,11 @@ try {
           ),
           r.requests,
         ),
-        idleMsPerSecond:
-          name === 'tollgate'
-            ? Object.fromEntries(Object.entries(idle).map(([k, ms]) => [k, r2(ms / seconds)]))
-            : undefined,
+        idleMsPerSecond: name.startsWith('tollgate')
+          ? Object.fromEntries(Object.entries(idle).map(([k, ms]) => [k, r2(ms / seconds)]))
+          : undefined,
       };
-      log(`cpu @${CPU_RATE} ${name}: ${JSON.stringify(cpu[name])}`);
+      log(`cpu @${CPU_RATE} ${label}: ${JSON.stringify(cpu[label])}`);
     }
     results.cpuAtFixedRate = { rate: CPU_RATE, seconds, ...cpu };
   }
@@ -970,6 +1016,8 @@ try {
       await new Promise((r) => setTimeout(r, 20));
     }
     const gets: Record<string, unknown> = {};
+    // With BENCH_PROXY_B: each path through both proxies, one request to each in turn (alternating
+    // which goes first), so both see the same moment of this shared machine (`name` and `name (b)`).
     for (const [name, path] of [
       ['key', '/api/v1/key'],
       ['credits', '/api/v1/credits'],
@@ -977,27 +1025,37 @@ try {
       ['models (auth only)', '/api/v1/models'],
     ] as const) {
       await quiesce();
-      const r = await load<{ samples: number[]; errors: number }>({
+      const r = await load<{ samples: number[]; errors: number; samplesB?: number[]; errorsB?: number }>({
         kind: 'seq',
         count: QUICK ? 300 : 1000,
         warmup: 100,
         url: `${urls.proxy}${path}`,
+        alternate: proxyB ? `${proxyBUrl}${path}` : undefined,
         method: 'GET',
         headers: bearer,
       });
       gets[name] = { p50: r3(pct(r.samples, 50)), p99: r3(pct(r.samples, 99)), errors: r.errors };
+      if (r.samplesB) {
+        gets[`${name} (b)`] = {
+          p50: r3(pct(r.samplesB, 50)),
+          p99: r3(pct(r.samplesB, 99)),
+          errors: r.errorsB,
+        };
+        log(`GET ${path} (b): p50 ${r2(pct(r.samplesB, 50))} ms`);
+      }
+      log(`GET ${path}: p50 ${r2(pct(r.samples, 50))} ms`);
       if (process.env.BENCH_VERBOSE) {
         for (const [svc, port] of [
           ['keys', metricsPorts.keys],
           ['billing', metricsPorts.billing],
+          ['proxy', metricsPorts.proxy],
         ] as const) {
           const text = await metricsText(port);
           for (const line of text.split('\n')) {
-            if (/_http_request_duration_seconds_(sum|count)\{/.test(line)) log(`${svc} ${line}`);
+            if (/_request_duration_seconds_(sum|count)\{/.test(line)) log(`${svc} ${line}`);
           }
         }
       }
-      log(`GET ${path}: p50 ${r2(pct(r.samples, 50))} ms`);
     }
     results.gets = gets;
   }

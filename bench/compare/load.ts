@@ -22,7 +22,13 @@ interface Request {
   body?: string;
 }
 type Job =
-  | ({ kind: 'seq'; count: number; warmup: number } & Request)
+  | ({
+      kind: 'seq';
+      count: number;
+      warmup: number;
+      /** A second URL (A/B): each round sends one request to each, alternating which goes first. */
+      alternate?: string;
+    } & Request)
   | ({ kind: 'max'; connections: number; seconds: number } & Request)
   | ({ kind: 'rate'; rate: number; seconds: number; sockets: number } & Request)
   | ({
@@ -103,15 +109,30 @@ const round = (n: number) => Math.round(n * 1000) / 1000;
 
 async function seq(j: Extract<Job, { kind: 'seq' }>) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const agentB = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const samples: number[] = [];
+  const samplesB: number[] = [];
   let errors = 0;
+  let errorsB = 0;
   for (let i = 0; i < j.warmup + j.count; i++) {
-    const t = await send(agent, j, performance.now());
-    if (t.status !== 200 || t.error) errors++;
-    if (i >= j.warmup) samples.push(t.total);
+    const order = j.alternate && i % 2 === 1 ? (['b', 'a'] as const) : (['a', 'b'] as const);
+    for (const which of order) {
+      if (which === 'b' && !j.alternate) continue;
+      const t =
+        which === 'a'
+          ? await send(agent, j, performance.now())
+          : await send(agentB, { ...j, url: j.alternate as string }, performance.now());
+      const bad = t.status !== 200 || Boolean(t.error);
+      if (which === 'a') errors += bad ? 1 : 0;
+      else errorsB += bad ? 1 : 0;
+      if (i >= j.warmup) (which === 'a' ? samples : samplesB).push(t.total);
+    }
   }
   agent.destroy();
-  return { samples: samples.map(round), errors };
+  agentB.destroy();
+  return j.alternate
+    ? { samples: samples.map(round), errors, samplesB: samplesB.map(round), errorsB }
+    : { samples: samples.map(round), errors };
 }
 
 async function max(j: Extract<Job, { kind: 'max' }>) {

@@ -9,6 +9,7 @@ import {
   devServiceVerifier,
   generateServiceKeyPair,
   isDevServiceKey,
+  keyTokenSource,
   MAX_SERVICE_TOKEN_TTL_SECONDS,
   parsePrivateKey,
   parsePublicKeys,
@@ -116,6 +117,35 @@ describe('service tokens (Ed25519, issue 14)', () => {
     expect(source()).toBe(first);
     vi.setSystemTime(new Date('2026-11-23T10:00:31Z'));
     expect(source()).not.toBe(first);
+  });
+
+  it('caches a caller-identity token per key for half its life, for one callee', () => {
+    vi.useFakeTimers({ now: new Date('2026-11-23T10:00:00Z') });
+    const source = keyTokenSource(devServiceSigner('proxy'), 'billing', { max: 2 });
+    const a = { kind: 'key', keyId: 'k1', accountId: 'a1', scope: 'inference' } as const;
+    const first = source(a);
+    expect(devServiceVerifier('billing').verify(first)).toEqual({ ...a, caller: 'proxy' });
+    expect(devServiceVerifier('keys').verify(first)).toBeNull();
+    expect(source({ ...a })).toBe(first);
+    // Another key, account or scope never gets this key's token.
+    const other = source({ ...a, keyId: 'k2' });
+    expect(other).not.toBe(first);
+    expect(devServiceVerifier('billing').verify(other)).toMatchObject({ keyId: 'k2' });
+    expect(devServiceVerifier('billing').verify(source({ ...a, scope: 'management' }))).toMatchObject({
+      keyId: 'k1',
+      scope: 'management',
+    });
+    expect(devServiceVerifier('billing').verify(source({ ...a, accountId: 'a2' }))).toMatchObject({
+      keyId: 'k1',
+      accountId: 'a2',
+    });
+    vi.setSystemTime(new Date('2026-11-23T10:00:29Z'));
+    const k2 = source({ ...a, keyId: 'k2' });
+    expect(devServiceVerifier('billing').verify(k2)).toMatchObject({ keyId: 'k2' });
+    vi.setSystemTime(new Date('2026-11-23T10:00:31Z'));
+    const renewed = source(a);
+    expect(renewed).not.toBe(first);
+    expect(devServiceVerifier('billing').verify(renewed)).toEqual({ ...a, caller: 'proxy' });
   });
 
   it('parses keys as base64 DER or PEM and knows the development keys in either form', () => {

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@tollgate/logger';
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler } from 'express';
 
 /** The header a request id travels in, between services and back to the caller. */
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -19,8 +19,15 @@ const storage = new AsyncLocalStorage<RequestContext>();
 /** The id of the request being served (undefined outside a request): the service client passes it on. */
 export const currentRequestId = (): string | undefined => storage.getStore()?.requestId;
 
-/** Runs `fn` as part of request `requestId` (for work that starts outside express, e.g. a CLI call). */
-export const withRequestId = <T>(requestId: string, fn: () => T): T => storage.run({ requestId }, fn);
+/**
+ * Runs `fn(...args)` as part of request `requestId` (for work that starts outside express: a CLI call,
+ * the proxy's chat route served from the request listener).
+ */
+export const withRequestId = <A extends unknown[], T>(
+  requestId: string,
+  fn: (...args: A) => T,
+  ...args: A
+): T => storage.run({ requestId }, fn, ...args);
 
 export interface RequestContextOptions {
   /**
@@ -82,7 +89,7 @@ export function requestLogger(req: Request, fallback?: Logger): Logger {
   return log;
 }
 
-/** The request id requestContext gave this response. */
-export function requestIdOf(res: Response): string {
-  return res.locals.requestId as string;
+/** The request id requestContext gave this response (any response with `locals.requestId`). */
+export function requestIdOf(res: { locals: object }): string {
+  return (res.locals as { requestId: string }).requestId;
 }

@@ -1,4 +1,6 @@
-import { countTokens } from 'gpt-tokenizer';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
 
 /**
  * Conservative token estimates for billing when a provider reports no usage, and for worst-case
@@ -39,6 +41,43 @@ export const ALWAYS_EXACT_CHARS = 1_024;
 export const COUNT_TIME_BUDGET_MS = 5;
 
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
+
+/**
+ * o200k's byte-pair ranks, read from the tokenizer's own `data/o200k_base.tiktoken` (OpenAI's
+ * format: one `base64 rank` line per token) instead of importing gpt-tokenizer's `o200k_base` module.
+ * That module is a 2.4 MB JavaScript array literal: V8's parse and compile of it left ≈ 27 MB more
+ * resident memory in every process that counts tokens (every proxy worker) than this table does
+ * (issue 11: RSS). A token is the string of its bytes when they are valid UTF-8, else the byte
+ * array — gpt-tokenizer's own representation (tokens.test.ts compares the two tables whole).
+ */
+export function loadO200kRanks(): Array<string | number[]> {
+  const file = createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken');
+  const text = readFileSync(file, 'latin1');
+  // Like gpt-tokenizer's table, a token starting with a byte-order mark stays bytes: the decoder drops
+  // a leading BOM, so such a token does not come back whole and fails the length check below.
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const ranks: Array<string | number[]> = [];
+  for (let start = 0; start < text.length; ) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    const space = text.indexOf(' ', start);
+    if (space > start && space < end) {
+      const bytes = Buffer.from(text.slice(start, space), 'base64');
+      let token: string | number[] | undefined;
+      try {
+        const decoded = utf8.decode(bytes);
+        if (Buffer.byteLength(decoded, 'utf8') === bytes.length) token = decoded;
+      } catch {
+        // Not valid UTF-8: a byte array.
+      }
+      ranks[Number(text.slice(space + 1, end))] = token ?? Array.from(bytes);
+    }
+    start = end + 1;
+  }
+  return ranks;
+}
+
+const { countTokens } = GptEncoding.getEncodingApi('o200k_base', loadO200kRanks);
 
 // Prompts repeat (system prompts, chat history re-sent every turn): cache counts of short texts.
 const cache = new Map<string, number>();

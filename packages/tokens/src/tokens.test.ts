@@ -7,10 +7,35 @@ import {
   EXACT_BUDGET_CHARS,
   estimateCompletionTokens,
   estimatePromptTokens,
+  loadO200kRanks,
   MAX_PIECE_CHARS,
   MAX_RUN_CHARS,
   newBudget,
 } from './index';
+
+describe('loadO200kRanks', () => {
+  it("is gpt-tokenizer's own o200k table, token for token (strings, and byte arrays where not UTF-8)", async () => {
+    const { default: packaged } = await import('gpt-tokenizer/bpeRanks/o200k_base');
+    const loaded = loadO200kRanks();
+    expect(loaded.length).toBe(packaged.length);
+    expect(loaded.length).toBeGreaterThan(199_000);
+    // Element by element (one toEqual over 200,000 entries reports too little when it fails).
+    const differing: number[] = [];
+    for (let rank = 0; rank < packaged.length; rank++) {
+      const a = packaged[rank];
+      const b = loaded[rank];
+      const same =
+        typeof a === 'string'
+          ? a === b
+          : Array.isArray(b) && b.length === a?.length && b.every((x, i) => x === a[i]);
+      if (!same) differing.push(rank);
+    }
+    expect(differing).toEqual([]);
+    // Both kinds occur: the byte arrays are the tokens that are not whole UTF-8 sequences.
+    expect(loaded.filter((t) => typeof t !== 'string').length).toBeGreaterThan(1000);
+    expect(loaded[5574]).toEqual([239, 187, 191]);
+  });
+});
 
 describe('countTextTokens', () => {
   it('matches the o200k tokenizer and treats special-token text as plain text', () => {

@@ -27,6 +27,19 @@ export async function readAccountSettings(db: Db, accountId: string): Promise<Ac
   };
 }
 
+/**
+ * Credits granted and spend recorded for GET /credits, in one statement (one round trip and one pooled
+ * connection instead of two queries side by side; `billing.account_usage` is this service's too).
+ */
+export async function creditBalance(db: Db, accountId: string): Promise<{ credits: string; usage: string }> {
+  const { rows } = await sql<{ credits: string; usage: string }>`
+    select
+      coalesce((select sum(amount) from billing.credit_ledger where account_id = ${accountId}), 0)::text as credits,
+      coalesce((select amount from billing.account_usage where account_id = ${accountId}), 0)::text as usage
+  `.execute(db);
+  return { credits: rows[0]?.credits ?? '0', usage: rows[0]?.usage ?? '0' };
+}
+
 /** Bumps the settings version (creating the row), optionally changing postpaid. Locks the row. */
 export async function bumpSettings(trx: Db, accountId: string, postpaid?: boolean) {
   return trx

@@ -2,8 +2,7 @@ import type { Logger } from '@tollgate/logger';
 import { toDecimal, toUnits } from '@tollgate/money';
 import type { SpendStore } from '@tollgate/spend';
 import type { BillingDb } from '../database';
-import { accountUsage } from '../spend/spend.repository';
-import { bumpSettings, creditTotal, insertCredit } from './credits.repository';
+import { bumpSettings, creditBalance, creditTotal, insertCredit } from './credits.repository';
 
 export interface CreditsService {
   /** Appends to the ledger; returns the new credit total (decimal USD). */
@@ -63,10 +62,7 @@ export function createCreditsService(deps: {
     },
 
     async balance(accountId) {
-      const [credits, usage] = await Promise.all([
-        creditTotal(deps.db, accountId),
-        accountUsage(deps.db, accountId),
-      ]);
+      const { credits, usage } = await creditBalance(deps.db, accountId);
       return { totalCredits: toUnits(credits), totalUsage: toUnits(usage) };
     },
   };

@@ -8,8 +8,8 @@ import {
   type RequestCount,
 } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
+import type { Handler, Next, ProxyRequest, ProxyResponse } from '../http/types';
 import type { KeyResolver } from './key-resolver';
 import type { UnknownKeyLimiter } from './unknown-keys';
 
@@ -166,16 +166,17 @@ export interface AuthLocals {
   unchecked?: string;
 }
 
-export const authenticatedKey = (res: Response): CachedKey => (res.locals as AuthLocals).key;
+export const authenticatedKey = (res: ProxyResponse): CachedKey => (res.locals as AuthLocals).key;
 /** The digest of a recalled (not yet checked) key record, else null. */
-export const uncheckedDigest = (res: Response): string | null => (res.locals as AuthLocals).unchecked ?? null;
+export const uncheckedDigest = (res: ProxyResponse): string | null =>
+  (res.locals as AuthLocals).unchecked ?? null;
 
 /**
  * The key's rate-limit headers for this request's `count` in its window, and the 429 when it is over
  * the limit (null when the key has no rate limit or the request is within it).
  */
 export function rateLimitVerdict(
-  res: Response,
+  res: ProxyResponse,
   key: CachedKey,
   count: RequestCount,
   nowMs: number,
@@ -208,8 +209,8 @@ export function authMiddleware(
   auth: Authenticator,
   now: () => number = Date.now,
   options: { recall?: boolean } = {},
-): RequestHandler {
-  return async (req: Request, res: Response, next: NextFunction) => {
+): Handler {
+  return async (req: ProxyRequest, res: ProxyResponse, next: Next) => {
     const locals = res.locals as AuthLocals;
     if (options.recall) {
       const r = auth.recall(req.headers.authorization);
@@ -240,7 +241,7 @@ export function authMiddleware(
 }
 
 /** Spec §5: the wrong kind of key gets 403 forbidden with required_scope. */
-export function requireScope(scope: KeyScope): RequestHandler {
+export function requireScope(scope: KeyScope): Handler {
   return (_req, res, next) => {
     if (authenticatedKey(res).scope !== scope) next(forbiddenScope(scope));
     else next();

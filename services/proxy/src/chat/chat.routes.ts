@@ -3,9 +3,14 @@ import { AppError, badRequest, safeText } from '@tollgate/errors';
 import { requestIdOf } from '@tollgate/http';
 import { allowsModel, type CachedKey, type KeyCache } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Dispatcher } from 'undici';
 import { authenticatedKey, rateLimitVerdict, uncheckedDigest } from '../auth/authenticate';
+import type {
+  Next as NextFunction,
+  ProxyRequest as Request,
+  Handler as RequestHandler,
+  ProxyResponse as Response,
+} from '../http/types';
 import { wireFormatOf } from '../providers';
 import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
 import type { ClassifiedHttpError, WireFormatName } from '../providers/wire-format';
@@ -290,7 +295,11 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     if (outcome.kind === 'served') {
       if (outcome.lastBytes === null || res.writableEnded || res.destroyed) return;
       if (c.chat.stream) writeSseHead(res);
-      else res.writeHead(200, JSON_HEAD);
+      else {
+        // A known length instead of chunked framing: head and body leave in one socket write.
+        res.setHeader('content-length', Buffer.byteLength(outcome.lastBytes));
+        res.writeHead(200, JSON_HEAD);
+      }
       res.end(outcome.lastBytes);
       return;
     }

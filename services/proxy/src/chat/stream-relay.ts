@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Response } from 'express';
+import type { ServerResponse as Response } from 'node:http';
 import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
 import { SseReader } from '../providers/sse';
 import type { TokenCounts } from '../providers/wire-format';

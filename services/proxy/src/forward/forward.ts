@@ -1,5 +1,5 @@
 import { pipeline } from 'node:stream/promises';
-import { SERVICE_TOKEN_HEADER, type ServiceSigner } from '@tollgate/auth';
+import { keyTokenSource, SERVICE_TOKEN_HEADER, type ServiceSigner } from '@tollgate/auth';
 import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { Request, RequestHandler, Response } from 'express';
@@ -36,14 +36,13 @@ export function createForwarder(options: {
     logger: options.logger,
   });
 
+  // One token per key, re-signed every 30 s (not one signature per call, nor one verification in the
+  // owner, which caches verified tokens by their string): it names the key, for this owner only.
+  const tokenFor = keyTokenSource(options.signer, options.service);
+
   async function forward(req: Request, res: Response): Promise<void> {
     const key = authenticatedKey(res);
-    const token = options.signer.sign(options.service, {
-      kind: 'key',
-      keyId: key.id,
-      accountId: key.accountId,
-      scope: key.scope,
-    });
+    const token = tokenFor({ kind: 'key', keyId: key.id, accountId: key.accountId, scope: key.scope });
     const headers: Record<string, string> = { [SERVICE_TOKEN_HEADER]: token, accept: 'application/json' };
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
     if (hasBody) {

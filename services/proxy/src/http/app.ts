@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +33,9 @@ import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
+import { type ChatDispatch, createChatDispatch, type EdgeState } from './chat-dispatch';
 import { jsonBodyReader, parseByteLimit } from './json-body';
+import type { Handler, ProxyRequest, ProxyResponse } from './types';
 
 /** What tests (and main.ts) may inject; everything else is built from the config. */
 export interface ProxyDeps {
@@ -64,6 +66,8 @@ export const defaultEstimator: TokenEstimator = { estimatePromptTokens, estimate
 
 interface ProxyAppParts {
   app: express.Express;
+  /** The chat route, served before express (http/chat-dispatch.ts). */
+  chat: ChatDispatch;
   inFlight(): number;
   setDraining(): void;
   /** Stops every completion in flight with `reason` (HTTP error, or the §6 error chunk mid-stream). */
@@ -90,20 +94,21 @@ export function createProxyApp(deps: {
   app.set('etag', false);
   app.set('trust proxy', false);
 
-  let draining = false;
-  let inFlight = 0;
+  // Requests in flight (both ways in: the chat dispatch and express), and whether we are draining.
+  const state: EdgeState = { inFlight: 0, draining: false };
   function onDone(this: Response) {
-    inFlight--;
+    state.inFlight--;
   }
   app.use((_req, res, next) => {
-    inFlight++;
+    state.inFlight++;
     res.once('close', onDone);
-    if (draining) res.setHeader('connection', 'close');
+    if (state.draining) res.setHeader('connection', 'close');
     next();
   });
   // Every request gets a `gen-…` id (never the client's: it becomes the generation id), sent on to
   // keys and billing as `x-request-id` and logged as `requestId`.
-  app.use(requestContext(logger, { trustIncoming: false, newId: requestIdSource(256), accessLog: 'debug' }));
+  const newId = requestIdSource(256);
+  app.use(requestContext(logger, { trustIncoming: false, newId, accessLog: 'debug' }));
 
   const keyCache = createKeyCache(redis, { prefix: config.REDIS_PREFIX });
   const authenticator = createAuthenticator({
@@ -119,11 +124,12 @@ export function createProxyApp(deps: {
   // The chat route recalls key records when its admission can check them (docs/architecture.md).
   const recall = deps.guard.checks === true;
   const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true }) : auth;
-  const reauthenticate = (req: express.Request, res: Response) =>
+  const reauthenticate = (req: ProxyRequest, res: ProxyResponse) =>
     new Promise<void>((resolve, reject) => {
-      auth(req, res, (err?: unknown) => {
+      // Neither step rejects: each reports through its callback.
+      void auth(req, res, (err?: unknown) => {
         if (err) reject(err);
-        else inference(req, res, (e?: unknown) => (e ? reject(e) : resolve()));
+        else void inference(req, res, (e?: unknown) => (e ? reject(e) : resolve()));
       });
     });
   const management = requireScope('management');
@@ -152,15 +158,22 @@ export function createProxyApp(deps: {
       : undefined,
   });
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
-  // The hot route is matched at app level, first: no mount-path trimming or nested router walk.
+  // The chat route: served by the request listener before express (chatDispatch); express keeps the
+  // same steps for the spellings it also routes here (other case, trailing slash, absolute URL).
+  const chatSteps: Handler[] = [chatAuth, inference, body, chat];
+  const chatDispatch = createChatDispatch({
+    state,
+    logger,
+    newId,
+    accessLog: true,
+    metrics: deps.metrics,
+    steps: chatSteps,
+  });
   app.post(
     ['/api/v1/chat/completions', '/v1/chat/completions'],
     deps.metrics.track,
     routeName('chat'),
-    chatAuth,
-    inference,
-    body,
-    chat,
+    ...chatSteps,
   );
 
   app.use(
@@ -169,7 +182,7 @@ export function createProxyApp(deps: {
         await redis.ping();
       },
       accepting: async () => {
-        if (draining) throw new Error('shutting down');
+        if (state.draining) throw new Error('shutting down');
       },
     }),
   );
@@ -210,9 +223,10 @@ export function createProxyApp(deps: {
   app.use(errorHandler(logger));
   return {
     app,
-    inFlight: () => inFlight,
+    chat: chatDispatch,
+    inFlight: () => state.inFlight,
     setDraining: () => {
-      draining = true;
+      state.draining = true;
     },
     stopCompletions: (reason) => {
       const n = live.size;
@@ -227,7 +241,12 @@ export function createProxyApp(deps: {
  * headers and whole-request deadlines (checked every quarter of the headers deadline, ≥ 250 ms),
  * keep-alive idle time, socket inactivity while a request is open, at most SERVER_MAX_CONNECTIONS.
  */
-async function listenWithLimits(app: express.Express, config: ProxyConfig, logger: Logger): Promise<Server> {
+async function listenWithLimits(
+  parts: Pick<ProxyAppParts, 'app' | 'chat'>,
+  config: ProxyConfig,
+  logger: Logger,
+): Promise<Server> {
+  const { app, chat } = parts;
   const server = createServer(
     {
       headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
@@ -235,7 +254,10 @@ async function listenWithLimits(app: express.Express, config: ProxyConfig, logge
       keepAliveTimeout: config.SERVER_KEEPALIVE_TIMEOUT_MS,
       connectionsCheckingInterval: Math.max(250, Math.floor(config.SERVER_HEADERS_TIMEOUT_MS / 4)),
     },
-    app,
+    (req: IncomingMessage, res: ServerResponse) => {
+      if (chat.matches(req)) chat.serve(req, res);
+      else app(req, res);
+    },
   );
   server.setTimeout(config.SERVER_SOCKET_TIMEOUT_MS);
   answerClientErrors(server, logger);
@@ -361,7 +383,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     metrics,
     forwarders: { keys: keysForwarder.handler(), billing: billingForwarder.handler() },
   });
-  const server = await listenWithLimits(parts.app, config, logger);
+  const server = await listenWithLimits(parts, config, logger);
   const port = (server.address() as AddressInfo).port;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   logger.info({ port, models: catalog.models().length }, 'proxy listening');

@@ -1,5 +1,5 @@
 import { AppError, badRequest } from '@tollgate/errors';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Handler, ProxyRequest } from './types';
 
 /**
  * A lean JSON body reader for the hot route (POST /chat/completions), instead of express.json():
@@ -44,59 +44,67 @@ function nestedDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-export function jsonBodyReader(limitBytes: number): RequestHandler {
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const encoding = req.headers['content-encoding'];
-    if (encoding && encoding !== 'identity') {
-      next(new AppError('unsupported_media_type', 'Compressed request bodies are not supported'));
-      return;
-    }
-    const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > limitBytes) {
-      req.resume();
-      next(tooLarge());
-      return;
-    }
-    let first: Buffer | null = null;
-    let rest: Buffer[] | null = null;
-    let size = 0;
-    let failed = false;
-    req.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > limitBytes) {
-        failed = true;
-        next(tooLarge());
-        return;
-      }
-      if (first === null) first = chunk;
-      else if (rest === null) rest = [first, chunk];
-      else rest.push(chunk);
-    });
-    req.once('error', () => {
-      if (failed) return;
+/**
+ * Reads `req`'s JSON body into `req.body` (undefined when empty), then calls `done()`; or `done(err)`
+ * with the AppError to answer (415 compressed, 413 over `limitBytes`, 400 invalid JSON, too deep or
+ * aborted). `done` is called exactly once.
+ */
+function readJsonBody(req: ProxyRequest, limitBytes: number, done: (err?: AppError) => void): void {
+  const encoding = req.headers['content-encoding'];
+  if (encoding && encoding !== 'identity') {
+    done(new AppError('unsupported_media_type', 'Compressed request bodies are not supported'));
+    return;
+  }
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limitBytes) {
+    req.resume();
+    done(tooLarge());
+    return;
+  }
+  let first: Buffer | null = null;
+  let rest: Buffer[] | null = null;
+  let size = 0;
+  let failed = false;
+  req.on('data', (chunk: Buffer) => {
+    if (failed) return;
+    size += chunk.length;
+    if (size > limitBytes) {
       failed = true;
-      next(badRequest('Request aborted'));
-    });
-    req.once('end', () => {
-      if (failed) return;
-      const buf: Buffer | null = rest ? Buffer.concat(rest) : first;
-      if (buf === null || buf.length === 0) {
-        req.body = undefined;
-        next();
-        return;
-      }
-      try {
-        req.body = JSON.parse(buf.toString('utf8'));
-      } catch {
-        next(badRequest('Request body is not valid JSON'));
-        return;
-      }
-      if (nestedDeeperThan(req.body, MAX_JSON_DEPTH)) {
-        next(badRequest(`Request body is nested too deeply (at most ${MAX_JSON_DEPTH} levels)`));
-        return;
-      }
-      next();
-    });
-  };
+      done(tooLarge());
+      return;
+    }
+    if (first === null) first = chunk;
+    else if (rest === null) rest = [first, chunk];
+    else rest.push(chunk);
+  });
+  req.once('error', () => {
+    if (failed) return;
+    failed = true;
+    done(badRequest('Request aborted'));
+  });
+  req.once('end', () => {
+    if (failed) return;
+    const buf: Buffer | null = rest ? Buffer.concat(rest) : first;
+    if (buf === null || buf.length === 0) {
+      req.body = undefined;
+      done();
+      return;
+    }
+    try {
+      req.body = JSON.parse(buf.toString('utf8'));
+    } catch {
+      done(badRequest('Request body is not valid JSON'));
+      return;
+    }
+    if (nestedDeeperThan(req.body, MAX_JSON_DEPTH)) {
+      done(badRequest(`Request body is nested too deeply (at most ${MAX_JSON_DEPTH} levels)`));
+      return;
+    }
+    done();
+  });
+}
+
+/** readJsonBody as a route step (the chat route as express serves it). */
+export function jsonBodyReader(limitBytes: number): Handler {
+  return (req, _res, next) => readJsonBody(req, limitBytes, next);
 }

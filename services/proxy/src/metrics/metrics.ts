@@ -32,6 +32,11 @@ export interface ProxyMetrics {
   registry: Registry;
   /** Express middleware: times every request; handlers name their route in res.locals.route. */
   track: RequestHandler;
+  /**
+   * What `track` records when the response closes, for a request served without express (the chat
+   * route, http/chat-dispatch.ts): its `locals` carry `route` and `metricsStart` like track's.
+   */
+  responseClosed(res: { locals: object; statusCode: number }): void;
   watchPublisher(source: PublisherStatsSource): void;
   /** A usage event was handed to the publisher (tokens and cost by model). */
   usageEvent(event: UsageEvent): void;
@@ -274,17 +279,20 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
       ttftHistogram(provider, model).observe((c.firstTokenAt - start) / 1000);
   }
 
-  // Hoisted: one listener function for every response (reads its state from res.locals).
-  function onFinish(this: Response) {
-    const locals = this.locals as RouteLocals;
+  function responseClosed(res: { locals: object; statusCode: number }): void {
+    const locals = res.locals as RouteLocals;
     const route = locals.route ?? 'other';
-    const status = this.statusCode;
+    const status = res.statusCode;
     requestCounter(route, String(status)).inc();
     const start = locals.metricsStart;
     if (start === undefined) return;
     const end = performance.now();
     durationHistogram(route).observe((end - start) / 1000);
     if (locals.completion) observeCompletion(locals.completion, status, start, end);
+  }
+  // Hoisted: one listener function for every response (reads its state from res.locals).
+  function onFinish(this: Response) {
+    responseClosed(this);
   }
 
   return {
@@ -294,6 +302,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
       res.once('close', onFinish);
       next();
     },
+    responseClosed,
     watchPublisher(source) {
       publisher = source;
     },
