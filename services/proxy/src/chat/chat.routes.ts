@@ -85,6 +85,16 @@ interface Dispatch {
   res: Response;
 }
 
+/**
+ * True when a provider body has received its end and holds nothing more: the chunk just read from it
+ * was its last (the provider's end came in the same read). Reads the stream's state (false if that is
+ * ever unavailable: then the chunk is simply written on its own, as any other).
+ */
+function endedWith(body: unknown): boolean {
+  const state = (body as { _readableState?: { ended?: unknown; length?: unknown } })._readableState;
+  return state?.ended === true && state.length === 0;
+}
+
 /** Resolves after `ms`, or at once when the request is aborted. */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -521,7 +531,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       relay.stopKeepAlive();
       return { kind: 'refused', error: refusal(c, up.statusCode, up.refusal) };
     }
-    writeSseHead(res);
+    relay.commitHead();
     // A wire format other than OpenAI's is translated into the OpenAI chunks the relay reads.
     const bridge = wireFormatOf(c.provider.format).streamBridge({
       model: c.model.id,
@@ -530,10 +540,12 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
     try {
       for await (const bytes of up.body) {
         c.markFirstByte();
+        // The provider's end came in the same read: these bytes leave with the answer's end.
+        const last = endedWith(up.body);
         if (bridge) {
           const text = bridge.push(bytes as Uint8Array);
-          if (text.length > 0) await relay.push(Buffer.from(text));
-        } else await relay.push(bytes as Uint8Array);
+          if (text.length > 0) await relay.push(Buffer.from(text), last);
+        } else await relay.push(bytes as Uint8Array, last);
         if (relay.terminated) break;
       }
       if (bridge && !relay.terminated) {

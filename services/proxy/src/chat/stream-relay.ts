@@ -24,6 +24,11 @@ export function writeSseHead(res: Response): void {
   res.flushHeaders();
 }
 
+/** Sends a head that `StreamRelay.commitHead` left unsent (nothing was written in the meantime). */
+function flushHead(relay: StreamRelay): void {
+  if (!relay.wrote && !relay.res.writableEnded && !relay.res.destroyed) relay.res.flushHeaders();
+}
+
 /**
  * Relays one provider event stream to the client as it arrives. Content chunks are forwarded the
  * moment their event is complete, with only `id` (and `model`) rewritten by string surgery; the
@@ -42,11 +47,18 @@ export class StreamRelay {
   /** A provider error event arrived: stop reading. */
   terminated = false;
   lastWriteAt = Date.now();
+  /** Something was written to the client (the head went out with it). */
+  wrote = false;
+  /**
+   * Content of the provider's last read, held back to leave with the end of the answer in one write
+   * (`push(bytes, true)`): the provider's stream had already ended, so nothing would follow it sooner.
+   */
+  private held = '';
   private keepAliveTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly c: Completion,
-    private readonly res: Response,
+    readonly res: Response,
     /** How long the client may leave its socket buffer full before the stream is cut. */
     private readonly writeTimeoutMs = 30_000,
   ) {}
@@ -64,6 +76,19 @@ export class StreamRelay {
     this.write(KEEP_ALIVE);
   };
 
+  /**
+   * Commits the 200 and the SSE headers once the provider accepted the stream, sending them with the
+   * first bytes written in this event-loop turn: the provider's first chunk usually arrives in the same
+   * read as its headers, so the client gets head and first chunk in one write (one syscall and one
+   * wake-up of the client fewer per stream). When nothing is written this turn (a slow first token),
+   * the head is flushed alone right after it (setImmediate), as soon as before.
+   */
+  commitHead(): void {
+    if (this.res.headersSent) return;
+    this.res.writeHead(200, SSE_HEAD);
+    setImmediate(flushHead, this);
+  }
+
   stopKeepAlive(): void {
     if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
     this.keepAliveTimer = null;
@@ -73,12 +98,23 @@ export class StreamRelay {
    * Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect).
    * A client that does not read for writeTimeoutMs is cut: the upstream request is aborted (its
    * connection freed for others) and the completion ends cancelled, billed for what was produced.
+   * `last`: the provider's stream ended with these bytes; they are held and leave with the end of
+   * the answer (`finish`'s last bytes), one write instead of two — for a short answer that arrived
+   * whole, the only write of the stream.
    */
-  async push(bytes: Uint8Array): Promise<void> {
+  async push(bytes: Uint8Array, last = false): Promise<void> {
     const events = this.reader.push(bytes);
     if (events.length === 0) return;
     const out = this.handle(events);
-    if (out.length > 0 && !this.write(out)) {
+    if (out.length === 0) return;
+    if (last || this.held.length > 0) {
+      // The provider has nothing more to send: these bytes go out with the answer's end (finish),
+      // which the chat route writes once the completion has ended, a few microseconds from now.
+      this.stopKeepAlive();
+      this.held += out;
+      return;
+    }
+    if (!this.write(out)) {
       const timer = setTimeout(this.stalled, this.writeTimeoutMs);
       try {
         await once(this.res, 'drain', { signal: this.c.abort.signal });
@@ -97,13 +133,17 @@ export class StreamRelay {
   /** Upstream body ended cleanly. */
   endOfInput(): void {
     const out = this.handle(this.reader.end());
-    if (out.length > 0) this.write(out);
+    if (out.length > 0) {
+      if (this.held.length > 0) this.held += out;
+      else this.write(out);
+    }
     if (!this.terminated && !this.sawDone && this.lastFinishChunk === null) {
       this.c.fail(streamEndedEarly(this.c.provider.name));
     }
   }
 
   private write(text: string): boolean {
+    this.wrote = true;
     this.lastWriteAt = Date.now();
     return this.res.write(text);
   }
@@ -215,7 +255,7 @@ export class StreamRelay {
         choices: [],
         usage: completeUsage(providerUsage, tokens, cost),
       };
-      let out = `data: ${JSON.stringify(usageChunk)}\n\n`;
+      let out = `${this.held}data: ${JSON.stringify(usageChunk)}\n\n`;
       if (c.error) out += errorEvent(c.error, c.provider.name);
       lastBytes = out + DONE_EVENT;
     }

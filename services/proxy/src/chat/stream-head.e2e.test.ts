@@ -1,0 +1,177 @@
+import { createServer, OutgoingMessage, type Server, ServerResponse } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { parseCatalog } from '@tollgate/catalog';
+import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type ProxyStack, startProxyStack } from '../../test/stack';
+
+// When the 200 and the SSE headers of a streamed answer reach the client (issue 11: one write and one
+// client wake-up fewer per stream). The head goes out with the first chunk when the provider's first
+// chunk came with its headers, and on its own, at once, when the provider's first token is slow.
+
+const SLOW_MS = 400;
+let stack: ProxyStack;
+let sim: ProviderSim;
+let slow: Server;
+
+/** A provider that commits its 200 at once and sends its first chunk SLOW_MS later. */
+function slowFirstToken(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.flushHeaders();
+  const chunk = (delta: object, finish: string | null) =>
+    `data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  setTimeout(() => {
+    res.end(
+      `${chunk({ role: 'assistant', content: 'late' }, null)}${chunk({}, 'stop')}data: ${JSON.stringify({
+        id: 'up-1',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'm',
+        choices: [],
+        usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
+      })}\n\ndata: [DONE]\n\n`,
+    );
+  }, SLOW_MS);
+}
+
+beforeAll(async () => {
+  sim = await startProviderSim();
+  slow = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => slowFirstToken(res));
+  });
+  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+  const slowUrl = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/v1`;
+  stack = await startProxyStack({
+    deps: {
+      catalog: parseCatalog(
+        `
+providers:
+  - { name: sim, base_url: "${sim.baseUrl}", simulator: true }
+  - { name: slow, base_url: "${slowUrl}" }
+models:
+  - { id: t/sim, name: sim, context_length: 8000, max_output_tokens: 100, created: 1, providers: [{ provider: sim, model: gpt-4o-mini }], pricing: { prompt: "0.000001", completion: "0.000002" } }
+  - { id: t/slow, name: slow, context_length: 8000, max_output_tokens: 100, created: 1, providers: [{ provider: slow, model: m }], pricing: { prompt: "0.000001", completion: "0.000002" } }
+`,
+        { env: {} },
+      ),
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+  await sim?.close();
+  await new Promise<void>((r) => slow?.close(() => r()));
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** flushHeaders calls on the proxy's own responses (not the fake provider's, in this process too). */
+function proxyHeadFlushes(): () => number {
+  const original = OutgoingMessage.prototype.flushHeaders;
+  const port = Number(new URL(stack.proxy.url).port);
+  let count = 0;
+  vi.spyOn(OutgoingMessage.prototype, 'flushHeaders').mockImplementation(function (this: OutgoingMessage) {
+    if (this.socket?.localPort === port) count++;
+    original.call(this);
+  });
+  return () => count;
+}
+
+/** res.write calls on the proxy's own responses (everything else goes out with res.end). */
+function proxyWrites(): () => number {
+  const original = ServerResponse.prototype.write;
+  const port = Number(new URL(stack.proxy.url).port);
+  let count = 0;
+  vi.spyOn(ServerResponse.prototype, 'write').mockImplementation(function (
+    this: ServerResponse,
+    ...args: Parameters<ServerResponse['write']>
+  ) {
+    if (this.socket?.localPort === port) count++;
+    return original.apply(this, args);
+  });
+  return () => count;
+}
+
+/** The raw reads of one streamed request on its own connection, with their arrival times. */
+async function rawReads(model: string, extra: Record<string, unknown> = {}) {
+  const body = JSON.stringify({
+    model,
+    stream: true,
+    messages: [{ role: 'user', content: 'When does the head arrive?' }],
+    ...extra,
+  });
+  const url = new URL(stack.proxy.url);
+  const socket = net.connect(Number(url.port), url.hostname);
+  socket.setNoDelay(true);
+  const reads: Array<{ at: number; text: string }> = [];
+  const started = performance.now();
+  socket.write(
+    `POST /api/v1/chat/completions HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${stack.inference.key}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+  socket.on('data', (b: Buffer) => reads.push({ at: performance.now() - started, text: b.toString('utf8') }));
+  await new Promise<void>((resolve, reject) => {
+    socket.once('end', () => resolve());
+    socket.once('error', reject);
+  });
+  return reads;
+}
+
+describe('the head and the end of a streamed answer', () => {
+  it('goes out in the same write as the first chunk when the provider sent them together', async () => {
+    // The simulator writes its head with its first chunk. The proxy never sends its head on its own
+    // (no flushHeaders: a separate write before the first chunk's).
+    const flushes = proxyHeadFlushes();
+    const reads = await rawReads('t/sim', { sim: { completion_tokens: 3 } });
+    expect(flushes()).toBe(0);
+    const first = reads[0]?.text ?? '';
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(first, first).toContain('content-type: text/event-stream');
+    expect(first, first).toContain('data: {');
+    const all = reads.map((r) => r.text).join('');
+    expect(all).toContain('data: [DONE]');
+  });
+
+  it('leaves with the whole answer in one write when the provider sent it whole', async () => {
+    // The simulator sends a short unpaced stream in one write: its end arrives with its first chunk,
+    // so the relay holds the content and writes it with the usage chunk and [DONE] (res.end only).
+    const writes = proxyWrites();
+    const reads = await rawReads('t/sim', { sim: { completion_tokens: 3 } });
+    expect(writes()).toBe(0);
+    const all = reads.map((r) => r.text).join('');
+    const data = all
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => l.slice(6));
+    expect(data.at(-1)).toBe('[DONE]');
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
+    expect(chunks.at(-1).usage).toMatchObject({ completion_tokens: 3 });
+    expect(chunks.filter((c) => c.choices?.[0]?.delta?.content).length).toBe(3);
+    // Paced, the chunks still leave one by one as they arrive.
+    vi.restoreAllMocks();
+    const paced = proxyWrites();
+    const pacedReads = await rawReads('t/sim', { sim: { completion_tokens: 6, inter_token_ms: 30 } });
+    expect(paced()).toBeGreaterThanOrEqual(4);
+    expect(pacedReads.length).toBeGreaterThanOrEqual(4);
+    expect(pacedReads.map((r) => r.text).join('')).toContain('data: [DONE]');
+  });
+
+  it('goes out on its own, at once, when the first token is slow', async () => {
+    const flushes = proxyHeadFlushes();
+    const reads = await rawReads('t/slow');
+    expect(flushes()).toBe(1);
+    const head = reads[0];
+    expect(head?.text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(head?.text).not.toContain('data:');
+    const firstData = reads.find((r) => r.text.includes('data:'));
+    expect(firstData, JSON.stringify(reads)).toBeDefined();
+    // The head was not held back until the first chunk.
+    expect((firstData?.at ?? 0) - (head?.at ?? 0)).toBeGreaterThan(SLOW_MS / 2);
+    const all = reads.map((r) => r.text).join('');
+    expect(all).toContain('"content":"late"');
+    expect(all).toContain('data: [DONE]');
+  });
+});
