@@ -418,13 +418,20 @@ try {
   );
   // Diagnostic A/B (never in published numbers): BENCH_PROXY_B=<another build's dist/main.js>, e.g. a
   // copy of services/proxy/dist built from the commit before a change, runs as a second single-process
-  // proxy `tollgate-b` beside `tollgate`, interleaved with it in the max, cpu and gets phases.
+  // proxy `tollgate-b` beside `tollgate`, interleaved with it in the seq, max, ttfb, cpu and gets
+  // phases (seq and ttfb log each single-process proxy's CPU µs per request of the round).
+  // BENCH_PROXY_B_NODE_OPTIONS: node options of `tollgate-b` alone (default BENCH_PROXY_NODE_OPTIONS).
   const proxyBMain = process.env.BENCH_PROXY_B;
   ports.proxyB = await freePort();
   const proxyB = proxyBMain
     ? spawnProcess(
         'proxy-b',
-        [...(process.env.BENCH_PROXY_NODE_OPTIONS ?? '').split(' ').filter(Boolean), proxyBMain],
+        [
+          ...(process.env.BENCH_PROXY_B_NODE_OPTIONS ?? process.env.BENCH_PROXY_NODE_OPTIONS ?? '')
+            .split(' ')
+            .filter(Boolean),
+          proxyBMain,
+        ],
         {
           ...proxyEnv,
           PORT: String(ports.proxyB),
@@ -659,10 +666,25 @@ try {
   }
 
   // ------------------------------------------------------------ 1. sequential latency, max throughput
-  const seqTargets = ['direct', 'portkey', 'tollgate'];
-  const maxTargets = Object.keys(targets).filter(
-    (t) => !process.env.BENCH_TARGETS || process.env.BENCH_TARGETS.split(',').includes(t),
-  );
+  const picked = (t: string) =>
+    !process.env.BENCH_TARGETS || process.env.BENCH_TARGETS.split(',').includes(t);
+  const seqTargets = ['direct', 'portkey', 'tollgate', ...(proxyB ? ['tollgate-b'] : [])].filter(picked);
+  const maxTargets = Object.keys(targets).filter(picked);
+  /** CPU ms of a single-process Tollgate target (null for the others), for CPU µs per request. */
+  const proxyCpu = (name: string): number | null =>
+    name === 'tollgate'
+      ? cpuMs(proxy.pid as number)
+      : name === 'tollgate-b' && proxyB
+        ? cpuMs(proxyB.pid as number)
+        : null;
+  const cpuNote = (name: string, cpu0: number | null, requests: number) => {
+    const cpu1 = proxyCpu(name);
+    return cpu0 === null || cpu1 === null
+      ? ''
+      : `; proxy CPU ${Math.round(((cpu1 - cpu0) * 1000) / Math.max(1, requests))} µs/request`;
+  };
+  // Diagnostic only (never in published numbers): BENCH_SEQ_STREAM=1 sends the sequential requests streamed.
+  const seqStream = process.env.BENCH_SEQ_STREAM === '1';
   const seqSamples: Record<string, number[]> = {};
   const maxCpu: Record<string, Array<Record<string, number>>> = {};
   const maxRuns: Record<
@@ -674,15 +696,16 @@ try {
     if (phase('seq')) {
       for (const name of order(seqTargets)) {
         await quiesce();
+        const cpu0 = proxyCpu(name);
         const r = await load<{ samples: number[]; errors: number }>({
           kind: 'seq',
           count: SEQ_COUNT,
           warmup: 100,
-          ...(targets[name]?.('bench/fast', false) as LoadRequest),
+          ...(targets[name]?.('bench/fast', seqStream) as LoadRequest),
         });
         seqSamples[name] = [...(seqSamples[name] ?? []), ...r.samples];
         log(
-          `round ${round + 1} seq ${name}: p50 ${r2(pct(r.samples, 50))} ms p99 ${r2(pct(r.samples, 99))} ms (errors ${r.errors})`,
+          `round ${round + 1} seq ${name}: p50 ${r2(pct(r.samples, 50))} ms p99 ${r2(pct(r.samples, 99))} ms (errors ${r.errors})${cpuNote(name, cpu0, SEQ_COUNT + 100)}`,
         );
       }
     }
@@ -766,7 +789,9 @@ try {
   // ------------------------------------------------------------ 2. streamed TTFB at 500 req/s
   if (phase('ttfb')) {
     const ttfb: Record<string, number[]> = {};
-    const streamTargets = ['direct', 'portkey', 'tollgate'].filter((t) => streams[t] === 200);
+    const streamTargets = ['direct', 'portkey', 'tollgate', 'tollgate-b'].filter(
+      (t) => streams[t] === 200 && picked(t),
+    );
     // Warm-up at the measured rate (pools grown to what 500 streamed req/s needs).
     for (const name of streamTargets) {
       await load({
@@ -782,6 +807,7 @@ try {
         (_, i) => streamTargets[(i + round) % streamTargets.length] as string,
       )) {
         await quiesce();
+        const cpu0 = proxyCpu(name);
         const r = await load<{ ttfb: number[]; errors: number }>({
           kind: 'rate',
           rate: 500,
@@ -791,7 +817,7 @@ try {
         });
         ttfb[name] = [...(ttfb[name] ?? []), ...r.ttfb];
         log(
-          `round ${round + 1} stream ttfb @500 ${name}: p50 ${r2(pct(r.ttfb, 50))} p99 ${r2(pct(r.ttfb, 99))} ms (errors ${r.errors})`,
+          `round ${round + 1} stream ttfb @500 ${name}: p50 ${r2(pct(r.ttfb, 50))} p99 ${r2(pct(r.ttfb, 99))} ms (errors ${r.errors})${cpuNote(name, cpu0, 500 * SECONDS)}`,
         );
       }
     }

@@ -22,7 +22,12 @@ export interface SseRead {
 export async function readSse(
   url: string,
   init: RequestInit,
-  options: { stopAfterData?: number; controller?: AbortController } = {},
+  options: {
+    stopAfterData?: number;
+    controller?: AbortController;
+    /** Called with each `data:` payload as it arrives (its 1-based count). */
+    onData?: (payload: string, count: number) => void;
+  } = {},
 ): Promise<SseRead> {
   const start = performance.now();
   const controller = options.controller ?? new AbortController();
@@ -57,6 +62,7 @@ export async function readSse(
           out.data.push(payload);
           out.times.push(performance.now() - start);
           out.sequence.push('data');
+          options.onData?.(payload, out.data.length);
           if (payload !== '[DONE]') {
             try {
               out.chunks.push(JSON.parse(payload));

@@ -150,6 +150,12 @@ describe('the head and the end of a streamed answer', () => {
     const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
     expect(chunks.at(-1).usage).toMatchObject({ completion_tokens: 3 });
     expect(chunks.filter((c) => c.choices?.[0]?.delta?.content).length).toBe(3);
+    // The simulator's content chunks carry `"usage":null` (include_usage): stripped, id and model rewritten.
+    for (const chunk of chunks.slice(0, -1)) {
+      expect('usage' in chunk, JSON.stringify(chunk)).toBe(false);
+      expect(chunk.id).toBe(chunks.at(-1).id);
+      expect(chunk.model).toBe('t/sim');
+    }
     // Paced, the chunks still leave one by one as they arrive.
     vi.restoreAllMocks();
     const paced = proxyWrites();

@@ -166,7 +166,11 @@ export class StreamRelay {
         if (emitted !== null) out += `data: ${emitted}\n\n`;
         continue;
       }
-      const rewritten = rewriteChunk(data, c.requestId, c.model.id);
+      // `"usage": null` is stripped from the provider's text before the id/model rewrite (the two
+      // commute): searching the provider's (flat) text needs no copy, where searching the rewritten,
+      // concatenated one copied every content chunk first. Issue 11: 16 chunks without the member
+      // 14.8 → 10.3 KB allocated and 67 → 55 µs; with it (OpenAI's include_usage) 16.1 → 15.4 KB.
+      const rewritten = rewriteChunk(stripNullUsage(data), c.requestId, c.model.id);
       if (rewritten === null) {
         // Not JSON: relayed as it came (one data line per line).
         out += `data: ${data.replaceAll('\n', '\ndata: ')}\n\n`;
@@ -175,7 +179,7 @@ export class StreamRelay {
       if (this.upstreamId === null) this.upstreamId = rewritten.upstreamId;
       this.produced.addChunk(data);
       if (hasFinishReason(data)) this.lastFinishChunk = data;
-      out += `data: ${stripNullUsage(rewritten.text)}\n\n`;
+      out += `data: ${rewritten.text}\n\n`;
     }
     return out;
   }

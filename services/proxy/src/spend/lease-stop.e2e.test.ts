@@ -42,6 +42,12 @@ afterAll(async () => {
 describe('a lapsed lease over the limit stops the request', () => {
   it('ends a running stream with the error chunk and bills what was produced', async () => {
     const controller = new AbortController();
+    // The lease is lost once the stream is running: its 200 and a few chunks reached the client (a
+    // fixed wait raced a slow upstream on a loaded machine: stopped before the answer, that is a 403).
+    let streaming: () => void = () => {};
+    const running = new Promise<void>((resolve) => {
+      streaming = resolve;
+    });
     const reading = readSse(
       `${stack.api}/chat/completions`,
       {
@@ -54,7 +60,12 @@ describe('a lapsed lease over the limit stops the request', () => {
           sim: { completion_tokens: 400, inter_token_ms: 20 },
         }),
       },
-      { controller },
+      {
+        controller,
+        onData: (_payload, count) => {
+          if (count >= 3) streaming();
+        },
+      },
     );
     const id = await vi.waitFor(() => {
       const ids = [...reservations.keys()];
@@ -62,7 +73,7 @@ describe('a lapsed lease over the limit stops the request', () => {
       if (!last || !reservations.get(last)!.onLost) throw new Error('not admitted yet');
       return last;
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await running;
     lose(id);
     const r = await reading;
     expect(r.status).toBe(200);
