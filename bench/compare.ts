@@ -249,7 +249,7 @@ try {
   execFileSync('redis-server', ['--version']);
   privateRedis = spawn(
     'redis-server',
-    ['--port', String(privateRedisPort), '--save', '', '--appendonly', 'no'],
+    ['--port', String(privateRedisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
     {
       stdio: 'ignore',
     },
@@ -279,6 +279,8 @@ async function cleanup() {
   rmSync(catalogDir, { recursive: true, force: true });
 }
 process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+// `timeout` and kill send SIGTERM: clean up too (else the private redis-server outlives the run).
+process.once('SIGTERM', () => void cleanup().then(() => process.exit(143)));
 
 try {
   // Upstream.

@@ -6,7 +6,17 @@ import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import { type LimitReset, periodKey, toUnits } from '@tollgate/money';
 import type { Redis } from 'ioredis';
-import { type AdmitCheck, createSpendStore, defaultTimings, type Lease, type SpendTimings } from './store';
+import {
+  type AdmitCheck,
+  createSpendStore,
+  defaultTimings,
+  type Lease,
+  type SettleArgs,
+  type SpendTimings,
+} from './store';
+
+/** Settles sent at once without waiting for the linger (one settle script call covers them). */
+const SETTLE_BATCH = 128;
 
 /**
  * A checked admission (`admit` with `check`): the key's cached record is no longer the caller's copy
@@ -63,8 +73,14 @@ export interface SpendGuard {
   }): Promise<SpendReservation | null>;
   /** Whether `admit` takes a `check` (the Redis guard; not `SPEND_GUARD=off`). */
   readonly checks?: boolean;
-  /** Exactly once after the request ends (success, error, cancel) with its final cost in units. */
+  /**
+   * Exactly once after the request ends (success, error, cancel) with its final cost in units.
+   * Resolves once the settle reached Redis (the Redis guard sends the settles of `settleLingerMs`
+   * in one script call).
+   */
   settle(reservation: SpendReservation | null, costUnits: bigint): Promise<void>;
+  /** Sends the settles still waiting for their batch (shutdown, before Redis is closed). */
+  flush?(): Promise<void>;
 }
 
 export interface RedisSpendGuardOptions {
@@ -138,6 +154,44 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
     limitReset: LimitReset | null;
   }
   const live = new Map<string, LiveLease>();
+
+  /**
+   * Settles wait up to `settleLingerMs` (or until SETTLE_BATCH of them wait) and go to Redis in one
+   * script call (`SpendStore.settleMany`): off the request path, one call instead of one per request.
+   * A reservation leaves `live` when settle is called, so a waiting settle's hold is no longer renewed:
+   * should the process die before the batch is sent, the hold lapses with its lease like any other of a
+   * crashed process. The cost is only that a finished request's worst case stays held for the linger.
+   */
+  const settleLingerMs = options.timings?.settleLingerMs ?? defaultTimings.settleLingerMs;
+  interface Waiting {
+    args: SettleArgs;
+    resolve: () => void;
+    reject: (err: unknown) => void;
+  }
+  let waiting: Waiting[] = [];
+  let settleTimer: NodeJS.Timeout | NodeJS.Immediate | null = null;
+  const sendSettles = (): Promise<void> => {
+    if (settleTimer) {
+      if (settleLingerMs > 0) clearTimeout(settleTimer as NodeJS.Timeout);
+      else clearImmediate(settleTimer as NodeJS.Immediate);
+    }
+    settleTimer = null;
+    const batch = waiting;
+    waiting = [];
+    if (batch.length === 0) return Promise.resolve();
+    return store.settleMany(batch.map((w) => w.args)).then(
+      (failed) => {
+        for (const w of batch) {
+          if (failed.has(w.args.requestId))
+            w.reject(new Error(`spend hash of ${w.args.requestId} is not a hash`));
+          else w.resolve();
+        }
+      },
+      (err: unknown) => {
+        for (const w of batch) w.reject(err);
+      },
+    );
+  };
   let renewTimer: NodeJS.Timeout | null = null;
   const renewLeases = () => {
     if (live.size === 0) {
@@ -282,10 +336,22 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
       }
     },
 
-    async settle(reservation, costUnits) {
-      if (!reservation) return;
+    settle(reservation, costUnits) {
+      if (!reservation) return Promise.resolve();
       live.delete(reservation.requestId);
-      await store.settle({ ...reservation, costUnits, now: clock().getTime() });
+      if (!reservation.keyTracked && !reservation.accountTracked) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        waiting.push({ args: { ...reservation, costUnits, now: clock().getTime() }, resolve, reject });
+        if (waiting.length >= SETTLE_BATCH) void sendSettles();
+        else if (!settleTimer) {
+          settleTimer =
+            settleLingerMs > 0
+              ? setTimeout(() => void sendSettles(), settleLingerMs)
+              : setImmediate(() => void sendSettles());
+        }
+      });
     },
+
+    flush: () => sendSettles(),
   };
 }

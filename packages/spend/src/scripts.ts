@@ -22,16 +22,25 @@ import type { Redis } from 'ioredis';
  *   key hash:     <period> (d2026-11-20, w2026-W47, m2026-11, all) -> committed spend
  *   account hash: usage, credits, postpaid (0/1), _v (settings version in Postgres)
  */
-const PRELUDE = `
+/**
+ * What a script costs Redis is mostly per C call (bench/spend-scripts.ts, callgrind): every
+ * `redis.call`, `tonumber`, `string.*` call and new string or table is about 1–6 thousand
+ * instructions, every KEYS/ARGV element about 1 thousand, every helper defined in a script body a
+ * closure made on every call. So the helpers below avoid C calls on the common path (canonical
+ * amounts below 10^15 units), each script defines only the helpers it uses, and constants are not
+ * parsed from ARGV more than once.
+ */
+const ARITH = `
 local function gt(a, b)
   if #a ~= #b then return #a > #b end
   return a > b
 end
 -- a + b for non-negative decimal integer strings, exact at any length. Below 10^15 (operands of at
 -- most 15 digits: $100,000 in units) both the operands and their sum are exact in a Lua double
--- (< 2^53), so the digit loop, the costliest part of the scripts, is only for larger amounts.
+-- (< 2^53), so the digit loop, the costliest part of the scripts, is only for larger amounts. The
+-- operands are decimal strings; Lua's arithmetic reads them (as tonumber would, one C call fewer).
 local function add(a, b)
-  if #a < 16 and #b < 16 then return string.format('%d', tonumber(a) + tonumber(b)) end
+  if #a < 16 and #b < 16 then return string.format('%d', a + b) end
   local out, carry = {}, 0
   local i, j = #a, #b
   while i > 0 or j > 0 or carry > 0 do
@@ -48,7 +57,7 @@ end
 -- a - b for non-negative decimal integer strings (a >= b; '0' when b > a), exact at any length.
 local function sub(a, b)
   if not gt(a, b) then return '0' end
-  if #a < 16 then return string.format('%d', tonumber(a) - tonumber(b)) end
+  if #a < 16 then return string.format('%d', a - b) end
   local out, borrow = {}, 0
   local i, j = #a, #b
   while i > 0 do
@@ -64,15 +73,22 @@ local function sub(a, b)
 end
 -- An amount field as a canonical non-negative decimal string (missing or negative -> '0').
 local function amount(v)
-  if (not v) or v == '' or string.sub(v, 1, 1) == '-' then return '0' end
+  if not v then return '0' end
+  local c = string.byte(v)
+  if c == nil or c == 45 then return '0' end
+  if c ~= 48 then return v end
   local r = string.gsub(v, '^0+', '')
   if r == '' then return '0' end
   return r
 end
-local function setmax(h, f, v)
-  local cur = redis.call('HGET', h, f)
-  if (not cur) or gt(v, cur) then redis.call('HSET', h, f, v) end
+-- The amount of a hold "<units>|<expires ms>".
+local function units(v)
+  return string.sub(v, 1, string.find(v, '|', 1, true) - 1)
 end
+`;
+
+/** Hold helpers (admit's sweep, renew): a hold's amount and expiry, drop / hold one field. */
+const HOLDS = `
 local function split(v)
   local i = string.find(v, '|', 1, true)
   return string.sub(v, 1, i - 1), tonumber(string.sub(v, i + 1))
@@ -82,7 +98,7 @@ local function drop(h, f)
   if not v then return false end
   local c = string.sub(f, 1, 2)
   if c == 'r:' or c == 'p:' then
-    local amt = split(v)
+    local amt = units(v)
     if amt ~= '0' then redis.call('HSET', h, '_held', sub(amount(redis.call('HGET', h, '_held')), amt)) end
   end
   redis.call('HDEL', h, f)
@@ -115,6 +131,7 @@ local function gc(h, now, every)
   return pending
 end
 `;
+const PRELUDE = ARITH + HOLDS;
 
 /**
  * KEYS: key hash, account hash [, key-cache record hash, rate-limit window counter].
@@ -137,14 +154,14 @@ if #KEYS > 2 then
   if rec[1] ~= ARGV[11] or rec[2] ~= 'ok' then return {4, 0, 0, 0, 0, 0, 0} end
   count = redis.call('INCR', KEYS[4])
   if count == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[12]) end
-  if ARGV[13] ~= '' and count > tonumber(ARGV[13]) then return {5, 0, 0, 0, 0, 0, count} end
+  if ARGV[13] ~= '' and count > ARGV[13] + 0 then return {5, 0, 0, 0, 0, 0, count} end
 end
 local function decide()
-local now = tonumber(ARGV[1])
+-- Numbers from ARGV and fields are read by Lua's arithmetic (one C call fewer than tonumber).
+local now = ARGV[1] + 0
 local req = ARGV[2]
 local worst = ARGV[3]
 local limited = ARGV[4] ~= ''
-local every = tonumber(ARGV[9])
 local rf = 'r:' .. req
 -- Everything the decision reads, one HMGET per hash (the hot path: see docs/architecture.md).
 local a = redis.call('HMGET', KEYS[2], '_ok', 'postpaid', 'credits', 'usage', '_held', '_gc', rf)
@@ -153,16 +170,16 @@ if limited then k = redis.call('HMGET', KEYS[1], '_ok', ARGV[5], '_held', '_gc',
 local needKey = limited and not k[1]
 local needAcct = not a[1]
 if needKey or needAcct then return {3, 0, 0, needKey and 1 or 0, needAcct and 1 or 0} end
-local staleKey = (limited and now - tonumber(k[1]) > tonumber(ARGV[7])) and 1 or 0
-local staleAcct = (now - tonumber(a[1]) > tonumber(ARGV[8])) and 1 or 0
+local staleKey = (limited and now - k[1] - ARGV[7] > 0) and 1 or 0
+local staleAcct = (now - a[1] - ARGV[8] > 0) and 1 or 0
 local postpaid = a[2] == '1'
 -- The sweep for expired holds, when due (every gc interval): it changes _held, so read it again.
 local expired = 0
 -- The hash's TTL is refreshed with the sweep (at least every gc interval while the hash is used),
 -- not on every admit: an HSET keeps the TTL of an existing hash.
 local function swept(h, held, gcAt, old)
-  if gcAt and tonumber(gcAt) > now then return amount(held), old, false end
-  expired = expired + gc(h, now, every)
+  if gcAt and gcAt - now > 0 then return amount(held), old, false end
+  expired = expired + gc(h, now, ARGV[9] + 0)
   local v = redis.call('HMGET', h, '_held', rf)
   return amount(v[1]), v[2], true
 end
@@ -183,28 +200,28 @@ if not postpaid then
   end
 end
 -- hold() with what was read: the reservation and the new _held in one HSET.
-local function reserve(h, held, old, expires)
+local expiresAt = string.format('%d', now + ARGV[6])
+local function reserve(h, held, old)
   if old then
-    local oa = split(old)
+    local oa = units(old)
     if oa ~= '0' then held = sub(held, oa) end
   end
   if worst == '0' then
     if old then
       redis.call('HDEL', h, rf)
-      if split(old) ~= '0' then redis.call('HSET', h, '_held', held) end
+      if units(old) ~= '0' then redis.call('HSET', h, '_held', held) end
     end
     return
   end
-  redis.call('HSET', h, rf, worst .. '|' .. string.format('%d', expires), '_held', add(held, worst))
+  redis.call('HSET', h, rf, worst .. '|' .. expiresAt, '_held', add(held, worst))
 end
-local expires = now + tonumber(ARGV[6])
-local ttl = tonumber(ARGV[10])
+local ttl = ARGV[10]
 if limited then
-  reserve(KEYS[1], kHeld, kOld, expires)
+  reserve(KEYS[1], kHeld, kOld)
   if kSwept then redis.call('EXPIRE', KEYS[1], ttl) end
 end
 if not postpaid then
-  reserve(KEYS[2], aHeld, aOld, expires)
+  reserve(KEYS[2], aHeld, aOld)
   if aSwept then redis.call('EXPIRE', KEYS[2], ttl) end
 end
 return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct, expired}
@@ -215,48 +232,79 @@ return r
 `;
 
 /**
- * KEYS: key hash, account hash. ARGV: now, request id, cost units, pending ttl ms, key tracked (0/1),
- * account tracked (0/1), hash ttl s. Turns the reservation into a pending cost (or drops it when the
- * worker already counted the request). Per hash: one HMGET of what it reads, one HSET (or HDEL) of
- * what it changes (the same steps as drop r:, drop t:, hold p:, with _held written once).
+ * Settles many requests in one call (the proxy batches the settles of a few milliseconds; see
+ * `settleLingerMs`). KEYS: the owner hashes involved. ARGV: hash ttl s, then per hash of KEYS in
+ * order: n, then n triples request id, cost units, pending expiry ms. A request appears at most once
+ * per hash in a call (the store splits calls so).
+ * Per member exactly what a settle of that request alone does: drop the reservation and, unless a
+ * tombstone says the worker already counted the request, leave the real cost as `p:<request>` (a
+ * zero cost leaves nothing). Per hash: one HMGET of every field the members read, one HDEL and one
+ * HSET of what changed (`_held` once, with the running sum in member order). Returns the indexes
+ * of hashes that could not be read (wrong type): their members were not settled, the others were.
  */
-const SETTLE = `${PRELUDE}
-local now = tonumber(ARGV[1])
-local req = ARGV[2]
-local cost = ARGV[3]
-local rf, tf, pf = 'r:' .. req, 't:' .. req, 'p:' .. req
-local function settle(h)
-  local v = redis.call('HMGET', h, '_held', rf, tf, pf, '_ok')
-  local held = amount(v[1])
-  local changed = false
-  if v[2] then
-    local ra = split(v[2])
-    if ra ~= '0' then held = sub(held, ra); changed = true end
+const SETTLE = `${ARITH}
+local ttl = ARGV[1]
+local i = 2
+local failed = {}
+for hi = 1, #KEYS do
+  local h = KEYS[hi]
+  local n = tonumber(ARGV[i])
+  local names = {'_held', '_ok'}
+  for m = 0, n - 1 do
+    local req = ARGV[i + 1 + 3 * m]
+    local b = 3 + 3 * m
+    names[b] = 'r:' .. req
+    names[b + 1] = 't:' .. req
+    names[b + 2] = 'p:' .. req
   end
-  if v[3] then
-    -- The worker already counted the request (tombstone): no pending cost.
-    redis.call('HDEL', h, rf, tf)
-    if changed then redis.call('HSET', h, '_held', held) end
-    return
-  end
-  if v[4] then
-    local pa = split(v[4])
-    if pa ~= '0' then held = sub(held, pa); changed = true end
-  end
-  if cost == '0' then
-    if v[2] or v[4] then redis.call('HDEL', h, rf, pf) end
-    if changed then redis.call('HSET', h, '_held', held) end
+  -- A hash that cannot be read (not a hash) fails its own members only: reported, nothing written.
+  local v = redis.pcall('HMGET', h, unpack(names))
+  if v.err then
+    failed[#failed + 1] = hi
   else
-    if v[2] then redis.call('HDEL', h, rf) end
-    redis.call('HSET', h, pf, cost .. '|' .. string.format('%d', now + tonumber(ARGV[4])), '_held', add(held, cost))
+    local held = amount(v[1])
+    local writeHeld = false
+    local dels, sets = {}, {}
+    for m = 0, n - 1 do
+      local b = 3 + 3 * m
+      local r, t, p = v[b], v[b + 1], v[b + 2]
+      local cost = ARGV[i + 2 + 3 * m]
+      if r then
+        dels[#dels + 1] = names[b]
+        local ra = units(r)
+        if ra ~= '0' then held = sub(held, ra); writeHeld = true end
+      end
+      if t then
+        -- The worker already counted the request (tombstone): no pending cost.
+        dels[#dels + 1] = names[b + 1]
+      else
+        if p then
+          local pa = units(p)
+          if pa ~= '0' then held = sub(held, pa); writeHeld = true end
+        end
+        if cost == '0' then
+          if p then dels[#dels + 1] = names[b + 2] end
+        else
+          sets[#sets + 1] = names[b + 2]
+          sets[#sets + 1] = cost .. '|' .. ARGV[i + 3 + 3 * m]
+          held = add(held, cost)
+          writeHeld = true
+        end
+      end
+    end
+    if #dels > 0 then redis.call('HDEL', h, unpack(dels)) end
+    if writeHeld then
+      sets[#sets + 1] = '_held'
+      sets[#sets + 1] = held
+    end
+    if #sets > 0 then redis.call('HSET', h, unpack(sets)) end
+    -- An existing hash keeps its TTL (refreshed by admit's sweep); one that vanished meanwhile (flush,
+    -- eviction) and was just re-created by the HSET above gets one, so it cannot linger forever.
+    if not v[2] then redis.call('EXPIRE', h, ttl) end
   end
-  -- An existing hash keeps its TTL (refreshed by admit's sweep); one that vanished meanwhile (flush,
-  -- eviction) and was just re-created by the HSET above gets one, so it cannot linger forever.
-  if not v[5] then redis.call('EXPIRE', h, tonumber(ARGV[7])) end
+  i = i + 1 + 3 * n
 end
-if ARGV[5] == '1' then settle(KEYS[1]) end
-if ARGV[6] == '1' then settle(KEYS[2]) end
-return 0
+return failed
 `;
 
 /**
@@ -274,9 +322,11 @@ return 0
 const RENEW = `${PRELUDE}
 local now = tonumber(ARGV[1])
 local expires = now + tonumber(ARGV[2])
-local ttl = tonumber(ARGV[3])
+local expiresAt = string.format('%d', expires)
+local ttl = ARGV[3]
 local renewed = 0
 local out = {0}
+local seen, touched = {}, {}
 for i = 1, #KEYS do
   local h = KEYS[i]
   local req = ARGV[4 * i]
@@ -285,8 +335,7 @@ for i = 1, #KEYS do
   local cap = ARGV[4 * i + 3]
   local v = redis.call('HGET', h, 'r:' .. req)
   if v then
-    local units = split(v)
-    redis.call('HSET', h, 'r:' .. req, units .. '|' .. string.format('%d', expires))
+    redis.call('HSET', h, 'r:' .. req, units(v) .. '|' .. expiresAt)
     renewed = renewed + 1
   elseif redis.call('HEXISTS', h, 't:' .. req) == 0 and redis.call('HEXISTS', h, 'p:' .. req) == 0 then
     hold(h, 'r:' .. req, amt, expires)
@@ -306,8 +355,13 @@ for i = 1, #KEYS do
     end
     if over then out[#out + 1] = i end
   end
-  redis.call('EXPIRE', h, ttl)
+  if not seen[h] then
+    seen[h] = true
+    touched[#touched + 1] = h
+  end
 end
+-- Each hash's TTL once (a process's leases mostly share a few hashes).
+for _, h in ipairs(touched) do redis.call('EXPIRE', h, ttl) end
 out[1] = renewed
 return out
 `;
@@ -317,22 +371,66 @@ return out
  * ARGV: now, tombstone ttl ms, hash ttl s, n, then n field/value pairs (committed totals, raised
  * monotonically), then request ids of the batch for this owner. Skips a missing hash: it is rebuilt
  * from Postgres (which already holds this commit) before anyone reads it.
+ * Per request: its pending cost (p:) is dropped, and an unsettled reservation (r:) is dropped and
+ * leaves a tombstone (t:) so the late settle adds nothing. One HMGET of every field it reads, one
+ * HDEL and one HSET of what changed (`_held` once, less the sum of the dropped amounts).
  */
-const COMMIT = `${PRELUDE}
+const COMMIT = `${ARITH}
 local h = KEYS[1]
 if redis.call('EXISTS', h) == 0 then return 0 end
-local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[4])
-for i = 0, n - 1 do
-  setmax(h, ARGV[5 + 2 * i], ARGV[6 + 2 * i])
-end
-local tomb = string.format('%d', now + tonumber(ARGV[2]))
-for i = 5 + 2 * n, #ARGV do
+local first = 5 + 2 * n
+local names = {'_held'}
+for i = 0, n - 1 do names[2 + i] = ARGV[5 + 2 * i] end
+local base = 2 + n - 2 * first
+for i = first, #ARGV do
   local req = ARGV[i]
-  drop(h, 'p:' .. req)
-  if drop(h, 'r:' .. req) then redis.call('HSET', h, 't:' .. req, '0|' .. tomb) end
+  names[base + 2 * i] = 'p:' .. req
+  names[base + 2 * i + 1] = 'r:' .. req
 end
-redis.call('EXPIRE', h, tonumber(ARGV[3]))
+local v = redis.call('HMGET', h, unpack(names))
+local sets, dels, raised = {}, {}, {}
+for i = 0, n - 1 do
+  local f, val = ARGV[5 + 2 * i], ARGV[6 + 2 * i]
+  local cur = raised[f]
+  if cur == nil then cur = v[2 + i] end
+  if (not cur) or gt(val, cur) then
+    raised[f] = val
+    sets[#sets + 1] = f
+    sets[#sets + 1] = val
+  end
+end
+local held = amount(v[1])
+local writeHeld = false
+local tomb
+local gone = {}
+for i = first, #ARGV do
+  local j = base + 2 * i
+  local pf, rf = names[j], names[j + 1]
+  local p, r = v[j], v[j + 1]
+  if p and not gone[pf] then
+    gone[pf] = true
+    dels[#dels + 1] = pf
+    local amt = units(p)
+    if amt ~= '0' then held = sub(held, amt); writeHeld = true end
+  end
+  if r and not gone[rf] then
+    gone[rf] = true
+    dels[#dels + 1] = rf
+    local amt = units(r)
+    if amt ~= '0' then held = sub(held, amt); writeHeld = true end
+    tomb = tomb or ('0|' .. string.format('%d', ARGV[1] + ARGV[2]))
+    sets[#sets + 1] = 't:' .. ARGV[i]
+    sets[#sets + 1] = tomb
+  end
+end
+if #dels > 0 then redis.call('HDEL', h, unpack(dels)) end
+if writeHeld then
+  sets[#sets + 1] = '_held'
+  sets[#sets + 1] = held
+end
+if #sets > 0 then redis.call('HSET', h, unpack(sets)) end
+redis.call('EXPIRE', h, ARGV[3])
 return 1
 `;
 

@@ -25,6 +25,12 @@ export interface SpendTimings {
   keyRefreshMs: number;
   /** An account hash older than this is refreshed from Postgres in the background. */
   accountRefreshMs: number;
+  /**
+   * How long the proxy's guard lets a settle wait for others to share its script call (one call per
+   * batch instead of one per request; settle is off the request path). Default 5 ms, like the usage
+   * publisher's linger. 0 = the settles of one event-loop turn.
+   */
+  settleLingerMs: number;
   /** Sweep interval for expired holds (runs inside admit). Default 2 s. */
   gcIntervalMs: number;
   /** Idle hashes expire after this (then they are rebuilt on next use). */
@@ -38,6 +44,7 @@ export const defaultTimings: SpendTimings = {
   tombstoneTtlMs: 15 * 60_000,
   keyRefreshMs: 5 * 60_000,
   accountRefreshMs: 5 * 60_000,
+  settleLingerMs: 5,
   gcIntervalMs: 2_000,
   hashTtlSeconds: 35 * 86_400,
 };
@@ -149,6 +156,14 @@ export interface SpendStore {
   /** With a `check`, `count` is the request's number in its key's rate-limit window (0 when stale). */
   admit(args: AdmitArgs): Promise<AdmitOutcome & { count?: number }>;
   settle(args: SettleArgs): Promise<void>;
+  /**
+   * Settles many requests in one script call (per `SETTLE_CHUNK` members): each exactly as `settle`
+   * alone, applied in list order. Each member is applied at most once; should a call fail (Redis
+   * gone), the members it did not apply keep their reservations until the lease lapses, exactly as
+   * a failed single settle does. Resolves with the request ids of members whose hash is not a hash
+   * (nothing written for them; every other member was settled).
+   */
+  settleMany(list: readonly SettleArgs[]): Promise<Set<string>>;
   /** Renews the leases of live reservations (one script call); returns how many were still held. */
   renew(now: number, leases: Iterable<Lease>): Promise<RenewResult>;
   /** Billing worker, after commit: raise counters to the committed totals, clear holds of the batch. */
@@ -170,6 +185,10 @@ export interface SpendStore {
 
 /** Owner entries (lease × hash) per renewal script call. */
 const RENEW_CHUNK = 1000;
+/** Members (request × hash) per settle script call. */
+const SETTLE_CHUNK = 256;
+/** Request ids per commit script call (its fields are read with one HMGET, below Lua's unpack limit). */
+const COMMIT_CHUNK = 1000;
 
 export function createSpendStore(
   redis: Redis,
@@ -178,6 +197,51 @@ export function createSpendStore(
   const t = { ...defaultTimings, ...options.timings };
   const keyHash = (id: string) => spendKeyHash(options.prefix, id);
   const acctHash = (id: string) => spendAccountHash(options.prefix, id);
+
+  const settleMany = async (list: readonly SettleArgs[]): Promise<Set<string>> => {
+    // One script call per SETTLE_CHUNK members (a member: one request on one hash), grouped by hash;
+    // a request settled twice in one list goes to the next call, so the second sees the first.
+    const calls: Array<Promise<string[]>> = [];
+    let groups = new Map<string, { ids: Set<string>; args: string[] }>();
+    let members = 0;
+    const flush = () => {
+      if (members === 0) return;
+      const args: string[] = [String(t.hashTtlSeconds)];
+      const sent = [...groups.values()];
+      for (const g of sent) args.push(String(g.ids.size), ...g.args);
+      calls.push(
+        scripts.settle
+          .run(redis, [...groups.keys()], args)
+          .then((failed) => (failed as number[]).flatMap((i) => [...(sent[i - 1]?.ids ?? [])])),
+      );
+      groups = new Map();
+      members = 0;
+    };
+    const member = (hash: string, s: SettleArgs, cost: string, expires: string) => {
+      let g = groups.get(hash);
+      if (g?.ids.has(s.requestId)) {
+        flush();
+        g = undefined;
+      }
+      if (!g) {
+        g = { ids: new Set(), args: [] };
+        groups.set(hash, g);
+      }
+      g.ids.add(s.requestId);
+      g.args.push(s.requestId, cost, expires);
+      members++;
+    };
+    for (const s of list) {
+      if (!s.keyTracked && !s.accountTracked) continue;
+      const cost = (s.costUnits < 0n ? 0n : s.costUnits).toString();
+      const expires = String(s.now + t.pendingTtlMs);
+      if (s.keyTracked) member(keyHash(s.keyId), s, cost, expires);
+      if (s.accountTracked) member(acctHash(s.accountId), s, cost, expires);
+      if (members >= SETTLE_CHUNK) flush();
+    }
+    flush();
+    return new Set((await Promise.all(calls)).flat());
+  };
 
   return {
     async admit(a) {
@@ -202,21 +266,9 @@ export function createSpendStore(
     },
 
     async settle(s) {
-      if (!s.keyTracked && !s.accountTracked) return;
-      await scripts.settle.run(
-        redis,
-        [keyHash(s.keyId), acctHash(s.accountId)],
-        [
-          s.now,
-          s.requestId,
-          (s.costUnits < 0n ? 0n : s.costUnits).toString(),
-          t.pendingTtlMs,
-          s.keyTracked ? 1 : 0,
-          s.accountTracked ? 1 : 0,
-          t.hashTtlSeconds,
-        ],
-      );
+      if ((await settleMany([s])).size > 0) throw new Error(`spend hash of ${s.requestId} is not a hash`);
     },
+    settleMany,
 
     async renew(now, leases) {
       // Chunked: one script call per RENEW_CHUNK owner entries. A single call carrying every lease
@@ -263,24 +315,32 @@ export function createSpendStore(
 
     async applyCommitted(now, keys, accounts) {
       const calls: Array<Promise<unknown>> = [];
+      // Each chunk is a whole commit of the same totals (a monotonic max: applying it again is harmless).
+      const chunks = (ids: string[]) => {
+        const out: string[][] = [];
+        for (let i = 0; i < ids.length; i += COMMIT_CHUNK) out.push(ids.slice(i, i + COMMIT_CHUNK));
+        return out.length > 0 ? out : [[]];
+      };
       for (const k of keys) {
         const pairs = k.totals.flatMap(([p, u]) => [p, u.toString()]);
-        calls.push(
-          scripts.commit.run(
-            redis,
-            [keyHash(k.keyId)],
-            [now, t.tombstoneTtlMs, t.hashTtlSeconds, k.totals.length, ...pairs, ...k.requestIds],
-          ),
-        );
+        for (const ids of chunks(k.requestIds))
+          calls.push(
+            scripts.commit.run(
+              redis,
+              [keyHash(k.keyId)],
+              [now, t.tombstoneTtlMs, t.hashTtlSeconds, k.totals.length, ...pairs, ...ids],
+            ),
+          );
       }
       for (const a of accounts) {
-        calls.push(
-          scripts.commit.run(
-            redis,
-            [acctHash(a.accountId)],
-            [now, t.tombstoneTtlMs, t.hashTtlSeconds, 1, 'usage', a.usageUnits.toString(), ...a.requestIds],
-          ),
-        );
+        for (const ids of chunks(a.requestIds))
+          calls.push(
+            scripts.commit.run(
+              redis,
+              [acctHash(a.accountId)],
+              [now, t.tombstoneTtlMs, t.hashTtlSeconds, 1, 'usage', a.usageUnits.toString(), ...ids],
+            ),
+          );
       }
       await Promise.all(calls);
     },

@@ -362,25 +362,26 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     ...forwardOptions,
   });
 
+  const guard = metrics.instrumentGuard(
+    deps.guard ??
+      (config.SPEND_GUARD === 'redis'
+        ? createRedisSpendGuard({
+            redis,
+            prefix: config.REDIS_PREFIX,
+            billingUrl: config.BILLING_URL,
+            signer,
+            rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
+            logger,
+            onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
+            onExpiredPending: (count) => metrics.pendingHoldsExpired(count),
+          })
+        : allowAllSpendGuard),
+  );
   const parts = createProxyApp({
     config,
     logger,
     catalog,
-    guard: metrics.instrumentGuard(
-      deps.guard ??
-        (config.SPEND_GUARD === 'redis'
-          ? createRedisSpendGuard({
-              redis,
-              prefix: config.REDIS_PREFIX,
-              billingUrl: config.BILLING_URL,
-              signer,
-              rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
-              logger,
-              onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
-              onExpiredPending: (count) => metrics.pendingHoldsExpired(count),
-            })
-          : allowAllSpendGuard),
-    ),
+    guard,
     sink: {
       publish(event) {
         metrics.usageEvent(event);
@@ -427,6 +428,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     await closed;
     // Cut streams end (and publish) on their close event; give them that tick before closing the publisher.
     await new Promise((r) => setImmediate(r));
+    // Settles waiting for their batch (settleLingerMs) go now, before Redis is closed.
+    await guard.flush?.().catch((err: unknown) => logger.error({ err }, 'spend settle failed'));
     const result = await publisher.close({ drainTimeoutMs: Math.max(1_000, deadline - Date.now()) });
     if (!result.drained) logger.error({ remaining: result.remaining }, 'usage events lost at shutdown');
     await Promise.allSettled([

@@ -340,6 +340,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
           }
         },
         settle: (reservation, costUnits) => guard.settle(reservation, costUnits),
+        flush: () => guard.flush?.() ?? Promise.resolve(),
       };
     },
   };
