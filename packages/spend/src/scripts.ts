@@ -232,6 +232,15 @@ return r
 `;
 
 /**
+ * The one HDEL and one HSET of a settle or commit on hash `h`: the fields in `dels`, then `sets` with
+ * `_held` (the running sum `held`) when `writeHeld`. Inlined text, not a Lua function: a helper is
+ * re-created on every script call.
+ */
+const WRITE_CHANGES = `if #dels > 0 then redis.call('HDEL', h, unpack(dels)) end
+if writeHeld then sets[#sets + 1] = '_held'; sets[#sets + 1] = held end
+if #sets > 0 then redis.call('HSET', h, unpack(sets)) end`;
+
+/**
  * Settles many requests in one call (the proxy batches the settles of a few milliseconds; see
  * `settleLingerMs`). KEYS: the owner hashes involved. ARGV: hash ttl s, then per hash of KEYS in
  * order: n, then n triples request id, cost units, pending expiry ms. A request appears at most once
@@ -292,12 +301,7 @@ for hi = 1, #KEYS do
         end
       end
     end
-    if #dels > 0 then redis.call('HDEL', h, unpack(dels)) end
-    if writeHeld then
-      sets[#sets + 1] = '_held'
-      sets[#sets + 1] = held
-    end
-    if #sets > 0 then redis.call('HSET', h, unpack(sets)) end
+    ${WRITE_CHANGES}
     -- An existing hash keeps its TTL (refreshed by admit's sweep); one that vanished meanwhile (flush,
     -- eviction) and was just re-created by the HSET above gets one, so it cannot linger forever.
     if not v[2] then redis.call('EXPIRE', h, ttl) end
@@ -424,12 +428,7 @@ for i = first, #ARGV do
     sets[#sets + 1] = tomb
   end
 end
-if #dels > 0 then redis.call('HDEL', h, unpack(dels)) end
-if writeHeld then
-  sets[#sets + 1] = '_held'
-  sets[#sets + 1] = held
-end
-if #sets > 0 then redis.call('HSET', h, unpack(sets)) end
+${WRITE_CHANGES}
 redis.call('EXPIRE', h, ARGV[3])
 return 1
 `;
