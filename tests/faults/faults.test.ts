@@ -257,7 +257,8 @@ describe('fault suite', () => {
       `[faults]   after the restart: ${afterRestart.refused503}/${afterRestart.sent} × 503, last ${afterRestart.lastRefusalMs} ms after it; ` +
         `during the outage: ${duringOutage.refused503}/${duringOutage.sent} × 503; ` +
         `after it: ${afterOutage.refused503}/${afterOutage.sent} × 503, last ${afterOutage.lastRefusalMs} ms after it; ` +
-        `probes of blocked keys: ${probed.length} (${JSON.stringify(countStatuses(probed))})\n`,
+        `probes of blocked keys: ${probed.length} (${JSON.stringify(countStatuses(probed))}); ` +
+        `restart at ${restartedAt - restoredAt} ms, cut at ${cutAt - restoredAt} ms (from the end of the outage)\n`,
     );
     expectReconciled(f, { allowRefused: true });
     // Revoked and disabled keys: never served once blocked, whatever Redis did meanwhile.

@@ -29,8 +29,11 @@ import pg from 'pg';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 export const MODEL = 'openai/gpt-4o-mini';
-/** Limit of every third key: a handful of requests' worth, so those keys reach it under load. */
-const LIMIT = '0.0002';
+/**
+ * Limit of every third key: a handful of requests' worth, so those keys reach it under load.
+ * `FAULTS_KEY_LIMIT` raises it so a limited key still has room when a fault strikes mid-scenario.
+ */
+const LIMIT = process.env.FAULTS_KEY_LIMIT ?? '0.0002';
 
 type ServiceName = 'provider-sim' | 'keys' | 'billing' | 'proxy';
 
@@ -451,10 +454,20 @@ export class FaultStack {
     const served = outcomes.filter((o) => o.status === 200 && o.id);
     const ids = served.map((o) => o.id as string);
     const deadline = Date.now() + timeoutMs;
-    let rows: Array<{ id: string; key_id: string; account_id: string; total_cost: string }> = [];
+    let rows: Array<{
+      id: string;
+      key_id: string;
+      account_id: string;
+      total_cost: string;
+      created_at: Date;
+      finished_at: Date;
+    }> = [];
     for (;;) {
-      rows = (await this.pool.query('select id, key_id, account_id, total_cost from billing.generations'))
-        .rows;
+      rows = (
+        await this.pool.query(
+          'select id, key_id, account_id, total_cost, created_at, finished_at from billing.generations',
+        )
+      ).rows;
       const have = new Set(rows.map((r) => r.id));
       const missing = ids.filter((id) => !have.has(id));
       const depths = await this.queueDepths();
@@ -510,9 +523,20 @@ export class FaultStack {
       if ((accountSums.get(r.account_id) ?? 0n) !== toUnits(r.amount)) sumMismatches++;
     if (keySpend.length !== keySums.size || accountUsage.length !== accountSums.size) sumMismatches++;
     let overshot = 0;
+    const overshotDetail: string[] = [];
     for (const k of this.keys) {
       if (k.limit === null) continue;
-      if ((keySums.get(k.id) ?? 0n) > toUnits(k.limit)) overshot++;
+      const spent = keySums.get(k.id) ?? 0n;
+      if (spent > toUnits(k.limit)) {
+        overshot++;
+        // When the key's records were created and finished (ms after `since`): which fault let it through.
+        const times = rows
+          .filter((r) => r.key_id === k.id)
+          .map((r) => `${r.created_at.getTime() - since}/${r.finished_at.getTime() - since}`);
+        overshotDetail.push(
+          `key ${k.id}: spent ${spent} units > limit ${toUnits(k.limit)} (${times.length} records, created/finished ms after the fault: ${times.join(' ')})`,
+        );
+      }
     }
     const depths = await this.queueDepths();
     const figures: Figures = {
@@ -536,6 +560,7 @@ export class FaultStack {
       spooled: (await this.proxyMetric('tollgate_proxy_publisher_spooled_events')) ?? -1,
       recoveryMs,
       lostDetail,
+      overshotDetail,
     };
     return figures;
   }
@@ -606,6 +631,8 @@ export interface Figures {
   recoveryMs: number;
   /** Each lost answer: its id, kind, and when it was sent and answered relative to `since`. */
   lostDetail: string[];
+  /** Each key over its limit: its spend, limit and the times of its records relative to `since`. */
+  overshotDetail: string[];
 }
 
 const countBy = (values: number[]) => {
@@ -621,6 +648,7 @@ export function report(scenario: string, f: Figures): void {
       `transportErrors=${f.transportErrors} errorChunks=${f.errorChunks} lost=${f.lost} duplicated=${f.duplicated} ` +
       `wrongCost=${f.wrongCost} unexplained=${f.unexplainedRecords} sumMismatches=${f.sumMismatches} ` +
       `overshot=${f.overshot} queue=${f.queue} dlq=${f.dlq} spooled=${f.spooled} recovery=${f.recoveryMs}ms\n` +
-      f.lostDetail.map((d) => `[faults]   LOST ${d}\n`).join(''),
+      f.lostDetail.map((d) => `[faults]   LOST ${d}\n`).join('') +
+      f.overshotDetail.map((d) => `[faults]   OVERSHOT ${d}\n`).join(''),
   );
 }

@@ -193,13 +193,13 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
     );
   };
   let renewTimer: NodeJS.Timeout | null = null;
-  const renewLeases = () => {
+  const renewLeases = (): Promise<void> => {
     if (live.size === 0) {
       if (renewTimer) clearInterval(renewTimer);
       renewTimer = null;
-      return;
+      return Promise.resolve();
     }
-    store
+    return store
       .renew(clock().getTime(), live.values())
       .then(({ overLimit }) => {
         for (const lease of overLimit) {
@@ -215,10 +215,22 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
       })
       .catch((err: unknown) => options.onBackgroundError?.(err));
   };
+  /**
+   * A renewal now, before a rebuild (see admit). Concurrent admissions needing a rebuild share one
+   * (a process with thousands of streams must not renew them once per key it rebuilds).
+   */
+  let urgentRenew: { at: number; done: Promise<void> } | null = null;
+  const renewBeforeRebuild = (): Promise<void> => {
+    const nowMs = Date.now();
+    if (!urgentRenew || nowMs - urgentRenew.at > 250) {
+      urgentRenew = { at: nowMs, done: renewLeases() };
+    }
+    return urgentRenew.done;
+  };
   const track = (lease: LiveLease) => {
     live.set(lease.requestId, lease);
     if (!renewTimer) {
-      renewTimer = setInterval(renewLeases, leaseRenewMs);
+      renewTimer = setInterval(() => void renewLeases(), leaseRenewMs);
       renewTimer.unref();
     }
   };
@@ -305,8 +317,14 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
         }
         if (outcome.code === 'rate_limited') throw new KeyRateLimited();
         if (outcome.code === 'rebuild') {
+          if (outcome.expiredPending > 0) options.onExpiredPending?.(outcome.expiredPending);
           if (attempt >= 2)
             throw new AppError('service_unavailable', 'Spend counters are unavailable, retry shortly');
+          // A hash to rebuild may mean Redis lost its data (restart, flush) or the holds lapsed while
+          // it was unreachable: this process's requests in flight hold their worst cases again first
+          // (what the next renewal would do up to `leaseRenewMs` later), so the decision after the
+          // rebuild counts them instead of admitting into their room.
+          if (attempt === 0) await renewBeforeRebuild();
           await rebuild(key.accountId, outcome.key ? key.id : null, at);
           continue;
         }

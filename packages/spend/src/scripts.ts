@@ -110,13 +110,18 @@ local function hold(h, f, amt, expires)
   redis.call('HSET', h, f, amt .. '|' .. string.format('%d', expires))
   redis.call('HSET', h, '_held', add(amount(redis.call('HGET', h, '_held')), amt))
 end
--- Drops expired holds and tombstones; returns how many pending costs (p:) expired uncounted.
+-- Drops expired holds and tombstones; returns how many pending costs (p:) expired uncounted, and
+-- how many reservations (r:) lapsed. A lapsed reservation is a request its proxy never settled (the
+-- proxy died, or could not reach Redis — the settle failed): billing may have committed its cost to
+-- Postgres while its Redis update failed too (Redis unreachable), so once the hold is gone the
+-- counters may be short of Postgres. The hash is marked unbuilt (_ok removed): the next admission
+-- rebuilds it from Postgres (a monotonic max) before deciding, never on the short counters.
 local function gc(h, now, every)
   local nxt = redis.call('HGET', h, '_gc')
-  if nxt and tonumber(nxt) > now then return 0 end
+  if nxt and tonumber(nxt) > now then return 0, 0 end
   redis.call('HSET', h, '_gc', string.format('%d', now + every))
   local all = redis.call('HGETALL', h)
-  local pending = 0
+  local pending, lapsed = 0, 0
   for i = 1, #all, 2 do
     local f = all[i]
     local c = string.sub(f, 1, 2)
@@ -125,10 +130,12 @@ local function gc(h, now, every)
       if exp <= now then
         drop(h, f)
         if c == 'p:' then pending = pending + 1 end
+        if c == 'r:' then lapsed = lapsed + 1 end
       end
     end
   end
-  return pending
+  if lapsed > 0 then redis.call('HDEL', h, '_ok') end
+  return pending, lapsed
 end
 `;
 const PRELUDE = ARITH + HOLDS;
@@ -140,8 +147,9 @@ const PRELUDE = ARITH + HOLDS;
  *       [, record version, counter ttl ms, rate limit ('' = none)].
  * Returns {code, keyTracked, accountTracked, keyFlag, accountFlag, expiredPending, count}:
  *   code 0 admitted (flags = stale, refresh in background), 1 key limit reached,
- *   2 credits exhausted, 3 rebuild needed (flags = which hash is missing); expiredPending: pending
- *   costs the sweeps of this call dropped after their TTL (never counted by billing).
+ *   2 credits exhausted, 3 rebuild needed (flags = which hash is missing, or was unbuilt by its
+ *   sweep because a reservation lapsed: see gc); expiredPending: pending costs the sweeps of this
+ *   call dropped after their TTL (never counted by billing).
  * With the two extra keys (the proxy's checked admission, no separate key-cache read): first the
  * key's cached record must still be at the caller's version in state ok — else code 4 (stale, nothing
  * counted or held) — then the request is counted in the key's window (count), code 5 when that is
@@ -169,29 +177,34 @@ local k = {false, false, false, false, false}
 if limited then k = redis.call('HMGET', KEYS[1], '_ok', ARGV[5], '_held', '_gc', rf) end
 local needKey = limited and not k[1]
 local needAcct = not a[1]
-if needKey or needAcct then return {3, 0, 0, needKey and 1 or 0, needAcct and 1 or 0} end
+if needKey or needAcct then return {3, 0, 0, needKey and 1 or 0, needAcct and 1 or 0, 0} end
 local staleKey = (limited and now - k[1] - ARGV[7] > 0) and 1 or 0
 local staleAcct = (now - a[1] - ARGV[8] > 0) and 1 or 0
 local postpaid = a[2] == '1'
 -- The sweep for expired holds, when due (every gc interval): it changes _held, so read it again.
 local expired = 0
 -- The hash's TTL is refreshed with the sweep (at least every gc interval while the hash is used),
--- not on every admit: an HSET keeps the TTL of an existing hash.
+-- not on every admit: an HSET keeps the TTL of an existing hash. A sweep that dropped a lapsed
+-- reservation unbuilt the hash (see gc): the decision waits for its rebuild from Postgres (code 3).
 local function swept(h, held, gcAt, old)
-  if gcAt and gcAt - now > 0 then return amount(held), old, false end
-  expired = expired + gc(h, now, ARGV[9] + 0)
+  if gcAt and gcAt - now > 0 then return amount(held), old, false, 0 end
+  local p, l = gc(h, now, ARGV[9] + 0)
+  expired = expired + p
   local v = redis.call('HMGET', h, '_held', rf)
-  return amount(v[1]), v[2], true
+  return amount(v[1]), v[2], true, l
 end
-local kHeld, kOld, kSwept, aHeld, aOld, aSwept
+local kHeld, kOld, kSwept, kLapsed, aHeld, aOld, aSwept, aLapsed
+if limited then kHeld, kOld, kSwept, kLapsed = swept(KEYS[1], k[3], k[4], k[5]) end
+if not postpaid then aHeld, aOld, aSwept, aLapsed = swept(KEYS[2], a[5], a[6], a[7]) end
+if (kLapsed or 0) + (aLapsed or 0) > 0 then
+  return {3, 0, 0, (kLapsed or 0) > 0 and 1 or 0, (aLapsed or 0) > 0 and 1 or 0, expired}
+end
 if limited then
-  kHeld, kOld, kSwept = swept(KEYS[1], k[3], k[4], k[5])
   if gt(add(add(amount(k[2]), kHeld), worst), ARGV[4]) then
     return {1, 0, 0, staleKey, staleAcct, expired}
   end
 end
 if not postpaid then
-  aHeld, aOld, aSwept = swept(KEYS[2], a[5], a[6], a[7])
   local credits = amount(a[3])
   -- Out of credits, or this request's own worst case does not fit in what is left.
   local used = add(amount(a[4]), aHeld)

@@ -370,15 +370,37 @@ describe('the guard batches settles', () => {
         timings: { gcIntervalMs: 0 },
       }).admit({ key: g.k, worstCaseCostUnits: usd('6'), requestId: 'gen-1-tooearlytooearlyto' }),
     ).rejects.toMatchObject({ type: 'key_limit_exceeded' });
-    // After the lease, the next admission's sweep releases it.
+    // After the lease, the next admission's sweep releases it and unbuilds the hashes: the lost
+    // request's event may be counted in Postgres already, so the decision waits for a rebuild
+    // (billing is unreachable in this test: 503, never an admission on the short counters).
+    await expect(
+      other.admit({ key: g.k, worstCaseCostUnits: usd('6'), requestId: 'gen-1-afterafterafteraft' }),
+    ).rejects.toMatchObject({ type: 'service_unavailable' });
+    expect(await r.client.hget(g.keyHash, 'r:gen-1-lostlostlostlostlost')).toBeNull();
+    expect(await r.client.hget(g.keyHash, '_ok')).toBeNull();
+    // Billing's rebuild loads Postgres, where the lost request's event was counted (1).
+    await g.store.beginRebuild({ keyId: g.k.id, accountId: g.k.accountId }, NOW + 10_001);
+    await g.store.loadKey(g.k.id, NOW + 10_001, current, [[DAY, usd('1')]]);
+    await g.store.loadAccount(g.k.accountId, NOW + 10_001, {
+      usageUnits: usd('1'),
+      creditsUnits: usd('100'),
+      postpaid: false,
+      version: 1,
+    });
     const next = await other.admit({
       key: g.k,
       worstCaseCostUnits: usd('6'),
       requestId: 'gen-1-afterafterafteraft',
     });
     expect(next).not.toBeNull();
-    expect(await r.client.hget(g.keyHash, 'r:gen-1-lostlostlostlostlost')).toBeNull();
     expect(await r.client.hget(g.keyHash, '_held')).toBe(String(usd('6')));
+    await expect(
+      other.admit({
+        key: g.k,
+        worstCaseCostUnits: usd('3.0000000001'),
+        requestId: 'gen-1-overoveroveroverove',
+      }),
+    ).rejects.toMatchObject({ type: 'key_limit_exceeded' }); // 1 + 6 + 3.0000000001 > 10
     await other.settle(next, 0n);
   });
 

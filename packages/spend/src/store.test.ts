@@ -60,14 +60,14 @@ const acctHash = () => spendAccountHash(r.prefix, accountId);
 
 describe('spend store (Lua scripts on a real Redis)', () => {
   it('asks for a rebuild when the hashes are missing, never reading them as zero', async () => {
-    expect(await admit('1', '10')).toEqual({ code: 'rebuild', key: true, account: true });
+    expect(await admit('1', '10')).toEqual({ code: 'rebuild', key: true, account: true, expiredPending: 0 });
     await store.loadAccount(accountId, NOW, {
       usageUnits: 0n,
       creditsUnits: usd('5'),
       postpaid: false,
       version: 1,
     });
-    expect(await admit('1', '10')).toEqual({ code: 'rebuild', key: true, account: false });
+    expect(await admit('1', '10')).toEqual({ code: 'rebuild', key: true, account: false, expiredPending: 0 });
     // A key without a limit needs only the account hash.
     expect((await admit('1', null)).code).toBe('admitted');
   });
@@ -165,11 +165,65 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     expect(await r.client.exists(keyHash())).toBe(0);
   });
 
-  it('releases reservations whose request never settled once they expire', async () => {
+  it('releases reservations whose request never settled once they expire, after a rebuild from Postgres', async () => {
     await loadBoth('0', '100');
     await admit('6', '10');
     expect((await admit('6', '10')).code).toBe('key_limit');
+    // The sweep drops the lapsed hold and unbuilds the hash: billing may have counted that request in
+    // Postgres without reaching Redis, so the decision waits for a rebuild.
+    expect(await admit('6', '10', undefined, NOW + 16 * 60_000)).toMatchObject({
+      code: 'rebuild',
+      key: true,
+    });
+    expect(await field(keyHash(), '_ok')).toBeNull();
+    await loadBoth('0', '100');
     expect((await admit('6', '10', undefined, NOW + 16 * 60_000)).code).toBe('admitted');
+  });
+
+  it('rebuilds before deciding when a lapsed hold was swept: a commit Redis never saw is counted (Redis outage)', async () => {
+    // Request A (worst 6 of the 10) is admitted; then Redis is unreachable: its proxy's settle fails,
+    // billing commits its cost (5) to Postgres but cannot update Redis. Redis comes back after the lease.
+    await loadBoth('0', '100');
+    expect((await admit('6', '10', 'gen-1-outageoutageoutageou')).code).toBe('admitted');
+    const after = NOW + 10_001; // the lease (10 s) lapsed during the outage
+    // Without the rebuild the key would read 0 spent and admit 6 more: 5 + 6 > 10 once both are billed.
+    const first = await admit('6', '10', undefined, after);
+    expect(first).toMatchObject({ code: 'rebuild', key: true, account: true });
+    expect(await field(keyHash(), 'r:gen-1-outageoutageoutageou')).toBeNull();
+    // The rebuild loads Postgres, which has A's commit.
+    await store.beginRebuild({ keyId, accountId }, after);
+    await store.loadKey(keyId, after, current, [
+      [DAY, usd('5')],
+      ['all', usd('5')],
+    ]);
+    await store.loadAccount(accountId, after, {
+      usageUnits: usd('5'),
+      creditsUnits: usd('100'),
+      postpaid: false,
+      version: 1,
+    });
+    expect((await admit('6', '10', undefined, after)).code).toBe('key_limit');
+    expect((await admit('5', '10', undefined, after)).code).toBe('admitted');
+  });
+
+  it('rebuilds the account before deciding when a lapsed hold was swept from it (prepaid credits)', async () => {
+    await loadBoth('0', '10');
+    expect((await admit('6', null, 'gen-1-acctlapseacctlapseac')).code).toBe('admitted');
+    const after = NOW + 10_001;
+    expect(await admit('6', null, undefined, after)).toMatchObject({
+      code: 'rebuild',
+      key: false,
+      account: true,
+    });
+    expect(await field(acctHash(), '_ok')).toBeNull();
+    await store.loadAccount(accountId, after, {
+      usageUnits: usd('5'),
+      creditsUnits: usd('10'),
+      postpaid: false,
+      version: 1,
+    });
+    expect((await admit('6', null, undefined, after)).code).toBe('credits');
+    expect((await admit('5', null, undefined, after)).code).toBe('admitted');
   });
 
   it("refuses with credits when usage plus holds plus the request's worst case exceed the credits, unless postpaid", async () => {
@@ -303,7 +357,10 @@ describe('spend store (Lua scripts on a real Redis)', () => {
       units: usd('4'),
     };
     expect((await leased.renew(NOW + 800, [lease])).renewed).toBe(2); // key hash and account hash
-    // At +1.5 s the crashed request's lease has lapsed and is swept; the live one still holds.
+    // At +1.5 s the crashed request's lease has lapsed and is swept (the hash is then rebuilt from
+    // Postgres before the decision); the live one still holds.
+    expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 1_500)).code).toBe('rebuild');
+    await loadBoth('0', '100');
     expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 1_500)).code).toBe('admitted');
     expect(await field(keyHash(), `r:${crashed}`)).toBeNull();
     expect(await field(keyHash(), `r:${live}`)).not.toBeNull();
@@ -384,7 +441,10 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     const fits = `gen-1-${randomUUID().slice(0, 20)}`;
     expect((await at(stalled, NOW, '6')).code).toBe('admitted');
     expect((await at(fits, NOW, '1')).code).toBe('admitted');
-    // Both processes stall past the lease; meanwhile another request takes the room (sweep at +1.5 s).
+    // Both processes stall past the lease; meanwhile another request takes the room (sweep at +1.5 s,
+    // then a rebuild from Postgres, which has nothing of the two: their events are not sent yet).
+    expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 1_500, '6')).code).toBe('rebuild');
+    await loadBoth('0', '100');
     expect((await at(`gen-1-${randomUUID().slice(0, 20)}`, NOW + 1_500, '6')).code).toBe('admitted');
     const lease = (requestId: string, units: string) => ({
       keyId,

@@ -84,7 +84,11 @@ export type AdmitOutcome =
     }
   | { code: 'key_limit'; staleKey: boolean; staleAccount: boolean; expiredPending: number }
   | { code: 'credits'; staleKey: boolean; staleAccount: boolean; expiredPending: number }
-  | { code: 'rebuild'; key: boolean; account: boolean }
+  /**
+   * A hash is missing or unbuilt (`_ok` absent: never loaded, or a lapsed reservation was swept —
+   * its counters may be short of Postgres): rebuild it from Postgres, then admit again.
+   */
+  | { code: 'rebuild'; key: boolean; account: boolean; expiredPending: number }
   /** With a `check`: the key's cached record changed (or is pending); nothing counted or held. */
   | { code: 'stale' }
   /** With a `check`: the request is over the key's rate limit (counted, nothing held). */
@@ -418,7 +422,7 @@ function admitOutcome(r: number[]): AdmitOutcome {
     case 2:
       return { code: 'credits', staleKey: f1 === 1, staleAccount: f2 === 1, expiredPending };
     default:
-      return { code: 'rebuild', key: f1 === 1, account: f2 === 1 };
+      return { code: 'rebuild', key: f1 === 1, account: f2 === 1, expiredPending };
   }
 }
 

@@ -138,6 +138,7 @@ export async function startBilling(
       closing ??= (async () => {
         await closeServer(server);
         await consumer?.close();
+        await recorder.close();
         await db.destroy();
         redis.disconnect();
       })();

@@ -3,8 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { devServiceSigner } from '@tollgate/auth';
 import { AppError } from '@tollgate/errors';
+import { createLogger } from '@tollgate/logger';
 import { type LimitReset, periodEnd, toUnits } from '@tollgate/money';
-import { createRedisSpendGuard, type SpendGuard, spendKeyHash } from '@tollgate/spend';
+import { createRedisSpendGuard, createSpendStore, type SpendGuard, spendKeyHash } from '@tollgate/spend';
+import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   keyHeaders,
@@ -14,6 +17,7 @@ import {
   testRequestId,
   usageEvent,
 } from '../../test/testing';
+import { createUsageRecorder } from '../usage/usage.recorder';
 
 type CachedKey = Parameters<SpendGuard['admit']>[0]['key'];
 let s: TestBillingStack;
@@ -376,4 +380,98 @@ describe('spend guard against a real billing', () => {
       if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
     }
   }, 40_000);
+
+  it('Redis unreachable longer than the lease: a request billed meanwhile still counts when Redis returns (no overshoot)', async () => {
+    // Fault suite 3 (Redis unreachable 10 s) once ended with a key over its limit. The chain: a
+    // request admitted before the outage ends during it; its proxy's settle fails (Redis away) and
+    // billing commits its cost to Postgres but cannot update Redis; the lease lapses meanwhile. When
+    // Redis is back, the next admission swept the lapsed hold and decided on counters short of
+    // Postgres by that cost, admitting a request the limit had no room for.
+    const t0 = new Date('2026-11-20T12:00:00.000Z');
+    now = t0;
+    const key = newKey('10', 'daily');
+    await setPostpaid(key.accountId);
+    const redisAt = hostPortOf(s.config.REDIS_URL, 6379);
+    const proxyRedis = await createTcpProxy(redisAt); // the proxy's connection to Redis
+    const billingRedis = await createTcpProxy(redisAt); // billing's
+    const clients = [proxyRedis, billingRedis].map((p) => {
+      const c = new Redis(p.url(s.config.REDIS_URL), {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => 50,
+      });
+      c.on('error', () => {});
+      return c;
+    });
+    const [proxyClient, billingClient] = clients as [Redis, Redis];
+    const recorder = createUsageRecorder({
+      db: s.billing.db,
+      spend: createSpendStore(billingClient, { prefix: s.config.REDIS_PREFIX }),
+      logger: createLogger({ name: 't', level: 'silent' }),
+      clock: () => new Date(),
+      redisAttempts: 1,
+      redisRetryMs: 60_000,
+    });
+    const proxyGuard = createRedisSpendGuard({
+      redis: proxyClient,
+      prefix: s.config.REDIS_PREFIX,
+      billingUrl: s.billing.url,
+      signer: devServiceSigner('proxy'),
+      clock: () => t0,
+    });
+    try {
+      await vi.waitFor(() => expect(proxyClient.status).toBe('ready'));
+      const requestId = testRequestId(t0);
+      const reservation = await proxyGuard.admit({ key, worstCaseCostUnits: usd('6'), requestId });
+      await proxyRedis.stop();
+      await billingRedis.stop();
+      // The request ends during the outage: the settle fails, billing commits 5 to Postgres only.
+      await expect(proxyGuard.settle(reservation, usd('5'))).rejects.toThrow();
+      const e = usageEvent({
+        id: requestId,
+        key_id: key.id,
+        account_id: key.accountId,
+        cost: '5',
+        finished_at: t0.toISOString(),
+      });
+      expect(await recorder.record([e])).toEqual({ inserted: 1, duplicates: 0 });
+      // Redis is reachable again 10 s later (the lease lapsed); billing has not reconnected yet.
+      // Another proxy process asks for 6 more: 5 + 6 > 10 must be refused.
+      const later = new Date(t0.getTime() + 10_001);
+      const other = createRedisSpendGuard({
+        redis: s.redis.client,
+        prefix: s.config.REDIS_PREFIX,
+        billingUrl: s.billing.url,
+        signer: devServiceSigner('proxy'),
+        clock: () => later,
+      });
+      await expect(
+        other.admit({ key, worstCaseCostUnits: usd('6'), requestId: testRequestId(later) }),
+      ).rejects.toMatchObject({ type: 'key_limit_exceeded' });
+      // What the limit has room for is still admitted.
+      const fits = await other.admit({ key, worstCaseCostUnits: usd('5'), requestId: testRequestId(later) });
+      expect(fits).not.toBeNull();
+      await other.settle(fits, 0n);
+    } finally {
+      await recorder.close();
+      for (const c of clients) c.disconnect();
+      await proxyRedis.close();
+      await billingRedis.close();
+    }
+  });
+
+  it('Redis restarted empty with requests in flight: their worst cases are held again before the rebuilt counters admit more', async () => {
+    now = new Date('2026-11-20T12:00:00.000Z');
+    const key = newKey('10', 'daily');
+    await setPostpaid(key.accountId);
+    const running = await guard.admit({ key, worstCaseCostUnits: usd('6'), requestId: testRequestId(now) });
+    // Redis loses everything (restart without persistence); the request is still running.
+    const keys = await s.redis.client.keys(`${s.config.REDIS_PREFIX}spend:*`);
+    if (keys.length) await s.redis.client.del(...keys);
+    // Before: the rebuilt hash knew nothing of the running request until this process's next renewal
+    // (up to 3 s), so 6 more were admitted into its room: 12 of 10 if both cost their worst case.
+    expect((await admitError(key, '6'))?.type).toBe('key_limit_exceeded');
+    expect(await admitError(key, '4')).toBeNull(); // 6 + 4 = 10 fits
+    await guard.settle(running, usd('1'));
+  });
 });

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@tollgate/logger';
+import { periodKey, toUnits } from '@tollgate/money';
+import { createSpendStore, spendAccountHash, spendKeyHash } from '@tollgate/spend';
+import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
+import { createUsageRecorder } from './usage.recorder';
 
 let s: TestBillingStack;
 beforeAll(async () => {
@@ -151,5 +157,84 @@ describe('usage recorder (one array parameter per column, sums per batch)', () =
     expect(ra.inserted + rb.inserted).toBe(60);
     expect(ra.duplicates + rb.duplicates).toBe(20);
     expect((await spend(keyId)).all).toBe('0.6');
+  });
+
+  it('a commit that cannot reach Redis is applied once Redis is back: pending costs cleared, counters raised', async () => {
+    // Before: the update was dropped after four attempts (~0.7 s). After a Redis outage the request's
+    // pending cost (p:) then stayed held for 7 days on top of the counter, which the key's next
+    // commit raised to include it: the cost counted twice, the key refused below its limit.
+    const keyId = randomUUID();
+    const accountId = randomUUID();
+    const now = new Date();
+    const day = periodKey('daily', now);
+    const current = { d: day, w: periodKey('weekly', now), m: periodKey('monthly', now) };
+    const direct = createSpendStore(s.redis.client, { prefix: s.config.REDIS_PREFIX });
+    await direct.beginRebuild({ keyId, accountId }, now.getTime());
+    await direct.loadKey(keyId, now.getTime(), current, []);
+    await direct.loadAccount(accountId, now.getTime(), {
+      usageUnits: 0n,
+      creditsUnits: toUnits('100'),
+      postpaid: false,
+      version: 1,
+    });
+    const e = usageEvent({ key_id: keyId, account_id: accountId, cost: '2', finished_at: now.toISOString() });
+    // The proxy settled the request: its cost is pending until billing counts it.
+    await direct.admit({
+      keyId,
+      accountId,
+      requestId: e.id,
+      worstCaseUnits: toUnits('3'),
+      limitUnits: toUnits('10'),
+      period: day,
+      now: now.getTime(),
+    });
+    await direct.settle({
+      keyId,
+      accountId,
+      requestId: e.id,
+      costUnits: toUnits('2'),
+      keyTracked: true,
+      accountTracked: true,
+      now: now.getTime(),
+    });
+    const keyHash = spendKeyHash(s.config.REDIS_PREFIX, keyId);
+    const acctHash = spendAccountHash(s.config.REDIS_PREFIX, accountId);
+    expect(await s.redis.client.hget(keyHash, `p:${e.id}`)).not.toBeNull();
+
+    // This recorder reaches Redis through a TCP fault proxy, which is then stopped: Redis unreachable.
+    const proxy = await createTcpProxy(hostPortOf(s.config.REDIS_URL, 6379));
+    const redis = new Redis(proxy.url(s.config.REDIS_URL), {
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => 50,
+    });
+    redis.on('error', () => {});
+    const recorder = createUsageRecorder({
+      db: s.billing.db,
+      spend: createSpendStore(redis, { prefix: s.config.REDIS_PREFIX }),
+      logger: createLogger({ name: 't', level: 'silent' }),
+      clock: () => new Date(),
+      redisAttempts: 2,
+      redisRetryMs: 50,
+    });
+    try {
+      await proxy.stop();
+      expect(await recorder.record([e])).toEqual({ inserted: 1, duplicates: 0 });
+      expect((await spend(keyId))[day]).toBe('2'); // committed in Postgres, acked
+      expect(recorder.redisBacklog()).toBe(2); // the key's and the account's update wait for Redis
+      expect(await s.redis.client.hget(keyHash, `p:${e.id}`)).not.toBeNull();
+      await proxy.start();
+      await vi.waitFor(() => expect(recorder.redisBacklog()).toBe(0), { timeout: 10_000 });
+      await vi.waitFor(async () => expect(await s.redis.client.hget(keyHash, `p:${e.id}`)).toBeNull(), {
+        timeout: 10_000,
+      });
+      expect(await s.redis.client.hget(acctHash, `p:${e.id}`)).toBeNull();
+      expect(await s.redis.client.hget(keyHash, day)).toBe(String(toUnits('2')));
+      expect(await s.redis.client.hget(acctHash, 'usage')).toBe(String(toUnits('2')));
+      expect(await s.redis.client.hget(keyHash, '_held')).toBe('0'); // counted once, not twice
+    } finally {
+      await recorder.close();
+      redis.disconnect();
+      await proxy.close();
+    }
   });
 });

@@ -5,6 +5,7 @@ import type { CommittedAccount, CommittedKey, SpendStore } from '@tollgate/spend
 import { dayOf, rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
 import { type GenerationRow, insertGenerations } from '../generations/generations.repository';
+import { classifyBillingFailure } from './failure';
 import { applyBatchSums, type BatchSums } from './usage.repository';
 
 /** The four spend periods of a UTC day ('YYYY-MM-DD', the day of an event's `finished_at`). */
@@ -81,15 +82,28 @@ interface RecordResult {
 
 export interface UsageRecorder {
   record(events: UsageEvent[]): Promise<RecordResult>;
+  /** Redis updates still waiting for Redis (see `redisBacklog`): one more try, then the retry timer stops. */
+  close(): Promise<void>;
+  /** Request ids whose Redis update waits for Redis to come back (a gauge for tests and logs). */
+  redisBacklog(): number;
 }
+
+/**
+ * Most request ids kept waiting for Redis after their batches were committed and acked. Beyond, a
+ * batch whose Redis update fails is not acked (the consumer retries it in-process until Redis is
+ * back), so memory stays bounded however long Redis is away.
+ */
+const REDIS_BACKLOG_MAX = 200_000;
 
 export interface UsageRecorderDeps {
   db: BillingDb;
   spend: SpendStore;
   logger: Logger;
   clock: () => Date;
-  /** Attempts at the Redis update after commit before giving up on it (it heals anyway). */
+  /** Attempts at the Redis update after commit before it is left to the backlog's retries. */
   redisAttempts?: number;
+  /** How often the updates waiting for Redis are tried again (default 500 ms). */
+  redisRetryMs?: number;
 }
 
 /**
@@ -104,9 +118,126 @@ export interface UsageRecorderDeps {
  */
 export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
   const attempts = deps.redisAttempts ?? 4;
+  const retryMs = deps.redisRetryMs ?? 500;
   const log = deps.logger.child({ component: 'usage-recorder' });
 
+  /**
+   * Redis updates of committed batches that could not reach Redis (unreachable): merged per key and
+   * account (the highest committed totals, every request id) and tried again every `retryMs` until
+   * Redis answers. Dropping them (as before) left Redis short of Postgres after an outage: the
+   * pending costs (`p:`) of those requests stayed held for their 7-day TTL on top of the raised
+   * counters (keys refused below their limit), and the counters stayed below Postgres until the
+   * key's next commit. The batch itself is acked: Postgres has it, and billing keeps committing
+   * while Redis is away (an admission after the outage rebuilds the hashes whose holds lapsed from
+   * Postgres, so it must be up to date).
+   */
+  const backlogKeys = new Map<string, { totals: Map<string, bigint>; ids: Set<string> }>();
+  const backlogAccounts = new Map<string, { usage: bigint; ids: Set<string> }>();
+  let backlogIds = 0;
+  let retryTimer: NodeJS.Timeout | null = null;
+  let retrying: Promise<void> | null = null;
+
+  const addToBacklog = (keys: CommittedKey[], accounts: CommittedAccount[]) => {
+    for (const k of keys) {
+      let b = backlogKeys.get(k.keyId);
+      if (!b) {
+        b = { totals: new Map(), ids: new Set() };
+        backlogKeys.set(k.keyId, b);
+      }
+      for (const [period, units] of k.totals) {
+        const cur = b.totals.get(period);
+        if (cur === undefined || units > cur) b.totals.set(period, units);
+      }
+      for (const id of k.requestIds) {
+        if (b.ids.has(id)) continue;
+        b.ids.add(id);
+        backlogIds++;
+      }
+    }
+    for (const a of accounts) {
+      let b = backlogAccounts.get(a.accountId);
+      if (!b) {
+        b = { usage: a.usageUnits, ids: new Set() };
+        backlogAccounts.set(a.accountId, b);
+      }
+      if (a.usageUnits > b.usage) b.usage = a.usageUnits;
+      for (const id of a.requestIds) {
+        if (b.ids.has(id)) continue;
+        b.ids.add(id);
+        backlogIds++;
+      }
+    }
+  };
+  const takeBacklog = () => {
+    const keys: CommittedKey[] = [...backlogKeys].map(([keyId, b]) => ({
+      keyId,
+      totals: [...b.totals],
+      requestIds: [...b.ids],
+    }));
+    const accounts: CommittedAccount[] = [...backlogAccounts].map(([accountId, b]) => ({
+      accountId,
+      usageUnits: b.usage,
+      requestIds: [...b.ids],
+    }));
+    backlogKeys.clear();
+    backlogAccounts.clear();
+    backlogIds = 0;
+    return { keys, accounts };
+  };
+  const retryBacklog = (): Promise<void> => {
+    retrying ??= (async () => {
+      const { keys, accounts } = takeBacklog();
+      if (keys.length + accounts.length === 0) return;
+      try {
+        await deps.spend.applyCommitted(deps.clock().getTime(), keys, accounts);
+        log.info(
+          { keys: keys.length, accounts: accounts.length },
+          'spend counters updated in Redis after it returned',
+        );
+      } catch (err) {
+        if (classifyBillingFailure(err) !== 'transient') {
+          log.error(
+            { err, keys: keys.length, accounts: accounts.length },
+            'spend counters not updated in Redis after commit',
+          );
+          return;
+        }
+        addToBacklog(keys, accounts); // still away: merged with what failed meanwhile
+      }
+    })().finally(() => {
+      retrying = null;
+      if (backlogIds > 0 || backlogKeys.size + backlogAccounts.size > 0) scheduleRetry();
+    });
+    return retrying;
+  };
+  const scheduleRetry = () => {
+    if (retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      void retryBacklog();
+    }, retryMs);
+    retryTimer.unref();
+  };
+
   return {
+    redisBacklog: () => backlogIds,
+
+    async close() {
+      if (retryTimer) clearTimeout(retryTimer);
+      retryTimer = null;
+      await retrying;
+      if (backlogKeys.size + backlogAccounts.size === 0) return;
+      const { keys, accounts } = takeBacklog();
+      try {
+        await deps.spend.applyCommitted(deps.clock().getTime(), keys, accounts);
+      } catch (err) {
+        log.error(
+          { err, keys: keys.length, accounts: accounts.length },
+          'spend counters not updated in Redis after commit (stopping while Redis is away)',
+        );
+      }
+    },
+
     async record(batch) {
       const seen = new Set<string>();
       const events = batch.filter((e) => !seen.has(e.id) && seen.add(e.id));
@@ -230,16 +361,29 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         await deps.spend.applyCommitted(deps.clock().getTime(), keys, accounts);
         return;
       } catch (err) {
-        if (attempt >= attempts) {
-          // Postgres holds the truth; the counters heal on the next event of each key/account,
-          // on the guard's periodic refresh, or are rebuilt when missing. Never re-bill to fix them.
+        if (attempt < attempts) {
+          await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+          continue;
+        }
+        if (classifyBillingFailure(err) !== 'transient') {
+          // Not an outage (e.g. a hash that is not a hash): trying again changes nothing. Postgres
+          // holds the truth; never re-bill to fix Redis.
           log.error(
             { err, keys: keys.length, accounts: accounts.length },
             'spend counters not updated in Redis after commit',
           );
           return;
         }
-        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+        // Redis is away. Bounded memory: past the cap the batch waits too (not acked; the consumer
+        // retries it, which inserts nothing again and brings Redis up to date).
+        if (backlogIds + keys.length + accounts.length > REDIS_BACKLOG_MAX) throw err;
+        log.warn(
+          { err, keys: keys.length, accounts: accounts.length },
+          'Redis unreachable after commit: spend counter update kept and retried until it returns',
+        );
+        addToBacklog(keys, accounts);
+        scheduleRetry();
+        return;
       }
     }
   }
