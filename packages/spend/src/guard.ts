@@ -216,16 +216,25 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
       .catch((err: unknown) => options.onBackgroundError?.(err));
   };
   /**
-   * A renewal now, before a rebuild (see admit). Concurrent admissions needing a rebuild share one
-   * (a process with thousands of streams must not renew them once per key it rebuilds).
+   * A renewal that starts after this call, before a rebuild (see admit): one sent earlier may have
+   * reached Redis before it lost its data. Concurrent callers share: at most one renewal in flight
+   * and one queued behind it for everyone who came while it ran (a process with thousands of streams
+   * must not renew them once per key it rebuilds).
    */
-  let urgentRenew: { at: number; done: Promise<void> } | null = null;
+  let renewing: Promise<void> | null = null;
+  let renewQueued: Promise<void> | null = null;
   const renewBeforeRebuild = (): Promise<void> => {
-    const nowMs = Date.now();
-    if (!urgentRenew || nowMs - urgentRenew.at > 250) {
-      urgentRenew = { at: nowMs, done: renewLeases() };
+    if (!renewing) {
+      renewing = renewLeases().finally(() => {
+        renewing = null;
+      });
+      return renewing;
     }
-    return urgentRenew.done;
+    renewQueued ??= renewing.then(() => {
+      renewQueued = null;
+      return renewBeforeRebuild();
+    });
+    return renewQueued;
   };
   const track = (lease: LiveLease) => {
     live.set(lease.requestId, lease);
