@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { keyTokenSource, SERVICE_TOKEN_HEADER, type ServiceSigner } from '@tollgate/auth';
 import { createServiceClient } from '@tollgate/http';
@@ -58,13 +59,27 @@ export function createForwarder(options: {
       const length = req.headers['content-length'];
       if (length) headers['content-length'] = length;
     }
+    // The client's body goes through a pass-through, never as `req` itself: when the owner answers
+    // before taking the whole body (a 404 for an unknown route, a refusal), undici stops sending it and
+    // destroys the body stream, detaching an IncomingMessage from its socket first — the rest of the
+    // body was then never read, so the client's next request on that keep-alive connection was never
+    // answered and the connection ended in a reset at the keep-alive timeout (found by the fuzz run,
+    // tests/fuzz/unread-body.test.ts). What the owner did not take is drained after the answer
+    // (`drainUnread`), as Node drains a body no handler read.
+    let body: PassThrough | undefined;
+    if (hasBody && (headers['content-length'] || req.headers['transfer-encoding'])) {
+      body = new PassThrough();
+      req.pipe(body);
+    }
     // req.url is relative to the mount point (`/api/v1` or `/v1` stripped) and keeps the query string.
-    return owner.stream({
-      method: req.method ?? 'GET',
-      path: req.url ?? '/',
-      headers,
-      body: hasBody && (headers['content-length'] || req.headers['transfer-encoding']) ? req : undefined,
-    });
+    return owner.stream({ method: req.method ?? 'GET', path: req.url ?? '/', headers, body });
+  }
+
+  /** Reads and drops what is left of a body the owner did not take, so the connection stays usable. */
+  function drainUnread(req: ProxyRequest): void {
+    if (req.complete || req.destroyed) return;
+    req.unpipe();
+    req.resume();
   }
 
   async function relay(res: ProxyResponse, upstream: Dispatcher.ResponseData): Promise<void> {
@@ -83,7 +98,11 @@ export function createForwarder(options: {
   }
 
   async function forward(req: Request, res: Response): Promise<void> {
-    await relay(res, await send(req, authenticatedKey(res)));
+    try {
+      await relay(res, await send(req, authenticatedKey(res)));
+    } finally {
+      drainUnread(req);
+    }
   }
 
   return {
