@@ -52,6 +52,8 @@ export interface ChatDeps {
   recalled?: {
     keyCache: KeyCache;
     forget(digest: string): void;
+    /** Records the key's use (`last_used_at`) once its recalled record was checked. */
+    used(keyId: string): void;
     /** The chat route's authentication as if nothing was recalled (401/403/429 thrown). */
     reauthenticate(req: Request, res: Response): Promise<void>;
     now(): number;
@@ -169,6 +171,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       rateLimit: key.rateLimitRpm ?? null,
       onCount(count) {
         recall.verified = true;
+        recalled.used(key.id);
         recall.limited = rateLimitVerdict(res, key, { count, windowEndMs: window.windowEndMs }, now);
       },
     };

@@ -164,7 +164,13 @@ export function createProxyApp(deps: {
     logger,
     live,
     recalled: recall
-      ? { keyCache, forget: (digest) => authenticator.forget(digest), reauthenticate, now: Date.now }
+      ? {
+          keyCache,
+          forget: (digest) => authenticator.forget(digest),
+          used: (keyId) => authenticator.used(keyId),
+          reauthenticate,
+          now: Date.now,
+        }
       : undefined,
   });
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
