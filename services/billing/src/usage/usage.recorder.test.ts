@@ -6,6 +6,7 @@ import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
+import { classifyBillingFailure } from './failure';
 import { createUsageRecorder } from './usage.recorder';
 
 let s: TestBillingStack;
@@ -231,6 +232,28 @@ describe('usage recorder (one array parameter per column, sums per batch)', () =
       expect(await s.redis.client.hget(keyHash, day)).toBe(String(toUnits('2')));
       expect(await s.redis.client.hget(acctHash, 'usage')).toBe(String(toUnits('2')));
       expect(await s.redis.client.hget(keyHash, '_held')).toBe('0'); // counted once, not twice
+
+      // Memory stays bounded: past the backlog's cap the batch is not acked (the error is transient,
+      // so the consumer retries it in-process until Redis is back), its commit already in Postgres.
+      const capped = createUsageRecorder({
+        db: s.billing.db,
+        spend: createSpendStore(redis, { prefix: s.config.REDIS_PREFIX }),
+        logger: createLogger({ name: 't', level: 'silent' }),
+        clock: () => new Date(),
+        redisAttempts: 1,
+        redisBacklogMax: 1,
+      });
+      await proxy.stop();
+      const e2 = usageEvent({ key_id: keyId, account_id: accountId, cost: '1' });
+      const err = await capped.record([e2]).then(
+        () => null,
+        (x: unknown) => x,
+      );
+      expect(err).not.toBeNull();
+      expect(classifyBillingFailure(err)).toBe('transient');
+      expect(capped.redisBacklog()).toBe(0);
+      await proxy.start();
+      await capped.close();
     } finally {
       await recorder.close();
       redis.disconnect();

@@ -104,6 +104,8 @@ export interface UsageRecorderDeps {
   redisAttempts?: number;
   /** How often the updates waiting for Redis are tried again (default 500 ms). */
   redisRetryMs?: number;
+  /** Most request ids waiting for Redis (default REDIS_BACKLOG_MAX). */
+  redisBacklogMax?: number;
 }
 
 /**
@@ -119,6 +121,7 @@ export interface UsageRecorderDeps {
 export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
   const attempts = deps.redisAttempts ?? 4;
   const retryMs = deps.redisRetryMs ?? 500;
+  const backlogMax = deps.redisBacklogMax ?? REDIS_BACKLOG_MAX;
   const log = deps.logger.child({ component: 'usage-recorder' });
 
   /**
@@ -376,7 +379,9 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         }
         // Redis is away. Bounded memory: past the cap the batch waits too (not acked; the consumer
         // retries it, which inserts nothing again and brings Redis up to date).
-        if (backlogIds + keys.length + accounts.length > REDIS_BACKLOG_MAX) throw err;
+        let ids = 0;
+        for (const o of [...keys, ...accounts]) ids += o.requestIds.length;
+        if (backlogIds + ids > backlogMax) throw err;
         log.warn(
           { err, keys: keys.length, accounts: accounts.length },
           'Redis unreachable after commit: spend counter update kept and retried until it returns',
