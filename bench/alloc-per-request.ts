@@ -100,7 +100,8 @@ function ownerOf(f: Site): { owner: string; where: string } {
   if (f.url === '') return { owner: '(V8/native)', where: f.fn };
   if (f.url.startsWith('node:')) return { owner: f.url, where: `${f.fn}:${f.line + 1}` };
   const nm = f.url.lastIndexOf('/node_modules/');
-  if (nm !== -1) {
+  // A build copied under node_modules (ALLOC_B, e.g. node_modules/.ab/base) is app code, not a package.
+  if (nm !== -1 && !f.url.startsWith('/node_modules/.', nm)) {
     const parts = f.url.slice(nm + '/node_modules/'.length).split('/');
     const pkg = parts[0]?.startsWith('@') ? `${parts[0]}/${parts[1]}` : (parts[0] ?? '?');
     const file = parts.slice(pkg.includes('/') ? 2 : 1).join('/');
