@@ -441,7 +441,8 @@ try {
   // the flag and win.
   const image = processSettings({ execArgv: [], env: {} });
   // Sized for the stream tests: every proxy setting that caps concurrency is raised above 10,000
-  // (defaults: 10,000 connections, 256 upstream connections + 256 queued, 64 completions per key).
+  // (defaults: 10,000 connections, 256 upstream connections + 256 queued, 64 completions per key,
+  // 128 per account).
   const proxyEnv = {
     ...identity('proxy'),
     ...common,
@@ -453,6 +454,7 @@ try {
     UPSTREAM_CONNECTIONS: '20000',
     UPSTREAM_MAX_QUEUED: '20000',
     MAX_CONCURRENT_COMPLETIONS_PER_KEY: '0',
+    MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT: '0',
     ...image.env,
   };
   const proxy = spawnProcess(

@@ -240,6 +240,23 @@ describe('throttling of failed sign-ins', () => {
       now -= 11 * 60_000;
     }
   });
+
+  it('holds the limit against guesses sent in parallel: no more than SIGNIN_MAX_FAILURES are checked', async () => {
+    const u = await dash.createUser(stack.account.id, 'viewer');
+    const guesses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        dash.request('POST', '/api/session', { body: { email: u.email, password: `wrong guess ${i}!` } }),
+      ),
+    );
+    const statuses = guesses.map((g) => g.status).sort();
+    // Checking the count before recording failures let every parallel guess through (eight 401s).
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(3);
+    expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([]);
+    const right = await dash.request('POST', '/api/session', {
+      body: { email: u.email, password: u.password },
+    });
+    expect(right.status, right.text).toBe(429);
+  });
 });
 
 describe('roles', () => {

@@ -103,6 +103,22 @@ describe('recalled key records (checked admission)', () => {
     expect(revoked.body.error.message).toContain('revoked');
   });
 
+  it('a request of a key revoked since it was recalled records no use (last_used_at)', async () => {
+    const key = await stack.createInferenceKey(mgmt(), { name: 'no use after revoke' });
+    expect((await chat(key.key)).status).toBe(200);
+    expect((await chat(key.key)).status).toBe(200); // served from the recalled record
+    // Past the proxy's once-a-second throttle of last-use writes for this key.
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect((await stack.api(`/keys/${key.hash}`, { key: mgmt(), method: 'DELETE' })).status).toBe(200);
+    const revokedAt = Date.now();
+    const r = await chat(key.key);
+    expect(r.status, describeResponse(r)).toBe(401);
+    await new Promise((r) => setTimeout(r, 100)); // the write is fire-and-forget
+    // The hash the proxy writes last uses to (`lastUsedHashKey` of @tollgate/key-cache).
+    const written = await stack.infra.redis.client.hget(`${stack.infra.redis.prefix}key-last-used`, key.hash);
+    expect(written === null || Number(written) < revokedAt, `last use written at ${written}`).toBe(true);
+  });
+
   it('a bad request of a key revoked since it was recalled is answered 401, not 400', async () => {
     const key = await stack.createInferenceKey(mgmt(), { name: 'revoked then bad body' });
     expect((await chat(key.key)).status).toBe(200);

@@ -256,6 +256,7 @@ export class FaultStack {
         SHUTDOWN_TIMEOUT_MS: '20000',
         UPSTREAM_TIMEOUT_MS: '20000',
         MAX_CONCURRENT_COMPLETIONS_PER_KEY: '1000',
+        MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT: '1000',
         METRICS_PORT: String(this.proxyMetricsPort),
         ...this.options.proxyEnv,
       },

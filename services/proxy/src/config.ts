@@ -98,6 +98,12 @@ export const proxyEnv = z
     CIRCUIT_COOLDOWN_MS: positiveMs.default(30_000),
     /** Chat completions one key may have in flight in this process (0 = no limit); more get 429. */
     MAX_CONCURRENT_COMPLETIONS_PER_KEY: z.coerce.number().int().min(0).default(64),
+    /**
+     * Chat completions one account (all its keys) may have in flight in this process (0 = no limit);
+     * more get 429. Half of UPSTREAM_CONNECTIONS' default: keys are free to mint, so without it one
+     * account could hold every connection to a provider. Single-tenant deployments may raise it.
+     */
+    MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT: z.coerce.number().int().min(0).default(128),
     /** Connections per provider origin, and requests that may wait for one; beyond: 503 at once. */
     UPSTREAM_CONNECTIONS: z.coerce.number().int().positive().default(256),
     UPSTREAM_MAX_QUEUED: z.coerce.number().int().min(0).default(256),

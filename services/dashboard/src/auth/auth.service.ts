@@ -3,16 +3,17 @@ import type { DashboardDb, Role } from '../database';
 import {
   clearFailures,
   consumeInvite,
-  currentFailures,
+  countAttempt,
   deleteExpiredSessions,
   deleteSession,
+  findOpenInvite,
   findSession,
   findUserByEmail,
   insertInvite,
   insertSession,
   insertUser,
-  recordFailures,
   setPassword,
+  uncountAttempt,
 } from './auth.repository';
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from './password';
 import { digestToken, newToken } from './tokens';
@@ -99,25 +100,28 @@ export function createAuthService(o: AuthOptions): AuthService {
       const now = o.clock();
       const since = new Date(now.getTime() - o.windowMs);
       const emailSubject = `email:${email.trim().toLowerCase()}`;
-      const subjects = [emailSubject, `ip:${clientAddress}`];
-      // An address (many users behind one NAT, or one attacker trying many emails) gets 10× the room.
-      const locked = (await currentFailures(db, subjects, since)).filter(
-        (f) => f.failures >= (f.subject === emailSubject ? o.maxFailures : o.maxFailures * 10),
+      const ipSubject = `ip:${clientAddress}`;
+      // The attempt is counted as a failure before the password is checked, in one statement, so
+      // parallel guesses cannot all pass the check before any failure is recorded; a success takes
+      // it back. An address (many users behind one NAT, or one attacker trying many emails) gets 10×
+      // the room. The counts include this attempt: over the limit means `maxFailures` came before.
+      // A refused attempt checked no password, so it is taken back too (it never extends the window).
+      const counts = await countAttempt(db, [emailSubject, ipSubject], now, since);
+      const locked = counts.filter(
+        (f) => f.failures > (f.subject === emailSubject ? o.maxFailures : o.maxFailures * 10),
       );
       if (locked.length > 0) {
         const until = Math.max(...locked.map((l) => l.window_started_at.getTime() + o.windowMs));
         const retryAfter = Math.max(1, Math.ceil((until - now.getTime()) / 1000));
+        await uncountAttempt(db, [emailSubject, ipSubject]);
         throw new AppError('rate_limited', 'Too many failed sign-ins: try again later', {
           retry_after_seconds: retryAfter,
         });
       }
       const user = await findUserByEmail(db, email.trim());
       const ok = await verifyPassword(password, user?.password_hash ?? null);
-      if (!user || !ok) {
-        await recordFailures(db, subjects, now, since);
-        throw unauthorized('Wrong email or password');
-      }
-      await clearFailures(db, emailSubject);
+      if (!user || !ok) throw unauthorized('Wrong email or password');
+      await Promise.all([clearFailures(db, emailSubject), uncountAttempt(db, [ipSubject])]);
       return startSession(user.id);
     },
 
@@ -176,6 +180,11 @@ export function createAuthService(o: AuthOptions): AuthService {
 
     async acceptInvite(token, password) {
       checkPassword(password);
+      const invalid = () => new AppError('not_found', 'This sign-in link is invalid, used or expired');
+      // The link is checked before the password is hashed (scrypt, 32 MiB), so that unauthenticated
+      // requests with made-up tokens cost one indexed read, not a hash; the link is still consumed
+      // atomically below, after hashing, so a link used meanwhile is refused then.
+      if (!(await findOpenInvite(db, digestToken(token), o.clock()))) throw invalid();
       const hash = await hashPassword(password);
       const now = o.clock();
       const userId = await db.transaction().execute(async (trx) => {
@@ -183,7 +192,7 @@ export function createAuthService(o: AuthOptions): AuthService {
         if (id) await setPassword(trx, id, hash, now);
         return id;
       });
-      if (!userId) throw new AppError('not_found', 'This sign-in link is invalid, used or expired');
+      if (!userId) throw invalid();
       return startSession(userId);
     },
   };

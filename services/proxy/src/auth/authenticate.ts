@@ -26,8 +26,13 @@ import type { UnknownKeyLimiter } from './unknown-keys';
 export interface Authenticator {
   /** `client`: the caller's address, for the unknown-key rate limit. */
   authenticate(authorization: string | undefined, client?: string): Promise<Authenticated>;
-  /** The record last read from the key cache for this bearer key (no I/O), unverified. */
+  /**
+   * The record last read from the key cache for this bearer key (no I/O), unverified: its use is
+   * recorded by `used` once the admission has checked it (a key revoked meanwhile records none).
+   */
   recall(authorization: string | undefined): Recalled | null;
+  /** Records a use of a recalled key whose record was then checked (the key's `last_used_at`). */
+  used(keyId: string): void;
   /**
    * The same record, without recording a use: what an early account read is signed for (it is
    * authenticated right after, forward/account-read.ts). Null when none, or revoked, disabled, expired.
@@ -143,11 +148,8 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
   }
 
   return {
-    recall(authorization) {
-      const r = remembered(authorization);
-      if (r) recordLastUse(r.key.id);
-      return r;
-    },
+    recall: remembered,
+    used: recordLastUse,
     peek(authorization) {
       return remembered(authorization)?.key ?? null;
     },

@@ -21,7 +21,7 @@ import { KeyRateLimited, type SpendCheck, type SpendGuard, StaleKeyRecord } from
 import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
 import { parseChatRequest } from './chat.validation';
 import { Completion, type Outcome, type TokenEstimator, type UsageSink } from './completion';
-import type { KeyConcurrency } from './concurrency';
+import type { CompletionSlots } from './concurrency';
 import { DONE_EVENT, errorEvent, finishReasonOf, invalidResponse } from './errors';
 import { admissionPromptTokens } from './prompt-bound';
 import { StreamRelay, writeSseHead } from './stream-relay';
@@ -39,7 +39,7 @@ export interface ChatDeps {
   /** Longest a completion may run (then 504 timeout). */
   maxDurationMs: number;
   /** Per-key cap on completions in flight in this process. */
-  concurrency: KeyConcurrency;
+  concurrency: CompletionSlots;
   /** Failover bounds, provider health and key rotation (services/proxy/src/routing). */
   routing: { maxAttempts: number; deadlineMs: number; health: ProviderHealth; keys: KeyRing };
   logger: Logger;
@@ -52,6 +52,8 @@ export interface ChatDeps {
   recalled?: {
     keyCache: KeyCache;
     forget(digest: string): void;
+    /** Records the key's use (`last_used_at`) once its recalled record was checked. */
+    used(keyId: string): void;
     /** The chat route's authentication as if nothing was recalled (401/403/429 thrown). */
     reauthenticate(req: Request, res: Response): Promise<void>;
     now(): number;
@@ -169,6 +171,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
       rateLimit: key.rateLimitRpm ?? null,
       onCount(count) {
         recall.verified = true;
+        recalled.used(key.id);
         recall.limited = rateLimitVerdict(res, key, { count, windowEndMs: window.windowEndMs }, now);
       },
     };
@@ -204,12 +207,12 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         'Usage recording is unavailable (message broker and disk spool are both unavailable); retry shortly',
       );
     }
-    const slot = concurrency.acquire(key.id);
-    if (!slot) {
+    const slot = concurrency.acquire(key.id, key.accountId);
+    if (typeof slot !== 'function') {
       throw new AppError(
         'rate_limited',
-        `Too many concurrent completions for this key (at most ${concurrency.limit} at a time); retry when one finishes`,
-        { limit: concurrency.limit, reason: 'concurrency' },
+        `Too many concurrent completions for this ${slot.scope} (at most ${slot.limit} at a time); retry when one finishes`,
+        { limit: slot.limit, reason: 'concurrency', scope: slot.scope },
       );
     }
     res.once('close', slot);

@@ -60,6 +60,19 @@ describe('account reads asked while the key is authenticated', () => {
     }
   });
 
+  it('asks the owner nothing for the requests of a rate-limited key that are over its limit', async () => {
+    const key = await stack.keys.createKey(stack.account.id, { name: 'limited reader' });
+    expect((await get('/credits', key)).status).toBe(200); // remembered from here on
+    expect((await management('PATCH', `/keys/${key.id}`, { rate_limit_rpm: 2 })).status).toBe(200);
+    const before = stack.billing.requests.length;
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await get('/credits', key)).status);
+    expect(statuses).toContain(429);
+    // Give a dropped early request time to arrive: none may.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(stack.billing.requests.length - before).toBe(statuses.filter((s) => s === 200).length);
+  });
+
   it("relays the owner's own status (404 from billing) on a remembered key", async () => {
     await get('/credits', stack.inference);
     const r = await get('/generation?id=missing', stack.inference);

@@ -25,7 +25,8 @@ const sameCaller = (a: CachedKey, b: CachedKey) =>
  * route's own authentication runs as on every route (key cache, rate limit, scope) and decides:
  * refused (401/403/429…) → that refusal, the early answer dropped; confirmed as the same key, account
  * and scope → the early answer is relayed; anything else (nothing remembered, another identity) → the
- * request is sent again with the confirmed identity, as before. So a client gets exactly what it got
+ * request is sent again with the confirmed identity, as before. Keys with a `rate_limit_rpm` are not
+ * asked early (a request over the limit must cost the owner nothing). So a client gets exactly what it got
  * before, a key disabled or revoked meanwhile is refused on its very next request, and the owner's
  * answer to an early request that was not confirmed never leaves the proxy.
  */
@@ -39,8 +40,14 @@ export function accountRead(deps: {
 }): Handler {
   return async (req, res, next) => {
     const remembered = deps.authenticator.peek(req.headers.authorization);
+    // A key with a request rate limit is counted before its owner is asked, as before: early
+    // requests would let its refused (429) requests reach the owner's database all the same.
     const claimed =
-      remembered && (deps.scope === null || remembered.scope === deps.scope) ? remembered : null;
+      remembered &&
+      remembered.rateLimitRpm == null &&
+      (deps.scope === null || remembered.scope === deps.scope)
+        ? remembered
+        : null;
     const early = claimed ? deps.forwarder.send(req, claimed) : null;
     // Observed here so a failure is never unhandled; it reaches the client only if the identity is confirmed.
     early?.catch(noop);

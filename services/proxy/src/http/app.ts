@@ -25,7 +25,7 @@ import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import { chatCompletionsHandler } from '../chat/chat.routes';
 import type { Completion, TokenEstimator, UsageSink } from '../chat/completion';
-import { KeyConcurrency } from '../chat/concurrency';
+import { CompletionSlots } from '../chat/concurrency';
 import type { ProxyConfig } from '../config';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
@@ -151,7 +151,10 @@ export function createProxyApp(deps: {
     keepAliveIntervalMs: config.KEEPALIVE_INTERVAL_MS,
     streamWriteTimeoutMs: config.STREAM_WRITE_TIMEOUT_MS,
     maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
-    concurrency: new KeyConcurrency(config.MAX_CONCURRENT_COMPLETIONS_PER_KEY),
+    concurrency: new CompletionSlots(
+      config.MAX_CONCURRENT_COMPLETIONS_PER_KEY,
+      config.MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT,
+    ),
     routing: {
       maxAttempts: config.ROUTING_MAX_ATTEMPTS,
       deadlineMs: config.ROUTING_DEADLINE_MS,
@@ -161,7 +164,13 @@ export function createProxyApp(deps: {
     logger,
     live,
     recalled: recall
-      ? { keyCache, forget: (digest) => authenticator.forget(digest), reauthenticate, now: Date.now }
+      ? {
+          keyCache,
+          forget: (digest) => authenticator.forget(digest),
+          used: (keyId) => authenticator.used(keyId),
+          reauthenticate,
+          now: Date.now,
+        }
       : undefined,
   });
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));

@@ -25,6 +25,7 @@ beforeAll(async () => {
       UPSTREAM_CONNECTIONS: '2',
       UPSTREAM_MAX_QUEUED: '1',
       MAX_CONCURRENT_COMPLETIONS_PER_KEY: '2',
+      MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT: '3',
       COMPLETION_MAX_DURATION_MS: String(MAX_DURATION_MS),
       SERVER_HEADERS_TIMEOUT_MS: '1000',
       SERVER_MAX_CONNECTIONS: '40',
@@ -142,15 +143,41 @@ describe('per-key concurrency and provider capacity', () => {
     const third = await post(key, {});
     expect(third.status).toBe(429);
     expect(third.json).toMatchObject({
-      error: { code: 429, metadata: { error_type: 'rate_limited', limit: 2, reason: 'concurrency' } },
+      error: {
+        code: 429,
+        metadata: { error_type: 'rate_limited', limit: 2, reason: 'concurrency', scope: 'key' },
+      },
     });
     expect((await Promise.all(slow)).map((r) => r.status)).toEqual([200, 200]);
     // Slots are released when a completion ends.
     expect((await post(key, {})).status).toBe(200);
   });
 
+  it('answers 429 when an account has too many completions in flight, whatever its number of keys', async () => {
+    // Keys are free to mint: three keys of one account may not hold more than the account cap (3).
+    const [x, y, z] = await Promise.all([newKey('acct-x'), newKey('acct-y'), newKey('acct-z')]);
+    const slow = [
+      post(x, { sim: { ttft_ms: 800 } }),
+      post(x, { sim: { ttft_ms: 800 } }),
+      post(y, { sim: { ttft_ms: 800 } }),
+    ];
+    await vi.waitFor(() => expect(stack.proxy.inFlight()).toBeGreaterThanOrEqual(3));
+    const fourth = await post(z, {});
+    expect(fourth.status).toBe(429);
+    expect(fourth.json).toMatchObject({
+      error: {
+        code: 429,
+        metadata: { error_type: 'rate_limited', limit: 3, reason: 'concurrency', scope: 'account' },
+      },
+    });
+    expect((await Promise.all(slow)).map((r) => r.status)).toEqual([200, 200, 200]);
+    expect((await post(z, {})).status).toBe(200);
+  });
+
   it('fails fast with 503 service_unavailable when the provider pool and its queue are full', async () => {
-    const [a, b] = await Promise.all([newKey('cap-a'), newKey('cap-b')]);
+    // Two accounts, so that neither reaches the per-account cap (3) before the pool (2 + 1 queued).
+    const other = await stack.keys.createAccount();
+    const [a, b] = await Promise.all([newKey('cap-a'), stack.keys.createKey(other.id, { name: 'cap-b' })]);
     // 2 connections + 1 queued = the origin's capacity.
     const slow = [
       post(a, { sim: { ttft_ms: 800 } }),

@@ -1,0 +1,104 @@
+/**
+ * The auth service against a real Postgres database (its own, migrated): the order of the expensive
+ * steps. Password hashing is the real scrypt, wrapped to count calls.
+ */
+import { randomUUID } from 'node:crypto';
+import { createTestDatabase, type TestDatabase } from '@tollgate/testkit';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createDashboardDb, type DashboardDb, migrateDashboardDb } from '../database';
+import { createAuthService } from './auth.service';
+import * as password from './password';
+
+vi.mock('./password', async (original) => {
+  const real = await original<typeof import('./password')>();
+  return { ...real, hashPassword: vi.fn(real.hashPassword), verifyPassword: vi.fn(real.verifyPassword) };
+});
+
+let database: TestDatabase;
+let db: DashboardDb;
+const auth = () =>
+  createAuthService({
+    db,
+    clock: () => new Date(),
+    sessionTtlMs: 60_000,
+    inviteTtlMs: 3_600_000,
+    maxFailures: 3,
+    windowMs: 600_000,
+  });
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = createDashboardDb(database.url, { max: 20 });
+  await migrateDashboardDb(db);
+});
+afterAll(async () => {
+  await db?.destroy();
+  await database?.drop();
+});
+beforeEach(() => {
+  vi.mocked(password.hashPassword).mockClear();
+});
+
+describe('accepting an invitation', () => {
+  it('refuses a made-up link with 404 before hashing the password', async () => {
+    const service = auth();
+    const attempts = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, i) => service.acceptInvite(`made-up-${i}`, 'long enough password')),
+    );
+    for (const a of attempts) {
+      expect(a.status).toBe('rejected');
+      expect((a as PromiseRejectedResult).reason).toMatchObject({ type: 'not_found' });
+    }
+    expect(password.hashPassword).not.toHaveBeenCalled();
+  });
+
+  it('hashes once for a valid link, which then works only once', async () => {
+    const service = auth();
+    const { token } = await service.invite({
+      accountId: randomUUID(),
+      email: `u-${randomUUID()}@example.test`,
+      displayName: 'U',
+      role: 'viewer',
+    });
+    const [first, second] = await Promise.allSettled([
+      service.acceptInvite(token, 'long enough password'),
+      service.acceptInvite(token, 'another long password'),
+    ]);
+    // Both may pass the early check; the atomic consume lets exactly one through.
+    expect([first.status, second.status].sort()).toEqual(['fulfilled', 'rejected']);
+    expect(vi.mocked(password.hashPassword).mock.calls.length).toBeGreaterThanOrEqual(1);
+    await expect(service.acceptInvite(token, 'long enough password')).rejects.toMatchObject({
+      type: 'not_found',
+    });
+  });
+});
+
+describe('signing in', () => {
+  it('checks at most maxFailures passwords of parallel guesses, and takes back a success', async () => {
+    const service = auth();
+    const email = `p-${randomUUID()}@example.test`;
+    const { token } = await service.invite({
+      accountId: randomUUID(),
+      email,
+      displayName: 'P',
+      role: 'owner',
+    });
+    await service.acceptInvite(token, 'the right password');
+    vi.mocked(password.verifyPassword).mockClear();
+    // Two failures, then a success: the success clears the email's count.
+    for (const guess of ['wrong one!!!', 'wrong two!!!'])
+      await expect(service.signIn(email, guess, '10.0.0.1')).rejects.toMatchObject({ type: 'unauthorized' });
+    await service.signIn(email, 'the right password', '10.0.0.1');
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => service.signIn(email, `parallel guess ${i}`, '10.0.0.2')),
+    );
+    const codes = results.map((r) => (r.status === 'rejected' ? (r.reason as { type: string }).type : 'ok'));
+    expect(codes.filter((c) => c === 'unauthorized').length).toBeLessThanOrEqual(3);
+    expect(codes.filter((c) => c !== 'unauthorized' && c !== 'rate_limited')).toEqual([]);
+    // 3 (sequential) + at most 3 of the parallel ones reached the password check.
+    expect(vi.mocked(password.verifyPassword).mock.calls.length).toBeLessThanOrEqual(6);
+    await expect(service.signIn(email, 'the right password', '10.0.0.3')).rejects.toMatchObject({
+      type: 'rate_limited',
+    });
+  });
+});
