@@ -548,7 +548,7 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         if (bridge) {
           const text = bridge.push(bytes as Uint8Array);
           if (text.length > 0) await relay.push(Buffer.from(text), last);
-        } else await relay.push(bytes as Uint8Array, last);
+        } else await relay.push(bytes as Buffer, last);
         if (relay.terminated) break;
       }
       if (bridge && !relay.terminated) {

@@ -99,3 +99,148 @@ export function hasFinishReason(data: string): boolean {
   const j = valueStart(data, '"finish_reason":');
   return j !== -1 && data.charCodeAt(j) === 34; /* '"' */
 }
+
+const DATA_ID_HEAD = Buffer.from(`data: ${ID_HEAD}`);
+const MODEL_KEY_BYTES = Buffer.from(MODEL_KEY);
+const USAGE_NULL = Buffer.from('"usage":null');
+/** `"usage"`: the first 7 bytes of USAGE_NULL. */
+const USAGE_NAME_LENGTH = 7;
+const EVENT_END = Buffer.from('\n\n');
+const QUOTE = 34;
+const BACKSLASH = 92;
+const COMMA = 44;
+const OPEN_BRACE = 123;
+const CLOSE_BRACE = 125;
+
+/** The byte sink of the rewrite (byte-out.ts `ByteOut`). */
+interface ByteSink {
+  bytes(buf: Buffer, start: number, end: number): void;
+  whole(buf: Buffer): void;
+  /** A string the caller knows is ASCII. */
+  ascii(s: string): void;
+}
+
+/** First index in [from, end) where `needle[0, n)` occurs in buf, or -1 (a JS loop: no native call). */
+function find(buf: Buffer, needle: Buffer, n: number, from: number, end: number): number {
+  const first = needle[0];
+  const last = end - n;
+  outer: for (let i = from; i <= last; i++) {
+    if (buf[i] !== first) continue;
+    for (let k = 1; k < n; k++) if (buf[i + k] !== needle[k]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+function startsWith(buf: Buffer, at: number, end: number, prefix: Buffer, from: number): boolean {
+  const n = prefix.length - from;
+  if (end - at < n) return false;
+  for (let k = 0; k < n; k++) if (buf[at + k] !== prefix[from + k]) return false;
+  return true;
+}
+
+/** Model ids (the catalog's, bounded) as bytes. */
+const modelBytes = new Map<string, Buffer>();
+function bytesOf(model: string): Buffer {
+  let b = modelBytes.get(model);
+  if (b === undefined) {
+    b = Buffer.from(model);
+    modelBytes.set(model, b);
+  }
+  return b;
+}
+
+/**
+ * `rewriteChunk(stripNullUsage(data))` on the provider's bytes, for the layout it has a fast path for
+ * (`{"id":"<no escapes>"`, then the first `"model":"` and, if any, a `"usage":null` member written
+ * without spaces and followed by `,` or `}`): appends `data: <rewritten>\n\n` to `out` as ranges of
+ * `buf` plus the request id (ASCII) and model, copying nothing itself. Anything else (another layout,
+ * spaces around the null usage, an id with escapes) returns false with nothing appended: the caller
+ * takes the string path, whose result is the same text the byte path would have produced where both
+ * apply (chunk-bytes.test.ts). Searches are JS loops bounded by the chunk (no native call per key).
+ */
+export class ChunkBytes {
+  /** The provider's id of the last chunk rewritten: bytes [idStart, idEnd) of its read. */
+  idStart = 0;
+  idEnd = 0;
+
+  rewrite(buf: Buffer, s: number, e: number, id: string, model: string, out: ByteSink): boolean {
+    if (!startsWith(buf, s, e, DATA_ID_HEAD, 6)) return false;
+    const idStart = s + ID_HEAD.length;
+    let close = -1;
+    for (let i = idStart; i < e; i++) {
+      const b = buf[i];
+      if (b === QUOTE) {
+        close = i;
+        break;
+      }
+      if (b === BACKSLASH) return false;
+    }
+    if (close === -1) return false;
+    // `"usage":null`, stripped (the regex of stripNullUsage: with the comma before it, else after it).
+    let stripStart = -1;
+    let stripEnd = -1;
+    const u = find(buf, USAGE_NULL, USAGE_NAME_LENGTH, s, e);
+    if (u !== -1) {
+      const nullEnd = u + USAGE_NULL.length;
+      if (u <= close || nullEnd >= e || !startsWith(buf, u, e, USAGE_NULL, 0)) return false;
+      const after = buf[nullEnd];
+      if (after !== COMMA && after !== CLOSE_BRACE) return false;
+      const before = buf[u - 1];
+      if (before === COMMA) {
+        stripStart = u - 1;
+        stripEnd = nullEnd;
+      } else if (before === OPEN_BRACE) {
+        stripStart = u;
+        stripEnd = nullEnd + (after === COMMA ? 1 : 0);
+      } else return false;
+    }
+    // The first `"model":"` after the id, replaced unless its value has escapes.
+    let valueStart = -1;
+    let valueEnd = -1;
+    const m = find(buf, MODEL_KEY_BYTES, MODEL_KEY_BYTES.length, close, e);
+    if (m !== -1) {
+      const vs = m + MODEL_KEY_BYTES.length;
+      let ve = -1;
+      let escaped = false;
+      for (let i = vs; i < e; i++) {
+        const b = buf[i];
+        if (b === QUOTE) {
+          ve = i;
+          break;
+        }
+        if (b === BACKSLASH) escaped = true;
+      }
+      if (ve !== -1 && !escaped) {
+        valueStart = vs;
+        valueEnd = ve;
+      }
+      // The stripped member and the model member never overlap in JSON; in anything else, the string path.
+      const modelEnd = ve !== -1 ? ve + 1 : vs;
+      if (stripStart !== -1 && stripStart < modelEnd && stripEnd > m) return false;
+    }
+    this.idStart = idStart;
+    this.idEnd = close;
+    out.whole(DATA_ID_HEAD);
+    out.ascii(id);
+    let at = close;
+    if (valueStart !== -1 && (stripStart === -1 || valueStart < stripStart)) {
+      out.bytes(buf, at, valueStart);
+      out.whole(bytesOf(model));
+      at = valueEnd;
+      valueStart = -1;
+    }
+    if (stripStart !== -1) {
+      out.bytes(buf, at, stripStart);
+      at = stripEnd;
+    }
+    if (valueStart !== -1) {
+      out.bytes(buf, at, valueStart);
+      out.whole(bytesOf(model));
+      at = valueEnd;
+    }
+    out.bytes(buf, at, e);
+    out.whole(EVENT_END);
+    return true;
+  }
+}

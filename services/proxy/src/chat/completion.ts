@@ -75,7 +75,7 @@ export type Outcome =
       finishReason: string | null;
       upstreamId: string | null;
       /** The end of the answer, written after the completion ended (null: the client is gone). */
-      lastBytes: string | null;
+      lastBytes: string | Buffer | null;
     }
   | { kind: 'refused'; error: AppError }
   | { kind: 'cancelled' }

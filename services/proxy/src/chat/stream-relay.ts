@@ -1,11 +1,12 @@
 import { once } from 'node:events';
 import type { ServerResponse as Response } from 'node:http';
 import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
-import { SseReader } from '../providers/sse';
 import type { TokenCounts } from '../providers/wire-format';
-import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
+import { ByteOut } from './byte-out';
+import { ChunkBytes, hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
 import type { Completion, Outcome, UsageSource } from './completion';
 import { DONE_EVENT, errorEvent, finishReasonOfChunk, midStreamError, streamEndedEarly } from './errors';
+import { SseBytes, type SseEventSink } from './sse-bytes';
 import { completeUsage, ProducedText } from './usage';
 
 const SSE_HEAD = {
@@ -29,14 +30,28 @@ function flushHead(relay: StreamRelay): void {
   if (!relay.wrote && !relay.res.writableEnded && !relay.res.destroyed) relay.res.flushHeaders();
 }
 
+/** Shared by every stream: each write is gathered and taken before anything awaits (byte-out.ts). */
+const out = new ByteOut();
+const chunkBytes = new ChunkBytes();
+const DATA = 'data: ';
+const EVENT_END = '\n\n';
+const DONE_BYTES = Buffer.from(DONE_EVENT);
+/** Bytes [start, end) of buf as UTF-8 text: Buffer#toString's own binding, without its argument checks. */
+const utf8: (buf: Buffer, start: number, end: number) => string =
+  typeof (Buffer.prototype as { utf8Slice?: unknown }).utf8Slice === 'function'
+    ? (buf, start, end) =>
+        (buf as unknown as { utf8Slice(s: number, e: number): string }).utf8Slice(start, end)
+    : (buf, start, end) => buf.toString('utf8', start, end);
+
 /**
  * Relays one provider event stream to the client as it arrives. Content chunks are forwarded the
- * moment their event is complete, with only `id` (and `model`) rewritten by string surgery; the
- * usage chunk is held back, completed (cost, is_byok, zero-filled details) and sent last before
- * [DONE]. A provider error event ends the relay with the §6 error chunk.
+ * moment their event is complete, with only `id` (and `model`) rewritten — from the provider's bytes
+ * (sse-bytes.ts, chunk.ts `ChunkBytes`, byte-out.ts: each read's output is one Buffer, no chunk becomes
+ * an output string); the usage chunk is held back, completed (cost, is_byok, zero-filled details) and
+ * sent last before [DONE]. A provider error event ends the relay with the §6 error chunk.
  */
-export class StreamRelay {
-  private readonly reader = new SseReader();
+export class StreamRelay implements SseEventSink {
+  private readonly reader = new SseBytes();
   /** What the content chunks produced, bounded (parsed only as far as the estimate needs). */
   private readonly produced = new ProducedText();
   private usageChunk: Json | null = null;
@@ -53,15 +68,19 @@ export class StreamRelay {
    * Content of the provider's last read, held back to leave with the end of the answer in one write
    * (`push(bytes, true)`): the provider's stream had already ended, so nothing would follow it sooner.
    */
-  private held = '';
+  private held: Buffer[] | null = null;
   private keepAliveTimer: NodeJS.Timeout | null = null;
+  /** The request id is ASCII (always, as the proxy makes them): the byte path writes it as such. */
+  private readonly asciiId: boolean;
 
   constructor(
     private readonly c: Completion,
     readonly res: Response,
     /** How long the client may leave its socket buffer full before the stream is cut. */
     private readonly writeTimeoutMs = 30_000,
-  ) {}
+  ) {
+    this.asciiId = Buffer.byteLength(c.requestId) === c.requestId.length;
+  }
 
   /** SSE comments while nothing else is written; the first one also commits the 200 + SSE headers. */
   startKeepAlive(intervalMs: number): void {
@@ -102,19 +121,18 @@ export class StreamRelay {
    * the answer (`finish`'s last bytes), one write instead of two — for a short answer that arrived
    * whole, the only write of the stream.
    */
-  async push(bytes: Uint8Array, last = false): Promise<void> {
-    const events = this.reader.push(bytes);
-    if (events.length === 0) return;
-    const out = this.handle(events);
-    if (out.length === 0) return;
-    if (last || this.held.length > 0) {
+  async push(bytes: Buffer, last = false): Promise<void> {
+    const chunk = this.relayed(bytes, false);
+    if (chunk === null) return;
+    if (last || this.held !== null) {
       // The provider has nothing more to send: these bytes go out with the answer's end (finish),
       // which the chat route writes once the completion has ended, a few microseconds from now.
       this.stopKeepAlive();
-      this.held += out;
+      if (this.held === null) this.held = [chunk];
+      else this.held.push(chunk);
       return;
     }
-    if (!this.write(out)) {
+    if (!this.write(chunk)) {
       const timer = setTimeout(this.stalled, this.writeTimeoutMs);
       try {
         await once(this.res, 'drain', { signal: this.c.abort.signal });
@@ -132,56 +150,74 @@ export class StreamRelay {
 
   /** Upstream body ended cleanly. */
   endOfInput(): void {
-    const out = this.handle(this.reader.end());
-    if (out.length > 0) {
-      if (this.held.length > 0) this.held += out;
-      else this.write(out);
+    const chunk = this.relayed(null, true);
+    if (chunk !== null) {
+      if (this.held !== null) this.held.push(chunk);
+      else this.write(chunk);
     }
     if (!this.terminated && !this.sawDone && this.lastFinishChunk === null) {
       this.c.fail(streamEndedEarly(this.c.provider.name));
     }
   }
 
-  private write(text: string): boolean {
-    this.wrote = true;
-    this.lastWriteAt = Date.now();
-    return this.res.write(text);
+  /** The client bytes that one read of the provider (or its end) completes, as one Buffer; null: none. */
+  private relayed(bytes: Buffer | null, end: boolean): Buffer | null {
+    try {
+      if (end) this.reader.end(this);
+      else this.reader.push(bytes as Buffer, this);
+      return out.length === 0 ? null : out.take();
+    } finally {
+      out.clear();
+    }
   }
 
-  private handle(events: { type: string; data: string }[]): string {
+  private write(chunk: Buffer | string): boolean {
+    this.wrote = true;
+    this.lastWriteAt = Date.now();
+    return this.res.write(chunk);
+  }
+
+  /** One complete provider event (SseEventSink; called by the reader while `relayed` runs). */
+  event(type: string, buf: Buffer, start: number, end: number): void {
+    if (this.terminated) return;
     const c = this.c;
-    let out = '';
-    for (const { type, data } of events) {
-      if (this.terminated) break;
-      if (data === '[DONE]') {
-        this.sawDone = true;
-        continue;
+    const data = utf8(buf, start, end);
+    if (data === '[DONE]') {
+      this.sawDone = true;
+      return;
+    }
+    if ((type === 'error' || mayHaveError(data)) && this.providerError(data, type === 'error')) {
+      this.terminated = true;
+      return;
+    }
+    if (hasUsage(data)) {
+      const emitted = this.takeUsage(data);
+      if (emitted !== null) {
+        out.text(DATA);
+        out.text(emitted);
+        out.text(EVENT_END);
       }
-      if ((type === 'error' || mayHaveError(data)) && this.providerError(data, type === 'error')) {
-        this.terminated = true;
-        break;
-      }
-      if (hasUsage(data)) {
-        const emitted = this.takeUsage(data);
-        if (emitted !== null) out += `data: ${emitted}\n\n`;
-        continue;
-      }
-      // `"usage": null` is stripped from the provider's text before the id/model rewrite (the two
-      // commute): searching the provider's (flat) text needs no copy, where searching the rewritten,
-      // concatenated one copied every content chunk first. Issue 11: 16 chunks without the member
-      // 14.8 → 10.3 KB allocated and 67 → 55 µs; with it (OpenAI's include_usage) 16.1 → 15.4 KB.
+      return;
+    }
+    if (this.asciiId && chunkBytes.rewrite(buf, start, end, c.requestId, c.model.id, out)) {
+      if (this.upstreamId === null) this.upstreamId = utf8(buf, chunkBytes.idStart, chunkBytes.idEnd);
+    } else {
+      // The string path: `"usage": null` stripped from the provider's text, then the id/model rewrite.
       const rewritten = rewriteChunk(stripNullUsage(data), c.requestId, c.model.id);
       if (rewritten === null) {
         // Not JSON: relayed as it came (one data line per line).
-        out += `data: ${data.replaceAll('\n', '\ndata: ')}\n\n`;
-        continue;
+        out.text(DATA);
+        out.text(data.replaceAll('\n', '\ndata: '));
+        out.text(EVENT_END);
+        return;
       }
       if (this.upstreamId === null) this.upstreamId = rewritten.upstreamId;
-      this.produced.addChunk(data);
-      if (hasFinishReason(data)) this.lastFinishChunk = data;
-      out += `data: ${rewritten.text}\n\n`;
+      out.text(DATA);
+      out.text(rewritten.text);
+      out.text(EVENT_END);
     }
-    return out;
+    this.produced.addChunk(data);
+    if (hasFinishReason(data)) this.lastFinishChunk = data;
   }
 
   /** Returns true when the event is a provider error (`{"error": {...}}`), recording it. */
@@ -249,7 +285,7 @@ export class StreamRelay {
       source = 'estimated';
     }
     const cost = c.cost(tokens);
-    let lastBytes: string | null = null;
+    let lastBytes: Buffer | null = null;
     if (!c.cancelled && !this.res.writableEnded && !this.res.destroyed) {
       const usageChunk = {
         ...(this.usageChunk ?? { object: 'chat.completion.chunk', created: Math.floor(c.startedAt / 1000) }),
@@ -259,10 +295,17 @@ export class StreamRelay {
         choices: [],
         usage: completeUsage(providerUsage, tokens, cost),
       };
-      let out = `${this.held}data: ${JSON.stringify(usageChunk)}\n\n`;
-      if (c.error) out += errorEvent(c.error, c.provider.name);
-      lastBytes = out + DONE_EVENT;
+      try {
+        for (const chunk of this.held ?? []) out.whole(chunk);
+        out.text(`data: ${JSON.stringify(usageChunk)}\n\n`);
+        if (c.error) out.text(errorEvent(c.error, c.provider.name));
+        out.whole(DONE_BYTES);
+        lastBytes = out.take();
+      } finally {
+        out.clear();
+      }
     }
+    this.held = null;
     return {
       kind: 'served',
       tokens,

@@ -1,7 +1,8 @@
 import type { UsageEvent } from '@tollgate/events';
 import type { RequestHandler, Response } from 'express';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { KeyRateLimited, type SpendGuard, StaleKeyRecord } from '../spend/guard';
+import { BoundCounter, BoundHistogram } from './bound';
 
 /** What the publisher exposes for the gauges (the @tollgate/events publisher's stats()). */
 interface PublisherStatsSource {
@@ -77,25 +78,6 @@ const OVERHEAD_SECONDS = [
 ];
 
 /**
- * Label children cached by their label values (prom-client hashes a label object on every call
- * otherwise). Fixed arity, one template-string key: no rest array or join per request.
- */
-function cached<C>(
-  make: (a: string, b: string, c: string, d: string) => C,
-): (a: string, b?: string, c?: string, d?: string) => C {
-  const children = new Map<string, C>();
-  return (a, b = '', c = '', d = '') => {
-    const k = `${a}\u0000${b}\u0000${c}\u0000${d}`;
-    let child = children.get(k);
-    if (child === undefined) {
-      child = make(a, b, c, d);
-      children.set(k, child);
-    }
-    return child;
-  };
-}
-
-/**
  * The proxy's Prometheus registry (served on the metrics port, never the public one; see
  * docs/operations.md "Metrics"). Labels are bounded: routes are names, models and providers are the
  * catalog's, statuses are HTTP codes; never key, account or request ids.
@@ -103,80 +85,72 @@ function cached<C>(
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): ProxyMetrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'tollgate_proxy_' });
-  const requests = new Counter({
-    name: 'tollgate_proxy_requests_total',
-    help: 'HTTP requests answered, by route and status',
-    labelNames: ['route', 'status'] as const,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'tollgate_proxy_request_duration_seconds',
-    help: 'Time from request to the end of the response (streams: until [DONE]), by route',
-    labelNames: ['route'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [registry],
-  });
-  const completions = new Counter({
-    name: 'tollgate_proxy_completions_total',
-    help: 'Chat completions answered, by model, provider (the one that served) and HTTP status',
-    labelNames: ['model', 'provider', 'status'] as const,
-    registers: [registry],
-  });
-  const overhead = new Histogram({
-    name: 'tollgate_gateway_overhead_seconds',
-    help: "The gateway's own time per chat completion: total time minus the time waiting on the provider",
-    labelNames: ['streamed'] as const,
-    buckets: OVERHEAD_SECONDS,
-    registers: [registry],
-  });
-  const upstream = new Histogram({
-    name: 'gen_ai_client_operation_duration_seconds',
-    help: 'Provider call duration as the gateway (client) saw it: first attempt sent to the end of the answer',
-    labelNames: [
-      'gen_ai_operation_name',
-      'gen_ai_provider_name',
-      'gen_ai_request_model',
-      'error_type',
-    ] as const,
-    buckets: GENAI_SECONDS,
-    registers: [registry],
-  });
-  const ttft = new Histogram({
-    name: 'gen_ai_server_time_to_first_token_seconds',
-    help: 'Time from the request reaching the gateway to the first byte of the answer content',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const,
-    buckets: TTFT_SECONDS,
-    registers: [registry],
-  });
-  const tokenUsage = new Histogram({
-    name: 'gen_ai_client_token_usage',
-    help: 'Tokens per completion, by type (input = prompt, output = completion)',
-    labelNames: [
-      'gen_ai_operation_name',
-      'gen_ai_provider_name',
-      'gen_ai_request_model',
-      'gen_ai_token_type',
-    ] as const,
-    buckets: TOKEN_BUCKETS,
-    registers: [registry],
-  });
-  const cost = new Counter({
-    name: 'tollgate_proxy_cost_usd_total',
-    help: 'Cost of completions (USD, as billed), by model; billing holds the exact figures',
-    labelNames: ['model', 'provider'] as const,
-    registers: [registry],
-  });
-  const usageEvents = new Counter({
-    name: 'tollgate_proxy_usage_events_total',
-    help: 'Usage events handed to the publisher (one per billed completion)',
-    registers: [registry],
-  });
-  const spend = new Counter({
-    name: 'tollgate_proxy_spend_decisions_total',
-    help: 'Spend guard admission decisions: admitted, untracked (no limit, postpaid), key_limit, credits, unavailable',
-    labelNames: ['decision'] as const,
-    registers: [registry],
-  });
+  // The per-request metrics bind their label children once (bound.ts): an observation allocates nothing.
+  const requests = new BoundCounter(
+    'tollgate_proxy_requests_total',
+    'HTTP requests answered, by route and status',
+    ['route', 'status'],
+    registry,
+  );
+  const duration = new BoundHistogram(
+    'tollgate_proxy_request_duration_seconds',
+    'Time from request to the end of the response (streams: until [DONE]), by route',
+    ['route'],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registry,
+  );
+  const completions = new BoundCounter(
+    'tollgate_proxy_completions_total',
+    'Chat completions answered, by model, provider (the one that served) and HTTP status',
+    ['model', 'provider', 'status'],
+    registry,
+  );
+  const overhead = new BoundHistogram(
+    'tollgate_gateway_overhead_seconds',
+    "The gateway's own time per chat completion: total time minus the time waiting on the provider",
+    ['streamed'],
+    OVERHEAD_SECONDS,
+    registry,
+  );
+  const upstream = new BoundHistogram(
+    'gen_ai_client_operation_duration_seconds',
+    'Provider call duration as the gateway (client) saw it: first attempt sent to the end of the answer',
+    ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'error_type'],
+    GENAI_SECONDS,
+    registry,
+  );
+  const ttft = new BoundHistogram(
+    'gen_ai_server_time_to_first_token_seconds',
+    'Time from the request reaching the gateway to the first byte of the answer content',
+    ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'],
+    TTFT_SECONDS,
+    registry,
+  );
+  const tokenUsage = new BoundHistogram(
+    'gen_ai_client_token_usage',
+    'Tokens per completion, by type (input = prompt, output = completion)',
+    ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_token_type'],
+    TOKEN_BUCKETS,
+    registry,
+  );
+  const cost = new BoundCounter(
+    'tollgate_proxy_cost_usd_total',
+    'Cost of completions (USD, as billed), by model; billing holds the exact figures',
+    ['model', 'provider'],
+    registry,
+  );
+  const usageEvents = new BoundCounter(
+    'tollgate_proxy_usage_events_total',
+    'Usage events handed to the publisher (one per billed completion)',
+    [],
+    registry,
+  );
+  const spend = new BoundCounter(
+    'tollgate_proxy_spend_decisions_total',
+    'Spend guard admission decisions: admitted, untracked (no limit, postpaid), key_limit, credits, unavailable',
+    ['decision'],
+    registry,
+  );
 
   const pendingExpired = new Counter({
     name: 'tollgate_proxy_spend_pending_holds_expired_total',
@@ -252,42 +226,43 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
     (s) => s.published ?? 0,
   );
 
-  const requestCounter = cached((route, status) => requests.labels(route, status));
-  const durationHistogram = cached((route) => duration.labels(route));
-  const completionCounter = cached((model, provider, status) => completions.labels(model, provider, status));
-  const overheadHistogram = cached((streamed) => overhead.labels(streamed));
-  const upstreamHistogram = cached((provider, model, error) =>
-    upstream.labels('chat', provider, model, error),
-  );
-  const ttftHistogram = cached((provider, model) => ttft.labels('chat', provider, model));
-  const tokenHistogram = cached((provider, model, type) => tokenUsage.labels('chat', provider, model, type));
-  const costCounter = cached((model, provider) => cost.labels(model, provider));
-  const decision = cached((d) => spend.labels(d));
+  /** HTTP statuses as label values, made once each. */
+  const statusText: string[] = [];
+  const statusLabel = (status: number): string => {
+    let text = statusText[status];
+    if (text === undefined) {
+      text = String(status);
+      statusText[status] = text;
+    }
+    return text;
+  };
 
   /** The completion's timings, read when its response closes. */
   function observeCompletion(c: CompletionTiming, status: number, start: number, end: number): void {
     const model = c.model.id;
     const provider = c.provider.name;
-    completionCounter(model, provider, String(status)).inc();
+    completions.labels(model, provider, statusLabel(status)).inc();
     if (c.upstreamStartedAt > 0) {
       const upstreamEnd = c.upstreamEndedAt > 0 ? c.upstreamEndedAt : end;
       const waited = upstreamEnd - c.upstreamStartedAt;
-      upstreamHistogram(provider, model, status < 400 ? '' : String(status)).observe(waited / 1000);
-      overheadHistogram(c.chat.stream ? 'true' : 'false').observe(Math.max(0, end - start - waited) / 1000);
+      upstream
+        .labels('chat', provider, model, status < 400 ? '' : statusLabel(status))
+        .observe(waited / 1000);
+      overhead.labels(c.chat.stream ? 'true' : 'false').observe(Math.max(0, end - start - waited) / 1000);
     }
     if (c.firstTokenAt > 0 && status < 400)
-      ttftHistogram(provider, model).observe((c.firstTokenAt - start) / 1000);
+      ttft.labels('chat', provider, model).observe((c.firstTokenAt - start) / 1000);
   }
 
   function responseClosed(res: { locals: object; statusCode: number }): void {
     const locals = res.locals as RouteLocals;
     const route = locals.route ?? 'other';
     const status = res.statusCode;
-    requestCounter(route, String(status)).inc();
+    requests.labels(route, statusLabel(status)).inc();
     const start = locals.metricsStart;
     if (start === undefined) return;
     const end = performance.now();
-    durationHistogram(route).observe((end - start) / 1000);
+    duration.labels(route).observe((end - start) / 1000);
     if (locals.completion) observeCompletion(locals.completion, status, start, end);
   }
   // Hoisted: one listener function for every response (reads its state from res.locals).
@@ -311,10 +286,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
     },
     usageEvent(event) {
       usageEvents.inc();
-      tokenHistogram(event.provider_name, event.model, 'input').observe(event.tokens.prompt);
-      tokenHistogram(event.provider_name, event.model, 'output').observe(event.tokens.completion);
+      tokenUsage.labels('chat', event.provider_name, event.model, 'input').observe(event.tokens.prompt);
+      tokenUsage.labels('chat', event.provider_name, event.model, 'output').observe(event.tokens.completion);
       const usd = Number(event.cost);
-      if (usd > 0) costCounter(event.model, event.provider_name).inc(usd);
+      if (usd > 0) cost.labels(event.model, event.provider_name).inc(usd);
     },
     instrumentGuard(guard) {
       return {
@@ -322,20 +297,22 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
         async admit(input) {
           try {
             const reservation = await guard.admit(input);
-            decision(reservation ? 'admitted' : 'untracked').inc();
+            spend.labels(reservation ? 'admitted' : 'untracked').inc();
             return reservation;
           } catch (err) {
             // A recalled key record's check: no spend decision was made (the request is authenticated
             // afresh, or refused by its rate limit).
             if (err instanceof StaleKeyRecord || err instanceof KeyRateLimited) throw err;
             const type = (err as { type?: unknown }).type;
-            decision(
-              type === 'key_limit_exceeded'
-                ? 'key_limit'
-                : type === 'payment_required'
-                  ? 'credits'
-                  : 'unavailable',
-            ).inc();
+            spend
+              .labels(
+                type === 'key_limit_exceeded'
+                  ? 'key_limit'
+                  : type === 'payment_required'
+                    ? 'credits'
+                    : 'unavailable',
+              )
+              .inc();
             throw err;
           }
         },

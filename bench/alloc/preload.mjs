@@ -1,0 +1,164 @@
+/**
+ * Bytes allocated per request by a Node server, and who allocates them: a preload for the process
+ * measured (`node --import <this file> dist/main.js`; in bench/compare.ts through
+ * `BENCH_PROXY_NODE_OPTIONS`). bench/alloc-per-request.ts runs it and prints the tables.
+ *
+ * - Requests: `POST` requests whose URL contains `ALLOC_PATH` (default `/chat/completions`), counted
+ *   by `node:diagnostics_channel` (`http.server.request.start` / `http.server.response.finish`).
+ * - Windows: after `ALLOC_WARMUP` such requests (default 500: the JIT warm), a window opens with the
+ *   next request and closes `ALLOC_TAIL_MS` (default 1000) after the last response finished, so the
+ *   work a request leaves behind (settles, usage publishing) is in it and the idle time between load
+ *   runs (another proxy's turn, billing's commits) is not; windows add up.
+ * - Bytes: V8 heap bytes allocated in the windows, exact, from `v8.GCProfiler` (heap used at the end
+ *   − at the start + what every GC in between freed). Young- and old-generation objects alike, the
+ *   JS objects of Buffers included (their backing stores are outside the V8 heap, not counted).
+ * - Who: V8's sampling heap profiler (`ALLOC_SAMPLING` bytes, default 4096) with the objects that
+ *   GC already collected included, running in the windows: self bytes per top frame (function,
+ *   script, line, column).
+ *
+ * Writes `<ALLOC_DIR>/alloc-<pid>.json` (default /tmp/tollgate-alloc) when SIGTERM arrives (before
+ * the server's own shutdown). Diagnostics only: not loaded by anything in production.
+ */
+import dc from 'node:diagnostics_channel';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { join } from 'node:path';
+import v8 from 'node:v8';
+
+const PATH = process.env.ALLOC_PATH ?? '/chat/completions';
+const WARMUP = Number(process.env.ALLOC_WARMUP ?? 500);
+const SAMPLING = Number(process.env.ALLOC_SAMPLING ?? 4096);
+const TAIL_MS = Number(process.env.ALLOC_TAIL_MS ?? 1000);
+const DIR = process.env.ALLOC_DIR ?? '/tmp/tollgate-alloc';
+
+const session = new Session();
+session.connect();
+const used = () => v8.getHeapStatistics().used_heap_size;
+
+let seen = 0;
+let requests = 0;
+let bytes = 0;
+let windowMs = 0;
+let windows = 0;
+/** The open window: its GC record, heap used and time at its start. */
+let open = null;
+const frames = new Map();
+
+function openWindow() {
+  const profiler = new v8.GCProfiler();
+  profiler.start();
+  session.post('HeapProfiler.startSampling', {
+    samplingInterval: SAMPLING,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  open = { profiler, heap: used(), at: performance.now() };
+}
+
+function closeWindow() {
+  if (open === null) return;
+  const record = open.profiler.stop();
+  let freed = 0;
+  for (const gc of record?.statistics ?? []) {
+    freed += gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize;
+  }
+  bytes += used() - open.heap + freed;
+  windowMs += performance.now() - open.at;
+  windows++;
+  open = null;
+  session.post('HeapProfiler.stopSampling', (err, res) => {
+    if (err) return;
+    for (const [key, n] of sampled(res.profile)) frames.set(key, (frames.get(key) ?? 0) + n);
+  });
+}
+
+const tail = setTimeout(closeWindow, TAIL_MS);
+tail.unref();
+const isMeasured = (req) => req.method === 'POST' && req.url?.includes(PATH);
+
+dc.subscribe('http.server.request.start', ({ request }) => {
+  if (!isMeasured(request)) return;
+  seen++;
+  if (seen <= WARMUP) return;
+  if (open === null) openWindow();
+  requests++;
+  tail.refresh();
+});
+
+dc.subscribe('http.server.response.finish', ({ request }) => {
+  if (open !== null && isMeasured(request)) tail.refresh();
+});
+
+/**
+ * Self bytes per top frame of a sampling profile (V8 names a function by where it starts, so a
+ * frame is a function, not a line); a native frame (no script: a builtin such as `Promise` or
+ * `slice`) is named with its first JS caller (`slice ← caller`) and placed at that caller. `via`: the
+ * first caller outside Node's own modules (what in the app or a package made Node allocate).
+ */
+function sampled(profile) {
+  const byNode = new Map();
+  const walk = (node, parent) => {
+    byNode.set(node.id, { frame: node.callFrame, parent });
+    for (const child of node.children) walk(child, node.id);
+  };
+  walk(profile.head, null);
+  const up = (n) => (n.parent === null ? null : byNode.get(n.parent));
+  const total = new Map();
+  for (const s of profile.samples) {
+    let n = byNode.get(s.nodeId);
+    let fn = n.frame.functionName || '(anonymous)';
+    if (n.frame.url === '') {
+      let caller = up(n);
+      while (caller && caller.frame.url === '') caller = up(caller);
+      if (caller) {
+        n = caller;
+        fn = `${fn} ← ${n.frame.functionName || '(anonymous)'}`;
+      }
+    }
+    const f = n.frame;
+    let via = n;
+    while (via && (via.frame.url === '' || via.frame.url.startsWith('node:'))) via = up(via);
+    const v = via && via !== n ? via.frame : null;
+    const viaKey = v
+      ? `${v.functionName || '(anonymous)'}\t${v.url}\t${v.lineNumber}\t${v.columnNumber}`
+      : '\t\t\t';
+    const key = `${fn}\t${f.url}\t${f.lineNumber}\t${f.columnNumber}\t${viaKey}`;
+    total.set(key, (total.get(key) ?? 0) + s.size);
+  }
+  return total;
+}
+
+function frameList() {
+  return [...frames]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 1500)
+    .map(([key, n]) => {
+      const [fn, url, line, column, viaFn, viaUrl, viaLine, viaColumn] = key.split('\t');
+      const via = viaUrl
+        ? { fn: viaFn, url: viaUrl, line: Number(viaLine), column: Number(viaColumn) }
+        : null;
+      return { fn, url, line: Number(line), column: Number(column), via, bytes: n };
+    });
+}
+
+process.once('SIGTERM', () => {
+  closeWindow();
+  const list = frameList();
+  const result = {
+    pid: process.pid,
+    main: process.argv[1],
+    path: PATH,
+    warmup: WARMUP,
+    tailMs: TAIL_MS,
+    windows,
+    windowMs: Math.round(windowMs),
+    requests,
+    bytes,
+    bytesPerRequest: Math.round(bytes / Math.max(1, requests)),
+    sampledBytes: [...frames.values()].reduce((a, n) => a + n, 0),
+    frames: list,
+  };
+  mkdirSync(DIR, { recursive: true });
+  writeFileSync(join(DIR, `alloc-${process.pid}.json`), `${JSON.stringify(result)}\n`);
+  // The server's own SIGTERM listener (registered after this one) runs next: its usual shutdown.
+});

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { ByteOut } from './byte-out';
+import { ChunkBytes, rewriteChunk, stripNullUsage } from './chunk';
+
+const ID = 'gen-1700000000-abcdefghijklmnopqrst';
+const MODEL = 'vendor/model';
+
+/** The string path of the relay: `data: <rewriteChunk(stripNullUsage(data))>\n\n` (null: not JSON). */
+function viaStrings(data: string): string | null {
+  const r = rewriteChunk(stripNullUsage(data), ID, MODEL);
+  return r === null ? null : `data: ${r.text}\n\n`;
+}
+
+/** The byte path on `data` placed inside a larger read; null when it declines (string path). */
+function viaBytes(data: string, bytes = new ChunkBytes()): { text: string; upstreamId: string } | null {
+  const before = Buffer.from('data: {"id":"previous","model":"x"}\n\ndata: ');
+  const read = Buffer.concat([
+    before,
+    Buffer.from(data),
+    Buffer.from('\n\ndata: {"id":"next","usage":null}\n\n'),
+  ]);
+  const out = new ByteOut();
+  const start = before.length;
+  const ok = bytes.rewrite(read, start, start + Buffer.byteLength(data), ID, MODEL, out);
+  if (!ok) {
+    expect(out.length).toBe(0);
+    return null;
+  }
+  return { text: out.take().toString('utf8'), upstreamId: read.toString('utf8', bytes.idStart, bytes.idEnd) };
+}
+
+describe('ChunkBytes (the relay rewrite on the provider bytes)', () => {
+  const content =
+    '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"up-model","choices":[{"index":0,"delta":{"content":"\\"id\\":\\"x\\" \\"usage\\":null é"},"finish_reason":null}]}';
+
+  it('rewrites id and model from the bytes, content untouched, and names the provider id', () => {
+    const r = viaBytes(content);
+    expect(r?.upstreamId).toBe('chatcmpl-1');
+    expect(r?.text).toBe(viaStrings(content));
+    const parsed = JSON.parse(r!.text.slice('data: '.length));
+    expect(parsed.id).toBe(ID);
+    expect(parsed.model).toBe(MODEL);
+    expect(parsed.choices).toEqual(JSON.parse(content).choices);
+  });
+
+  it('strips "usage":null wherever it sits, as the string path does', () => {
+    const atEnd = '{"id":"c1","model":"m","choices":[],"usage":null}';
+    const inMiddle = '{"id":"c1","usage":null,"model":"m","choices":[]}';
+    const beforeModel = '{"id":"c1","object":"x","usage":null,"model":"m"}';
+    for (const data of [atEnd, inMiddle, beforeModel]) {
+      const r = viaBytes(data);
+      expect(r?.text, data).toBe(viaStrings(data));
+      expect(JSON.parse(r!.text.slice(6))).not.toHaveProperty('usage');
+    }
+  });
+
+  it('declines what only the string path handles: other layouts, spaces, escapes, odd usage', () => {
+    for (const data of [
+      '{ "id": "c1", "model": "m" }',
+      '{"object":"x","id":"c1"}',
+      '{"id":"a\\"b","model":"m"}',
+      '{"id":"c1","usage" : null,"model":"m"}',
+      '{"id":"c1","model":"m", "usage":null}',
+      '{"id":"c1","model":"m","usage":null }',
+      '{"id":"c1","usage":{"prompt_tokens":1}}',
+      '{"id":"c1"usage":null,"model":"m"}',
+      'not json',
+      '{"id":"unterminated',
+    ]) {
+      expect(viaBytes(data), data).toBeNull();
+    }
+  });
+
+  it('leaves a model value with escapes alone, as the string path does', () => {
+    const data = '{"id":"c1","model":"a\\"b","choices":[]}';
+    expect(viaBytes(data)?.text).toBe(viaStrings(data));
+  });
+
+  it('gives the string path text for generated chunks, key positions remembered across a read', () => {
+    const shapes = [
+      (i: number) =>
+        `{"id":"c${i}","object":"chat.completion.chunk","created":1,"model":"m${i}","choices":[{"index":0,"delta":{"content":"t${i}"},"finish_reason":null}]}`,
+      (i: number) => `{"id":"c${i}","choices":[{"delta":{"content":"model ${i}"}}],"usage":null}`,
+      (i: number) =>
+        `{"id":"c${i}","usage":null,"choices":[{"delta":{"content":"\\"model\\":\\"x\\""}}],"model":"mm"}`,
+      (i: number) => `{"id":"c${i}","choices":[]}`,
+    ];
+    // Many chunks in one read, in order, through one ChunkBytes: keys a chunk lacks are found later.
+    const datas = Array.from({ length: 40 }, (_, i) =>
+      (shapes[(i * 7) % shapes.length] as (i: number) => string)(i),
+    );
+    const read = Buffer.from(datas.map((d) => `data: ${d}\n\n`).join(''));
+    const bytes = new ChunkBytes();
+    const out = new ByteOut();
+    let at = 0;
+    for (const d of datas) {
+      const start = read.indexOf('data: ', at) + 6;
+      const end = start + Buffer.byteLength(d);
+      expect(bytes.rewrite(read, start, end, ID, MODEL, out), d).toBe(true);
+      expect(out.take().toString('utf8'), d).toBe(viaStrings(d));
+      at = end;
+    }
+  });
+});
+
+describe('ByteOut', () => {
+  it('joins ranges and strings (UTF-8) into one buffer and starts over', () => {
+    const out = new ByteOut();
+    out.bytes(Buffer.from('xxabcxx'), 2, 5);
+    out.text('é€');
+    out.bytes(Buffer.from('!'));
+    out.text('');
+    expect(out.length).toBe(3 + 5 + 1);
+    expect(out.take().toString('utf8')).toBe('abcé€!');
+    expect(out.length).toBe(0);
+    expect(out.take().length).toBe(0);
+  });
+});
