@@ -40,9 +40,9 @@ export const RAW_KEEP_CHARS = 8_192;
 /** Produced-text characters kept for the estimate; beyond, only their UTF-8 byte count. */
 export const TEXT_KEEP_CHARS = EXACT_BUDGET_CHARS;
 /**
- * Kept chunk texts are packed into one flat string every PACK_EVERY chunks. Each is a slice of the
- * decoded network read it came from and pins that whole read (plus a slice header and an array slot):
- * ≈ 216 bytes for a 72-character kept part of a 160-byte read. Packed, it is its own characters.
+ * Kept chunk texts are packed into one flat string every PACK_EVERY chunks. Each is a slice of its
+ * chunk's text and pins all of it (plus a slice header and an array slot): ≈ 200 bytes for the
+ * 72-character kept part of a 150-character chunk. Packed, it is its own characters.
  */
 export const PACK_EVERY = 8;
 /**
@@ -74,7 +74,7 @@ export function keptPart(data: string): string | null {
 /**
  * What a stream produced, kept only as far as the estimate needs it (bounded memory per stream):
  * content chunks are held unparsed (no per-chunk work while the provider reports usage anyway), only
- * their `choices` part, packed into flat strings (they pin no network read), up to RAW_KEEP_CHARS;
+ * their `choices` part, packed into flat strings (they pin no whole chunk), up to RAW_KEEP_CHARS;
  * then they are folded into their text, kept up to TEXT_KEEP_CHARS (what the tokenizer would count)
  * as one flat string; the rest is only counted, in UTF-8 bytes (an upper bound of its tokens).
  */
