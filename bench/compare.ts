@@ -11,6 +11,7 @@
  *              committing) and the proxy (spend guard on, JSON logs at info: no per-request line),
  *              fresh database / Redis prefix / RabbitMQ names; one inference key with a spend limit
  *              on an account with credits. A second proxy with WORKERS = cores (same keys/billing).
+ *              Every proxy runs with the Docker image's memory settings (services/proxy/src/runtime.ts).
  *   portkey    `@portkey-ai/gateway` (root devDependency), `--headless`, forwarding to the upstream
  *              with `x-portkey-provider: openai` + `x-portkey-custom-host`
  *   load       bench/compare/load.ts, a new process per measurement (never a server's event loop)
@@ -18,7 +19,8 @@
  * streamed added TTFB at 500 req/s, 2,000 concurrent paced streams, proxy RSS at 10,000 open streams,
  * billing events/s committed and request end → generation visible at max throughput, GET /key,
  * /credits, /generation p50, and CPU µs per request of every process at a fixed rate (/proc/<pid>/stat).
- * Writes bench/results/compare.json and prints the tables of bench/README.md.
+ * Writes bench/results/compare.json (BENCH_OUT: elsewhere) and prints the tables of bench/README.md.
+ * Knobs and diagnostics (BENCH_ONLY, BENCH_PROXY_B, BENCH_MEM, …): bench/README.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -33,6 +35,7 @@ import { usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
 import pg from 'pg';
+import { processSettings } from '../services/proxy/src/runtime';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The test kit's names (database, Redis prefix, RabbitMQ prefix) carry this run id.
@@ -149,6 +152,59 @@ function rssMb(pid: number): number {
   } catch {
     return 0;
   }
+}
+/**
+ * What a process's resident memory is made of (`BENCH_MEM=1`, the rss phase; diagnostic), from
+ * /proc/<pid>/smaps, MB: `file` (code and data mapped from files: node, libc, ICU — shared between a
+ * cluster's processes, counted in each one's RSS), `brk` (glibc's main malloc arena, `[heap]`),
+ * `arenas` (glibc's per-thread malloc arenas: anonymous regions aligned to their 64 MB reserve),
+ * `anon` (every other anonymous mapping: V8's heap pages and code space, malloc's mmapped chunks,
+ * thread stacks), and the thread count.
+ */
+function memDetail(pid: number): Record<string, number> {
+  const out = { rss: 0, pss: 0, file: 0, brk: 0, arenas: 0, anon: 0, threads: 0 };
+  try {
+    const text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+    type Vma = { start: number; end: number; perms: string; path: string; rss: number; pss: number };
+    const vmas: Vma[] = [];
+    let cur: Vma | null = null;
+    for (const line of text.split('\n')) {
+      const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+      if (head) {
+        cur = {
+          start: Number.parseInt(head[1] as string, 16),
+          end: Number.parseInt(head[2] as string, 16),
+          perms: head[3] as string,
+          path: (head[4] ?? '').trim(),
+          rss: 0,
+          pss: 0,
+        };
+        vmas.push(cur);
+      } else if (cur && line.startsWith('Rss:')) cur.rss = Number(line.slice(4).trim().split(' ')[0]);
+      else if (cur && line.startsWith('Pss:')) cur.pss = Number(line.slice(4).trim().split(' ')[0]);
+    }
+    const ARENA = 64 * 2 ** 20;
+    for (let i = 0; i < vmas.length; i++) {
+      const v = vmas[i] as Vma;
+      out.rss += v.rss;
+      out.pss += v.pss;
+      if (v.path === '[heap]') out.brk += v.rss;
+      else if (v.path.startsWith('/')) out.file += v.rss;
+      else if (v.path === '' && v.start % ARENA === 0 && v.perms === 'rw-p') {
+        // A thread arena: its used part, then the rest of its 64 MB reserve as ---p.
+        const next = vmas[i + 1];
+        const reserve = next && next.start === v.end && next.perms === '---p' ? next.end - next.start : 0;
+        if (v.end - v.start + reserve === ARENA) out.arenas += v.rss;
+        else out.anon += v.rss;
+      } else out.anon += v.rss;
+    }
+    out.threads = readdirSync(`/proc/${pid}/task`).length;
+  } catch {
+    // gone
+  }
+  for (const k of ['rss', 'pss', 'file', 'brk', 'arenas', 'anon'] as const)
+    out[k] = Math.round(out[k] / 1024);
+  return out;
 }
 /** Every pid whose command name is `comm` (redis-server, beam.smp, postgres). */
 function pidsOf(comm: string): number[] {
@@ -344,6 +400,7 @@ try {
     billing: await freePort(),
     proxy: await freePort(),
     proxyN: await freePort(),
+    proxyB: await freePort(),
   };
   const urls = {
     keys: `http://127.0.0.1:${ports.keys}`,
@@ -379,6 +436,10 @@ try {
     dist('keys'),
   );
   await waitHttp(`${urls.keys}/readyz`);
+  // Every proxy runs with the Docker image's memory settings (services/proxy/src/runtime.ts: its ENV
+  // NODE_OPTIONS=--max-semi-space-size=32, MALLOC_ARENA_MAX=2); a diagnostic's node options come after
+  // the flag and win.
+  const image = processSettings({ execArgv: [], env: {} });
   // Sized for the stream tests: every proxy setting that caps concurrency is raised above 10,000
   // (defaults: 10,000 connections, 256 upstream connections + 256 queued, 64 completions per key,
   // 128 per account).
@@ -394,11 +455,16 @@ try {
     UPSTREAM_MAX_QUEUED: '20000',
     MAX_CONCURRENT_COMPLETIONS_PER_KEY: '0',
     MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT: '0',
+    ...image.env,
   };
   const proxy = spawnProcess(
     'proxy',
     // BENCH_PROXY_NODE_OPTIONS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (profile written at exit).
-    [...(process.env.BENCH_PROXY_NODE_OPTIONS ?? '').split(' ').filter(Boolean), 'dist/main.js'],
+    [
+      ...image.execArgv,
+      ...(process.env.BENCH_PROXY_NODE_OPTIONS ?? '').split(' ').filter(Boolean),
+      'dist/main.js',
+    ],
     {
       ...proxyEnv,
       PORT: String(ports.proxy),
@@ -411,12 +477,20 @@ try {
   );
   const proxyN = spawnProcess(
     'proxy-workers',
-    ['dist/main.js'],
+    // Diagnostic only: BENCH_PROXYN_NODE_OPTIONS, node options of the WORKERS = cores proxy (its
+    // workers inherit them from the primary).
+    [
+      ...image.execArgv,
+      ...(process.env.BENCH_PROXYN_NODE_OPTIONS ?? '').split(' ').filter(Boolean),
+      'dist/main.js',
+    ],
     {
       ...proxyEnv,
       PORT: String(ports.proxyN),
       METRICS_PORT: String(metricsPorts.proxyN),
       WORKERS: String(CORES),
+      // Diagnostic only: e.g. BENCH_PROXYN_ENV=MALLOC_ARENA_MAX=2
+      ...envList(process.env.BENCH_PROXYN_ENV),
     },
     dist('proxy'),
   );
@@ -431,6 +505,7 @@ try {
     ? spawnProcess(
         'proxy-b',
         [
+          ...image.execArgv,
           ...(process.env.BENCH_PROXY_B_NODE_OPTIONS ?? process.env.BENCH_PROXY_NODE_OPTIONS ?? '')
             .split(' ')
             .filter(Boolean),
@@ -439,9 +514,10 @@ try {
         {
           ...proxyEnv,
           PORT: String(ports.proxyB),
-          METRICS_PORT: String(await freePort()),
+          METRICS_PORT: String(metricsPorts.proxyB),
           WORKERS: '1',
           ...envList(process.env.BENCH_PROXY_ENV),
+          ...envList(process.env.BENCH_PROXY_B_ENV),
         },
         dist('proxy'),
       )
@@ -1122,15 +1198,57 @@ try {
     const nofile = Number(/Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 0);
     const oneProcessMax = Math.min(OPEN_STREAMS, Math.floor((nofile - 2000) / 2));
     const runs: Record<string, unknown> = {};
-    for (const [name, pid, streams] of [
-      [`tollgate-w${CORES}`, proxyN.pid as number, OPEN_STREAMS],
-      ['tollgate', proxy.pid as number, oneProcessMax],
+    // Diagnostic (BENCH_MEM=1): each process's memory by kind (memDetail) and the V8 heap of the
+    // proxy's metrics (a cluster's workers summed by the primary), before, with all open and after.
+    const MEM = process.env.BENCH_MEM === '1';
+    const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
+    const v8Of = (text: string, prefix: string) => {
+      const spaces: Record<string, number> = {};
+      const re = new RegExp(`^${prefix}nodejs_heap_space_size_total_bytes\\{space="(\\w+)"\\} (\\S+)$`, 'gm');
+      for (const m of text.matchAll(re)) spaces[m[1] as string] = mb(Number(m[2]));
+      return {
+        heapTotal: mb(metricValue(text, `${prefix}nodejs_heap_size_total_bytes`)),
+        heapUsed: mb(metricValue(text, `${prefix}nodejs_heap_size_used_bytes`)),
+        external: mb(metricValue(text, `${prefix}nodejs_external_memory_bytes`)),
+        spacesTotal: spaces,
+      };
+    };
+    const memOf = async (pid: number, port: number) => {
+      const text = await metricsText(port).catch(() => '');
+      return {
+        processes: Object.fromEntries(
+          treeOf(pid).map((p) => [p === pid ? `${p} (main)` : String(p), memDetail(p)]),
+        ),
+        v8: text.includes('tollgate_proxy_primary_')
+          ? { workers: v8Of(text, 'tollgate_proxy_'), primary: v8Of(text, 'tollgate_proxy_primary_') }
+          : v8Of(text, 'tollgate_proxy_'),
+      };
+    };
+    for (const [name, pid, streams, port] of [
+      [`tollgate-w${CORES}`, proxyN.pid as number, OPEN_STREAMS, metricsPorts.proxyN],
+      ['tollgate', proxy.pid as number, oneProcessMax, metricsPorts.proxy],
+      // With BENCH_PROXY_B: the other build (or node options) under the same load, after tollgate.
+      ...(proxyB ? [['tollgate-b', proxyB.pid as number, oneProcessMax, metricsPorts.proxyB] as const] : []),
     ] as const) {
       const rss = () => treeOf(pid).reduce((a, p) => a + rssMb(p), 0);
       const idle = rss();
+      const mem: Record<string, unknown> = {};
+      if (MEM) {
+        mem.idle = await memOf(pid, port);
+        log(`rss ${name} memory idle: ${JSON.stringify(mem.idle)}`);
+      }
+      let memOpen: Promise<unknown> | null = null;
       let peak = idle;
+      let memPeak: Promise<unknown> | null = null;
+      let memPeakAt = 0;
       const sampler = setInterval(() => {
-        peak = Math.max(peak, rss());
+        const now = rss();
+        // BENCH_MEM: the breakdown at the peak too (at most every 2 s while it rises).
+        if (MEM && now > peak && performance.now() - memPeakAt > 2000) {
+          memPeakAt = performance.now();
+          memPeak = memOf(pid, port);
+        }
+        peak = Math.max(peak, now);
       }, 250);
       let atOpen = 0;
       await quiesce();
@@ -1145,11 +1263,30 @@ try {
           ...(targets[name]?.('bench/hold', true) as LoadRequest),
         },
         (e) => {
-          if (e.event === 'open') atOpen = rss();
+          if (e.event === 'open') {
+            atOpen = rss();
+            if (MEM) memOpen = memOf(pid, port);
+          }
         },
       );
       clearInterval(sampler);
-      runs[name] = { streams, rssIdleMb: idle, rssAllOpenMb: atOpen, rssPeakMb: peak, ...r };
+      if (MEM) {
+        mem.open = await memOpen;
+        mem.peak = await memPeak;
+        log(`rss ${name} memory near the peak: ${JSON.stringify(mem.peak)}`);
+        log(`rss ${name} memory all open: ${JSON.stringify(mem.open)}`);
+        await new Promise((res) => setTimeout(res, 10_000));
+        mem.after10s = await memOf(pid, port);
+        log(`rss ${name} memory 10 s after: ${JSON.stringify(mem.after10s)}`);
+      }
+      runs[name] = {
+        streams,
+        rssIdleMb: idle,
+        rssAllOpenMb: atOpen,
+        rssPeakMb: peak,
+        ...r,
+        ...(MEM ? { mem } : {}),
+      };
       log(`rss ${name} at ${streams} open streams: ${JSON.stringify(runs[name])}`);
     }
     results.openStreamsRss = { pace: '64 chunks × 300 ms', openFilesLimit: nofile, ...runs };

@@ -4,6 +4,7 @@ import { createLogger } from '@tollgate/logger';
 import { exposeToClusterPrimary, serveMetricsFromConfig } from '@tollgate/metrics';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadConfig } from './config';
+import { processSettings } from './runtime';
 
 // Table of contents: config → logger → (cluster primary forks workers and serves the workers' metrics)
 // → proxy + metrics listener → SIGTERM drain.
@@ -14,9 +15,13 @@ const config = loadConfig();
 const logger = createLogger({ name: 'proxy', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 
 if (config.WORKERS > 1 && cluster.isPrimary) {
-  // Each worker is a full, stateless proxy on the shared port; the primary only supervises.
-  logger.info({ workers: config.WORKERS }, 'starting proxy workers');
-  for (let i = 0; i < config.WORKERS; i++) cluster.fork();
+  // Each worker is a full, stateless proxy on the shared port; the primary only supervises. Workers
+  // run with the proxy's memory settings (./runtime: V8's young generation, malloc arenas) unless the
+  // operator set them.
+  const settings = processSettings({ execArgv: process.execArgv, env: process.env });
+  cluster.setupPrimary({ execArgv: settings.execArgv });
+  logger.info({ workers: config.WORKERS, ...settings }, 'starting proxy workers');
+  for (let i = 0; i < config.WORKERS; i++) cluster.fork(settings.env);
   // One metrics listener for the whole process group: the workers' registries, summed.
   const primaryRegistry = new Registry();
   collectDefaultMetrics({ register: primaryRegistry, prefix: 'tollgate_proxy_primary_' });
@@ -36,7 +41,7 @@ if (config.WORKERS > 1 && cluster.isPrimary) {
     }
     listening.delete(worker.id);
     logger.error({ pid: worker.process.pid, code, signal }, 'proxy worker died, restarting');
-    cluster.fork();
+    cluster.fork(settings.env);
   });
   onShutdown(logger, async () => {
     stopping = true;

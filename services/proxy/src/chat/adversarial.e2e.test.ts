@@ -133,7 +133,7 @@ describe('adversarial prompt shapes do not block the event loop', () => {
     ['a long content part', () => [{ role: 'user', content: [{ type: 'text', text: run() }] }]],
     [
       'a long unknown content part',
-      () => [{ role: 'user', content: [{ type: 'input_audio', data: run() }] }],
+      () => [{ role: 'user', content: [{ type: 'x_unknown_part', data: run() }] }],
     ],
     ['a long content string', () => [{ role: 'user', content: run() }]],
     [

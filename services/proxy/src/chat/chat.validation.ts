@@ -61,7 +61,19 @@ export function parseChatRequest(body: unknown): ChatRequest {
     ) {
       throw badRequest(`messages.${i}.content: expected a string, an array of content parts or null`);
     }
+    if (Array.isArray(c)) {
+      for (let j = 0; j < c.length; j++) {
+        const part: unknown = c[j];
+        if (isObject(part) && part.type === 'input_audio') {
+          throw badRequest(
+            `messages.${i}.content.${j}: audio input is not offered by this gateway (its models are text and image to text; providers bill audio tokens at rates the catalog does not price)`,
+            { field: `messages.${i}.content.${j}` },
+          );
+        }
+      }
+    }
   }
+  unpricedFeatures(body);
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
     throw badRequest('stream: expected a boolean');
   }
@@ -83,6 +95,37 @@ export function parseChatRequest(body: unknown): ChatRequest {
     n,
     toolsJson,
   };
+}
+
+/**
+ * Fields that make a provider bill beyond the text tokens the catalog prices (every model of the
+ * catalog is text → text, `GET /models`): audio output (`audio`, `modalities` with "audio") is billed
+ * per audio token at audio rates, web search (`web_search_options`) per call. Forwarded, they would be
+ * paid by the gateway's provider account and billed to the key at text prices, so they are refused.
+ * `modalities: ["text"]`, which some clients send, is the default and passes.
+ */
+function unpricedFeatures(body: Record<string, unknown>): void {
+  if (body.audio !== undefined && body.audio !== null) {
+    throw badRequest('audio: audio output is not offered by this gateway (its models are text → text)', {
+      field: 'audio',
+    });
+  }
+  const modalities = body.modalities;
+  if (
+    modalities !== undefined &&
+    modalities !== null &&
+    !(Array.isArray(modalities) && modalities.every((m) => m === 'text'))
+  ) {
+    throw badRequest('modalities: only ["text"] is offered by this gateway (its models are text → text)', {
+      field: 'modalities',
+    });
+  }
+  if (body.web_search_options !== undefined && body.web_search_options !== null) {
+    throw badRequest(
+      'web_search_options: web search is not offered by this gateway (providers bill it per call, which the catalog does not price)',
+      { field: 'web_search_options' },
+    );
+  }
 }
 
 /** `tools` and `functions` (each an array when given) as one JSON text, or null when neither is given. */
