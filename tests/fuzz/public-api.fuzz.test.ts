@@ -24,13 +24,16 @@ let stack: Stack;
 let victimKeyId: string;
 let victimKey: string;
 // Idle pooled connections are dropped after 2 s, before the proxy's 5 s keep-alive timeout closes
-// them: reusing one the server is closing is the HTTP/1.1 keep-alive race (a reset on the next
-// request: most likely the one ECONNRESET in 10,000 seen under the whole suite's load, seed 2080886178,
-// when a batch's slowest request kept the others' sockets idle past 5 s; it does not replay on a quiet
-// machine), not an answer of the gateway. The `timeout` is what makes this client safe: Node 20's
-// Agent honours the server's `Keep-Alive: timeout=5` hint (closing at 4 s) only when it has a
-// timeout of its own (`keepSocketAlive` only ever lowers a non-zero one), so `{ keepAlive: true }`
-// alone keeps idle sockets forever. undici, and Node's global agent (timeout 5 s), honour the hint.
+// them: reusing one the server is closing is the HTTP/1.1 keep-alive race, not an answer of the
+// gateway. The `timeout` is what makes this client safe: Node 20's Agent honours the server's
+// `Keep-Alive: timeout=5` hint (closing at 4 s) only when it has a timeout of its own
+// (`keepSocketAlive` only ever lowers a non-zero one), so `{ keepAlive: true }` alone keeps idle
+// sockets forever. undici, and Node's global agent (timeout 5 s), honour the hint.
+// The reset seen under the whole suite's load with seed 983286315 (`ECONNRESET` on a reused
+// connection, 5.9 s after the request) was not that race but the gateway's: a forwarded account call
+// whose owner answered before taking the body left the rest of it unread, and the connection stalled
+// until the keep-alive timeout reset it (fixed; tests/fuzz/unread-body.test.ts). The earlier one
+// (seed 2080886178, which does not replay) was most likely the same.
 const agent = new Agent({ keepAlive: true, maxSockets: BATCH, timeout: 2_000 });
 
 beforeAll(async () => {
