@@ -6,6 +6,7 @@ import { runId, testInfra } from './infra';
 
 export { expectContract } from './contract';
 export { dockerAvailable, LOCAL_INFRA, runId, type TestInfra, testInfra } from './infra';
+export { seededRandom } from './random';
 export { createTcpProxy, hostPortOf, type TcpProxy } from './tcp-proxy';
 
 const suffix = () => randomBytes(4).toString('hex');

@@ -1,3 +1,4 @@
+import { seededRandom } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
 import { SseReader } from '../providers/sse';
 import { SseBytes } from './sse-bytes';
@@ -22,18 +23,6 @@ function viaStrings(reads: Buffer[]): Array<{ type: string; data: string }> {
   const r = new SseReader();
   const events = reads.flatMap((b) => r.push(b));
   return [...events, ...r.end()];
-}
-
-/** A deterministic PRNG (mulberry32), so a failure names its seed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('SseBytes (the relay reader on bytes)', () => {
@@ -112,7 +101,7 @@ describe('SseBytes (the relay reader on bytes)', () => {
     ];
     const endings = ['\n', '\r\n', '\r'];
     for (let seed = 1; seed <= 300; seed++) {
-      const rand = rng(seed);
+      const rand = seededRandom(seed);
       let text = '';
       const lines = 1 + Math.floor(rand() * 30);
       for (let i = 0; i < lines; i++) {

@@ -1,18 +1,7 @@
+import { seededRandom } from '@tollgate/testkit';
 import { AggregatorRegistry, Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { BoundCounter, BoundHistogram } from './bound';
-
-/** A deterministic PRNG (mulberry32). */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const BUCKETS = [0.001, 0.01, 0.1, 1, 10];
 
@@ -58,7 +47,7 @@ function pair() {
 }
 
 function feed(p: ReturnType<typeof pair>, seed: number, n: number) {
-  const rand = rng(seed);
+  const rand = seededRandom(seed);
   const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)] as T;
   for (let i = 0; i < n; i++) {
     const route = pick(['chat', 'models', 'key', 'a "quoted"\\route\n']);
