@@ -38,7 +38,7 @@ export interface ChatDeps {
   streamWriteTimeoutMs: number;
   /** Longest a completion may run (then 504 timeout). */
   maxDurationMs: number;
-  /** Per-key cap on completions in flight in this process. */
+  /** Per-key and per-account caps on completions in flight in this process. */
   concurrency: CompletionSlots;
   /** Failover bounds, provider health and key rotation (services/proxy/src/routing). */
   routing: { maxAttempts: number; deadlineMs: number; health: ProviderHealth; keys: KeyRing };
