@@ -38,6 +38,8 @@ export interface ChatDeps {
   streamWriteTimeoutMs: number;
   /** Longest a completion may run (then 504 timeout). */
   maxDurationMs: number;
+  /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
+  cancelDrainMs?: number;
   /** Per-key and per-account caps on completions in flight in this process. */
   concurrency: CompletionSlots;
   /** Failover bounds, provider health and key rotation (services/proxy/src/routing). */
@@ -115,7 +117,10 @@ interface CompletionLocals {
   completion?: Completion;
 }
 
-/** Hoisted: the client going away aborts the upstream request (and whatever the relay waits for). */
+/**
+ * Hoisted: the client going away cancels the completion: it drains the provider's answer for its
+ * usage when a provider holds the request (drain.ts), else the request is aborted.
+ */
 function onResponseClose(this: Response): void {
   const c = (this.locals as CompletionLocals).completion;
   if (c && !this.writableFinished) c.cancel();
@@ -261,12 +266,13 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         logger,
         promptEstimate: prompt.exact,
         reservation,
+        cancelDrainMs: deps.cancelDrainMs,
       },
       guard,
       sink,
       estimator,
     );
-    // The client going away aborts the upstream request (and whatever the relay is waiting for).
+    // The client going away cancels the completion (a drain, or an abort when no provider holds it).
     (res.locals as CompletionLocals).completion = c;
     res.once('close', onResponseClose);
     c.startDeadline(deps.maxDurationMs);
