@@ -23,14 +23,15 @@ import { Redis } from 'ioredis';
 import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
-import { chatCompletionsHandler } from '../chat/chat.routes';
-import type { Completion, TokenEstimator, UsageSink } from '../chat/completion';
-import { CompletionSlots } from '../chat/concurrency';
 import type { ProxyConfig } from '../config';
+import { chatDoor } from '../doors/chat/door';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
+import type { Completion, TokenEstimator, UsageSink } from '../pipeline/completion';
+import { CompletionSlots } from '../pipeline/concurrency';
+import { completionPipeline } from '../pipeline/pipeline';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
@@ -70,7 +71,7 @@ interface ProxyAppParts {
   /** The chat route, served before express (http/chat-dispatch.ts). */
   chat: ChatDispatch;
   inFlight(): number;
-  /** Completions running, draining ones (their client gone, chat/drain.ts) included. */
+  /** Completions running, draining ones (their client gone, pipeline/drain.ts) included. */
   completions(): number;
   setDraining(): void;
   /** Stops every completion in flight with `reason` (HTTP error, or the §6 error chunk mid-stream). */
@@ -144,7 +145,7 @@ export function createProxyApp(deps: {
   const management = requireScope('management');
 
   const live = new Set<Completion>();
-  const chat = chatCompletionsHandler({
+  const chat = completionPipeline(chatDoor, {
     catalog: deps.catalog,
     upstreams: deps.upstreams,
     guard: deps.guard,
@@ -187,6 +188,7 @@ export function createProxyApp(deps: {
     accessLog: true,
     metrics: deps.metrics,
     steps: chatSteps,
+    errorBody: chatDoor.errorBody,
   });
   app.post(
     ['/api/v1/chat/completions', '/v1/chat/completions'],
@@ -420,7 +422,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const deadline = Date.now() + config.SHUTDOWN_TIMEOUT_MS;
-    // Completions whose client went away are still draining their provider's usage (chat/drain.ts).
+    // Completions whose client went away are still draining their provider's usage (pipeline/drain.ts).
     const busy = () => parts.inFlight() > 0 || parts.completions() > 0;
     while (busy() && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 25));
