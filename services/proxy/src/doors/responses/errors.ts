@@ -36,7 +36,7 @@ function paramOf(err: AppError): string | null {
 }
 
 /** The error object of an OpenAI error answer (and of a stream's `response.failed`). */
-export function openAIError(err: AppError): Json {
+function openAIError(err: AppError): Json {
   const t = OPENAI_TYPE[err.type];
   return {
     message: err.message,

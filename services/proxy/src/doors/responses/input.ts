@@ -86,15 +86,20 @@ function assistantFor(messages: ChatMessage[]): ChatMessage {
 }
 
 function functionCall(item: Json, at: string, messages: ChatMessage[]): void {
-  if (typeof item.call_id !== 'string' || item.call_id.length === 0) throw badRequest(`${at}.call_id: expected a string`);
-  if (typeof item.name !== 'string' || item.name.length === 0) throw badRequest(`${at}.name: expected a string`);
+  if (typeof item.call_id !== 'string' || item.call_id.length === 0)
+    throw badRequest(`${at}.call_id: expected a string`);
+  if (typeof item.name !== 'string' || item.name.length === 0)
+    throw badRequest(`${at}.name: expected a string`);
   if (typeof item.arguments !== 'string') throw badRequest(`${at}.arguments: expected a JSON string`);
   const m = assistantFor(messages);
   const calls = (m.tool_calls as Json[] | undefined) ?? [];
   calls.push({
     id: item.call_id,
     type: 'function',
-    function: { name: ToolNames.flat(item.name, item.namespace as string | undefined), arguments: item.arguments },
+    function: {
+      name: ToolNames.flat(item.name, item.namespace as string | undefined),
+      arguments: item.arguments,
+    },
   });
   m.tool_calls = calls;
 }
@@ -104,7 +109,8 @@ function functionCall(item: Json, at: string, messages: ChatMessage[]): void {
  * `view_image`) follow in a user message, since a chat tool message holds text only.
  */
 function functionOutput(item: Json, at: string): ChatMessage[] {
-  if (typeof item.call_id !== 'string' || item.call_id.length === 0) throw badRequest(`${at}.call_id: expected a string`);
+  if (typeof item.call_id !== 'string' || item.call_id.length === 0)
+    throw badRequest(`${at}.call_id: expected a string`);
   const out = item.output;
   if (typeof out === 'string') return [{ role: 'tool', tool_call_id: item.call_id, content: out }];
   if (!Array.isArray(out)) throw badRequest(`${at}.output: expected a string or an array of content parts`);
@@ -141,11 +147,16 @@ export function translateInput(input: unknown, instructions: unknown): ChatMessa
     else if (type === 'function_call_output') messages.push(...functionOutput(item, at));
     else if (type === 'reasoning') continue;
     else if (type === 'item_reference') {
-      throw badRequest(`${at}: item_reference needs stored responses, which this gateway does not keep (send the item itself)`, {
-        field: at,
-      });
+      throw badRequest(
+        `${at}: item_reference needs stored responses, which this gateway does not keep (send the item itself)`,
+        {
+          field: at,
+        },
+      );
     } else {
-      throw badRequest(`${at}.type: '${String(type)}' items are not served by this gateway`, { field: `${at}.type` });
+      throw badRequest(`${at}.type: '${String(type)}' items are not served by this gateway`, {
+        field: `${at}.type`,
+      });
     }
   }
   if (messages.length === 0 || messages.every((m) => m.role === 'system')) {

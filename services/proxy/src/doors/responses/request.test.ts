@@ -94,7 +94,10 @@ describe('parseResponsesRequest', () => {
       top_p: 0.9,
       user: 'u1',
       reasoning: { effort: 'low', summary: 'auto' },
-      text: { format: { type: 'json_schema', name: 'city', schema: { type: 'object' }, strict: true }, verbosity: 'low' },
+      text: {
+        format: { type: 'json_schema', name: 'city', schema: { type: 'object' }, strict: true },
+        verbosity: 'low',
+      },
       metadata: { a: 'b' },
       include: ['reasoning.encrypted_content'],
       prompt_cache_key: 'k',
@@ -112,14 +115,21 @@ describe('parseResponsesRequest', () => {
       reasoning_effort: 'low',
       verbosity: 'low',
       parallel_tool_calls: false,
-      response_format: { type: 'json_schema', json_schema: { name: 'city', schema: { type: 'object' }, strict: true } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'city', schema: { type: 'object' }, strict: true },
+      },
     });
     // Accepted, not forwarded: metadata, include, prompt_cache_key, client_metadata, store.
     for (const f of ['metadata', 'include', 'prompt_cache_key', 'client_metadata', 'store', 'background']) {
       expect(r.chat).not.toHaveProperty(f);
     }
     expect(r.encryptedReasoning).toBe(true);
-    expect(r.echo).toMatchObject({ metadata: { a: 'b' }, max_output_tokens: 300, reasoning: { effort: 'low', summary: 'auto' } });
+    expect(r.echo).toMatchObject({
+      metadata: { a: 'b' },
+      max_output_tokens: 300,
+      reasoning: { effort: 'low', summary: 'auto' },
+    });
   });
 
   it('flattens namespace tools, withholds hosted tools and names them', () => {
@@ -127,18 +137,36 @@ describe('parseResponsesRequest', () => {
       model: 'm',
       input: 'x',
       tools: [
-        { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } },
+        {
+          type: 'function',
+          name: 'exec_command',
+          parameters: { type: 'object', properties: { cmd: { type: 'string' } } },
+        },
         { type: 'web_search', external_web_access: true },
-        { type: 'namespace', name: 'multi_agent_v1', description: 'd', tools: [{ type: 'function', name: 'spawn_agent' }] },
+        {
+          type: 'namespace',
+          name: 'multi_agent_v1',
+          description: 'd',
+          tools: [{ type: 'function', name: 'spawn_agent' }],
+        },
         { type: 'file_search', vector_store_ids: ['v'] },
         { type: 'web_search' },
       ],
       tool_choice: { type: 'function', name: 'spawn_agent', namespace: 'multi_agent_v1' },
     });
-    expect((r.chat.tools as Json[]).map((t) => (t.function as Json).name)).toEqual(['exec_command', 'multi_agent_v1__spawn_agent']);
-    expect(r.chat.tool_choice).toEqual({ type: 'function', function: { name: 'multi_agent_v1__spawn_agent' } });
+    expect((r.chat.tools as Json[]).map((t) => (t.function as Json).name)).toEqual([
+      'exec_command',
+      'multi_agent_v1__spawn_agent',
+    ]);
+    expect(r.chat.tool_choice).toEqual({
+      type: 'function',
+      function: { name: 'multi_agent_v1__spawn_agent' },
+    });
     expect(r.withheld).toEqual(['web_search', 'file_search']);
-    expect(r.names.call('multi_agent_v1__spawn_agent')).toEqual({ name: 'spawn_agent', namespace: 'multi_agent_v1' });
+    expect(r.names.call('multi_agent_v1__spawn_agent')).toEqual({
+      name: 'spawn_agent',
+      namespace: 'multi_agent_v1',
+    });
     expect(r.names.call('exec_command')).toEqual({ name: 'exec_command', namespace: null });
   });
 
@@ -146,7 +174,10 @@ describe('parseResponsesRequest', () => {
     const r = parseResponsesRequest({
       model: 'm',
       input: 'x',
-      tools: [{ type: 'function', name: 'a' }, { type: 'function', name: 'b' }],
+      tools: [
+        { type: 'function', name: 'a' },
+        { type: 'function', name: 'b' },
+      ],
       tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'b' }] },
     });
     expect((r.chat.tools as Json[]).map((t) => (t.function as Json).name)).toEqual(['b']);
@@ -178,8 +209,14 @@ describe('parseResponsesRequest', () => {
     [{ tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } }, 'tool_choice'],
     [{ tools: [{ type: 'file_search' }], tool_choice: { type: 'file_search' } }, 'tool_choice'],
     [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input.0'],
-    [{ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }, 'input.0.content.0.image_url'],
-    [{ input: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] }, 'input.0.content.0.type'],
+    [
+      { input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] },
+      'input.0.content.0.image_url',
+    ],
+    [
+      { input: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] },
+      'input.0.content.0.type',
+    ],
   ])('refuses %j with a 400 naming %s', (extra, field) => {
     const err = refusal({ model: 'm', input: 'x', ...extra });
     expect(err.status).toBe(400);

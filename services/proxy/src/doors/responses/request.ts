@@ -61,12 +61,18 @@ function refuseStateful(body: Json): void {
   if (given(body.conversation)) refuse('conversation', `${stateless}: send the whole input`);
   if (given(body.prompt)) refuse('prompt', 'stored prompt templates are not served by this gateway');
   if (body.store === true) refuse('store', `${stateless}: set store to false or leave it out`);
-  if (body.background === true) refuse('background', 'background responses need stored responses, which this gateway does not keep');
-  if (given(body.truncation) && body.truncation !== 'disabled') refuse('truncation', "only 'disabled' is served");
-  if (given(body.max_tool_calls)) refuse('max_tool_calls', 'not served by this gateway (hosted tools are not run)');
+  if (body.background === true)
+    refuse('background', 'background responses need stored responses, which this gateway does not keep');
+  if (given(body.truncation) && body.truncation !== 'disabled')
+    refuse('truncation', "only 'disabled' is served");
+  if (given(body.max_tool_calls))
+    refuse('max_tool_calls', 'not served by this gateway (hosted tools are not run)');
   if (given(body.top_logprobs)) refuse('top_logprobs', 'log probabilities are not served on /responses');
   if (given(body.service_tier) && body.service_tier !== 'auto' && body.service_tier !== 'default') {
-    refuse('service_tier', "only 'auto' and 'default' are served (other tiers are billed at prices the catalog does not have)");
+    refuse(
+      'service_tier',
+      "only 'auto' and 'default' are served (other tiers are billed at prices the catalog does not have)",
+    );
   }
 }
 
@@ -87,7 +93,8 @@ function metadataOf(v: unknown): Record<string, string> {
   for (const k of keys) {
     if (k.length > 64) throw badRequest(`metadata.${k.slice(0, 64)}: keys are at most 64 characters`);
     const s = v[k];
-    if (typeof s !== 'string' || s.length > 512) throw badRequest(`metadata.${k}: expected a string of at most 512 characters`);
+    if (typeof s !== 'string' || s.length > 512)
+      throw badRequest(`metadata.${k}: expected a string of at most 512 characters`);
   }
   return v as Record<string, string>;
 }
@@ -100,14 +107,16 @@ function textOptions(text: unknown, chat: Json): Json {
   if (given(format)) {
     if (!isObject(format)) throw badRequest('text.format: expected an object');
     if (format.type === 'json_schema') {
-      if (typeof format.name !== 'string' || format.name.length === 0) throw badRequest('text.format.name: expected a string');
+      if (typeof format.name !== 'string' || format.name.length === 0)
+        throw badRequest('text.format.name: expected a string');
       if (!isObject(format.schema)) throw badRequest('text.format.schema: expected a JSON schema object');
       const schema: Json = { name: format.name, schema: format.schema };
       if (typeof format.strict === 'boolean') schema.strict = format.strict;
       if (typeof format.description === 'string') schema.description = format.description;
       chat.response_format = { type: 'json_schema', json_schema: schema };
     } else if (format.type === 'json_object') chat.response_format = { type: 'json_object' };
-    else if (format.type !== 'text') throw badRequest(`text.format.type: expected 'text', 'json_schema' or 'json_object'`);
+    else if (format.type !== 'text')
+      throw badRequest(`text.format.type: expected 'text', 'json_schema' or 'json_object'`);
   }
   if (given(text.verbosity)) {
     if (text.verbosity !== 'low' && text.verbosity !== 'medium' && text.verbosity !== 'high') {
@@ -138,7 +147,8 @@ function reasoningOptions(reasoning: unknown, chat: Json): ResponseEcho['reasoni
 
 function includeOf(v: unknown): string[] {
   if (!given(v)) return [];
-  if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw badRequest('include: expected an array of strings');
+  if (!Array.isArray(v) || v.some((s) => typeof s !== 'string'))
+    throw badRequest('include: expected an array of strings');
   return v as string[];
 }
 
@@ -146,7 +156,8 @@ function includeOf(v: unknown): string[] {
 export function parseResponsesRequest(body: unknown): ResponsesRequest {
   if (!isObject(body)) throw badRequest('Request body must be a JSON object');
   if (body.model === undefined) throw badRequest('model: required');
-  if (typeof body.model !== 'string' || body.model.length === 0) throw badRequest('model: expected a non-empty string');
+  if (typeof body.model !== 'string' || body.model.length === 0)
+    throw badRequest('model: expected a non-empty string');
   refuseStateful(body);
   if (given(body.stream) && typeof body.stream !== 'boolean') throw badRequest('stream: expected a boolean');
   const stream = body.stream === true;
@@ -157,7 +168,8 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
   if (tools.tools !== null) chat.tools = tools.tools;
   if (choice !== undefined && tools.tools !== null) chat.tool_choice = choice;
   if (given(body.parallel_tool_calls)) {
-    if (typeof body.parallel_tool_calls !== 'boolean') throw badRequest('parallel_tool_calls: expected a boolean');
+    if (typeof body.parallel_tool_calls !== 'boolean')
+      throw badRequest('parallel_tool_calls: expected a boolean');
     if (tools.tools !== null) chat.parallel_tool_calls = body.parallel_tool_calls;
   }
   const maxOutput = body.max_output_tokens;

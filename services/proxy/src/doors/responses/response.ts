@@ -11,7 +11,8 @@ import type { ToolNames } from './tools';
 
 type Json = Record<string, unknown>;
 
-const obj = (v: unknown): Json => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {});
+const obj = (v: unknown): Json =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {};
 
 /** What every Response of one request shares. */
 export interface ResponseContext {
@@ -34,14 +35,23 @@ export const itemId = {
   call: (ctx: ResponseContext, n: number) => `fc_${ctx.id}_${n}`,
 };
 
-export const outputText = (text: string): Json => ({ type: 'output_text', text, annotations: [], logprobs: [] });
+export const outputText = (text: string): Json => ({
+  type: 'output_text',
+  text,
+  annotations: [],
+  logprobs: [],
+});
 
 export function messageItem(id: string, status: 'in_progress' | 'completed', content: Json[]): Json {
   return { id, type: 'message', status, role: 'assistant', content };
 }
 
 export function reasoningItem(id: string, summary: string | null): Json {
-  return { id, type: 'reasoning', summary: summary === null ? [] : [{ type: 'summary_text', text: summary }] };
+  return {
+    id,
+    type: 'reasoning',
+    summary: summary === null ? [] : [{ type: 'summary_text', text: summary }],
+  };
 }
 
 export function callItem(
@@ -51,7 +61,14 @@ export function callItem(
   status: 'in_progress' | 'completed',
 ): Json {
   const { name, namespace } = ctx.names.call(call.name);
-  const item: Json = { id, type: 'function_call', status, arguments: call.arguments, call_id: call.callId, name };
+  const item: Json = {
+    id,
+    type: 'function_call',
+    status,
+    arguments: call.arguments,
+    call_id: call.callId,
+    name,
+  };
   if (namespace !== null) item.namespace = namespace;
   return item;
 }
@@ -72,7 +89,8 @@ export function responsesUsage(tokens: TokenCounts, costUnits: bigint): Json {
 /** A chat `finish_reason` → the Response's status and `incomplete_details`. */
 export function statusOf(finishReason: string | null): { status: ResponseStatus; incomplete: Json | null } {
   if (finishReason === 'length') return { status: 'incomplete', incomplete: { reason: 'max_output_tokens' } };
-  if (finishReason === 'content_filter') return { status: 'incomplete', incomplete: { reason: 'content_filter' } };
+  if (finishReason === 'content_filter')
+    return { status: 'incomplete', incomplete: { reason: 'content_filter' } };
   return { status: 'completed', incomplete: null };
 }
 
@@ -80,13 +98,22 @@ export function statusOf(finishReason: string | null): { status: ResponseStatus;
 const joinedText = (output: Json[]): string =>
   output
     .filter((i) => i.type === 'message')
-    .flatMap((i) => (i.content as Json[]).filter((p) => p.type === 'output_text').map((p) => p.text as string))
+    .flatMap((i) =>
+      (i.content as Json[]).filter((p) => p.type === 'output_text').map((p) => p.text as string),
+    )
     .join('');
 
 /** A whole Response object. */
 export function responseObject(
   ctx: ResponseContext,
-  parts: { status: ResponseStatus; output: Json[]; usage: Json | null; incomplete?: Json | null; error?: Json | null; provider?: string },
+  parts: {
+    status: ResponseStatus;
+    output: Json[];
+    usage: Json | null;
+    incomplete?: Json | null;
+    error?: Json | null;
+    provider?: string;
+  },
 ): Json {
   const e = ctx.echo;
   const r: Json = {
@@ -123,19 +150,27 @@ export function responseObject(
 }
 
 /** The output items of a `chat.completion`'s first choice: reasoning, the message, the function calls. */
-export function outputOfCompletion(ctx: ResponseContext, completion: Json): Json[] {
+function outputOfCompletion(ctx: ResponseContext, completion: Json): Json[] {
   const choice = obj(Array.isArray(completion.choices) ? completion.choices[0] : undefined);
   const m = obj(choice.message);
   const output: Json[] = [];
-  const reasoning = typeof m.reasoning === 'string' ? m.reasoning : typeof m.reasoning_content === 'string' ? m.reasoning_content : '';
+  const reasoning =
+    typeof m.reasoning === 'string'
+      ? m.reasoning
+      : typeof m.reasoning_content === 'string'
+        ? m.reasoning_content
+        : '';
   if (reasoning.length > 0) output.push(reasoningItem(itemId.reasoning(ctx, 0), reasoning));
   const content: Json[] = [];
   if (typeof m.content === 'string' && m.content.length > 0) content.push(outputText(m.content));
-  if (typeof m.refusal === 'string' && m.refusal.length > 0) content.push({ type: 'refusal', refusal: m.refusal });
+  if (typeof m.refusal === 'string' && m.refusal.length > 0)
+    content.push({ type: 'refusal', refusal: m.refusal });
   const calls = Array.isArray(m.tool_calls) ? m.tool_calls : [];
   // An answer with neither text nor calls is still one (empty) message, as OpenAI answers it.
   if (content.length > 0 || calls.length === 0) {
-    output.push(messageItem(itemId.message(ctx, 0), 'completed', content.length > 0 ? content : [outputText('')]));
+    output.push(
+      messageItem(itemId.message(ctx, 0), 'completed', content.length > 0 ? content : [outputText('')]),
+    );
   }
   calls.forEach((raw, i) => {
     const call = obj(raw);

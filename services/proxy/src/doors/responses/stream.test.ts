@@ -45,7 +45,11 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  client = new OpenAI({ apiKey: 'k', baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, maxRetries: 0 });
+  client = new OpenAI({
+    apiKey: 'k',
+    baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    maxRetries: 0,
+  });
 });
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
@@ -125,10 +129,16 @@ describe('Responses stream events through the openai SDK', () => {
     next = {
       sse: streamOf(ctxOf(body), [
         chunk({ content: 'Running.' }),
-        chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'exec_command', arguments: '' } }] }),
+        chunk({
+          tool_calls: [
+            { index: 0, id: 'call_a', type: 'function', function: { name: 'exec_command', arguments: '' } },
+          ],
+        }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: '{"cmd":' } }] }),
         chunk({ tool_calls: [{ index: 0, function: { arguments: '"ls"}' } }] }),
-        chunk({ tool_calls: [{ index: 1, id: 'call_b', function: { name: 'agents__spawn', arguments: '{}' } }] }),
+        chunk({
+          tool_calls: [{ index: 1, id: 'call_b', function: { name: 'agents__spawn', arguments: '{}' } }],
+        }),
         chunk({}, 'tool_calls'),
       ]),
     };
@@ -139,8 +149,19 @@ describe('Responses stream events through the openai SDK', () => {
     expect(argDeltas).toEqual(['{"cmd":', '"ls"}', '{}']);
     expect(final.output_text).toBe('Running.');
     expect(final.output.slice(1)).toEqual([
-      expect.objectContaining({ type: 'function_call', call_id: 'call_a', name: 'exec_command', arguments: '{"cmd":"ls"}' }),
-      expect.objectContaining({ type: 'function_call', call_id: 'call_b', name: 'spawn', namespace: 'agents', arguments: '{}' }),
+      expect.objectContaining({
+        type: 'function_call',
+        call_id: 'call_a',
+        name: 'exec_command',
+        arguments: '{"cmd":"ls"}',
+      }),
+      expect.objectContaining({
+        type: 'function_call',
+        call_id: 'call_b',
+        name: 'spawn',
+        namespace: 'agents',
+        arguments: '{}',
+      }),
     ]);
   });
 
@@ -159,7 +180,10 @@ describe('Responses stream events through the openai SDK', () => {
     ev.chunk(chunk({ content: 'partial' }));
     const out = ev.fail({ code: 'provider_error', message: 'boom' }, null);
     const data = JSON.parse(out.split('\ndata: ')[1] as string) as Json;
-    expect(data).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'provider_error', message: 'boom' } } });
+    expect(data).toMatchObject({
+      type: 'response.failed',
+      response: { status: 'failed', error: { code: 'provider_error', message: 'boom' } },
+    });
     expect(ev.end({}, 'sim')).toBe('');
   });
 });
@@ -178,7 +202,9 @@ describe('Responses JSON answers through the openai SDK', () => {
               message: {
                 role: 'assistant',
                 content: 'Calling f.',
-                tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+                tool_calls: [
+                  { id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } },
+                ],
               },
             },
           ],
@@ -191,7 +217,12 @@ describe('Responses JSON answers through the openai SDK', () => {
     const r = await client.responses.create(body as never);
     expect(r.output_text).toBe('Calling f.');
     expect(r.id).toBe('gen-test-1');
-    expect(r.output[1]).toMatchObject({ type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{"a":1}' });
+    expect(r.output[1]).toMatchObject({
+      type: 'function_call',
+      call_id: 'call_1',
+      name: 'f',
+      arguments: '{"a":1}',
+    });
     expect(r.usage).toMatchObject({ input_tokens: 12, output_tokens: 7, cost: 0.0000025 });
     expect(r.status).toBe('completed');
   });
@@ -204,6 +235,10 @@ describe('Responses JSON answers through the openai SDK', () => {
       0n,
       'sim',
     );
-    expect(r).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output_text: 'abc' });
+    expect(r).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      output_text: 'abc',
+    });
   });
 });

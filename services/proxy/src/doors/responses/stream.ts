@@ -4,9 +4,9 @@ import {
   messageItem,
   outputText,
   type ResponseContext,
-  type ResponseStatus,
   reasoningItem,
   responseObject,
+  statusOf,
 } from './response';
 
 /**
@@ -29,7 +29,8 @@ import {
 
 type Json = Record<string, unknown>;
 
-const obj = (v: unknown): Json => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {});
+const obj = (v: unknown): Json =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {};
 
 interface OpenItem {
   kind: 'reasoning' | 'message' | 'call';
@@ -84,7 +85,8 @@ export class ResponsesEvents {
     const reasoning = typeof delta.reasoning === 'string' ? delta.reasoning : delta.reasoning_content;
     if (typeof reasoning === 'string' && reasoning.length > 0) out += this.#reasoningDelta(reasoning);
     if (typeof delta.content === 'string' && delta.content.length > 0) out += this.#textDelta(delta.content);
-    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) out += this.#callDelta(obj(call));
+    if (Array.isArray(delta.tool_calls))
+      for (const call of delta.tool_calls) out += this.#callDelta(obj(call));
     if (typeof choice.finish_reason === 'string') this.#finishReason = choice.finish_reason;
     return out;
   }
@@ -143,7 +145,11 @@ export class ResponsesEvents {
       const id = itemId.call(this.#ctx, this.#callCount++);
       const callId = typeof call.id === 'string' ? call.id : `call_${id}`;
       const name = typeof fn.name === 'string' ? fn.name : '';
-      const opened = this.#open('call', id, callItem(this.#ctx, id, { callId, name, arguments: '' }, 'in_progress'));
+      const opened = this.#open(
+        'call',
+        id,
+        callItem(this.#ctx, id, { callId, name, arguments: '' }, 'in_progress'),
+      );
       open = Object.assign(opened.open, { callId, name });
       this.#calls.set(index, open);
       out += opened.text;
@@ -151,7 +157,11 @@ export class ResponsesEvents {
     const args = fn.arguments;
     if (typeof args === 'string' && args.length > 0) {
       open.text += args;
-      out += this.#event('response.function_call_arguments.delta', { item_id: open.id, output_index: open.index, delta: args });
+      out += this.#event('response.function_call_arguments.delta', {
+        item_id: open.id,
+        output_index: open.index,
+        delta: args,
+      });
     }
     return out;
   }
@@ -165,7 +175,10 @@ export class ResponsesEvents {
     const at = { item_id: r.id, output_index: r.index, summary_index: 0 };
     return (
       this.#event('response.reasoning_summary_text.done', { ...at, text: r.text }) +
-      this.#event('response.reasoning_summary_part.done', { ...at, part: { type: 'summary_text', text: r.text } }) +
+      this.#event('response.reasoning_summary_part.done', {
+        ...at,
+        part: { type: 'summary_text', text: r.text },
+      }) +
       this.#event('response.output_item.done', { output_index: r.index, item })
     );
   }
@@ -188,7 +201,12 @@ export class ResponsesEvents {
   #closeCalls(): string {
     let out = '';
     for (const c of [...this.#calls.values()].sort((a, b) => a.index - b.index)) {
-      const item = callItem(this.#ctx, c.id, { callId: c.callId ?? '', name: c.name ?? '', arguments: c.text }, 'completed');
+      const item = callItem(
+        this.#ctx,
+        c.id,
+        { callId: c.callId ?? '', name: c.name ?? '', arguments: c.text },
+        'completed',
+      );
       this.#done.push({ index: c.index, item });
       out += this.#event('response.function_call_arguments.done', {
         item_id: c.id,
@@ -219,11 +237,14 @@ export class ResponsesEvents {
     if (this.#ended) return '';
     let out = this.#closeAll();
     this.#ended = true;
-    const finish = this.#finishReason;
-    const incomplete =
-      finish === 'length' ? { reason: 'max_output_tokens' } : finish === 'content_filter' ? { reason: 'content_filter' } : null;
-    const status: ResponseStatus = incomplete === null ? 'completed' : 'incomplete';
-    const response = responseObject(this.#ctx, { status, incomplete, output: this.#output(), usage, provider });
+    const { status, incomplete } = statusOf(this.#finishReason);
+    const response = responseObject(this.#ctx, {
+      status,
+      incomplete,
+      output: this.#output(),
+      usage,
+      provider,
+    });
     out += this.#event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
     return out;
   }

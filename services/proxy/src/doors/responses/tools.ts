@@ -19,7 +19,7 @@ type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Separator of a namespace and a function name in a flattened chat function name. */
-export const NAMESPACE_SEPARATOR = '__';
+const NAMESPACE_SEPARATOR = '__';
 /** Chat function names: OpenAI's rule, which every provider accepts. */
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -88,10 +88,12 @@ export function translateTools(raw: unknown): TranslatedTools {
   for (let i = 0; i < raw.length; i++) {
     const t: unknown = raw[i];
     const at = `tools.${i}`;
-    if (!isObject(t) || typeof t.type !== 'string') throw badRequest(`${at}: expected a tool object with a type`);
+    if (!isObject(t) || typeof t.type !== 'string')
+      throw badRequest(`${at}: expected a tool object with a type`);
     if (t.type === 'function') tools.push(functionTool(t, at, null, names));
     else if (t.type === 'namespace') {
-      if (typeof t.name !== 'string' || t.name.length === 0) throw badRequest(`${at}.name: expected a string`);
+      if (typeof t.name !== 'string' || t.name.length === 0)
+        throw badRequest(`${at}.name: expected a string`);
       if (!Array.isArray(t.tools)) throw badRequest(`${at}.tools: expected an array`);
       for (let j = 0; j < t.tools.length; j++) {
         const inner: unknown = t.tools[j];
@@ -114,20 +116,26 @@ const CHOICE_MODES = new Set(['auto', 'none', 'required']);
 export function translateToolChoice(raw: unknown, tools: TranslatedTools): unknown {
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw === 'string') {
-    if (!CHOICE_MODES.has(raw)) throw badRequest(`tool_choice: expected 'auto', 'none', 'required' or an object`);
+    if (!CHOICE_MODES.has(raw))
+      throw badRequest(`tool_choice: expected 'auto', 'none', 'required' or an object`);
     return raw;
   }
-  if (!isObject(raw) || typeof raw.type !== 'string') throw badRequest('tool_choice: expected a string or an object');
+  if (!isObject(raw) || typeof raw.type !== 'string')
+    throw badRequest('tool_choice: expected a string or an object');
   if (raw.type === 'function') {
     if (typeof raw.name !== 'string') throw badRequest('tool_choice.name: expected a string');
     const flat = ToolNames.flat(raw.name, raw.namespace as string | undefined);
     const offered = (tools.tools ?? []).some((t) => (t.function as Json).name === flat);
-    if (!offered) throw badRequest(`tool_choice.name: '${raw.name}' is not a function of tools`, { field: 'tool_choice' });
+    if (!offered)
+      throw badRequest(`tool_choice.name: '${raw.name}' is not a function of tools`, {
+        field: 'tool_choice',
+      });
     return { type: 'function', function: { name: flat } };
   }
   if (raw.type === 'allowed_tools') {
     // The model is given only the allowed functions (chat's `allowed_tools` is not spoken by every format).
-    if (raw.mode !== 'auto' && raw.mode !== 'required') throw badRequest(`tool_choice.mode: expected 'auto' or 'required'`);
+    if (raw.mode !== 'auto' && raw.mode !== 'required')
+      throw badRequest(`tool_choice.mode: expected 'auto' or 'required'`);
     if (!Array.isArray(raw.tools)) throw badRequest('tool_choice.tools: expected an array');
     const allowed = new Set<string>();
     raw.tools.forEach((t: unknown, i) => {
