@@ -1,10 +1,22 @@
+export {
+  DEFAULT_DOCUMENT_MAX_PAGES,
+  DEFAULT_IMAGE_TOKENS,
+  DOCUMENT_PAGE_TEXT_TOKENS,
+  emptyCensus,
+  type ImageDetail,
+  type MediaCensus,
+  mediaPromptTokens,
+  reasoningBudget,
+} from './bounds';
 export type {
   Catalog,
   CatalogFormat,
   CatalogModel,
   CatalogProvider,
+  ImageTokens,
   ModelPricing,
   ParseCatalogOptions,
+  ReasoningBound,
 } from './catalog';
 export { CatalogError, loadCatalog, parseCatalog } from './catalog';
 export type { TokenCounts } from './cost';
