@@ -21,6 +21,7 @@ const auth = () =>
     db,
     clock: () => new Date(),
     sessionTtlMs: 60_000,
+    sessionIdleMs: 60_000,
     inviteTtlMs: 3_600_000,
     maxFailures: 3,
     windowMs: 600_000,

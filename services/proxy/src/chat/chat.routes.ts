@@ -1,5 +1,5 @@
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
-import { AppError, badRequest, safeText } from '@tollgate/errors';
+import { AppError, badRequest, headerText } from '@tollgate/errors';
 import { requestIdOf } from '@tollgate/http';
 import { allowsModel, type CachedKey, type KeyCache } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
@@ -255,9 +255,9 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
         model: first.model,
         provider: first.provider,
         upstreamModel: first.upstreamModel,
-        app: typeof title === 'string' && title.length > 0 ? safeText(title, X_TITLE_MAX) : null,
+        app: typeof title === 'string' && title.length > 0 ? headerText(title, X_TITLE_MAX) : null,
         httpReferer:
-          typeof referer === 'string' && referer.length > 0 ? safeText(referer, HTTP_REFERER_MAX) : null,
+          typeof referer === 'string' && referer.length > 0 ? headerText(referer, HTTP_REFERER_MAX) : null,
         logger,
         promptEstimate: prompt.exact,
         reservation,
