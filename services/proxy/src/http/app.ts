@@ -8,6 +8,7 @@ import { AppError } from '@tollgate/errors';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
 import {
   answerClientErrors,
+  clientAddressResolver,
   errorHandler,
   healthRoutes,
   notFoundHandler,
@@ -23,14 +24,15 @@ import { Redis } from 'ioredis';
 import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
-import { chatCompletionsHandler } from '../chat/chat.routes';
-import type { Completion, TokenEstimator, UsageSink } from '../chat/completion';
-import { CompletionSlots } from '../chat/concurrency';
 import type { ProxyConfig } from '../config';
+import { chatDoor } from '../doors/chat/door';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
+import type { Completion, TokenEstimator, UsageSink } from '../pipeline/completion';
+import { CompletionSlots } from '../pipeline/concurrency';
+import { completionPipeline } from '../pipeline/pipeline';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
@@ -70,6 +72,8 @@ interface ProxyAppParts {
   /** The chat route, served before express (http/chat-dispatch.ts). */
   chat: ChatDispatch;
   inFlight(): number;
+  /** Completions running, draining ones (their client gone, pipeline/drain.ts) included. */
+  completions(): number;
   setDraining(): void;
   /** Stops every completion in flight with `reason` (HTTP error, or the §6 error chunk mid-stream). */
   stopCompletions(reason: AppError): number;
@@ -118,13 +122,18 @@ export function createProxyApp(deps: {
     redis,
     lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
     logger,
-    unknownKeys: new UnknownKeyLimiter(config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE),
+    unknownKeys: new UnknownKeyLimiter({
+      perMinute: config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE,
+      perSecond: config.UNKNOWN_KEY_LOOKUPS_PER_SECOND,
+      burst: config.UNKNOWN_KEY_LOOKUP_BURST,
+    }),
   });
-  const auth = authMiddleware(authenticator);
+  const clientAddress = clientAddressResolver(config.TRUSTED_PROXIES);
+  const auth = authMiddleware(authenticator, Date.now, { clientAddress });
   const inference = requireScope('inference');
   // The chat route recalls key records when its admission can check them (docs/architecture.md).
   const recall = deps.guard.checks === true;
-  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true }) : auth;
+  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true, clientAddress }) : auth;
   /** Authentication and, when given, the scope check, as a promise (rejected with their error). */
   const authenticated = (scope: 'inference' | null) => {
     const check = scope === null ? null : requireScope(scope);
@@ -142,7 +151,7 @@ export function createProxyApp(deps: {
   const management = requireScope('management');
 
   const live = new Set<Completion>();
-  const chat = chatCompletionsHandler({
+  const chat = completionPipeline(chatDoor, {
     catalog: deps.catalog,
     upstreams: deps.upstreams,
     guard: deps.guard,
@@ -151,6 +160,7 @@ export function createProxyApp(deps: {
     keepAliveIntervalMs: config.KEEPALIVE_INTERVAL_MS,
     streamWriteTimeoutMs: config.STREAM_WRITE_TIMEOUT_MS,
     maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
+    cancelDrainMs: config.CANCEL_DRAIN_MS,
     concurrency: new CompletionSlots(
       config.MAX_CONCURRENT_COMPLETIONS_PER_KEY,
       config.MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT,
@@ -184,6 +194,7 @@ export function createProxyApp(deps: {
     accessLog: true,
     metrics: deps.metrics,
     steps: chatSteps,
+    errorBody: chatDoor.errorBody,
   });
   app.post(
     ['/api/v1/chat/completions', '/v1/chat/completions'],
@@ -246,6 +257,7 @@ export function createProxyApp(deps: {
     app,
     chat: chatDispatch,
     inFlight: () => state.inFlight,
+    completions: () => live.size,
     setDraining: () => {
       state.draining = true;
     },
@@ -416,18 +428,21 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const deadline = Date.now() + config.SHUTDOWN_TIMEOUT_MS;
-    while (parts.inFlight() > 0 && Date.now() < deadline) {
+    // Completions whose client went away are still draining their provider's usage (pipeline/drain.ts).
+    const busy = () => parts.inFlight() > 0 || parts.completions() > 0;
+    while (busy() && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 25));
       server.closeIdleConnections();
     }
-    if (parts.inFlight() > 0) {
+    if (busy()) {
       // Completions still running end the way the spec says a failed stream ends: the usage chunk
       // (what was produced is billed), the §6 error chunk, [DONE]; a non-streamed one gets a 503.
+      // A draining one is billed the upper bound of what its provider can have charged.
       const stopped = parts.stopCompletions(
         new AppError('service_unavailable', 'The gateway is restarting; retry the request'),
       );
       const grace = Date.now() + 1_000;
-      while (parts.inFlight() > 0 && Date.now() < grace) await new Promise((r) => setTimeout(r, 25));
+      while (busy() && Date.now() < grace) await new Promise((r) => setTimeout(r, 25));
       logger.warn(
         { stopped, stillInFlight: parts.inFlight() },
         'shutdown deadline: completions stopped with the error chunk, cutting what is left',

@@ -1,29 +1,20 @@
 import { once } from 'node:events';
 import type { ServerResponse as Response } from 'node:http';
-import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
-import type { TokenCounts } from '../providers/wire-format';
+import type { Completion, Outcome, UsageSource } from '../../pipeline/completion';
+import { finishReasonOfChunk, midStreamError, streamEndedEarly } from '../../pipeline/errors';
+import { SSE_HEAD, writeSseHead } from '../../pipeline/sse';
+import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
+import type { TokenCounts } from '../../providers/wire-format';
+import type { AnswerStream } from '../door';
 import { ByteOut } from './byte-out';
 import { ChunkBytes, hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
-import type { Completion, Outcome, UsageSource } from './completion';
-import { DONE_EVENT, errorEvent, finishReasonOfChunk, midStreamError, streamEndedEarly } from './errors';
+import { DONE_EVENT, errorEvent } from './events';
 import { SseBytes, type SseEventSink } from './sse-bytes';
 import { completeUsage, ProducedText } from './usage';
 
-const SSE_HEAD = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache, no-transform',
-  'x-accel-buffering': 'no',
-};
 const KEEP_ALIVE = ': keep-alive\n\n';
 
 type Json = Record<string, unknown>;
-
-/** Commits the 200 and the SSE headers (the X-Generation-Id header was set earlier). */
-export function writeSseHead(res: Response): void {
-  if (res.headersSent) return;
-  res.writeHead(200, SSE_HEAD);
-  res.flushHeaders();
-}
 
 /** Sends a head that `StreamRelay.commitHead` left unsent (nothing was written in the meantime). */
 function flushHead(relay: StreamRelay): void {
@@ -44,13 +35,13 @@ const utf8: (buf: Buffer, start: number, end: number) => string =
     : (buf, start, end) => buf.toString('utf8', start, end);
 
 /**
- * Relays one provider event stream to the client as it arrives. Content chunks are forwarded the
+ * The chat door's stream (`AnswerStream`): relays one provider event stream to the client as it arrives. Content chunks are forwarded the
  * moment their event is complete, with only `id` (and `model`) rewritten — from the provider's bytes
  * (sse-bytes.ts, chunk.ts `ChunkBytes`, byte-out.ts: each read's output is one Buffer, no chunk becomes
  * an output string); the usage chunk is held back, completed (cost, is_byok, zero-filled details) and
  * sent last before [DONE]. A provider error event ends the relay with the §6 error chunk.
  */
-export class StreamRelay implements SseEventSink {
+export class StreamRelay implements SseEventSink, AnswerStream {
   private readonly reader = new SseBytes();
   /** What the content chunks produced, bounded (parsed only as far as the estimate needs). */
   private readonly produced = new ProducedText();
@@ -100,10 +91,11 @@ export class StreamRelay implements SseEventSink {
    * first bytes written in this event-loop turn: the provider's first chunk usually arrives in the same
    * read as its headers, so the client gets head and first chunk in one write (one syscall and one
    * wake-up of the client fewer per stream). When nothing is written this turn (a slow first token),
-   * the head is flushed alone right after it (setImmediate), as soon as before.
+   * the head is flushed alone right after it (setImmediate), as soon as before. The chat door reads
+   * OpenAI chunks either way (its native format is OpenAI's), so `native` changes nothing here.
    */
-  commitHead(): void {
-    if (this.res.headersSent) return;
+  commitHead(_native?: boolean): void {
+    if (this.res.headersSent || this.c.cancelled) return;
     this.res.writeHead(200, SSE_HEAD);
     setImmediate(flushHead, this);
   }
@@ -114,16 +106,17 @@ export class StreamRelay implements SseEventSink {
   }
 
   /**
-   * Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect).
-   * A client that does not read for writeTimeoutMs is cut: the upstream request is aborted (its
-   * connection freed for others) and the completion ends cancelled, billed for what was produced.
+   * Writes, and waits for the client to drain when its socket buffer is full (ends on disconnect).
+   * A client that does not read for writeTimeoutMs is cut: the completion is cancelled and, like any
+   * cancelled one, drains the provider's answer for its usage (pipeline/drain.ts).
    * `last`: the provider's stream ended with these bytes; they are held and leave with the end of
    * the answer (`finish`'s last bytes), one write instead of two — for a short answer that arrived
    * whole, the only write of the stream.
    */
   async push(bytes: Buffer, last = false): Promise<void> {
     const chunk = this.relayed(bytes, false);
-    if (chunk === null) return;
+    // A cancelled completion drains (pipeline/drain.ts): the provider's bytes were read for the usage, and go nowhere.
+    if (chunk === null || this.c.cancelled) return;
     if (last || this.held !== null) {
       // The provider has nothing more to send: these bytes go out with the answer's end (finish),
       // which the chat route writes once the completion has ended, a few microseconds from now.
@@ -135,7 +128,10 @@ export class StreamRelay implements SseEventSink {
     if (!this.write(chunk)) {
       const timer = setTimeout(this.stalled, this.writeTimeoutMs);
       try {
-        await once(this.res, 'drain', { signal: this.c.abort.signal });
+        await once(this.res, 'drain', { signal: this.c.waitSignal });
+      } catch (err) {
+        // The client went away while its buffer was full: the provider's answer is drained.
+        if (!this.c.cancelled || this.c.abort.signal.aborted) throw err;
       } finally {
         clearTimeout(timer);
       }
@@ -172,6 +168,7 @@ export class StreamRelay implements SseEventSink {
   }
 
   private write(chunk: Buffer | string): boolean {
+    if (this.c.cancelled) return true;
     this.wrote = true;
     this.lastWriteAt = Date.now();
     return this.res.write(chunk);

@@ -5,10 +5,12 @@ import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import { toDecimal } from '@tollgate/money';
+import type { ApiType } from '../doors/door';
 import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
-import type { ChatRequest } from './chat.validation';
+import { DEFAULT_CANCEL_DRAIN_MS, Drain } from './drain';
+import type { CanonicalRequest } from './request';
 
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
 export interface UsageSink {
@@ -39,7 +41,9 @@ export interface Attempt {
 export interface CompletionInit {
   requestId: string;
   key: CachedKey;
-  chat: ChatRequest;
+  /** The front door the request came in by (the usage event's `api_type`). */
+  api: ApiType;
+  request: CanonicalRequest;
   model: CatalogModel;
   provider: CatalogProvider;
   upstreamModel: string;
@@ -51,11 +55,13 @@ export interface CompletionInit {
   /** The exact prompt estimate when admission already computed it (short prompts), else null. */
   promptEstimate: number | null;
   reservation: SpendReservation | null;
+  /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
+  cancelDrainMs?: number;
 }
 
 /**
  * How a completion ended: what `Completion.finish` settles and records. Every terminal path of the
- * chat route and the stream relay produces exactly one.
+ * pipeline's relay stage (pipeline/relay.ts, the door's AnswerStream) produces exactly one.
  *
  * - `served`: the provider answered (JSON, or a stream to its end, cut mid-stream, timed out or
  *   stopped by a lapsed lease after the 200: then `fail` recorded why): billed from the provider's
@@ -82,7 +88,7 @@ export type Outcome =
   | { kind: 'failed'; error: AppError };
 
 /**
- * One chat completion request after it was admitted, as a use case: it owns its state (the candidate
+ * One completion request after it was admitted (whatever its front door), as a use case: it owns its state (the candidate
  * it is aimed at, attempts, cancellation, the duration cap, a lapsed lease, the error on its record)
  * and ends in one place, `finish`, exactly once: the upstream slot is released, the spend reservation
  * settled, and (unless nothing was consumed) one usage event published (which also feeds the token
@@ -90,7 +96,12 @@ export type Outcome =
  */
 export class Completion {
   readonly startedAt = Date.now();
+  /** Aborts the upstream request (the duration cap, a stop, the end of a drain, nothing in flight). */
   readonly abort = new AbortController();
+  /** Aborted when the client goes away: ends the relay's waits on the client (never the upstream read). */
+  readonly clientGone = new AbortController();
+  private readonly drain: Drain;
+  private _waitSignal: AbortSignal | null = null;
   firstByteAt = 0;
   /** performance.now() marks for the metrics (services/proxy/src/metrics): upstream time and first token. */
   upstreamStartedAt = 0;
@@ -109,7 +120,8 @@ export class Completion {
 
   readonly requestId: string;
   readonly key: CachedKey;
-  readonly chat: ChatRequest;
+  readonly api: ApiType;
+  readonly request: CanonicalRequest;
   private _model: CatalogModel;
   private _provider: CatalogProvider;
   private _upstreamModel: string;
@@ -131,16 +143,18 @@ export class Completion {
   ) {
     this.requestId = init.requestId;
     this.key = init.key;
-    this.chat = init.chat;
+    this.api = init.api;
+    this.request = init.request;
     this._model = init.model;
     this._provider = init.provider;
     this._upstreamModel = init.upstreamModel;
-    this._upstreamBody = init.chat.body;
+    this._upstreamBody = init.request.body;
     this.app = init.app;
     this.httpReferer = init.httpReferer;
     this.logger = init.logger;
     this.promptExact = init.promptEstimate;
     this.reservation = init.reservation;
+    this.drain = new Drain(init.cancelDrainMs ?? DEFAULT_CANCEL_DRAIN_MS);
   }
 
   /** The candidate being tried, then the one that served (failover moves it, `aim`). */
@@ -165,7 +179,7 @@ export class Completion {
   get timedOut(): boolean {
     return this._timedOut;
   }
-  /** Why the answer failed after the provider accepted the request (first failure wins; chat/errors.ts). */
+  /** Why the answer failed after the provider accepted the request (first failure wins; pipeline/errors.ts). */
   get error(): AppError | null {
     return this._error;
   }
@@ -208,11 +222,51 @@ export class Completion {
   releaseUpstream(): void {
     this.release?.();
     this.release = null;
+    // A cancelled completion whose attempt failed has nothing left to drain (no failover follows).
+    if (this._cancelled && !this.abort.signal.aborted) {
+      this.drain.stop();
+      this.abort.abort();
+    }
   }
 
-  /** The client went away (or stopped reading): the upstream request is aborted. */
+  /** Ends a wait on the client: the client went away, or the upstream request was aborted. */
+  get waitSignal(): AbortSignal {
+    this._waitSignal ??= AbortSignal.any([this.abort.signal, this.clientGone.signal]);
+    return this._waitSignal;
+  }
+
+  /** The client went away and the provider's answer is still being read for its usage (drain.ts). */
+  get draining(): boolean {
+    return this._cancelled && !this.ended && this.drain.active;
+  }
+
+  /** The drain's grace period ran out before the provider's usage arrived. */
+  get drainExpired(): boolean {
+    return this.drain.expired;
+  }
+
+  /** An attempt is at a provider (its upstream slot is held): what the provider does is billed. */
+  get atProvider(): boolean {
+    return this.release !== null && !this.ended;
+  }
+
+  /**
+   * The client went away (or stopped reading): nothing more is written to it. When a provider holds
+   * the request, its answer is drained for the usage (drain.ts); otherwise the request is aborted.
+   */
   cancel(): void {
+    if (this._cancelled) return;
     this._cancelled = true;
+    this.clientGone.abort();
+    if (!this.drain.start(this)) this.abort.abort();
+  }
+
+  /** The drain's grace period is over: the upstream request is aborted (Drain). */
+  expireDrain(): void {
+    this.log.warn(
+      { provider: this._provider.name },
+      'cancelled completion: no usage within the drain period',
+    );
     this.abort.abort();
   }
 
@@ -288,6 +342,7 @@ export class Completion {
     if (this.ended) return;
     this.ended = true;
     if (this.deadline) clearTimeout(this.deadline);
+    this.drain.stop();
     this.releaseUpstream();
     let tokens: TokenCounts;
     let source: UsageSource = 'estimated';
@@ -342,7 +397,8 @@ export class Completion {
       upstream_id: upstreamId,
       app: this.app,
       http_referer: this.httpReferer,
-      streamed: this.chat.stream,
+      api_type: this.api,
+      streamed: this.request.stream,
       cancelled: this._cancelled,
       finish_reason: error ? 'error' : finishReason,
       usage_source: source,
@@ -389,7 +445,7 @@ export class Completion {
 
   /** Conservative prompt estimate of the request messages (tokenized on first use only). */
   promptEstimate(): number {
-    this.promptExact ??= this.estimator.estimatePromptTokens(this.chat.messages, this.chat.toolsJson);
+    this.promptExact ??= this.estimator.estimatePromptTokens(this.request.messages, this.request.toolsJson);
     return this.promptExact;
   }
 
