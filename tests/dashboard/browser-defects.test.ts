@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * Issue 28's defects, each in Chromium against the real stack (provider simulator, keys, billing,
  * proxy, dashboard) with traffic from real requests through the proxy: 58 requests from two keys
@@ -7,10 +8,10 @@
  * Also: screenshots of every page at 1280, 1920 and 390 px (test-results/dashboard/defects-*), and
  * an axe-core audit of every page at 1280 and 390 px with no serious or critical violation.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import axe from 'axe-core';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -25,7 +26,7 @@ const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const SHOTS = resolve(root, 'test-results/dashboard');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const UI_BUILT = existsSync(resolve(root, 'services/dashboard/ui/dist/index.html'));
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
 const PAGES = ['overview', 'keys', 'usage', 'generations', 'credits', 'models', 'users'] as const;
 
 const CAFE = 'Café bot ✓';
@@ -90,7 +91,7 @@ async function inViewport(p: Page, selector: ReturnType<Page['locator']>) {
 }
 
 async function audit(p: Page) {
-  await p.evaluate(AXE);
+  await p.evaluate(axe.source);
   return (await p.evaluate(async () => {
     // biome-ignore lint/suspicious/noExplicitAny: axe is a global the script above defined
     const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });

@@ -145,13 +145,19 @@ export async function countAttempt(
   return rows;
 }
 
-/** Takes back one counted attempt of each subject (a sign-in that succeeded, or was refused unchecked). */
+/**
+ * Takes back one counted attempt of each subject (a sign-in that succeeded, or was refused unchecked).
+ * One statement per subject, in the order `countAttempt` locks them: one UPDATE of both rows locked
+ * them in table order and deadlocked with a parallel attempt's insert (a 500 under parallel guesses).
+ */
 export async function uncountAttempt(db: DashboardDb, subjects: string[]) {
-  await db
-    .updateTable('dashboard.sign_in_failures')
-    .set({ failures: sql`greatest(failures - 1, 0)` })
-    .where('subject', 'in', subjects)
-    .execute();
+  for (const subject of subjects) {
+    await db
+      .updateTable('dashboard.sign_in_failures')
+      .set({ failures: sql`greatest(failures - 1, 0)` })
+      .where('subject', '=', subject)
+      .execute();
+  }
 }
 
 /** The user an unused, unexpired invitation is for, without using it. */

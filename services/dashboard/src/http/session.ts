@@ -13,7 +13,7 @@ import type { AuthService, NewSession, SessionUser } from '../auth/auth.service'
  * With `Secure`, the cookie carries the `__Host-` prefix: the browser then accepts it only from a
  * secure origin, with Path=/ and no Domain, so no sibling subdomain can set or shadow it.
  */
-export const sessionCookieName = (secure: boolean) => (secure ? '__Host-tg_session' : 'tg_session');
+const sessionCookieName = (secure: boolean) => (secure ? '__Host-tg_session' : 'tg_session');
 const CSRF_HEADER = 'x-csrf-token';
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 

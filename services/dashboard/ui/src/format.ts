@@ -32,4 +32,4 @@ export const ms = (n: number | null | undefined) =>
 
 export const plural = (n: number, word: string) => `${int(n)} ${word}${n === 1 ? '' : 's'}`;
 
-export { ago, when } from './time';
+export { when } from './time';

@@ -81,7 +81,7 @@ export function Stat(props: { label: string; value: ReactNode; hint?: ReactNode;
 }
 
 /** What went wrong, in words: the server's message, or what an HTTP status means. */
-export function describeError(error: unknown): string {
+function describeError(error: unknown): string {
   if (error instanceof ApiError) return error.message;
   if (error instanceof TypeError) return 'The dashboard server could not be reached (network error).';
   return error instanceof Error ? error.message : String(error);

@@ -9,12 +9,12 @@ const PERIOD: Record<string, string> = {
   monthly: 'this month (UTC)',
 };
 
-export const periodLabel = (k: Key) => (k.limit_reset ? PERIOD[k.limit_reset] : 'in total');
+const periodLabel = (k: Key) => (k.limit_reset ? PERIOD[k.limit_reset] : 'in total');
 
-export const expired = (k: Key) => k.expires_at !== null && new Date(k.expires_at).getTime() <= Date.now();
+const expired = (k: Key) => k.expires_at !== null && new Date(k.expires_at).getTime() <= Date.now();
 
 /** A key at or over its spend limit: requests are refused until the period resets (or the limit rises). */
-export const limitReached = (k: Key) =>
+const limitReached = (k: Key) =>
   k.scope === 'inference' && k.limit !== null && (k.limit_remaining ?? k.limit - k.usage) <= 0;
 
 export const stateOf = (k: Key) =>
