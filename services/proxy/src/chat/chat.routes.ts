@@ -11,7 +11,7 @@ import type {
   Handler as RequestHandler,
   ProxyResponse as Response,
 } from '../http/types';
-import { wireFormatOf } from '../providers';
+import { attemptRequest, wireFormatOf } from '../providers';
 import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
 import type { ClassifiedHttpError, WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
@@ -444,13 +444,17 @@ export function chatCompletionsHandler(deps: ChatDeps): RequestHandler {
   async function send(c: Completion, apiKey: string | undefined): Promise<UpstreamResponse> {
     const target = upstreams.target(c.provider, apiKey);
     c.holdUpstream(acquireUpstream(target, c.provider.name));
-    return target.pool.request({
-      method: 'POST',
-      path: target.path,
-      headers: target.headers,
-      body: JSON.stringify(c.upstreamBody),
-      signal: c.abort.signal,
+    const body = JSON.stringify(c.upstreamBody);
+    // The wire format's path and headers for this model and body (Gemini, Azure, Bedrock's signature).
+    const { path, headers } = await attemptRequest({
+      provider: c.provider,
+      upstreamModel: c.upstreamModel,
+      stream: c.chat.stream,
+      apiKey,
+      body,
+      base: target,
     });
+    return target.pool.request({ method: 'POST', path, headers, body, signal: c.abort.signal });
   }
 
   /** A provider's error response: the summary for the client; its own text goes to the log only. */
