@@ -121,6 +121,10 @@ export async function startStack(
     credits?: string;
     /** Run keys, billing and the proxy with NODE_ENV=production and freshly generated service keys. */
     productionKeys?: boolean;
+    /** The catalog the proxy serves, built for this stack's simulator (default: the dev catalog). */
+    catalog?: (sim: ProviderSim) => Catalog;
+    /** Options of this stack's simulator (its keys and AWS credentials). */
+    sim?: Parameters<typeof startProviderSim>[0];
   } = {},
 ): Promise<Stack> {
   const [database, redis] = await Promise.all([createTestDatabase({ migrated: true }), createTestRedis()]);
@@ -163,7 +167,7 @@ export async function startStack(
   };
 
   try {
-    const sim = await startProviderSim({ port: 0, host: '127.0.0.1' });
+    const sim = await startProviderSim({ ...options.sim, port: 0, host: '127.0.0.1' });
     closers.push(() => sim.close());
 
     const billing = await startBilling(
@@ -203,7 +207,7 @@ export async function startStack(
       SERVICE_PRIVATE_KEY: serviceKeys.proxy.privateKey,
     });
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
-    const catalog = loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
+    const catalog = options.catalog?.(sim) ?? loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
     const proxy = await startProxy(proxyConfig, { catalog });
     closers.push(() => proxy.close());
 

@@ -51,8 +51,7 @@ function checkAzure(req: IncomingMessage, query: URLSearchParams, apiKey: string
       'Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.',
     );
   const version = query.get('api-version');
-  if (version === null) throw azureError(404, 'Resource not found');
-  if (!AZURE_API_VERSION.test(version)) throw azureError(400, 'API version not supported');
+  if (version === null || !AZURE_API_VERSION.test(version)) throw azureError(404, 'Resource not found');
 }
 
 /** Serves a cloud route, or returns null when `path` is none of them. */

@@ -1,5 +1,6 @@
 import { OpenAIError } from '../http/openai-error';
 import type { SimMessage } from './prompt-tokens';
+import { openAiToolCall, type SimToolCall } from './tool-call';
 
 /** Per-request behaviour, from the optional `sim` object of the body (see README). */
 export interface SimOptions {
@@ -28,6 +29,8 @@ export interface CompletionRequest {
   /** The lower of max_tokens and max_completion_tokens, when given. */
   maxTokens?: number;
   sim: SimOptions;
+  /** The function the answer calls (tool-call.ts), if any. */
+  tool?: SimToolCall;
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -268,5 +271,14 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
       : maxCompletionTokens === undefined
         ? maxTokens
         : Math.min(maxTokens, maxCompletionTokens);
-  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim) };
+  const tool = openAiToolCall(body, messages);
+  return {
+    model,
+    messages,
+    stream,
+    includeUsage,
+    maxTokens: limit,
+    sim: parseSim(body.sim),
+    ...(tool ? { tool } : {}),
+  };
 }
