@@ -70,7 +70,7 @@ function toolChoiceOf(config: Json): MessagesRequest['toolChoice'] {
 }
 
 /** A Converse body as the Anthropic mode's request (ValidationException when malformed). */
-export function parseConverseRequest(raw: unknown, model: string, stream: boolean): MessagesRequest {
+function parseConverseRequest(raw: unknown, model: string, stream: boolean): MessagesRequest {
   if (!isObject(raw)) throw invalid('Malformed input request, please reformat your input and try again.');
   for (const k of Object.keys(raw))
     if (!FIELDS.has(k)) throw invalid(`Malformed input request: extraneous key [${k}] is not permitted`);

@@ -94,7 +94,7 @@ function toolChoiceOf(body: Json): MessagesRequest['toolChoice'] {
 }
 
 /** A generateContent body as the Anthropic mode's request (400 in Google's words when malformed). */
-export function parseGeminiRequest(raw: unknown, model: string, stream: boolean): MessagesRequest {
+function parseGeminiRequest(raw: unknown, model: string, stream: boolean): MessagesRequest {
   if (!isObject(raw)) throw googleError(400, 'Invalid JSON payload received.');
   for (const k of Object.keys(raw)) if (!FIELDS.has(k)) throw unknownName(k, '');
   const config = isObject(raw.generationConfig) ? raw.generationConfig : {};

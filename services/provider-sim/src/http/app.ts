@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { AnthropicError, anthropicId } from '../anthropic/anthropic-error';
 import { messagesJson, messagesStream } from '../anthropic/messages.handler';
 import { parseMessagesRequest } from '../anthropic/messages.request';
-import { completeJson, completeStream, type SimDefaults } from '../completion/completion.handler';
-import { parseCompletionRequest } from '../completion/request';
 import { CloudError } from '../clouds/cloud-error';
 import { cloudRoute } from '../clouds/routes';
 import type { AwsCredentials } from '../clouds/sigv4';
+import { completeJson, completeStream, type SimDefaults } from '../completion/completion.handler';
+import { parseCompletionRequest } from '../completion/request';
 import { OpenAIError } from './openai-error';
 
 /**
@@ -171,7 +171,7 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
         throw new OpenAIError(404, `Invalid URL (POST ${path})`, 'invalid_request_error');
       },
     });
-    if (cloud) return cloud;
+    if (cloud !== null) return cloud;
     if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
       const provided = req.headers.authorization;
       throw new OpenAIError(

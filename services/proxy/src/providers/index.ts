@@ -3,10 +3,10 @@
  * adapter of the candidate it tries and never branches on the format itself.
  */
 import { anthropic } from './anthropic';
-import { openai } from './openai';
 import { azure } from './azure';
 import { bedrock } from './bedrock';
 import { gemini } from './gemini';
+import { openai } from './openai';
 import type { AttemptInput, UpstreamRequest, WireFormat, WireFormatName } from './wire-format';
 
 const WIRE_FORMATS: Readonly<Record<WireFormatName, WireFormat>> = {

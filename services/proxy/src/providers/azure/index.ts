@@ -9,14 +9,14 @@
  */
 import type { CatalogProvider } from '@tollgate/catalog';
 import { failsOver, keyRejected } from '../../routing/policy';
-import { providerRefusal } from '../provider-error';
 import { chatCompletionsBody } from '../openai/request';
+import { providerRefusal } from '../provider-error';
 import type { WireFormat } from '../wire-format';
 
 const basePath = (baseUrl: string): string => new URL(baseUrl).pathname.replace(/\/+$/, '');
 
 /** `<base>/openai/deployments/<deployment>/<operation>?api-version=<version>`. */
-export function deploymentPath(
+function deploymentPath(
   base: string,
   provider: Pick<CatalogProvider, 'apiVersion'>,
   deployment: string,
@@ -27,7 +27,7 @@ export function deploymentPath(
 }
 
 /** The key as Azure reads it: `api-key`, or a bearer token (catalog `auth: bearer`). */
-export function azureHeaders(provider: Pick<CatalogProvider, 'auth'>, apiKey: string | undefined) {
+function azureHeaders(provider: Pick<CatalogProvider, 'auth'>, apiKey: string | undefined) {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (apiKey) {
     if (provider.auth === 'bearer') headers.authorization = `Bearer ${apiKey}`;

@@ -1,9 +1,9 @@
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { fromEnv } from '@aws-sdk/credential-provider-env';
 import { fromIni } from '@aws-sdk/credential-provider-ini';
+import { SignatureV4 } from '@smithy/signature-v4';
 import type { CatalogProvider } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
-import { SignatureV4 } from '@smithy/signature-v4';
 
 /**
  * SigV4 signing of Bedrock requests with the AWS SDK's own signer (`@smithy/signature-v4`, SHA-256 from

@@ -7,7 +7,7 @@
  */
 import type { WireFormat } from '../wire-format';
 import { classifyGeminiError } from './errors';
-import { buildGenerateContentRequest, generateContentPath, geminiHeaders } from './request';
+import { buildGenerateContentRequest, geminiHeaders, generateContentPath } from './request';
 import { readGenerateContent } from './response';
 import { GeminiSseBridge } from './stream';
 

@@ -49,7 +49,7 @@ export function finishReasonOf(reason: unknown, calls: boolean): string {
 
 let callCounter = 0;
 /** A tool-call id for a function call (Gemini's calls carry an `id` only in some versions). */
-export const callId = (call: Json): string =>
+const callId = (call: Json): string =>
   typeof call.id === 'string' && call.id.length > 0
     ? call.id
     : `call_${Date.now().toString(36)}${(callCounter++).toString(36)}`;
