@@ -31,6 +31,8 @@ export interface CompletionRequest {
   sim: SimOptions;
   /** The function the answer calls (tool-call.ts), if any. */
   tool?: SimToolCall;
+  /** Names of the function tools offered (none when `tool_choice` is `none`): scripted calls (script/). */
+  tools: string[];
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -87,6 +89,17 @@ function boolParam(obj: Record<string, unknown>, key: string, param: string): bo
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The names of chat function tools (`tools[].function.name`). */
+function chatToolNames(raw: unknown): string[] {
+  if (!Array.isArray(raw)) return [];
+  const names: string[] = [];
+  for (const t of raw) {
+    const name = isObject(t) && isObject(t.function) ? t.function.name : undefined;
+    if (typeof name === 'string') names.push(name);
+  }
+  return names;
+}
 
 function parseMessages(raw: unknown): SimMessage[] {
   if (raw === undefined) {
@@ -272,6 +285,7 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
         ? maxTokens
         : Math.min(maxTokens, maxCompletionTokens);
   const tool = openAiToolCall(body, messages);
+  const tools = body.tool_choice === 'none' ? [] : chatToolNames(body.tools);
   return {
     model,
     messages,
@@ -279,6 +293,7 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
     includeUsage,
     maxTokens: limit,
     sim: parseSim(body.sim),
+    tools,
     ...(tool ? { tool } : {}),
   };
 }
