@@ -24,6 +24,8 @@ const auth = () =>
     inviteTtlMs: 3_600_000,
     maxFailures: 3,
     windowMs: 600_000,
+    // Real clock: a backoff longer than any test, so a slow host cannot outlast it.
+    backoffBaseMs: 300_000,
   });
 
 beforeAll(async () => {
