@@ -13,7 +13,7 @@
  */
 import { type Catalog, type CatalogModel, computeCost, parseCatalog } from '@tollgate/catalog';
 import { toDecimal } from '@tollgate/money';
-import { type ProviderSim, SIM_AWS_CREDENTIALS } from '@tollgate/provider-sim';
+import { SIM_AWS_CREDENTIALS } from '@tollgate/provider-sim';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeResponse, type Stack, startStack } from '../support/stack';
@@ -22,7 +22,7 @@ const SIM_KEY = 'sim-contract-key';
 const FORMATS = ['openai', 'anthropic', 'gemini', 'azure', 'bedrock'] as const;
 type Format = (typeof FORMATS)[number];
 
-function contractCatalog(sim: ProviderSim): Catalog {
+function contractCatalog(simUrl: string): Catalog {
   const model = (format: Format, upstream: string) => `
   - id: contract/${format}
     name: ${format} contract model
@@ -34,15 +34,15 @@ function contractCatalog(sim: ProviderSim): Catalog {
   return parseCatalog(
     `
 providers:
-  - { name: openai-sim, base_url: "${sim.url}/v1", api_key_env: SIM_KEY, simulator: true }
-  - { name: anthropic-sim, base_url: "${sim.url}/v1", format: anthropic, api_key_env: SIM_KEY, simulator: true }
-  - { name: gemini-sim, base_url: "${sim.url}/v1beta", format: gemini, api_key_env: SIM_KEY, simulator: true }
-  - { name: azure-sim, base_url: "${sim.url}", format: azure, api_version: "2024-10-21", api_key_env: SIM_KEY, simulator: true }
-  - { name: bedrock-sim, base_url: "${sim.url}", format: bedrock, region: us-east-1, simulator: true }
-  - { name: gemini-badkey, base_url: "${sim.url}/v1beta", format: gemini, api_key_env: WRONG_KEY, simulator: true }
-  - { name: azure-noversion, base_url: "${sim.url}", format: azure, api_version: "latest", api_key_env: SIM_KEY, simulator: true }
-  - { name: bedrock-west, base_url: "${sim.url}", format: bedrock, region: us-west-2, simulator: true }
-  - { name: plain, base_url: "${sim.url}/v1", api_key_env: SIM_KEY }
+  - { name: openai-sim, base_url: "${simUrl}/v1", api_key_env: SIM_KEY, simulator: true }
+  - { name: anthropic-sim, base_url: "${simUrl}/v1", format: anthropic, api_key_env: SIM_KEY, simulator: true }
+  - { name: gemini-sim, base_url: "${simUrl}/v1beta", format: gemini, api_key_env: SIM_KEY, simulator: true }
+  - { name: azure-sim, base_url: "${simUrl}", format: azure, api_version: "2024-10-21", api_key_env: SIM_KEY, simulator: true }
+  - { name: bedrock-sim, base_url: "${simUrl}", format: bedrock, region: us-east-1, simulator: true }
+  - { name: gemini-badkey, base_url: "${simUrl}/v1beta", format: gemini, api_key_env: WRONG_KEY, simulator: true }
+  - { name: azure-noversion, base_url: "${simUrl}", format: azure, api_version: "latest", api_key_env: SIM_KEY, simulator: true }
+  - { name: bedrock-west, base_url: "${simUrl}", format: bedrock, region: us-west-2, simulator: true }
+  - { name: plain, base_url: "${simUrl}/v1", api_key_env: SIM_KEY }
 models:${model('openai', 'gpt-4o-mini')}${model('anthropic', 'claude-sonnet-4')}${model('gemini', 'gemini-2.5-flash')}${model('azure', 'gpt-4o-mini-deployment')}${model('bedrock', 'anthropic.claude-3-5-haiku-20241022-v1:0')}
   - id: contract/misconfigured
     name: every cloud provider misconfigured, then plain

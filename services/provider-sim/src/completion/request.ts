@@ -19,6 +19,8 @@ export interface SimOptions {
   piece?: string;
   /** `Retry-After` header (seconds) sent with an `error_status` answer. */
   retryAfter?: number;
+  /** Delay before the end of the answer that carries the usage (stream: the finish and usage chunks). */
+  usageDelayMs?: number;
 }
 
 export interface CompletionRequest {
@@ -185,6 +187,7 @@ export function parseSim(raw: unknown): SimOptions {
     ttftMs: intParam(raw, 'ttft_ms', 'sim.ttft_ms', 0, 600_000),
     interTokenMs: intParam(raw, 'inter_token_ms', 'sim.inter_token_ms', 0, 60_000),
     retryAfter: intParam(raw, 'retry_after', 'sim.retry_after', 0, 86_400),
+    usageDelayMs: intParam(raw, 'usage_delay_ms', 'sim.usage_delay_ms', 0, 600_000),
   };
 }
 
