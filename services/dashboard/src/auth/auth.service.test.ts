@@ -183,7 +183,7 @@ describe('sign-in throttle: (email, address) with backoff', () => {
     }
     expect(await outcome(service.signIn(email, 'the right password', sprayer))).toBe('429:1');
     expect(await outcome(service.signIn(email, 'the right password', '203.0.113.8'))).toBe('ok');
-  });
+  }, 120_000); // 30 unknown emails, each costing a scrypt at N=2^17
 
   it('sweeps rows whose window and backoff are over', async () => {
     const service = clocked();
