@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { internalErrorEnvelope } from '@tollgate/errors';
+import { AppError } from '@tollgate/errors';
 import { REQUEST_ID_HEADER, REQUEST_ID_LOG_FIELD, toAppError, withRequestId } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
@@ -7,22 +7,28 @@ import type { FrontDoor } from '../doors/door';
 import type { Handler, ProxyRequest, ProxyResponse } from './types';
 
 /**
- * `POST /api/v1/chat/completions` and `POST /v1/chat/completions` served straight from the node:http
- * request listener, before express (issue 11: express's app and router walk, its prototype swaps and
- * its per-request closures were paid by every completion). Every other request — other methods on
- * these paths included, and spellings express also routes to the chat route (other letter case, a
- * trailing slash, an absolute-form URL) — goes to express, which mounts the very same steps, so the
- * answers are the same either way:
+ * The one way in for the front doors (doors/<door>/): `POST /api/v1<door.path>` and
+ * `POST /v1<door.path>` served straight from the node:http request listener, never by express (issue
+ * 11: express's app and router walk, its prototype swaps and its per-request closures were paid by
+ * every completion). The spellings express would also have routed there — other letter case, one
+ * trailing slash, an absolute-form URL, a query string — are served here too; every other request,
+ * other methods on these paths included, goes to express. Per request, in order:
  *
  *   in-flight count (+ `connection: close` while draining) → `gen-…` request id (`x-request-id`
- *   header, async context for the service client, `requestId` in logs) → metrics (`route` = chat) →
- *   authentication (recall) → inference scope → JSON body → the chat handler; any error → the
- *   envelope, exactly as the express error handler writes it.
+ *   header, async context for the service client, `requestId` in logs) → metrics (`route` = the
+ *   door's api) → the door's steps (authentication, inference scope, JSON body, the pipeline); any
+ *   error → the one error writer, in the door's envelope (`FrontDoor.errorBody`).
  */
-export interface ChatDispatch {
-  /** True for a request this dispatch serves (then `serve` it, else hand it to express). */
-  matches(req: IncomingMessage): boolean;
-  serve(req: IncomingMessage, res: ServerResponse): void;
+export interface DoorDispatch {
+  /** The door serving this request, or null (then hand it to express). */
+  match(req: IncomingMessage): DoorRoute | null;
+  serve(route: DoorRoute, req: IncomingMessage, res: ServerResponse): void;
+}
+
+/** A door and what serves it after the request context (authentication, scope, body, the pipeline). */
+export interface DoorRoute {
+  door: FrontDoor;
+  steps: readonly Handler[];
 }
 
 /** What the app shares with both ways in (express and this dispatch). */
@@ -31,19 +37,8 @@ export interface EdgeState {
   draining: boolean;
 }
 
-const API_PATH = '/api/v1/chat/completions';
-const SHORT_PATH = '/v1/chat/completions';
-
-/** The path part of a request target that is exactly one of the two chat paths, with or without a query. */
-function isChatTarget(url: string | undefined): boolean {
-  if (url === undefined) return false;
-  if (url === API_PATH || url === SHORT_PATH) return true;
-  const q = url.indexOf('?');
-  return (
-    (q === API_PATH.length && url.startsWith(API_PATH)) ||
-    (q === SHORT_PATH.length && url.startsWith(SHORT_PATH))
-  );
-}
+/** The mounts of every door's path. */
+const MOUNTS = ['/api/v1', '/v1'];
 
 const pathOf = (url: string | undefined): string => {
   const u = url ?? '';
@@ -52,22 +47,37 @@ const pathOf = (url: string | undefined): string => {
 };
 
 /**
- * `res.locals` of a chat request: every field the steps use (metrics, authentication, the chat
- * handler), declared up front so they all share one object shape (express's `locals` is a
- * null-prototype dictionary).
+ * The path express's router would match for a request target: an absolute-form target's path, one
+ * trailing slash dropped, lower case (its routes are case-insensitive and not strict).
  */
-class ChatLocals {
-  route = 'chat';
+function routedPath(url: string | undefined): string {
+  let p = pathOf(url);
+  if (!p.startsWith('/')) {
+    const scheme = p.indexOf('://');
+    const slash = scheme === -1 ? -1 : p.indexOf('/', scheme + 3);
+    p = slash === -1 ? '/' : p.slice(slash);
+  }
+  if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
+  return p.toLowerCase();
+}
+
+/**
+ * `res.locals` of a door request: every field the steps use (metrics, authentication, the pipeline),
+ * declared up front so they all share one object shape (express's `locals` is a null-prototype
+ * dictionary).
+ */
+class DoorLocals {
   key: CachedKey | undefined = undefined;
   unchecked: string | undefined = undefined;
   completion: unknown = undefined;
   constructor(
+    readonly route: string,
     readonly requestId: string,
     readonly metricsStart: number,
+    readonly door: FrontDoor,
   ) {}
 }
 
-/** The express error handler's answer (`@tollgate/http` errorHandler), for a response express never saw. */
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value);
   res.statusCode = status;
@@ -76,23 +86,26 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
   res.end(body);
 }
 
-export function createChatDispatch(deps: {
+const INTERNAL = new AppError('internal', 'Internal server error');
+
+export function createDoorDispatch(deps: {
   state: EdgeState;
   logger: Logger;
   newId: () => string;
   /** The access line at debug (`request finished`), like requestContext's `accessLog: 'debug'`. */
   accessLog: boolean;
   metrics: { responseClosed(res: { locals: object; statusCode: number }): void };
-  /** The steps after the request context, in order (authentication, scope, body, the chat handler). */
-  steps: readonly Handler[];
-  /** The door's error envelope (FrontDoor.errorBody). */
-  errorBody: FrontDoor['errorBody'];
-}): ChatDispatch {
-  const { state, logger, newId, metrics, steps } = deps;
+  routes: readonly DoorRoute[];
+}): DoorDispatch {
+  const { state, logger, newId, metrics } = deps;
   const logAccess = deps.accessLog && logger.isLevelEnabled('debug');
+  const byPath = new Map<string, DoorRoute>();
+  for (const route of deps.routes) {
+    for (const mount of MOUNTS) byPath.set(`${mount}${route.door.path}`.toLowerCase(), route);
+  }
 
   const requestLog = (res: ProxyResponse): Logger =>
-    logger.child({ [REQUEST_ID_LOG_FIELD]: (res.locals as ChatLocals).requestId });
+    logger.child({ [REQUEST_ID_LOG_FIELD]: (res.locals as DoorLocals).requestId });
 
   // Hoisted listeners: one function for every response, state read from the response.
   function onClose(this: ProxyResponse): void {
@@ -100,7 +113,7 @@ export function createChatDispatch(deps: {
     metrics.responseClosed(this);
   }
   function onFinish(this: ProxyResponse): void {
-    const locals = this.locals as ChatLocals;
+    const locals = this.locals as DoorLocals;
     requestLog(this).debug(
       {
         method: this.req.method,
@@ -112,25 +125,24 @@ export function createChatDispatch(deps: {
     );
   }
 
-  /** The express error handler (`@tollgate/http` errorHandler) for this route. */
+  /** The one error writer of the doors: the door's envelope, a generic 500 for anything unexpected. */
   function fail(req: ProxyRequest, res: ProxyResponse, err: unknown): void {
-    const appError = toAppError(err);
     if (res.headersSent) {
       requestLog(res).error({ err, path: pathOf(req.url) }, 'error after response started');
       res.destroy();
       return;
     }
-    if (appError) {
-      const { status, body } = deps.errorBody(appError);
-      sendJson(res, status, body);
-      return;
+    let appError = toAppError(err);
+    if (!appError) {
+      requestLog(res).error({ err }, 'unhandled error');
+      appError = INTERNAL;
     }
-    requestLog(res).error({ err }, 'unhandled error');
-    sendJson(res, 500, internalErrorEnvelope());
+    const { status, body } = (res.locals as DoorLocals).door.errorBody(appError);
+    sendJson(res, status, body);
   }
 
   /** Runs step `i` and, when it calls `next()`, the next one (a sync throw or a rejection fails like next(err)). */
-  function run(req: ProxyRequest, res: ProxyResponse, i: number): void {
+  function run(req: ProxyRequest, res: ProxyResponse, steps: readonly Handler[], i: number): void {
     const step = steps[i];
     if (step === undefined) return;
     let called = false;
@@ -138,7 +150,7 @@ export function createChatDispatch(deps: {
       if (called) return;
       called = true;
       if (err) fail(req, res, err);
-      else run(req, res, i + 1);
+      else run(req, res, steps, i + 1);
     };
     try {
       const ret = step(req, res, next);
@@ -148,13 +160,17 @@ export function createChatDispatch(deps: {
     }
   }
 
-  function start(req: ProxyRequest, res: ProxyResponse): void {
-    run(req, res, 0);
+  function start(req: ProxyRequest, res: ProxyResponse, steps: readonly Handler[]): void {
+    run(req, res, steps, 0);
   }
 
   return {
-    matches: (req) => req.method === 'POST' && isChatTarget(req.url),
-    serve(req, res) {
+    match(req) {
+      if (req.method !== 'POST') return null;
+      // The exact spelling first (every client's); then the ones express would have routed here.
+      return byPath.get(pathOf(req.url)) ?? byPath.get(routedPath(req.url)) ?? null;
+    },
+    serve(route, req, res) {
       const r = res as ProxyResponse;
       state.inFlight++;
       r.on('close', onClose);
@@ -162,9 +178,9 @@ export function createChatDispatch(deps: {
       // Never the client's id: it becomes the generation id.
       const requestId = newId();
       r.setHeader(REQUEST_ID_HEADER, requestId);
-      r.locals = new ChatLocals(requestId, performance.now());
+      r.locals = new DoorLocals(route.door.api, requestId, performance.now(), route.door);
       if (logAccess) r.once('finish', onFinish);
-      withRequestId(requestId, start, req as ProxyRequest, r);
+      withRequestId(requestId, start, req as ProxyRequest, r, route.steps);
     },
   };
 }
