@@ -6,10 +6,13 @@ import {
   planTokens,
   type SimDefaults,
   streamContent,
+  usageDelay,
   wait,
 } from '../completion/completion.handler';
 import { PIECES } from '../completion/generator';
 import { countText } from '../completion/prompt-tokens';
+import { messagesScript } from '../script/messages-script';
+import { type ScriptedCall, scriptTokens, type ToolScript } from '../script/tool-script';
 import { anthropicId, simulatedError } from './anthropic-error';
 import type { MessagesRequest } from './messages.request';
 import { countInputTokens, messagesSeed, sampleInput, toolToCall } from './messages.tokens';
@@ -57,6 +60,8 @@ function planMessage(req: MessagesRequest): MessagePlan {
   const cacheRead = plan.cachedTokens;
   const cacheWrite = plan.cacheWriteTokens ?? 0;
   const usage = { input: plan.promptTokens - cacheRead - cacheWrite, cacheRead, cacheWrite, output: 0 };
+  const script = messagesScript(req);
+  if (script !== null) return scriptedPlan(script, usage, plan.reasoningTokens);
   const tool = toolToCall(req, seed);
   if (tool) {
     // Tool calls are not cut by max_tokens in the simulator (README).
@@ -81,6 +86,23 @@ function planMessage(req: MessagesRequest): MessagePlan {
   return { text: pieces, tool: undefined, stopReason, stopSequence: stop, usage };
 }
 
+/** A scripted answer (script/tool-script.ts): the first scripted call, or the text carrying the tool output. */
+function scriptedPlan(script: ToolScript, usage: MessagePlan['usage'], reasoning: number): MessagePlan {
+  usage.output = scriptTokens(script) + reasoning;
+  if (script.kind === 'answer') {
+    const text = script.text.match(/[\s\S]{1,16}/g) ?? [];
+    return { text, tool: undefined, stopReason: 'end_turn', stopSequence: null, usage };
+  }
+  const call = script.calls[0] as ScriptedCall;
+  return {
+    text: [],
+    tool: { id: anthropicId('toolu_'), name: call.name, input: call.arguments },
+    stopReason: 'tool_use',
+    stopSequence: null,
+    usage,
+  };
+}
+
 const usageJson = (u: MessagePlan['usage'], output: number) =>
   `{"input_tokens":${u.input},"cache_creation_input_tokens":${u.cacheWrite},"cache_read_input_tokens":${u.cacheRead},"output_tokens":${output}}`;
 
@@ -103,7 +125,9 @@ export async function messagesJson(
   const plan = planMessage(body);
   const chunks = plan.tool ? 1 : plan.text.length;
   const delay =
-    (sim.ttftMs ?? defaults.ttftMs) + (sim.interTokenMs ?? defaults.interTokenMs) * Math.max(chunks - 1, 0);
+    (sim.ttftMs ?? defaults.ttftMs) +
+    (sim.interTokenMs ?? defaults.interTokenMs) * Math.max(chunks - 1, 0) +
+    (sim.usageDelayMs ?? 0);
   if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
   if (sim.errorStatus !== undefined) return writeError(res, body, sim.errorStatus);
   if (sim.errorAfterChunks !== undefined) return writeError(res, body, 500);
@@ -200,6 +224,9 @@ export async function messagesStream(
     res.end(out + event('error', JSON.stringify({ type: 'error', error: err.error })));
     return;
   }
+  const rest = await usageDelay(res, out, sim, req);
+  if (rest === null) return;
+  out = rest;
   if (hasBlock) out += event('content_block_stop', '{"type":"content_block_stop","index":0}');
   const endUsage = sim.omitUsage ? '' : `,"usage":${usageJson(plan.usage, plan.usage.output)}`;
   out += event(

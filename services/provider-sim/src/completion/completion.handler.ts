@@ -136,7 +136,7 @@ export async function completeJson(
   const plan = planCompletion(body);
   const ttft = sim.ttftMs ?? defaults.ttftMs;
   const inter = sim.interTokenMs ?? defaults.interTokenMs;
-  const delay = ttft + inter * Math.max(plan.pieces.length - 1, 0);
+  const delay = ttft + inter * Math.max(plan.pieces.length - 1, 0) + (sim.usageDelayMs ?? 0);
   if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
   if (sim.errorStatus !== undefined)
     return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
@@ -209,6 +209,23 @@ export async function streamContent(
   return { out, end: 'complete' };
 }
 
+/**
+ * `sim.usage_delay_ms`: flushes `out` (the content so far) and waits before the end of the answer
+ * (finish and usage); returns what is left to send ('' after a delay, `out` as it is without one:
+ * the end then leaves in the same write), or null when the client went away meanwhile.
+ */
+export async function usageDelay(
+  res: ServerResponse,
+  out: string,
+  sim: SimOptions,
+  req: IncomingMessage,
+): Promise<string | null> {
+  const ms = sim.usageDelayMs ?? 0;
+  if (ms <= 0) return out;
+  res.write(out);
+  return (await wait(ms, clientGone(req, res))) ? '' : null;
+}
+
 export async function completeStream(
   req: IncomingMessage,
   res: ServerResponse,
@@ -246,6 +263,9 @@ export async function completeStream(
     res.end(out + MID_STREAM_ERROR(sim.errorMessage));
     return;
   }
+  const rest = await usageDelay(res, out, sim, req);
+  if (rest === null) return;
+  out = rest;
   out += `${head}{},"logprobs":null,"finish_reason":"${plan.finishReason}"}]${usageNull}}\n\n`;
   if (body.includeUsage && !sim.omitUsage) {
     out += `data: {${meta},"choices":[],"usage":${usageJson(plan)}}\n\n`;

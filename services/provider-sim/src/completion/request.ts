@@ -18,6 +18,8 @@ export interface SimOptions {
   piece?: string;
   /** `Retry-After` header (seconds) sent with an `error_status` answer. */
   retryAfter?: number;
+  /** Delay before the end of the answer that carries the usage (stream: the finish and usage chunks). */
+  usageDelayMs?: number;
 }
 
 export interface CompletionRequest {
@@ -28,6 +30,8 @@ export interface CompletionRequest {
   /** The lower of max_tokens and max_completion_tokens, when given. */
   maxTokens?: number;
   sim: SimOptions;
+  /** Names of the function tools offered (none when `tool_choice` is `none`): scripted calls (script/). */
+  tools: string[];
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -84,6 +88,17 @@ function boolParam(obj: Record<string, unknown>, key: string, param: string): bo
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The names of chat function tools (`tools[].function.name`). */
+function chatToolNames(raw: unknown): string[] {
+  if (!Array.isArray(raw)) return [];
+  const names: string[] = [];
+  for (const t of raw) {
+    const name = isObject(t) && isObject(t.function) ? t.function.name : undefined;
+    if (typeof name === 'string') names.push(name);
+  }
+  return names;
+}
 
 function parseMessages(raw: unknown): SimMessage[] {
   if (raw === undefined) {
@@ -169,6 +184,7 @@ export function parseSim(raw: unknown): SimOptions {
     ttftMs: intParam(raw, 'ttft_ms', 'sim.ttft_ms', 0, 600_000),
     interTokenMs: intParam(raw, 'inter_token_ms', 'sim.inter_token_ms', 0, 60_000),
     retryAfter: intParam(raw, 'retry_after', 'sim.retry_after', 0, 86_400),
+    usageDelayMs: intParam(raw, 'usage_delay_ms', 'sim.usage_delay_ms', 0, 600_000),
   };
 }
 
@@ -268,5 +284,6 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
       : maxCompletionTokens === undefined
         ? maxTokens
         : Math.min(maxTokens, maxCompletionTokens);
-  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim) };
+  const tools = body.tool_choice === 'none' ? [] : chatToolNames(body.tools);
+  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim), tools };
 }
