@@ -132,6 +132,8 @@ export async function startStack(
     catalog?: (simUrl: string) => Catalog;
     /** More proxy settings (environment variable names, e.g. CANCEL_DRAIN_MS). */
     proxyEnv?: Record<string, string>;
+    /** Options of this stack's simulator (its keys and AWS credentials). */
+    sim?: Parameters<typeof startProviderSim>[0];
   } = {},
 ): Promise<Stack> {
   const [database, redis] = await Promise.all([createTestDatabase({ migrated: true }), createTestRedis()]);
@@ -174,7 +176,7 @@ export async function startStack(
   };
 
   try {
-    const sim = await startProviderSim({ port: 0, host: '127.0.0.1' });
+    const sim = await startProviderSim({ ...options.sim, port: 0, host: '127.0.0.1' });
     closers.push(() => sim.close());
 
     const billing = await startBilling(
