@@ -5,3 +5,4 @@ export type { EventsLogFn, EventsLogger } from './logger';
 export * from './publisher';
 export * from './topology';
 export * from './usage-event';
+export * from './signature';
