@@ -63,7 +63,12 @@ beforeAll(async () => {
   );
   closers.unshift(() => billing.close());
   const keys = await startKeysService(
-    loadKeysConfig({ ...common, PORT: String(keysPort), DATABASE_URL: database.url, BILLING_URL: billing.url }),
+    loadKeysConfig({
+      ...common,
+      PORT: String(keysPort),
+      DATABASE_URL: database.url,
+      BILLING_URL: billing.url,
+    }),
     { logger: logs.keys.logger },
   );
   closers.unshift(() => keys.close());

@@ -11,8 +11,9 @@
  *   ...
  *   await stack.close();
  */
-import { type AddressInfo, createServer } from 'node:net';
+
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {

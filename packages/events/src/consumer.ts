@@ -1,8 +1,8 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
 import { superviseAmqpConnection } from './connection';
-import type { EventsLogger } from './logger';
 import { DEAD_LETTER_REASON_HEADER } from './dead-letters';
+import type { EventsLogger } from './logger';
 import { declareUsageTopology, type UsageTopology } from './topology';
 import { parseUsageEvent, type UsageEvent, usageMessageBodies } from './usage-event';
 
@@ -20,6 +20,7 @@ export interface UsageConsumerOptions {
    * delivery limit and never reaches the dead-letter queue; a permanent one makes the consumer handle
    * the batch's events one by one, so only the events that fail on their own are dead-lettered.
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler without refusals returns nothing
   handle: (batch: UsageEvent[]) => Promise<void | HandleResult>;
   /**
    * Checks a decoded message before its events are batched (billing: signature, recomputed cost, time

@@ -17,7 +17,7 @@ import { z } from 'zod';
 const DEFAULT_CATALOG_PATH = fileURLToPath(new URL('../../../infra/catalog/dev.yaml', import.meta.url));
 
 /** Billing's checks of each usage event before it is recorded (docs/architecture.md "Usage events"). */
-export const USAGE_CHECKS = ['signature', 'cost', 'key', 'time'] as const;
+const USAGE_CHECKS = ['signature', 'cost', 'key', 'time'] as const;
 export type UsageCheck = (typeof USAGE_CHECKS)[number];
 
 const usageChecks = z
@@ -30,7 +30,10 @@ const usageChecks = z
       .filter((s) => s.length > 0 && s !== 'none');
     const unknown = names.filter((n) => !(USAGE_CHECKS as readonly string[]).includes(n));
     if (unknown.length > 0)
-      ctx.addIssue({ code: 'custom', message: `unknown check ${unknown.join(', ')} (known: ${USAGE_CHECKS})` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown check ${unknown.join(', ')} (known: ${USAGE_CHECKS})`,
+      });
     return new Set(names as UsageCheck[]);
   });
 
@@ -55,7 +58,11 @@ export const billingConfigSchema = z
      */
     USAGE_CHECKS: usageChecks,
     /** Latest an event may be handed to the publisher after its `finished_at` (`time` check). */
-    USAGE_MAX_SEND_DELAY_MS: z.coerce.number().int().positive().default(10 * 60_000),
+    USAGE_MAX_SEND_DELAY_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(10 * 60_000),
     /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
     ...metricsEnv(9466),
     /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */

@@ -16,8 +16,8 @@ import { createBillingApp } from './http/app';
 import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
 import { createSpendService } from './spend/spend.service';
 import { classifyBillingFailure } from './usage/failure';
-import { createUsageChecks } from './usage/usage-checks';
 import { createUsageRecorder, type UsageRecorder } from './usage/usage.recorder';
+import { createUsageChecks } from './usage/usage-checks';
 import { createUsageEventHandler } from './usage/usage-event.handler';
 import { workerMetrics } from './usage/worker-metrics';
 

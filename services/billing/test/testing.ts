@@ -202,12 +202,12 @@ export const keyHeaders = (caller: {
 }) => {
   if (!testKeys.has(caller.keyId)) registerTestKey(caller);
   return {
-  'x-service-token': devServiceSigner('proxy').sign('billing', {
-    kind: 'key',
-    keyId: caller.keyId,
-    accountId: caller.accountId,
-    scope: caller.scope ?? 'inference',
-  }),
+    'x-service-token': devServiceSigner('proxy').sign('billing', {
+      kind: 'key',
+      keyId: caller.keyId,
+      accountId: caller.accountId,
+      scope: caller.scope ?? 'inference',
+    }),
   };
 };
 /** Headers of an internal call to billing from `service` (signed with its dev key). */

@@ -8,8 +8,8 @@ import { z } from 'zod';
 import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
-import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
 import type { KeyOwners } from '../keys/key-owners';
+import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;

@@ -6,8 +6,8 @@ import { MoneyError, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import type { z } from 'zod';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
-import type { CreditsService } from './credits.service';
 import type { KeyOwners } from '../keys/key-owners';
+import type { CreditsService } from './credits.service';
 
 const MAX_GRANT = 10n ** 9n * 10n ** 10n; // 1e9 USD in units
 

@@ -8,9 +8,9 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { BillingDb } from '../database';
 import { callerOf, keyCaller } from '../http/caller';
+import type { KeyOwners } from '../keys/key-owners';
 import { findGeneration } from './generations.repository';
 import type { Generation } from './generations.table';
-import type { KeyOwners } from '../keys/key-owners';
 
 const query = z.object({
   id: z.string({ error: 'is required' }).regex(REQUEST_ID_PATTERN, 'expected a request id (gen-…)'),

@@ -20,9 +20,9 @@ import type { BillingDb } from '../database';
 import { deadLetterRoutes } from '../dead-letters/dead-letters.routes';
 import { generationsInternalRoutes } from '../generations/generations.internal.routes';
 import { generationsRoutes } from '../generations/generations.routes';
+import type { KeyOwners } from '../keys/key-owners';
 import { spendRoutes } from '../spend/spend.routes';
 import type { SpendService } from '../spend/spend.service';
-import type { KeyOwners } from '../keys/key-owners';
 
 export interface BillingAppDeps {
   db: BillingDb;
@@ -52,9 +52,7 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
   app.use(generationsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners }));
   app.use(creditsRoutes({ credits: deps.credits, verifier: deps.verifier, owners: deps.owners }));
   app.use(spendRoutes({ spend: deps.spend, verifier: deps.verifier, clock: deps.clock }));
-  app.use(
-    analyticsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, clock: deps.clock }),
-  );
+  app.use(analyticsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, clock: deps.clock }));
   app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier }));
   app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, verifier: deps.verifier }));
   if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier: deps.verifier }));

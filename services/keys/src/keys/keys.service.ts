@@ -6,9 +6,9 @@ import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-ca
 import {
   findKeyByDigest,
   findKeyInAccount,
+  findKeysByIds,
   insertKey,
   listKeys,
-  findKeysByIds,
   lockKeyInAccount,
   PAGE_SIZE,
   updateKey,
