@@ -10,6 +10,8 @@ import {
 } from '../completion/completion.handler';
 import { PIECES } from '../completion/generator';
 import { countText } from '../completion/prompt-tokens';
+import { messagesScript } from '../script/messages-script';
+import { type ScriptedCall, scriptTokens, type ToolScript } from '../script/tool-script';
 import { anthropicId, simulatedError } from './anthropic-error';
 import type { MessagesRequest } from './messages.request';
 import { countInputTokens, messagesSeed, sampleInput, toolToCall } from './messages.tokens';
@@ -57,6 +59,8 @@ function planMessage(req: MessagesRequest): MessagePlan {
   const cacheRead = plan.cachedTokens;
   const cacheWrite = plan.cacheWriteTokens ?? 0;
   const usage = { input: plan.promptTokens - cacheRead - cacheWrite, cacheRead, cacheWrite, output: 0 };
+  const script = messagesScript(req);
+  if (script !== null) return scriptedPlan(script, usage, plan.reasoningTokens);
   const tool = toolToCall(req, seed);
   if (tool) {
     // Tool calls are not cut by max_tokens in the simulator (README).
@@ -79,6 +83,23 @@ function planMessage(req: MessagesRequest): MessagePlan {
   const stopReason: StopReason =
     stop !== null ? 'stop_sequence' : plan.finishReason === 'length' ? 'max_tokens' : 'end_turn';
   return { text: pieces, tool: undefined, stopReason, stopSequence: stop, usage };
+}
+
+/** A scripted answer (script/tool-script.ts): the first scripted call, or the text carrying the tool output. */
+function scriptedPlan(script: ToolScript, usage: MessagePlan['usage'], reasoning: number): MessagePlan {
+  usage.output = scriptTokens(script) + reasoning;
+  if (script.kind === 'answer') {
+    const text = script.text.match(/[\s\S]{1,16}/g) ?? [];
+    return { text, tool: undefined, stopReason: 'end_turn', stopSequence: null, usage };
+  }
+  const call = script.calls[0] as ScriptedCall;
+  return {
+    text: [],
+    tool: { id: anthropicId('toolu_'), name: call.name, input: call.arguments },
+    stopReason: 'tool_use',
+    stopSequence: null,
+    usage,
+  };
 }
 
 const usageJson = (u: MessagePlan['usage'], output: number) =>

@@ -13,6 +13,7 @@ import {
 } from '@tollgate/events';
 import {
   answerClientErrors,
+  clientAddressResolver,
   errorHandler,
   healthRoutes,
   notFoundHandler,
@@ -28,14 +29,15 @@ import { Redis } from 'ioredis';
 import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
-import { chatCompletionsHandler } from '../chat/chat.routes';
-import type { Completion, TokenEstimator, UsageSink } from '../chat/completion';
-import { CompletionSlots } from '../chat/concurrency';
 import type { ProxyConfig } from '../config';
+import { chatDoor } from '../doors/chat/door';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
+import type { Completion, TokenEstimator, UsageSink } from '../pipeline/completion';
+import { CompletionSlots } from '../pipeline/concurrency';
+import { completionPipeline } from '../pipeline/pipeline';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
@@ -123,13 +125,18 @@ export function createProxyApp(deps: {
     redis,
     lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
     logger,
-    unknownKeys: new UnknownKeyLimiter(config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE),
+    unknownKeys: new UnknownKeyLimiter({
+      perMinute: config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE,
+      perSecond: config.UNKNOWN_KEY_LOOKUPS_PER_SECOND,
+      burst: config.UNKNOWN_KEY_LOOKUP_BURST,
+    }),
   });
-  const auth = authMiddleware(authenticator);
+  const clientAddress = clientAddressResolver(config.TRUSTED_PROXIES);
+  const auth = authMiddleware(authenticator, Date.now, { clientAddress });
   const inference = requireScope('inference');
   // The chat route recalls key records when its admission can check them (docs/architecture.md).
   const recall = deps.guard.checks === true;
-  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true }) : auth;
+  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true, clientAddress }) : auth;
   /** Authentication and, when given, the scope check, as a promise (rejected with their error). */
   const authenticated = (scope: 'inference' | null) => {
     const check = scope === null ? null : requireScope(scope);
@@ -147,7 +154,7 @@ export function createProxyApp(deps: {
   const management = requireScope('management');
 
   const live = new Set<Completion>();
-  const chat = chatCompletionsHandler({
+  const chat = completionPipeline(chatDoor, {
     catalog: deps.catalog,
     upstreams: deps.upstreams,
     guard: deps.guard,
@@ -189,6 +196,7 @@ export function createProxyApp(deps: {
     accessLog: true,
     metrics: deps.metrics,
     steps: chatSteps,
+    errorBody: chatDoor.errorBody,
   });
   app.post(
     ['/api/v1/chat/completions', '/v1/chat/completions'],
