@@ -27,7 +27,12 @@ import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { usageTopology } from '@tollgate/events';
 import { type KeysServiceHandle, loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
-import { loadConfig as loadProxyConfig, type ProxyHandle, startProxy } from '@tollgate/proxy';
+import {
+  loadConfig as loadProxyConfig,
+  type ProxyConfig,
+  type ProxyHandle,
+  startProxy,
+} from '@tollgate/proxy';
 import {
   createTestAmqp,
   createTestDatabase,
@@ -73,8 +78,10 @@ export interface Stack {
   inferenceKey: string;
   inferenceKeyId: string;
   services: { sim: ProviderSim; billing: BillingHandle; keys: KeysServiceHandle; proxy: ProxyHandle };
-  /** The dev catalog, pointed at this stack's simulator (for extra proxies in tests). */
+  /** The dev catalog (or the `catalog` option's), pointed at this stack's simulator (for extra proxies in tests). */
   catalog: Catalog;
+  /** The proxy's configuration (for extra proxies in tests: `startProxy(loadConfig({...env}), {catalog})`). */
+  proxyConfig: ProxyConfig;
   /** Isolation handles (prefixes, database) of this stack. */
   infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp };
   /**
@@ -135,6 +142,12 @@ export async function startStack(
     credits?: string;
     /** Run keys, billing and the proxy with NODE_ENV=production and freshly generated service keys. */
     productionKeys?: boolean;
+    /** The proxy's catalog, given the simulator's origin (default: the dev catalog). */
+    catalog?: (simUrl: string) => Catalog;
+    /** More proxy settings (environment variable names, e.g. CANCEL_DRAIN_MS). */
+    proxyEnv?: Record<string, string>;
+    /** Options of this stack's simulator (its keys and AWS credentials). */
+    sim?: Parameters<typeof startProviderSim>[0];
   } = {},
 ): Promise<Stack> {
   const [database, redis] = await Promise.all([createTestDatabase({ migrated: true }), createTestRedis()]);
@@ -179,7 +192,7 @@ export async function startStack(
   };
 
   try {
-    const sim = await startProviderSim({ port: 0, host: '127.0.0.1' });
+    const sim = await startProviderSim({ ...options.sim, port: 0, host: '127.0.0.1' });
     closers.push(() => sim.close());
 
     // Billing asks keys who owns a key and keys asks billing for usage: keys' port is fixed first.
@@ -222,9 +235,12 @@ export async function startStack(
       UPSTREAM_TIMEOUT_MS: '10000',
       SHUTDOWN_TIMEOUT_MS: '2000',
       SERVICE_PRIVATE_KEY: serviceKeys.proxy.privateKey,
+      ...options.proxyEnv,
     });
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
-    const catalog = loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
+    const catalog = options.catalog
+      ? options.catalog(sim.url)
+      : loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
     const proxy = await startProxy(proxyConfig, { catalog });
     closers.push(() => proxy.close());
 
@@ -302,6 +318,7 @@ export async function startStack(
       inferenceKeyId: inference.hash,
       services: { sim, billing, keys, proxy },
       catalog,
+      proxyConfig,
       infra: { database, redis, amqp },
       serviceKeys,
       createAccount,

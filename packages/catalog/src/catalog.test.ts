@@ -44,6 +44,10 @@ describe('parseCatalog', () => {
       apiKeys: ['sk-up'],
       format: 'openai',
       simulator: false,
+      apiVersion: undefined,
+      auth: 'api-key',
+      region: undefined,
+      awsProfile: undefined,
     });
     expect(c.provider('local')!.apiKey).toBeUndefined();
     expect(c.provider('local')!.apiKeys).toEqual([]);

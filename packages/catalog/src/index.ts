@@ -3,8 +3,11 @@ export type {
   CatalogFormat,
   CatalogModel,
   CatalogProvider,
+  EmbeddingLimits,
   ModelPricing,
+  OutputModality,
   ParseCatalogOptions,
+  WireFormatName,
 } from './catalog';
 export { CatalogError, loadCatalog, parseCatalog } from './catalog';
 export type { TokenCounts } from './cost';
