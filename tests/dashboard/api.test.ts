@@ -26,7 +26,13 @@ beforeAll(async () => {
   stack = await startStack();
   dash = await startTestDashboard(stack, {
     clock: () => new Date(now),
-    env: { SESSION_TTL_MINUTES: '30', SIGNIN_MAX_FAILURES: '3', SIGNIN_WINDOW_MINUTES: '10' },
+    env: {
+      SESSION_TTL_MINUTES: '30',
+      SIGNIN_MAX_FAILURES: '3',
+      SIGNIN_WINDOW_MINUTES: '10',
+      // Behind one load balancer (this test client): the client is X-Forwarded-For's last entry.
+      TRUSTED_PROXIES: '1',
+    },
   });
   owner = await dash.createUser(stack.account.id, 'owner');
   viewer = await dash.createUser(stack.account.id, 'viewer');
@@ -67,7 +73,9 @@ const WRITE_ROUTES: Array<[string, string, unknown]> = [
 
 describe('authentication', () => {
   it.each(READ_ROUTES)('GET %s answers 401 without a session, or with a forged cookie', async (path) => {
-    for (const headers of [{}, { cookie: 'tg_session=forged-value' }] as Array<Record<string, string>>) {
+    for (const headers of [{}, { cookie: '__Host-tg_session=forged-value' }] as Array<
+      Record<string, string>
+    >) {
       const r = await dash.request('GET', path, { headers });
       expect(r.status, r.text).toBe(401);
       expect(r.body.error.metadata.error_type).toBe('unauthorized');
@@ -79,13 +87,15 @@ describe('authentication', () => {
     expect(r.status, r.text).toBe(401);
   });
 
-  it('signs in with the right password: an HttpOnly, SameSite=Strict, Secure session cookie', async () => {
+  it('signs in with the right password: an HttpOnly, SameSite=Strict, Secure, __Host- session cookie', async () => {
     const r = await dash.request('POST', '/api/session', {
       body: { email: owner.email, password: owner.password },
     });
     expect(r.status, r.text).toBe(204);
-    const cookie = r.headers.getSetCookie().find((c) => c.startsWith('tg_session='))!;
+    const cookie = r.headers.getSetCookie().find((c) => c.startsWith('__Host-tg_session='))!;
     expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/Path=\//);
+    expect(cookie).not.toMatch(/Domain=/);
     expect(cookie).toMatch(/SameSite=Strict/);
     expect(cookie).toMatch(/Secure/);
     expect(cookie).toMatch(/Expires=/);
@@ -94,7 +104,7 @@ describe('authentication', () => {
     const rows = await dash.handle.db.selectFrom('dashboard.sessions').select('digest').execute();
     expect(rows.some((row) => row.digest === value)).toBe(false);
     const users = await dash.handle.db.selectFrom('dashboard.users').select('password_hash').execute();
-    for (const u of users) expect(u.password_hash ?? 'scrypt$').toMatch(/^scrypt\$32768\$8\$1\$/);
+    for (const u of users) expect(u.password_hash ?? 'scrypt$131072$8$1$').toMatch(/^scrypt\$131072\$8\$1\$/);
   });
 
   it('answers the same 401 for an unknown email and a wrong password', async () => {
@@ -166,7 +176,7 @@ describe('authentication', () => {
     const s = await dash.signIn(viewer);
     const out = await s.call('DELETE', '/api/session');
     expect(out.status, out.text).toBe(204);
-    expect(out.headers.getSetCookie().join()).toMatch(/tg_session=;/);
+    expect(out.headers.getSetCookie().join()).toMatch(/__Host-tg_session=;/);
     expect((await s.call('GET', '/api/keys')).status).toBe(401);
   });
 
@@ -219,7 +229,39 @@ describe('CSRF and Origin', () => {
 });
 
 describe('throttling of failed sign-ins', () => {
-  it('locks an email after SIGNIN_MAX_FAILURES failures, even for the right password, until the window ends', async () => {
+  it('a stranger cannot lock out an owner: 50 bad sign-ins from another forwarded address', async () => {
+    const u = await dash.createUser(stack.account.id, 'owner');
+    const stranger = { 'x-forwarded-for': '203.0.113.50' };
+    const statuses: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const r = await dash.request('POST', '/api/session', {
+        body: { email: u.email, password: `wrong password ${i}` },
+        headers: stranger,
+      });
+      statuses.push(r.status);
+    }
+    expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+    expect(new Set(statuses.slice(3))).toEqual(new Set([429]));
+    // The owner, from their own address (a forged left entry changes nothing), signs in.
+    const owner = await dash.request('POST', '/api/session', {
+      body: { email: u.email, password: u.password },
+      headers: { 'x-forwarded-for': '203.0.113.50, 198.51.100.60' },
+    });
+    expect(owner.status, owner.text).toBe(204);
+    // The refused attempts left no rows: one for the stranger's (email, address) and one for its address.
+    const rows = await dash.handle.db
+      .selectFrom('dashboard.sign_in_failures')
+      .select(['subject', 'failures'])
+      .where('subject', 'like', '%203.0.113.50%')
+      .orderBy('subject')
+      .execute();
+    expect(rows).toEqual([
+      { subject: 'ip:203.0.113.50', failures: 3 },
+      { subject: `pair:203.0.113.50|${u.email.toLowerCase()}`, failures: 3 },
+    ]);
+  });
+
+  it('backs off an (email, address) after SIGNIN_MAX_FAILURES failures, even for the right password', async () => {
     const u = await dash.createUser(stack.account.id, 'viewer');
     for (let i = 0; i < 3; i++) {
       const r = await dash.request('POST', '/api/session', {

@@ -4,7 +4,7 @@
  * billing, keys, proxy). Every bill without provider usage is compared with what the simulator
  * charged for the same request, priced with the same catalog.
  */
-import { type CatalogModel, computeCost, parseCatalog } from '@tollgate/catalog';
+import { type CatalogModel, computeCost } from '@tollgate/catalog';
 import { toUnits } from '@tollgate/money';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chargeUnits, simLedger } from '../support/sim-ledger';
@@ -51,7 +51,7 @@ const model = (id: string) => stack.catalog.model(id) as CatalogModel;
 
 beforeAll(async () => {
   stack = await startStack({
-    catalog: (simUrl) => parseCatalog(catalogYaml(simUrl), { format: 'yaml', env: {} }),
+    catalogYaml,
     proxyEnv: { CANCEL_DRAIN_MS: String(DRAIN_MS), MAX_IMAGES_PER_REQUEST: '5' },
   });
 });

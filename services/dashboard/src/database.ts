@@ -26,6 +26,8 @@ interface SessionsTable {
   csrf_token: string;
   created_at: ColumnType<Date, Date | string, never>;
   expires_at: ColumnType<Date, Date | string, never>;
+  /** Last request of the session (kept to the minute): the idle timeout counts from it. */
+  last_seen_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 interface InvitesTable {
@@ -37,10 +39,12 @@ interface InvitesTable {
 }
 
 interface SignInFailuresTable {
-  /** `email:<lowercase email>` or `ip:<client address>`. */
+  /** `pair:<client address>|<lowercase email>` or `ip:<client address>` (auth/sign-in-throttle.ts). */
   subject: string;
   failures: number;
   window_started_at: ColumnType<Date, Date | string, Date | string>;
+  /** No attempt of this subject before this instant (backoff); null while under the free attempts. */
+  blocked_until: ColumnType<Date | null, Date | string | null, Date | string | null>;
 }
 
 export interface Database {

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { createServiceSigner, createServiceVerifier } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
-import { closeServer, listen } from '@tollgate/http';
+import { clientAddressResolver, closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { serviceRegistry } from '@tollgate/metrics';
 import type { Registry } from 'prom-client';
@@ -11,6 +11,7 @@ import type { DashboardConfig } from './config';
 import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
 import { createDashboardApp } from './http/app';
 import { createInternalClient } from './upstream/internal-client';
+import { createUsersService } from './users/users.service';
 
 export interface DashboardHandle {
   /** e.g. http://127.0.0.1:8083 */
@@ -49,9 +50,11 @@ export async function startDashboard(
     db,
     clock,
     sessionTtlMs: config.SESSION_TTL_MINUTES * 60_000,
+    sessionIdleMs: config.SESSION_IDLE_MINUTES * 60_000,
     inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000,
     maxFailures: config.SIGNIN_MAX_FAILURES,
     windowMs: config.SIGNIN_WINDOW_MINUTES * 60_000,
+    backoffBaseMs: config.SIGNIN_BACKOFF_SECONDS * 1000,
   });
   // Passes the current request id on by itself (request context of @tollgate/http).
   const client = createInternalClient({
@@ -66,12 +69,14 @@ export async function startDashboard(
     metrics,
     db,
     auth,
+    users: createUsersService({ db, clock, inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000 }),
     client,
     catalog,
     verifier: createServiceVerifier('dashboard', config.SERVICE_PUBLIC_KEYS),
     uiDir: config.UI_DIR,
     publicUrl: config.PUBLIC_URL,
     secureCookie: config.COOKIE_SECURE,
+    clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
     clock,
     logger,
     readiness: {

@@ -1,12 +1,15 @@
 import { sql } from 'kysely';
 import type { DashboardDb, Role, User } from '../database';
 
-export async function findUserByEmail(db: DashboardDb, email: string): Promise<User | undefined> {
+/** The users with this email (one per account at most), oldest first, at most 10. */
+export async function findUsersByEmail(db: DashboardDb, email: string): Promise<User[]> {
   return db
     .selectFrom('dashboard.users')
     .selectAll()
     .where(sql<boolean>`lower(email) = lower(${email})`)
-    .executeTakeFirst();
+    .orderBy('created_at', 'asc')
+    .limit(10)
+    .execute();
 }
 
 export async function insertUser(
@@ -55,6 +58,7 @@ export async function insertSession(
       csrf_token: s.csrfToken,
       created_at: s.createdAt,
       expires_at: s.expiresAt,
+      last_seen_at: s.createdAt,
     })
     .execute();
 }
@@ -68,6 +72,7 @@ export async function findSession(db: DashboardDb, digest: string) {
       's.digest',
       's.csrf_token',
       's.expires_at',
+      's.last_seen_at',
       'u.id as user_id',
       'u.account_id',
       'u.email',
@@ -82,8 +87,16 @@ export async function deleteSession(db: DashboardDb, digest: string) {
   await db.deleteFrom('dashboard.sessions').where('digest', '=', digest).execute();
 }
 
-export async function deleteExpiredSessions(db: DashboardDb, now: Date) {
-  await db.deleteFrom('dashboard.sessions').where('expires_at', '<=', now).execute();
+/** Sessions past their absolute expiry, or idle since before `idleSince`. */
+export async function deleteExpiredSessions(db: DashboardDb, now: Date, idleSince: Date) {
+  await db
+    .deleteFrom('dashboard.sessions')
+    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', idleSince)]))
+    .execute();
+}
+
+export async function touchSession(db: DashboardDb, digest: string, at: Date) {
+  await db.updateTable('dashboard.sessions').set({ last_seen_at: at }).where('digest', '=', digest).execute();
 }
 
 export async function insertInvite(
@@ -109,38 +122,6 @@ export async function consumeInvite(db: DashboardDb, digest: string, now: Date):
   return row?.user_id;
 }
 
-/**
- * Counts one attempt for each subject, atomically, before the password is checked (a window older
- * than `since` starts over), and returns each subject's count including this attempt. Counting
- * first is what makes the limit hold against parallel guesses: each one sees the others' counts.
- */
-export async function countAttempt(
-  db: DashboardDb,
-  subjects: [string, string],
-  now: Date,
-  since: Date,
-): Promise<Array<{ subject: string; failures: number; window_started_at: Date }>> {
-  const { rows } = await sql<{ subject: string; failures: number; window_started_at: Date }>`
-    insert into dashboard.sign_in_failures (subject, failures, window_started_at)
-    values (${subjects[0]}, 1, ${now}), (${subjects[1]}, 1, ${now})
-    on conflict (subject) do update set
-      failures = case when dashboard.sign_in_failures.window_started_at <= ${since}
-        then 1 else dashboard.sign_in_failures.failures + 1 end,
-      window_started_at = case when dashboard.sign_in_failures.window_started_at <= ${since}
-        then ${now} else dashboard.sign_in_failures.window_started_at end
-    returning subject, failures, window_started_at`.execute(db);
-  return rows;
-}
-
-/** Takes back one counted attempt of each subject (a sign-in that succeeded, or was refused unchecked). */
-export async function uncountAttempt(db: DashboardDb, subjects: string[]) {
-  await db
-    .updateTable('dashboard.sign_in_failures')
-    .set({ failures: sql`greatest(failures - 1, 0)` })
-    .where('subject', 'in', subjects)
-    .execute();
-}
-
 /** The user an unused, unexpired invitation is for, without using it. */
 export async function findOpenInvite(
   db: DashboardDb,
@@ -155,8 +136,4 @@ export async function findOpenInvite(
     .where('expires_at', '>', now)
     .executeTakeFirst();
   return row?.user_id;
-}
-
-export async function clearFailures(db: DashboardDb, subject: string) {
-  await db.deleteFrom('dashboard.sign_in_failures').where('subject', '=', subject).execute();
 }

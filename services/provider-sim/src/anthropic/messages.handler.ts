@@ -27,7 +27,7 @@ import { countInputTokens, messagesSeed, sampleInput, toolToCall } from './messa
  */
 type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 
-interface MessagePlan {
+export interface MessagePlan {
   /** The text pieces sent, one per text_delta (a stop sequence may shorten the last). */
   text: string[];
   tool: { id: string; name: string; input: string } | undefined;
@@ -70,7 +70,7 @@ function cutAtStop(pieces: string[], stops: string[]): { pieces: string[]; stop:
   return { pieces: out, stop };
 }
 
-function planMessage(req: MessagesRequest): MessagePlan {
+export function planMessage(req: MessagesRequest): MessagePlan {
   const seed = messagesSeed(req);
   const images = imageBlocks(req);
   const prompt = withImageTokens(countInputTokens(req), images, req.sim);

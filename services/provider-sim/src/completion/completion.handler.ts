@@ -5,6 +5,7 @@ import { defaultCompletionLength, generatePieces, PIECES_JSON, piecesText, promp
 import { type Charge, openCharge } from './ledger';
 import { countPromptTokens, TOKENS_PER_IMAGE } from './prompt-tokens';
 import type { CompletionRequest, SimOptions } from './request';
+import { writeToolCall } from './tool-call';
 
 export interface SimDefaults {
   ttftMs: number;
@@ -83,7 +84,7 @@ export function planTokens(
   };
 }
 
-function usageJson(plan: CompletionPlan): string {
+export function usageJson(plan: CompletionPlan): string {
   const cacheWrite =
     plan.cacheWriteTokens === undefined && plan.cacheWrite1hTokens === 0
       ? ''
@@ -102,7 +103,7 @@ const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 let idCounter = 0;
 
 /** `chatcmpl-` + 24 characters, unique per process without a CSPRNG call per request. */
-function completionId(): string {
+export function completionId(): string {
   let s = 'chatcmpl-';
   for (let i = 0; i < 16; i++) s += ID_ALPHABET[Math.floor(Math.random() * 62)];
   idCounter = (idCounter + 1) % 62 ** 8;
@@ -185,6 +186,7 @@ export async function completeJson(
     res.destroy();
     return;
   }
+  if (body.tool) return writeToolCall(res, body, body.tool, plan);
   const usage = sim.omitUsage ? '' : `,"usage":${usageJson(plan)}`;
   const json =
     `{"id":"${completionId()}","object":"chat.completion","created":${Math.floor(Date.now() / 1000)},` +
@@ -302,6 +304,7 @@ export async function completeStream(
   }
   if (sim.errorStatus !== undefined)
     return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
+  if (body.tool) return writeToolCall(res, body, body.tool, plan);
 
   const usageNull = body.includeUsage ? ',"usage":null' : '';
   const meta =
