@@ -36,7 +36,7 @@ function paramOf(err: AppError): string | null {
 }
 
 /** The error object of an OpenAI error answer (and of a stream's `response.failed`). */
-function openAIError(err: AppError): Json {
+export function openAIError(err: AppError): Json {
   const t = OPENAI_TYPE[err.type];
   return {
     message: err.message,
@@ -50,4 +50,14 @@ function openAIError(err: AppError): Json {
 /** An error before the head: its status and body. */
 export function responsesErrorBody(err: AppError): { status: number; body: Json } {
   return { status: err.status, body: { error: openAIError(err) } };
+}
+
+/**
+ * An error after the head, before any Response event: the stream's `error` event (the openai SDK
+ * raises it as an APIError).
+ */
+export function openAIErrorEvent(err: AppError): string {
+  const e = openAIError(err);
+  const data = JSON.stringify({ type: 'error', sequence_number: 0, code: e.code ?? e.type, message: e.message, param: e.param });
+  return `event: error\ndata: ${data}\n\n`;
 }

@@ -1,0 +1,47 @@
+import { finishReasonOf } from '../../pipeline/errors';
+import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
+import { messageText } from '../chat/usage';
+import type { FrontDoor } from '../door';
+import { ResponsesStream } from './answer-stream';
+import { openAIErrorEvent, responsesErrorBody } from './errors';
+import { contextOf, parseResponses } from './request-of';
+import { responseOfCompletion } from './response';
+
+/**
+ * The OpenAI Responses door (`POST /responses`): what Codex, the OpenAI Agents SDK and the AI SDK's
+ * OpenAI provider speak. Stateless. The request is translated into the canonical chat request
+ * (request.ts, input.ts, tools.ts), so every provider format serves it (OpenAI chat completions,
+ * Anthropic Messages, …) through the one pipeline; the answer (a `chat.completion` or OpenAI chunks,
+ * bridged by the provider's wire format) is rendered as a Response object (response.ts) or the
+ * Responses stream events (stream.ts, answer-stream.ts), errors in OpenAI's shape (errors.ts).
+ */
+export const responsesDoor: FrontDoor = {
+  api: 'responses',
+  native: null,
+  parse: parseResponses,
+
+  /** A chat.completion → the Response, priced from the provider's usage (else the estimate of its text). */
+  readJson(c, json) {
+    const providerUsage = json.usage;
+    const fromProvider = isProviderUsage(providerUsage);
+    const tokens = fromProvider ? tokensFromUsage(providerUsage) : c.estimate(messageText(json));
+    const cost = c.cost(tokens);
+    const response = responseOfCompletion(contextOf(c), json, tokens, cost, c.provider.name);
+    return {
+      kind: 'served',
+      tokens,
+      source: fromProvider ? 'provider' : 'estimated',
+      costUnits: cost,
+      finishReason: finishReasonOf(json.choices),
+      upstreamId: typeof json.id === 'string' ? json.id : null,
+      lastBytes: c.cancelled ? null : JSON.stringify(response),
+    };
+  },
+
+  stream: (c, res, writeTimeoutMs) => new ResponsesStream(c, res, writeTimeoutMs),
+
+  errorBody: responsesErrorBody,
+
+  // After the 200 with nothing but keep-alive comments written: OpenAI's `error` stream event.
+  streamError: (err) => openAIErrorEvent(err),
+};

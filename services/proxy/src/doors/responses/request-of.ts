@@ -1,0 +1,26 @@
+import type { Completion } from '../../pipeline/completion';
+import type { CanonicalRequest } from '../../pipeline/request';
+import { parseChatRequest } from '../chat/validation';
+import { parseResponsesRequest, type ResponsesRequest } from './request';
+import type { ResponseContext } from './response';
+
+/** The canonical request of a Responses request, with what its answer needs (echo, tool names). */
+export interface ResponsesCanonical extends CanonicalRequest {
+  responses: ResponsesRequest;
+}
+
+/**
+ * The door's parse: the Responses body → the canonical chat request (request.ts), checked like a chat
+ * request (the chat door's validation: token figures for admission, the tools' JSON, what the catalog
+ * does not price) so every later stage reads it as any other.
+ */
+export function parseResponses(body: unknown): ResponsesCanonical {
+  const responses = parseResponsesRequest(body);
+  return Object.assign(parseChatRequest(responses.chat), { responses });
+}
+
+/** What every Response of a completion shares. */
+export function contextOf(c: Completion): ResponseContext {
+  const { echo, names } = (c.request as ResponsesCanonical).responses;
+  return { id: c.requestId, model: c.model.id, createdAt: Math.floor(c.startedAt / 1000), echo, names };
+}
