@@ -17,8 +17,8 @@ import type { UnknownKeyLimiter } from './unknown-keys';
  * Authentication on the hot path: sha256 of the bearer key, one Redis HMGET through the key cache,
  * and only on a miss/pending/Redis failure a call to the keys service.
  *
- * The chat route may instead `recall` the record this process read last time, with no I/O, because
- * its admission script checks that record's version in Redis atomically with the admission (and
+ * The front doors may instead `recall` the record this process read last time, with no I/O, because
+ * their admission script checks that record's version in Redis atomically with the admission (and
  * counts the rate limit there): a changed, disabled or revoked key is still refused on its very next
  * request, and that request costs one round trip before the provider instead of two (the check fails,
  * the request is authenticated afresh). Nothing else trusts a recalled record.
@@ -216,7 +216,7 @@ export function rateLimitVerdict(
 }
 
 /**
- * `recall: true` (the chat route, with a spend guard that checks): a key whose record this process
+ * `recall: true` (the front doors, with a spend guard that checks): a key whose record this process
  * read before passes with that record marked unchecked, no I/O; the chat handler's admission checks
  * it (see `Authenticator`).
  */

@@ -16,6 +16,7 @@ import { parseChatRequest } from './validation';
  */
 export const chatDoor: FrontDoor = {
   api: 'chat',
+  path: '/chat/completions',
   native: 'openai',
   parse: parseChatRequest,
 
