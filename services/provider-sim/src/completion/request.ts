@@ -30,6 +30,8 @@ export interface CompletionRequest {
   sim: SimOptions;
   /** Names of the function tools offered (none when `tool_choice` is `none`): scripted calls (script/). */
   tools: string[];
+  /** The JSON schema of `response_format: {type: "json_schema"}`: the answer is a JSON value of it (script/). */
+  responseSchema?: unknown;
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -282,5 +284,17 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
         ? maxTokens
         : Math.min(maxTokens, maxCompletionTokens);
   const tools = body.tool_choice === 'none' ? [] : chatToolNames(body.tools);
-  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim), tools };
+  const rf = body.response_format;
+  const responseSchema =
+    isObject(rf) && rf.type === 'json_schema' && isObject(rf.json_schema) ? rf.json_schema.schema : undefined;
+  return {
+    model,
+    messages,
+    stream,
+    includeUsage,
+    maxTokens: limit,
+    sim: parseSim(body.sim),
+    tools,
+    responseSchema,
+  };
 }

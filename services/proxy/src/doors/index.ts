@@ -4,5 +4,6 @@
  */
 import { chatDoor } from './chat/door';
 import type { FrontDoor } from './door';
+import { responsesDoor } from './responses/door';
 
-export const FRONT_DOORS: readonly FrontDoor[] = [chatDoor];
+export const FRONT_DOORS: readonly FrontDoor[] = [chatDoor, responsesDoor];

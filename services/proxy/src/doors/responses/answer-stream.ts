@@ -136,7 +136,9 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
   }
 
   #providerError(err: Json): void {
-    const code = [err.code, err.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as number | undefined;
+    const code = [err.code, err.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as
+      | number
+      | undefined;
     const detail = typeof err.message === 'string' && err.message.length > 0 ? err.message : null;
     const failure = midStreamError(code ?? 502, detail, this.#c.provider.name);
     this.#c.fail(failure.error, failure.detail);

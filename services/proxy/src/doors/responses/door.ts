@@ -17,6 +17,7 @@ import { responseOfCompletion } from './response';
  */
 export const responsesDoor: FrontDoor = {
   api: 'responses',
+  path: '/responses',
   native: null,
   parse: parseResponses,
 

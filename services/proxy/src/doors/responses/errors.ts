@@ -58,6 +58,12 @@ export function responsesErrorBody(err: AppError): { status: number; body: Json 
  */
 export function openAIErrorEvent(err: AppError): string {
   const e = openAIError(err);
-  const data = JSON.stringify({ type: 'error', sequence_number: 0, code: e.code ?? e.type, message: e.message, param: e.param });
+  const data = JSON.stringify({
+    type: 'error',
+    sequence_number: 0,
+    code: e.code ?? e.type,
+    message: e.message,
+    param: e.param,
+  });
   return `event: error\ndata: ${data}\n\n`;
 }
