@@ -81,7 +81,7 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     if (text.length === 0) return;
     if (last || this.#held !== null) {
       this.stopKeepAlive();
-      (this.#held ??= []).push(text);
+      this.#hold(text);
       return;
     }
     if (!this.#write(text)) {
@@ -94,6 +94,11 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     }
   }
 
+  #hold(text: string): void {
+    if (this.#held === null) this.#held = [text];
+    else this.#held.push(text);
+  }
+
   readonly #stalled = (): void => {
     this.#c.log.warn({ writeTimeoutMs: this.#writeTimeoutMs }, 'client stopped reading: stream cut');
     this.#c.cancel();
@@ -103,7 +108,7 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
   endOfInput(): void {
     this.#reader.end(this);
     if (this.#out.length > 0) {
-      (this.#held ??= []).push(this.#out);
+      this.#hold(this.#out);
       this.#out = '';
     }
     if (!this.terminated && !this.#sawDone && this.#events.finishReason === null) {
