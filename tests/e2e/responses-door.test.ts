@@ -227,10 +227,14 @@ describe('POST /responses: structured output and refusals', () => {
     const err = await poor.responses.create({ model: MODEL, input: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
-    expect((err as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+    const e = err as InstanceType<typeof OpenAI.APIError>;
+    expect(e.error).toMatchObject({
       type: 'insufficient_quota',
-      code: 'insufficient_quota',
+      code: 402,
+      metadata: { error_type: 'payment_required' },
     });
+    expect(e.type).toBe('insufficient_quota');
+    expect(e.message).toMatch(/credit/i);
   });
 });
 

@@ -36,4 +36,6 @@ export interface CanonicalRequest {
    * translation of `body`. Absent for the chat door (its native format's request is `body` itself).
    */
   native?: Json;
+  /** Headers the door adds to its answer (set with `X-Generation-Id` at admission). */
+  answerHeaders?: ReadonlyArray<readonly [string, string]>;
 }

@@ -171,7 +171,7 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
       let end: string;
       if (c.error) {
         const e = openAIError(c.error);
-        end = this.#events.fail({ code: String(e.code ?? e.type), message: c.error.message }, usage);
+        end = this.#events.fail({ code: e.type as string, message: c.error.message }, usage);
       } else end = this.#events.end(usage, c.provider.name);
       lastBytes = (this.#held ?? []).join('') + end;
     }

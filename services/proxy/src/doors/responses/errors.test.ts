@@ -8,10 +8,10 @@ describe('responsesErrorBody (OpenAI error shape)', () => {
       status: 400,
       body: {
         error: {
+          code: 400,
           message: 'input.0.role: expected a role',
           type: 'invalid_request_error',
           param: 'input.0.role',
-          code: null,
           metadata: { error_type: 'bad_request' },
         },
       },

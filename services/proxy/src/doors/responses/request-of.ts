@@ -16,8 +16,17 @@ export interface ResponsesCanonical extends CanonicalRequest {
  */
 export function parseResponses(body: unknown): ResponsesCanonical {
   const responses = parseResponsesRequest(body);
-  return Object.assign(parseChatRequest(responses.chat), { responses });
+  const request: ResponsesCanonical = Object.assign(parseChatRequest(responses.chat), { responses });
+  if (responses.withheld.length > 0) {
+    // Hosted tools are never given to a provider (no format here runs them, and the catalog does
+    // not price their calls): the answer says which were left out.
+    request.answerHeaders = [[WITHHELD_TOOLS_HEADER, responses.withheld.join(',')]];
+  }
+  return request;
 }
+
+/** The answer header naming the hosted tools withheld from the provider. */
+export const WITHHELD_TOOLS_HEADER = 'X-Tollgate-Withheld-Tools';
 
 /** What every Response of a completion shares. */
 export function contextOf(c: Completion): ResponseContext {
