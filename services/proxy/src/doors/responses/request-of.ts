@@ -26,7 +26,7 @@ export function parseResponses(body: unknown): ResponsesCanonical {
 }
 
 /** The answer header naming the hosted tools withheld from the provider. */
-export const WITHHELD_TOOLS_HEADER = 'X-Tollgate-Withheld-Tools';
+const WITHHELD_TOOLS_HEADER = 'X-Tollgate-Withheld-Tools';
 
 /** What every Response of a completion shares. */
 export function contextOf(c: Completion): ResponseContext {
