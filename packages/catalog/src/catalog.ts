@@ -19,6 +19,8 @@ export interface CatalogProvider {
   format: 'openai' | 'anthropic';
   /** The provider simulator: the proxy forwards its `sim` request field (dev/test catalogs only). */
   simulator: boolean;
+  /** An OpenAI-format provider that serves OpenAI's Responses API at `<baseUrl>/responses` too. */
+  responses: boolean;
 }
 
 export interface ModelPricing<T> {
@@ -171,6 +173,7 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
       apiKeys: Object.freeze(apiKeys),
       format: p.format,
       simulator: p.simulator,
+      responses: p.responses,
     });
   }
   const models = new Map<string, CatalogModel>();

@@ -61,6 +61,14 @@ const providerSchema = z.strictObject({
   format: z.enum(['openai', 'anthropic']).default('openai'),
   /** The provider simulator (dev/test): the proxy also forwards its `sim` request field. */
   simulator: z.boolean().default(false),
+  /**
+   * An OpenAI-format provider that also serves OpenAI's Responses API at `<base_url>/responses`:
+   * the proxy's `POST /responses` passes through to it natively (reasoning items round-trip).
+   */
+  responses: z.boolean().default(false),
+}).refine((p) => !p.responses || p.format === 'openai', {
+  message: 'responses: only an OpenAI-format provider serves the Responses API',
+  path: ['responses'],
 });
 
 const modelSchema = z.strictObject({

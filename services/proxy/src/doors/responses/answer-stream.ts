@@ -8,6 +8,8 @@ import type { TokenCounts } from '../../providers/wire-format';
 import { SseBytes, type SseEventSink } from '../chat/sse-bytes';
 import type { AnswerStream } from '../door';
 import { openAIError } from './errors';
+import { isResponsesUsage, tokensFromResponsesUsage } from './native';
+import { NativeEvents } from './native-stream';
 import { contextOf } from './request-of';
 import { responsesUsage } from './response';
 import { ResponsesEvents } from './stream';
@@ -39,6 +41,8 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
   #held: string[] | null = null;
   /** Output of the read being pushed. */
   #out = '';
+  /** The provider speaks the Responses API itself (native.ts): its events are relayed. */
+  #native: NativeEvents | null = null;
   terminated = false;
 
   constructor(c: Completion, res: ServerResponse, writeTimeoutMs: number) {
@@ -63,10 +67,14 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     this.#keepAlive = null;
   }
 
-  /** The 200 and the SSE head, with response.created and response.in_progress. */
-  commitHead(_native: boolean): void {
+  /**
+   * The 200 and the SSE head; translated, with response.created and response.in_progress (a native
+   * provider sends its own, relayed).
+   */
+  commitHead(native: boolean): void {
     if (!this.#res.headersSent) this.#res.writeHead(200, SSE_HEAD);
-    this.#write(this.#events.start());
+    if (native) this.#native = new NativeEvents(this.#c.requestId, this.#c.model.id, this.#c.provider.name);
+    else this.#write(this.#events.start());
   }
 
   #write(text: string): boolean {
@@ -111,7 +119,8 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
       this.#hold(this.#out);
       this.#out = '';
     }
-    if (!this.terminated && !this.#sawDone && this.#events.finishReason === null) {
+    const ended = this.#native ? this.#native.ended : this.#sawDone || this.#events.finishReason !== null;
+    if (!this.terminated && !ended) {
       this.#c.fail(streamEndedEarly(this.#c.provider.name));
     }
   }
@@ -120,6 +129,12 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
   event(type: string, buf: Buffer, start: number, end: number): void {
     if (this.terminated) return;
     const data = buf.toString('utf8', start, end);
+    if (this.#native) {
+      const { out, error } = this.#native.event(type, data);
+      if (error) this.#providerError(error);
+      else this.#out += out;
+      return;
+    }
     if (data === '[DONE]') {
       this.#sawDone = true;
       return;
@@ -140,7 +155,7 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     this.#out += this.#events.chunk(chunk);
   }
 
-  #providerError(err: Json): void {
+  #providerError(err: { code?: unknown; status?: unknown; message?: unknown }): void {
     const code = [err.code, err.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as
       | number
       | undefined;
@@ -155,24 +170,28 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
   finish(): Outcome {
     this.stopKeepAlive();
     const c = this.#c;
+    const native = this.#native;
     let tokens: TokenCounts;
     let source: UsageSource;
-    if (isProviderUsage(this.#providerUsage)) {
+    if (native && isResponsesUsage(native.usage)) {
+      tokens = tokensFromResponsesUsage(native.usage);
+      source = 'provider';
+    } else if (!native && isProviderUsage(this.#providerUsage)) {
       tokens = tokensFromUsage(this.#providerUsage);
       source = 'provider';
     } else {
-      tokens = c.estimate(this.#events.producedText());
+      tokens = c.estimate((native ?? this.#events).producedText());
       source = 'estimated';
     }
     const cost = c.cost(tokens);
     let lastBytes: string | null = null;
     if (!c.cancelled && !this.#res.writableEnded && !this.#res.destroyed) {
       const usage = responsesUsage(tokens, cost);
+      const failure = c.error ? { code: openAIError(c.error).type as string, message: c.error.message } : null;
       let end: string;
-      if (c.error) {
-        const e = openAIError(c.error);
-        end = this.#events.fail({ code: e.type as string, message: c.error.message }, usage);
-      } else end = this.#events.end(usage, c.provider.name);
+      if (native) end = native.end(usage, failure);
+      else if (failure) end = this.#events.fail(failure, usage);
+      else end = this.#events.end(usage, c.provider.name);
       lastBytes = (this.#held ?? []).join('') + end;
     }
     this.#held = null;
@@ -181,8 +200,8 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
       tokens,
       source,
       costUnits: cost,
-      finishReason: c.error ? 'error' : this.#events.finishReason,
-      upstreamId: this.#upstreamId,
+      finishReason: c.error ? 'error' : (native ?? this.#events).finishReason,
+      upstreamId: native ? native.upstreamId : this.#upstreamId,
       lastBytes,
     };
   }

@@ -1,11 +1,38 @@
+import type { Completion, Outcome } from '../../pipeline/completion';
 import { finishReasonOf } from '../../pipeline/errors';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
 import { messageText } from '../chat/usage';
 import type { FrontDoor } from '../door';
 import { ResponsesStream } from './answer-stream';
 import { openAIErrorEvent, responsesErrorBody } from './errors';
-import { contextOf, parseResponses } from './request-of';
-import { responseOfCompletion } from './response';
+import { isResponsesUsage, nativeResponsesBody, outputTextOf, tokensFromResponsesUsage } from './native';
+import { contextOf, parseResponses, type ResponsesCanonical } from './request-of';
+import { responseOfCompletion, responsesUsage } from './response';
+
+type Json = Record<string, unknown>;
+
+/** A native provider's Response: priced from its usage (else the estimate of its output), ids rewritten. */
+function readNative(c: Completion, json: Json): Outcome | null {
+  if (json.object !== 'response' || !Array.isArray(json.output)) return null;
+  const fromProvider = isResponsesUsage(json.usage);
+  const tokens = fromProvider ? tokensFromResponsesUsage(json.usage) : c.estimate(outputTextOf(json));
+  const cost = c.cost(tokens);
+  const upstreamId = typeof json.id === 'string' ? json.id : null;
+  const priced = responsesUsage(tokens, cost);
+  json.id = c.requestId;
+  json.model = c.model.id;
+  json.provider = c.provider.name;
+  json.usage = fromProvider ? { ...(json.usage as Json), cost: priced.cost, is_byok: false } : priced;
+  return {
+    kind: 'served',
+    tokens,
+    source: fromProvider ? 'provider' : 'estimated',
+    costUnits: cost,
+    finishReason: json.status === 'incomplete' ? 'length' : json.status === 'completed' ? 'stop' : null,
+    upstreamId,
+    lastBytes: c.cancelled ? null : JSON.stringify(json),
+  };
+}
 
 /**
  * The OpenAI Responses door (`POST /responses`): what Codex, the OpenAI Agents SDK and the AI SDK's
@@ -21,8 +48,13 @@ export const responsesDoor: FrontDoor = {
   native: null,
   parse: parseResponses,
 
-  /** A chat.completion → the Response, priced from the provider's usage (else the estimate of its text). */
-  readJson(c, json) {
+  /**
+   * Native (a provider serving the Responses API): its Response, the id, model and priced usage
+   * rewritten. Translated: a chat.completion → the Response, priced from the provider's usage (else
+   * the estimate of its text).
+   */
+  readJson(c, json, native) {
+    if (native) return readNative(c, json);
     const providerUsage = json.usage;
     const fromProvider = isProviderUsage(providerUsage);
     const tokens = fromProvider ? tokensFromUsage(providerUsage) : c.estimate(messageText(json));
@@ -40,6 +72,8 @@ export const responsesDoor: FrontDoor = {
   },
 
   stream: (c, res, writeTimeoutMs) => new ResponsesStream(c, res, writeTimeoutMs),
+
+  nativeBody: (request, target) => nativeResponsesBody((request as ResponsesCanonical).native ?? {}, target),
 
   errorBody: responsesErrorBody,
 

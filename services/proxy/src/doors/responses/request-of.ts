@@ -17,6 +17,8 @@ export interface ResponsesCanonical extends CanonicalRequest {
 export function parseResponses(body: unknown): ResponsesCanonical {
   const responses = parseResponsesRequest(body);
   const request: ResponsesCanonical = Object.assign(parseChatRequest(responses.chat), { responses });
+  // A provider serving the Responses API itself gets the caller's body (native.ts).
+  request.native = body as Record<string, unknown>;
   if (responses.withheld.length > 0) {
     // Hosted tools are never given to a provider (no format here runs them, and the catalog does
     // not price their calls): the answer says which were left out.
