@@ -1,3 +1,4 @@
+import type { ClientAddress } from '@tollgate/http';
 import type { KeyCache } from '@tollgate/key-cache';
 import type { Handler, ProxyRequest, ProxyResponse } from '../http/types';
 import { type Authenticator, authMiddleware, requireScope } from './authenticate';
@@ -18,12 +19,18 @@ export interface AuthSteps {
 }
 
 /**
- * The routes' authentication. `recall` (a spend guard whose admission script checks key records,
+ * The routes' authentication. `clientAddress`: the caller's address for the unknown-key limit
+ * (TRUSTED_PROXIES). `recall` (a spend guard whose admission script checks key records,
  * docs/architecture.md): the front doors may serve a key with the record this process read before;
  * the way back when its check fails — forget the record, authenticate afresh — is `recall`'s.
  */
-export function authSteps(authenticator: Authenticator, keyCache: KeyCache, recall: boolean): AuthSteps {
-  const auth = authMiddleware(authenticator);
+export function authSteps(
+  authenticator: Authenticator,
+  keyCache: KeyCache,
+  options: { recall: boolean; clientAddress?: ClientAddress },
+): AuthSteps {
+  const { recall, clientAddress } = options;
+  const auth = authMiddleware(authenticator, Date.now, { clientAddress });
   const authenticated = (scope: 'inference' | null) => {
     const check = scope === null ? null : requireScope(scope);
     return (req: ProxyRequest, res: ProxyResponse) =>
@@ -41,7 +48,7 @@ export function authSteps(authenticator: Authenticator, keyCache: KeyCache, reca
     inference: requireScope('inference'),
     management: requireScope('management'),
     authenticated,
-    doors: recall ? authMiddleware(authenticator, Date.now, { recall: true }) : auth,
+    doors: recall ? authMiddleware(authenticator, Date.now, { recall: true, clientAddress }) : auth,
     recall: recall
       ? {
           keyCache,
