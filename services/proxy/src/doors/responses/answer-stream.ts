@@ -2,10 +2,10 @@ import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { Completion, Outcome, UsageSource } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
-import { SSE_HEAD, writeSseHead } from '../../pipeline/sse';
+import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
+import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
-import { SseBytes, type SseEventSink } from '../chat/sse-bytes';
 import type { AnswerStream } from '../door';
 import { openAIError } from './errors';
 import { isResponsesUsage, tokensFromResponsesUsage } from './native';
@@ -72,12 +72,15 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
    * provider sends its own, relayed).
    */
   commitHead(native: boolean): void {
+    if (this.#c.cancelled) return;
     if (!this.#res.headersSent) this.#res.writeHead(200, SSE_HEAD);
     if (native) this.#native = new NativeEvents(this.#c.requestId, this.#c.model.id, this.#c.provider.name);
     else this.#write(this.#events.start());
   }
 
   #write(text: string): boolean {
+    // A cancelled completion drains the provider's answer for its usage (pipeline/drain.ts): nothing is sent.
+    if (this.#c.cancelled) return true;
     this.#lastWriteAt = Date.now();
     return this.#res.write(text);
   }
@@ -86,7 +89,7 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     this.#reader.push(bytes, this);
     const text = this.#out;
     this.#out = '';
-    if (text.length === 0) return;
+    if (text.length === 0 || this.#c.cancelled) return;
     if (last || this.#held !== null) {
       this.stopKeepAlive();
       this.#hold(text);
@@ -95,7 +98,10 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     if (!this.#write(text)) {
       const timer = setTimeout(this.#stalled, this.#writeTimeoutMs);
       try {
-        await once(this.#res, 'drain', { signal: this.#c.abort.signal });
+        await once(this.#res, 'drain', { signal: this.#c.waitSignal });
+      } catch (err) {
+        // The client went away while its buffer was full: the provider's answer is drained.
+        if (!this.#c.cancelled || this.#c.abort.signal.aborted) throw err;
       } finally {
         clearTimeout(timer);
       }
@@ -187,7 +193,9 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     let lastBytes: string | null = null;
     if (!c.cancelled && !this.#res.writableEnded && !this.#res.destroyed) {
       const usage = responsesUsage(tokens, cost);
-      const failure = c.error ? { code: openAIError(c.error).type as string, message: c.error.message } : null;
+      const failure = c.error
+        ? { code: openAIError(c.error).type as string, message: c.error.message }
+        : null;
       let end: string;
       if (native) end = native.end(usage, failure);
       else if (failure) end = this.#events.fail(failure, usage);

@@ -39,7 +39,13 @@ export class NativeEvents {
   /** The finish reason of the usage event: `stop`, `length` (incomplete) or `error`. */
   get finishReason(): string | null {
     const type = this.#terminal?.type;
-    return type === 'response.completed' ? 'stop' : type === 'response.incomplete' ? 'length' : type ? 'error' : null;
+    return type === 'response.completed'
+      ? 'stop'
+      : type === 'response.incomplete'
+        ? 'length'
+        : type
+          ? 'error'
+          : null;
   }
 
   /** What was produced, for the estimate. */
@@ -48,7 +54,10 @@ export class NativeEvents {
   }
 
   /** One provider event → the bytes to relay ('' when held or dropped); an `error` event → its message. */
-  event(type: string, data: string): { out: string; error?: { code: number | null; message: string | null } } {
+  event(
+    type: string,
+    data: string,
+  ): { out: string; error?: { code: number | null; message: string | null } } {
     let e: Json;
     try {
       e = JSON.parse(data) as Json;
@@ -87,13 +96,18 @@ export class NativeEvents {
     const terminal = this.#terminal;
     if (terminal !== null && error === null) {
       const r = terminal.event.response as Json;
-      r.usage = isResponsesUsage(r.usage) ? { ...(r.usage as Json), cost: usage.cost, is_byok: false } : usage;
+      r.usage = isResponsesUsage(r.usage)
+        ? { ...(r.usage as Json), cost: usage.cost, is_byok: false }
+        : usage;
       return `event: ${terminal.type}\ndata: ${JSON.stringify(terminal.event)}\n\n`;
     }
     const response: Json = {
       ...(this.#response ?? { id: this.#requestId, object: 'response', model: this.#model, output: [] }),
       status: 'failed',
-      error: error ?? { code: 'server_error', message: cause?.message ?? 'The provider ended the stream early' },
+      error: error ?? {
+        code: 'server_error',
+        message: cause?.message ?? 'The provider ended the stream early',
+      },
       usage,
     };
     const event = { type: 'response.failed', sequence_number: this.#lastSeq + 1, response };

@@ -59,8 +59,10 @@ export function nativeResponsesBody(
   return body;
 }
 
-const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
-const obj = (v: unknown): Json => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {});
+const count = (v: unknown): number =>
+  typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
+const obj = (v: unknown): Json =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {};
 
 /** A Responses usage object with real counts (else the answer is estimated). */
 export const isResponsesUsage = (u: unknown): boolean =>
@@ -85,7 +87,10 @@ export function outputTextOf(response: Json): string {
   for (const raw of output) {
     const item = obj(raw);
     if (typeof item.arguments === 'string') text += `${String(item.name ?? '')}${item.arguments}`;
-    for (const part of [...(Array.isArray(item.content) ? item.content : []), ...(Array.isArray(item.summary) ? item.summary : [])]) {
+    for (const part of [
+      ...(Array.isArray(item.content) ? item.content : []),
+      ...(Array.isArray(item.summary) ? item.summary : []),
+    ]) {
       const p = obj(part);
       if (typeof p.text === 'string') text += p.text;
     }
