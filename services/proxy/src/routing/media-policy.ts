@@ -54,7 +54,7 @@ function firstUrl(items: unknown, field: string): string | null {
 }
 
 /** Where the request names media by URL (the field path), or null when it carries none. */
-export function remoteMediaAt(request: CanonicalRequest): string | null {
+function remoteMediaAt(request: CanonicalRequest): string | null {
   return firstUrl(request.messages, 'messages') ?? firstUrl(request.native?.input, 'input');
 }
 
