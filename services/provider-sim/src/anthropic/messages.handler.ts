@@ -24,7 +24,7 @@ import { countInputTokens, messagesSeed, sampleInput, toolToCall } from './messa
  */
 type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 
-interface MessagePlan {
+export interface MessagePlan {
   /** The text pieces sent, one per text_delta (a stop sequence may shorten the last). */
   text: string[];
   tool: { id: string; name: string; input: string } | undefined;
@@ -54,7 +54,7 @@ function cutAtStop(pieces: string[], stops: string[]): { pieces: string[]; stop:
   return { pieces: out, stop };
 }
 
-function planMessage(req: MessagesRequest): MessagePlan {
+export function planMessage(req: MessagesRequest): MessagePlan {
   const seed = messagesSeed(req);
   const plan = planTokens(seed, countInputTokens(req), req.maxTokens, req.sim);
   const cacheRead = plan.cachedTokens;

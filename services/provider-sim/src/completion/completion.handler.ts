@@ -4,6 +4,7 @@ import { upstreamError } from '../http/openai-error';
 import { defaultCompletionLength, generatePieces, PIECES_JSON, piecesText, promptSeed } from './generator';
 import { countPromptTokens } from './prompt-tokens';
 import type { CompletionRequest, SimOptions } from './request';
+import { writeToolCall } from './tool-call';
 
 export interface SimDefaults {
   ttftMs: number;
@@ -60,7 +61,7 @@ export function planTokens(
   };
 }
 
-function usageJson(plan: CompletionPlan): string {
+export function usageJson(plan: CompletionPlan): string {
   const cacheWrite =
     plan.cacheWriteTokens === undefined ? '' : `,"cache_write_tokens":${plan.cacheWriteTokens}`;
   return (
@@ -77,7 +78,7 @@ const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 let idCounter = 0;
 
 /** `chatcmpl-` + 24 characters, unique per process without a CSPRNG call per request. */
-function completionId(): string {
+export function completionId(): string {
   let s = 'chatcmpl-';
   for (let i = 0; i < 16; i++) s += ID_ALPHABET[Math.floor(Math.random() * 62)];
   idCounter = (idCounter + 1) % 62 ** 8;
@@ -145,6 +146,7 @@ export async function completeJson(
     res.destroy();
     return;
   }
+  if (body.tool) return writeToolCall(res, body, body.tool, plan);
   const usage = sim.omitUsage ? '' : `,"usage":${usageJson(plan)}`;
   const json =
     `{"id":"${completionId()}","object":"chat.completion","created":${Math.floor(Date.now() / 1000)},` +
@@ -238,6 +240,7 @@ export async function completeStream(
   if (!pacing) return;
   if (sim.errorStatus !== undefined)
     return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
+  if (body.tool) return writeToolCall(res, body, body.tool, plan);
 
   const usageNull = body.includeUsage ? ',"usage":null' : '';
   const meta =

@@ -1,5 +1,6 @@
 import { OpenAIError } from '../http/openai-error';
 import type { SimMessage } from './prompt-tokens';
+import { openAiToolCall, type SimToolCall } from './tool-call';
 
 /** Per-request behaviour, from the optional `sim` object of the body (see README). */
 export interface SimOptions {
@@ -30,6 +31,8 @@ export interface CompletionRequest {
   /** The lower of max_tokens and max_completion_tokens, when given. */
   maxTokens?: number;
   sim: SimOptions;
+  /** The function the answer calls (tool-call.ts), if any. */
+  tool?: SimToolCall;
   /** Names of the function tools offered (none when `tool_choice` is `none`): scripted calls (script/). */
   tools: string[];
 }
@@ -284,6 +287,16 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
       : maxCompletionTokens === undefined
         ? maxTokens
         : Math.min(maxTokens, maxCompletionTokens);
+  const tool = openAiToolCall(body, messages);
   const tools = body.tool_choice === 'none' ? [] : chatToolNames(body.tools);
-  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim), tools };
+  return {
+    model,
+    messages,
+    stream,
+    includeUsage,
+    maxTokens: limit,
+    sim: parseSim(body.sim),
+    tools,
+    ...(tool ? { tool } : {}),
+  };
 }
