@@ -97,6 +97,14 @@ const providerSchema = z
     /** The provider simulator (dev/test): the proxy also forwards its `sim` request field. */
     simulator: z.boolean().default(false),
     /**
+     * Content policy for media in messages (issue 23). `true` (default): image and other media URLs
+     * are forwarded, for providers that fetch them on their own infrastructure. `false`: the provider
+     * gets media only as `data:` URIs — a request carrying a media URL skips it (400 when no other
+     * candidate is left) — for self-hosted servers (vLLM fetches `image_url` from inside the operator's
+     * network: a URL there reaches internal hosts).
+     */
+    remote_media: z.boolean().default(true),
+    /**
      * An OpenAI-format provider that also serves OpenAI's Responses API at `<base_url>/responses`:
      * the proxy's `POST /responses` passes through to it natively (reasoning items round-trip).
      */
