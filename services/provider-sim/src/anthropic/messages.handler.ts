@@ -10,6 +10,7 @@ import {
 } from '../completion/completion.handler';
 import { PIECES } from '../completion/generator';
 import { countText } from '../completion/prompt-tokens';
+import { BASH_TOOL, bashInput, scriptOfMessages, textPieces } from '../script/bash-script';
 import { anthropicId, simulatedError } from './anthropic-error';
 import type { MessagesRequest } from './messages.request';
 import { countInputTokens, messagesSeed, sampleInput, toolToCall } from './messages.tokens';
@@ -57,6 +58,8 @@ function planMessage(req: MessagesRequest): MessagePlan {
   const cacheRead = plan.cachedTokens;
   const cacheWrite = plan.cacheWriteTokens ?? 0;
   const usage = { input: plan.promptTokens - cacheRead - cacheWrite, cacheRead, cacheWrite, output: 0 };
+  const scripted = scriptedPlan(req, usage);
+  if (scripted) return scripted;
   const tool = toolToCall(req, seed);
   if (tool) {
     // Tool calls are not cut by max_tokens in the simulator (README).
@@ -79,6 +82,27 @@ function planMessage(req: MessagesRequest): MessagePlan {
   const stopReason: StopReason =
     stop !== null ? 'stop_sequence' : plan.finishReason === 'length' ? 'max_tokens' : 'end_turn';
   return { text: pieces, tool: undefined, stopReason, stopSequence: stop, usage };
+}
+
+/** The scripted Bash turn (script/bash-script.ts), when the request asks for it. */
+function scriptedPlan(req: MessagesRequest, usage: MessagePlan['usage']): MessagePlan | null {
+  const tools = req.tools.map((t) => t.name);
+  const script = scriptOfMessages(req.messages as unknown as Record<string, unknown>[], tools);
+  if (script === null) return null;
+  if (script.kind === 'call') {
+    const input = JSON.stringify(bashInput(script.command));
+    usage.output = countText(BASH_TOOL) + countText(input);
+    const tool = { id: anthropicId('toolu_'), name: BASH_TOOL, input };
+    return { text: [], tool, stopReason: 'tool_use', stopSequence: null, usage };
+  }
+  usage.output = countText(script.text);
+  return {
+    text: textPieces(script.text),
+    tool: undefined,
+    stopReason: 'end_turn',
+    stopSequence: null,
+    usage,
+  };
 }
 
 const usageJson = (u: MessagePlan['usage'], output: number) =>

@@ -5,6 +5,8 @@ import { messagesJson, messagesStream } from '../anthropic/messages.handler';
 import { parseMessagesRequest } from '../anthropic/messages.request';
 import { completeJson, completeStream, type SimDefaults } from '../completion/completion.handler';
 import { parseCompletionRequest } from '../completion/request';
+import { chatToolNames, scriptOfChat } from '../script/bash-script';
+import { scriptedChat } from '../script/chat-script';
 import { OpenAIError } from './openai-error';
 
 /**
@@ -109,8 +111,12 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
   }
 
   async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const parsed = parseCompletionRequest(await readJson(req), options.strict === true);
-    if (parsed.stream) await completeStream(req, res, parsed, defaults);
+    const raw = await readJson(req);
+    const parsed = parseCompletionRequest(raw, options.strict === true);
+    const r = raw as { messages: Record<string, unknown>[]; tools?: unknown };
+    const script = scriptOfChat(r.messages, chatToolNames(r.tools));
+    if (script !== null) await scriptedChat(req, res, parsed, script, defaults);
+    else if (parsed.stream) await completeStream(req, res, parsed, defaults);
     else await completeJson(req, res, parsed, defaults);
   }
 
@@ -136,7 +142,7 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
       if (err instanceof OpenAIError) throw new AnthropicError(err.status, err.message);
       throw err;
     }
-    const parsed = parseMessagesRequest(body);
+    const parsed = parseMessagesRequest(body, { betas: req.headers['anthropic-beta'] !== undefined });
     if (parsed.stream) await messagesStream(req, res, parsed, defaults);
     else await messagesJson(req, res, parsed, defaults);
   }
