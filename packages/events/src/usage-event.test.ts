@@ -107,7 +107,13 @@ describe('parseUsageEvent', () => {
     };
 
     it('takes the fast path for ordinary events, which zod returns unchanged', () => {
-      for (const e of [event, withAttempts, { ...event, attempts: [] }, { ...event, http_referer: null }]) {
+      for (const e of [
+        event,
+        withAttempts,
+        { ...event, attempts: [] },
+        { ...event, http_referer: null },
+        { ...event, api_type: 'messages' },
+      ]) {
         const json = JSON.parse(JSON.stringify(e));
         expect(isPlainUsageEventV1(json)).toBe(true);
         expect(usageEventV1.parse(json)).toEqual(json);
@@ -215,6 +221,10 @@ describe('parseUsageEvent', () => {
       set(['tokens', 'reasoning'], DELETE),
       set(['http_referer'], DELETE),
       set(['http_referer'], 5),
+      set(['api_type'], 'chat'),
+      set(['api_type'], DELETE),
+      set(['api_type'], 'completions'),
+      set(['api_type'], null),
       ...['model', 'upstream_id', 'app', 'finish_reason', 'latency_ms', 'started_at'].map((k) =>
         set([k], DELETE),
       ),

@@ -10,6 +10,8 @@ const DECIMAL = /^\d+(\.\d+)?$/;
 const REQUEST_ID = /^gen-\d+-[A-Za-z0-9]{20}$/;
 const decimal = z.string().regex(DECIMAL, 'expected a non-negative decimal string');
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/** The proxy's front doors (services/proxy/src/doors/): which API a request came in by. */
+export const API_TYPES = ['chat', 'messages', 'responses', 'embeddings'] as const;
 /**
  * Free text that reaches Postgres `text`/`jsonb`, which cannot hold NUL nor a lone surrogate
  * (`\ud83d` without its pair: jsonb rejects the escape): a provider sending one in a finish_reason
@@ -35,6 +37,8 @@ export const usageEventV1 = z.object({
   app: text.nullable(),
   /** HTTP-Referer of the request (optional: events published before it existed parse). */
   http_referer: text.nullable().optional(),
+  /** The API the request came in by (the proxy's front door); absent in events before it existed: chat. */
+  api_type: z.enum(API_TYPES).optional(),
   streamed: z.boolean(),
   cancelled: z.boolean(),
   finish_reason: text.nullable(),
@@ -144,6 +148,7 @@ export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
       isTextOrNull(o.upstream_id) &&
       isTextOrNull(o.app) &&
       (!Object.hasOwn(o, 'http_referer') || isTextOrNull(o.http_referer)) &&
+      (!Object.hasOwn(o, 'api_type') || (API_TYPES as readonly unknown[]).includes(o.api_type)) &&
       typeof o.streamed === 'boolean' &&
       typeof o.cancelled === 'boolean' &&
       isTextOrNull(o.finish_reason) &&

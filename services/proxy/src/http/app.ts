@@ -23,14 +23,15 @@ import { Redis } from 'ioredis';
 import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
-import { chatCompletionsHandler } from '../chat/chat.routes';
-import type { Completion, TokenEstimator, UsageSink } from '../chat/completion';
-import { CompletionSlots } from '../chat/concurrency';
 import type { ProxyConfig } from '../config';
+import { chatDoor } from '../doors/chat/door';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
+import type { Completion, TokenEstimator, UsageSink } from '../pipeline/completion';
+import { CompletionSlots } from '../pipeline/concurrency';
+import { completionPipeline } from '../pipeline/pipeline';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
@@ -142,7 +143,7 @@ export function createProxyApp(deps: {
   const management = requireScope('management');
 
   const live = new Set<Completion>();
-  const chat = chatCompletionsHandler({
+  const chat = completionPipeline(chatDoor, {
     catalog: deps.catalog,
     upstreams: deps.upstreams,
     guard: deps.guard,
@@ -184,6 +185,7 @@ export function createProxyApp(deps: {
     accessLog: true,
     metrics: deps.metrics,
     steps: chatSteps,
+    errorBody: chatDoor.errorBody,
   });
   app.post(
     ['/api/v1/chat/completions', '/v1/chat/completions'],

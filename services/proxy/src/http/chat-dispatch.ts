@@ -3,6 +3,7 @@ import { internalErrorEnvelope } from '@tollgate/errors';
 import { REQUEST_ID_HEADER, REQUEST_ID_LOG_FIELD, toAppError, withRequestId } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
+import type { FrontDoor } from '../doors/door';
 import type { Handler, ProxyRequest, ProxyResponse } from './types';
 
 /**
@@ -84,6 +85,8 @@ export function createChatDispatch(deps: {
   metrics: { responseClosed(res: { locals: object; statusCode: number }): void };
   /** The steps after the request context, in order (authentication, scope, body, the chat handler). */
   steps: readonly Handler[];
+  /** The door's error envelope (FrontDoor.errorBody). */
+  errorBody: FrontDoor['errorBody'];
 }): ChatDispatch {
   const { state, logger, newId, metrics, steps } = deps;
   const logAccess = deps.accessLog && logger.isLevelEnabled('debug');
@@ -118,7 +121,8 @@ export function createChatDispatch(deps: {
       return;
     }
     if (appError) {
-      sendJson(res, appError.status, appError.toEnvelope());
+      const { status, body } = deps.errorBody(appError);
+      sendJson(res, status, body);
       return;
     }
     requestLog(res).error({ err }, 'unhandled error');

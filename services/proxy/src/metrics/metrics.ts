@@ -1,6 +1,7 @@
 import type { UsageEvent } from '@tollgate/events';
 import type { RequestHandler, Response } from 'express';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { Completion } from '../pipeline/completion';
 import { KeyRateLimited, type SpendGuard, StaleKeyRecord } from '../spend/guard';
 import { BoundCounter, BoundHistogram } from './bound';
 
@@ -17,17 +18,15 @@ interface PublisherStatsSource {
   canAdmit?(): boolean;
 }
 
-/** What the metrics read of a chat completion when its response closes (set by the chat route). */
-interface CompletionTiming {
-  model: { id: string };
-  provider: { name: string };
-  chat: { stream: boolean };
-  /** performance.now() when the first upstream attempt was sent, and when the upstream body ended. */
-  upstreamStartedAt: number;
-  upstreamEndedAt: number;
-  /** performance.now() of the first byte of the upstream answer's content (0: none). */
-  firstTokenAt: number;
-}
+/**
+ * What the metrics read of a completion when its response closes (set by the pipeline's admit stage):
+ * upstreamStartedAt / upstreamEndedAt, performance.now() when the first upstream attempt was sent and
+ * when the upstream body ended; firstTokenAt, of the first byte of the answer's content (0: none).
+ */
+type CompletionTiming = Pick<
+  Completion,
+  'model' | 'provider' | 'request' | 'upstreamStartedAt' | 'upstreamEndedAt' | 'firstTokenAt'
+>;
 
 export interface ProxyMetrics {
   registry: Registry;
@@ -248,7 +247,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
       upstream
         .labels('chat', provider, model, status < 400 ? '' : statusLabel(status))
         .observe(waited / 1000);
-      overhead.labels(c.chat.stream ? 'true' : 'false').observe(Math.max(0, end - start - waited) / 1000);
+      overhead.labels(c.request.stream ? 'true' : 'false').observe(Math.max(0, end - start - waited) / 1000);
     }
     if (c.firstTokenAt > 0 && status < 400)
       ttft.labels('chat', provider, model).observe((c.firstTokenAt - start) / 1000);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from '../chat/chunk';
+import { hasFinishReason, hasUsage, mayHaveError, rewriteChunk } from '../doors/chat/chunk';
 import { SseReader } from './sse';
 
 const enc = new TextEncoder();

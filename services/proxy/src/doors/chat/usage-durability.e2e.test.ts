@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
+import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
 
 // The proxy never serves a billable request whose usage event could be neither confirmed by RabbitMQ
 // nor written to the disk spool: here the broker is unreachable and the spool directory unwritable.

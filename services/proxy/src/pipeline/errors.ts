@@ -2,35 +2,12 @@ import { AppError, safeText } from '@tollgate/errors';
 import { DETAIL_MAX, summariseProviderError } from '../providers/provider-error';
 
 /**
- * How a completion's answer ends, in one vocabulary for both relays: every failure is an AppError of
- * the closed set (@tollgate/errors). Before the first byte the JSON and SSE relays answer it as the
- * ordinary error envelope (the express error handler); after the 200 the SSE relay sends the same
- * error as the §6 error chunk (`errorEvent`). The provider's own text (`detail`) goes to the log and
- * the generation record only. Finish reasons are read here too.
+ * How a completion's answer ends, in one vocabulary for every door: every failure is an AppError of
+ * the closed set (@tollgate/errors). Before the first byte the error writer answers it in the door's
+ * envelope (`FrontDoor.errorBody`); after the 200 the door's stream sends the same error as its own
+ * events (`FrontDoor.streamError`; chat: the §6 error chunk, doors/chat/events.ts). The provider's own
+ * text (`detail`) goes to the log and the generation record only. Finish reasons are read here too.
  */
-
-/** The §6 chunk's `metadata.error_type`: `timeout` (504), `server` (other 5xx), else the error's type. */
-const streamErrorType = (err: AppError): string =>
-  err.status === 504 ? 'timeout' : err.status >= 500 ? 'server' : err.type;
-
-/** The §6 error chunk (finish_reason `error`, top-level `error`) as one SSE event. */
-export function errorEvent(err: AppError, providerName: string): string {
-  const chunk = JSON.stringify({
-    id: null,
-    object: 'chat.completion.chunk',
-    created: Math.floor(Date.now() / 1000),
-    choices: [{ index: 0, delta: {}, finish_reason: 'error' }],
-    error: {
-      code: err.status,
-      message: err.message,
-      metadata: { error_type: streamErrorType(err), provider_name: providerName },
-    },
-  });
-  return `data: ${chunk}\n\n`;
-}
-
-/** The last event of every stream. */
-export const DONE_EVENT = 'data: [DONE]\n\n';
 
 /**
  * A provider's error event after the 200 (`code` its HTTP-style code, 502 when it had none): the

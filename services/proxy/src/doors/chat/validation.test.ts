@@ -1,6 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import { describe, expect, it } from 'vitest';
-import { parseChatRequest } from './chat.validation';
+import { parseChatRequest } from './validation';
 
 const base = () => ({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
 

@@ -1,6 +1,6 @@
 import { seededRandom } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
-import { SseReader } from '../providers/sse';
+import { SseReader } from '../../providers/sse';
 import { SseBytes } from './sse-bytes';
 
 const enc = (s: string) => Buffer.from(s, 'utf8');

@@ -3,7 +3,7 @@ import net, { type AddressInfo } from 'node:net';
 import { parseCatalog } from '@tollgate/catalog';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type ProxyStack, startProxyStack } from '../../test/stack';
+import { type ProxyStack, startProxyStack } from '../../../test/stack';
 
 // When the 200 and the SSE headers of a streamed answer reach the client (issue 11: one write and one
 // client wake-up fewer per stream). The head goes out with the first chunk when the provider's first

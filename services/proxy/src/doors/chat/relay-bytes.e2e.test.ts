@@ -2,8 +2,8 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseCatalog } from '@tollgate/catalog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Json, readSse } from '../../test/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
+import { type Json, readSse } from '../../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
 
 // The stream relay works on the provider's bytes (sse-bytes.ts, ChunkBytes, byte-out.ts). A provider
 // whose events straddle its writes at awkward places (inside a multi-byte character, between CR and

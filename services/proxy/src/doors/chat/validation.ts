@@ -1,35 +1,5 @@
 import { badRequest } from '@tollgate/errors';
-
-/**
- * Validation of POST /chat/completions. Only the fields the gateway relies on are checked; of the
- * others, only the wire format's documented fields reach the provider (providers/openai/request.ts).
- * Hand-written rather than zod: it runs on every request and the messages name the field exactly.
- */
-interface ChatMessage {
-  role: string;
-  content: string | unknown[] | null;
-  [field: string]: unknown;
-}
-
-export interface ChatRequest {
-  /** The parsed body, mutated in place into the upstream body. */
-  body: Record<string, unknown>;
-  model: string;
-  messages: ChatMessage[];
-  stream: boolean;
-  /**
-   * The larger of max_completion_tokens and max_tokens, when given: providers differ in which one they
-   * honour, so admission reserves for the larger.
-   */
-  maxTokens: number | null;
-  /** Completions requested (`n`, default 1); admission reserves the output budget once per completion. */
-  n: number;
-  /**
-   * JSON of the tool definitions the model is given (`tools`, legacy `functions`), or null: providers
-   * bill them as prompt tokens, so the admission and the estimate count them.
-   */
-  toolsJson: string | null;
-}
+import type { CanonicalMessage, CanonicalRequest } from '../../pipeline/request';
 
 /** Upper bound of `n` (OpenAI's own limit is 128). */
 const MAX_N = 128;
@@ -37,7 +7,13 @@ const MAX_N = 128;
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function parseChatRequest(body: unknown): ChatRequest {
+/**
+ * Validation of POST /chat/completions: the chat door's parse (its canonical request is the body
+ * itself). Only the fields the gateway relies on are checked; of the others, only the wire format's
+ * documented fields reach the provider (providers/openai/request.ts).
+ * Hand-written rather than zod: it runs on every request and the messages name the field exactly.
+ */
+export function parseChatRequest(body: unknown): CanonicalRequest {
   if (!isObject(body)) throw badRequest('Request body must be a JSON object');
   const { model, messages, stream } = body;
   if (model === undefined) throw badRequest('model: required');
@@ -89,7 +65,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
   return {
     body,
     model,
-    messages: messages as ChatMessage[],
+    messages: messages as CanonicalMessage[],
     stream: stream === true,
     maxTokens,
     n,

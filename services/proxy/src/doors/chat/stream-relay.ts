@@ -1,29 +1,20 @@
 import { once } from 'node:events';
 import type { ServerResponse as Response } from 'node:http';
-import { isProviderUsage, tokensFromUsage } from '../providers/openai/usage';
-import type { TokenCounts } from '../providers/wire-format';
+import type { Completion, Outcome, UsageSource } from '../../pipeline/completion';
+import { finishReasonOfChunk, midStreamError, streamEndedEarly } from '../../pipeline/errors';
+import { SSE_HEAD, writeSseHead } from '../../pipeline/sse';
+import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
+import type { TokenCounts } from '../../providers/wire-format';
+import type { AnswerStream } from '../door';
 import { ByteOut } from './byte-out';
 import { ChunkBytes, hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
-import type { Completion, Outcome, UsageSource } from './completion';
-import { DONE_EVENT, errorEvent, finishReasonOfChunk, midStreamError, streamEndedEarly } from './errors';
+import { DONE_EVENT, errorEvent } from './events';
 import { SseBytes, type SseEventSink } from './sse-bytes';
 import { completeUsage, ProducedText } from './usage';
 
-const SSE_HEAD = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache, no-transform',
-  'x-accel-buffering': 'no',
-};
 const KEEP_ALIVE = ': keep-alive\n\n';
 
 type Json = Record<string, unknown>;
-
-/** Commits the 200 and the SSE headers (the X-Generation-Id header was set earlier). */
-export function writeSseHead(res: Response): void {
-  if (res.headersSent) return;
-  res.writeHead(200, SSE_HEAD);
-  res.flushHeaders();
-}
 
 /** Sends a head that `StreamRelay.commitHead` left unsent (nothing was written in the meantime). */
 function flushHead(relay: StreamRelay): void {
@@ -44,13 +35,13 @@ const utf8: (buf: Buffer, start: number, end: number) => string =
     : (buf, start, end) => buf.toString('utf8', start, end);
 
 /**
- * Relays one provider event stream to the client as it arrives. Content chunks are forwarded the
+ * The chat door's stream (`AnswerStream`): relays one provider event stream to the client as it arrives. Content chunks are forwarded the
  * moment their event is complete, with only `id` (and `model`) rewritten — from the provider's bytes
  * (sse-bytes.ts, chunk.ts `ChunkBytes`, byte-out.ts: each read's output is one Buffer, no chunk becomes
  * an output string); the usage chunk is held back, completed (cost, is_byok, zero-filled details) and
  * sent last before [DONE]. A provider error event ends the relay with the §6 error chunk.
  */
-export class StreamRelay implements SseEventSink {
+export class StreamRelay implements SseEventSink, AnswerStream {
   private readonly reader = new SseBytes();
   /** What the content chunks produced, bounded (parsed only as far as the estimate needs). */
   private readonly produced = new ProducedText();
@@ -100,9 +91,10 @@ export class StreamRelay implements SseEventSink {
    * first bytes written in this event-loop turn: the provider's first chunk usually arrives in the same
    * read as its headers, so the client gets head and first chunk in one write (one syscall and one
    * wake-up of the client fewer per stream). When nothing is written this turn (a slow first token),
-   * the head is flushed alone right after it (setImmediate), as soon as before.
+   * the head is flushed alone right after it (setImmediate), as soon as before. The chat door reads
+   * OpenAI chunks either way (its native format is OpenAI's), so `native` changes nothing here.
    */
-  commitHead(): void {
+  commitHead(_native?: boolean): void {
     if (this.res.headersSent) return;
     this.res.writeHead(200, SSE_HEAD);
     setImmediate(flushHead, this);

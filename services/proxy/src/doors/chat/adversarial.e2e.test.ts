@@ -1,7 +1,7 @@
 import type { UsageEvent } from '@tollgate/events';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { readSse } from '../../test/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
+import { readSse } from '../../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
 
 /**
  * Issue 14 finding 1: token counting must never block the event loop. gpt-tokenizer's BPE is

@@ -5,10 +5,11 @@ import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import { toDecimal } from '@tollgate/money';
+import type { ApiType } from '../doors/door';
 import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
-import type { ChatRequest } from './chat.validation';
+import type { CanonicalRequest } from './request';
 
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
 export interface UsageSink {
@@ -39,7 +40,9 @@ export interface Attempt {
 export interface CompletionInit {
   requestId: string;
   key: CachedKey;
-  chat: ChatRequest;
+  /** The front door the request came in by (the usage event's `api_type`). */
+  api: ApiType;
+  request: CanonicalRequest;
   model: CatalogModel;
   provider: CatalogProvider;
   upstreamModel: string;
@@ -55,7 +58,7 @@ export interface CompletionInit {
 
 /**
  * How a completion ended: what `Completion.finish` settles and records. Every terminal path of the
- * chat route and the stream relay produces exactly one.
+ * pipeline's relay stage (pipeline/relay.ts, the door's AnswerStream) produces exactly one.
  *
  * - `served`: the provider answered (JSON, or a stream to its end, cut mid-stream, timed out or
  *   stopped by a lapsed lease after the 200: then `fail` recorded why): billed from the provider's
@@ -82,7 +85,7 @@ export type Outcome =
   | { kind: 'failed'; error: AppError };
 
 /**
- * One chat completion request after it was admitted, as a use case: it owns its state (the candidate
+ * One completion request after it was admitted (whatever its front door), as a use case: it owns its state (the candidate
  * it is aimed at, attempts, cancellation, the duration cap, a lapsed lease, the error on its record)
  * and ends in one place, `finish`, exactly once: the upstream slot is released, the spend reservation
  * settled, and (unless nothing was consumed) one usage event published (which also feeds the token
@@ -109,7 +112,8 @@ export class Completion {
 
   readonly requestId: string;
   readonly key: CachedKey;
-  readonly chat: ChatRequest;
+  readonly api: ApiType;
+  readonly request: CanonicalRequest;
   private _model: CatalogModel;
   private _provider: CatalogProvider;
   private _upstreamModel: string;
@@ -131,11 +135,12 @@ export class Completion {
   ) {
     this.requestId = init.requestId;
     this.key = init.key;
-    this.chat = init.chat;
+    this.api = init.api;
+    this.request = init.request;
     this._model = init.model;
     this._provider = init.provider;
     this._upstreamModel = init.upstreamModel;
-    this._upstreamBody = init.chat.body;
+    this._upstreamBody = init.request.body;
     this.app = init.app;
     this.httpReferer = init.httpReferer;
     this.logger = init.logger;
@@ -165,7 +170,7 @@ export class Completion {
   get timedOut(): boolean {
     return this._timedOut;
   }
-  /** Why the answer failed after the provider accepted the request (first failure wins; chat/errors.ts). */
+  /** Why the answer failed after the provider accepted the request (first failure wins; pipeline/errors.ts). */
   get error(): AppError | null {
     return this._error;
   }
@@ -342,7 +347,8 @@ export class Completion {
       upstream_id: upstreamId,
       app: this.app,
       http_referer: this.httpReferer,
-      streamed: this.chat.stream,
+      api_type: this.api,
+      streamed: this.request.stream,
       cancelled: this._cancelled,
       finish_reason: error ? 'error' : finishReason,
       usage_source: source,
@@ -389,7 +395,7 @@ export class Completion {
 
   /** Conservative prompt estimate of the request messages (tokenized on first use only). */
   promptEstimate(): number {
-    this.promptExact ??= this.estimator.estimatePromptTokens(this.chat.messages, this.chat.toolsJson);
+    this.promptExact ??= this.estimator.estimatePromptTokens(this.request.messages, this.request.toolsJson);
     return this.promptExact;
   }
 

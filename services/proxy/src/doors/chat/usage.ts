@@ -1,6 +1,6 @@
 import { toNumber } from '@tollgate/money';
 import { EXACT_BUDGET_CHARS } from '@tollgate/tokens';
-import type { TokenCounts } from '../providers/wire-format';
+import type { TokenCounts } from '../../providers/wire-format';
 
 type Json = Record<string, unknown>;
 

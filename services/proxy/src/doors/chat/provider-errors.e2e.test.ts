@@ -2,10 +2,10 @@ import type { IncomingMessage } from 'node:http';
 import { loadCatalog, parseCatalog } from '@tollgate/catalog';
 import type { UsageEvent } from '@tollgate/events';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { readSse } from '../../test/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { DEFAULT_CATALOG_PATH } from '../config';
-import { type ProxyHandle, startProxy } from '../http/app';
+import { readSse } from '../../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
+import { DEFAULT_CATALOG_PATH } from '../../config';
+import { type ProxyHandle, startProxy } from '../../http/app';
 
 /**
  * Issue 14 finding 5: provider error bodies are summarised (status + safe message; the provider's

@@ -5,10 +5,10 @@ import { toNumber } from '@tollgate/money';
 import { countPromptTokens } from '@tollgate/provider-sim';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Json, readSse } from '../../test/sse-client';
-import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
-import { type ProxyHandle, startProxy } from '../http/app';
+import { type Json, readSse } from '../../../test/sse-client';
+import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
+import { DEFAULT_CATALOG_PATH, loadConfig } from '../../config';
+import { type ProxyHandle, startProxy } from '../../http/app';
 
 let stack: ProxyStack;
 let client: OpenAI;

@@ -1,0 +1,124 @@
+import { AppError, safeText } from '@tollgate/errors';
+import { requestIdOf } from '@tollgate/http';
+import type { CachedKey } from '@tollgate/key-cache';
+import type { Logger } from '@tollgate/logger';
+import type { Recall } from '../auth/recall';
+import type { ProxyRequest, ProxyResponse } from '../http/types';
+import type { SpendGuard } from '../spend/guard';
+import { Completion, type TokenEstimator, type UsageSink } from './completion';
+import type { CompletionSlots } from './concurrency';
+import { type Plan, worstCase } from './plan';
+import { admissionPromptTokens } from './prompt-bound';
+
+const X_TITLE_MAX = 200;
+const HTTP_REFERER_MAX = 500;
+
+/** What admission needs (a part of PipelineDeps, pipeline.ts). */
+export interface AdmitDeps {
+  guard: SpendGuard;
+  sink: UsageSink;
+  estimator: TokenEstimator;
+  /** Per-key and per-account caps on completions in flight in this process. */
+  concurrency: CompletionSlots;
+  /** Longest a completion may run (then 504 timeout). */
+  maxDurationMs: number;
+  logger: Logger;
+}
+
+/** An admitted request: its completion, and the concurrency slot it holds (released by `finish`). */
+export interface Admitted {
+  completion: Completion;
+  release: () => void;
+}
+
+interface CompletionLocals {
+  completion?: Completion;
+}
+
+/** Hoisted: the client going away aborts the upstream request (and whatever the relay waits for). */
+function onResponseClose(this: ProxyResponse): void {
+  const c = (this.locals as CompletionLocals).completion;
+  if (c && !this.writableFinished) c.cancel();
+}
+
+/**
+ * Stage 3, admit: the usage record can be kept (broker or spool), a concurrency slot of the key and
+ * its account, then the spend admission (one Lua call: the worst case of the plan against the key's
+ * limit and the account's credits, reserved as a lease; a recalled key record is checked and counted
+ * in the same call, auth/recall.ts). Returns the running `Completion` (its duration cap started).
+ */
+export async function admit(
+  deps: AdmitDeps,
+  req: ProxyRequest,
+  res: ProxyResponse,
+  p: Plan,
+  key: CachedKey,
+  recall: Recall | null,
+): Promise<Admitted> {
+  // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
+  if (deps.sink.canAdmit && !deps.sink.canAdmit()) {
+    throw new AppError(
+      'service_unavailable',
+      'Usage recording is unavailable (message broker and disk spool are both unavailable); retry shortly',
+    );
+  }
+  const slot = deps.concurrency.acquire(key.id, key.accountId);
+  if (typeof slot !== 'function') {
+    throw new AppError(
+      'rate_limited',
+      `Too many concurrent completions for this ${slot.scope} (at most ${slot.limit} at a time); retry when one finishes`,
+      { limit: slot.limit, reason: 'concurrency', scope: slot.scope },
+    );
+  }
+  // Released by `finish`, or here when the response closes before the completion existed.
+  res.once('close', slot);
+
+  const requestId = requestIdOf(res);
+  res.setHeader('X-Generation-Id', requestId);
+  const { request } = p;
+  let prompt: ReturnType<typeof admissionPromptTokens>;
+  let reservation: Awaited<ReturnType<SpendGuard['admit']>>;
+  try {
+    prompt = admissionPromptTokens(request.messages, request.toolsJson, deps.estimator);
+    reservation = await deps.guard.admit({
+      key,
+      worstCaseCostUnits: worstCase(p, prompt.tokens),
+      requestId,
+      check: recall ? recall.check(key) : undefined,
+    });
+  } catch (err) {
+    throw recall ? recall.admissionFailed(err, slot) : err;
+  }
+
+  const first = p.candidates[0] as Plan['candidates'][number];
+  const title = req.headers['x-openrouter-title'] ?? req.headers['x-title'];
+  const referer = req.headers['http-referer'];
+  const c = new Completion(
+    {
+      requestId,
+      key,
+      api: p.door.api,
+      request,
+      model: first.model,
+      provider: first.provider,
+      upstreamModel: first.upstreamModel,
+      app: typeof title === 'string' && title.length > 0 ? safeText(title, X_TITLE_MAX) : null,
+      httpReferer:
+        typeof referer === 'string' && referer.length > 0 ? safeText(referer, HTTP_REFERER_MAX) : null,
+      logger: deps.logger,
+      promptEstimate: prompt.exact,
+      reservation,
+    },
+    deps.guard,
+    deps.sink,
+    deps.estimator,
+  );
+  // The client going away aborts the upstream request (and whatever the relay is waiting for); the
+  // metrics read the completion's timings when the response closes (metrics/metrics.ts).
+  (res.locals as CompletionLocals).completion = c;
+  res.once('close', onResponseClose);
+  c.startDeadline(deps.maxDurationMs);
+  // A lease that lapsed and no longer fits the limit stops the request (packages/spend, Leases).
+  if (reservation) reservation.onLost = (reason) => c.stop(reason);
+  return { completion: c, release: slot };
+}

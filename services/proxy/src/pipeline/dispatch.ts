@@ -1,0 +1,154 @@
+import { AppError } from '@tollgate/errors';
+import type { Dispatcher } from 'undici';
+import type { ProxyResponse } from '../http/types';
+import { wireFormatOf } from '../providers';
+import type { ClassifiedHttpError } from '../providers/wire-format';
+import type { Candidate } from '../routing/candidates';
+import type { KeyRing, ProviderHealth } from '../routing/health';
+import { backoffMs, retryAfterMs } from '../routing/policy';
+import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
+import type { Completion } from './completion';
+import { type Plan, upstreamBody } from './plan';
+
+/** A provider's answer; `refusal` is its error answer classified by its wire format (non-2xx). */
+export type UpstreamResponse = Dispatcher.ResponseData & { refusal?: ClassifiedHttpError };
+
+/** Failover bounds, provider health and key rotation (services/proxy/src/routing). */
+export interface DispatchDeps {
+  upstreams: Upstreams;
+  routing: { maxAttempts: number; deadlineMs: number; health: ProviderHealth; keys: KeyRing };
+}
+
+/** Resolves after `ms`, or at once when the request is aborted. */
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+/** A provider's error response: the summary for the client; its own text goes to the log only. */
+export function refusal(c: Completion, status: number, refused: ClassifiedHttpError): AppError {
+  c.log.warn(
+    { provider: c.provider.name, upstreamStatus: status, detail: refused.detail },
+    'provider refused the request',
+  );
+  return refused.summary;
+}
+
+/**
+ * Stage 4, dispatch: the attempt loop and its failover policy, in one place. Tries the candidates of
+ * the plan in order until one answers with something other than a failover status (its wire format
+ * classifies error answers: routing/policy.ts for OpenAI's statuses), before any byte reached the
+ * client; bounded by `maxAttempts` and one deadline; the same provider again backs off (Retry-After
+ * honoured); a rejected provider key rests (KeyRing); each attempt feeds the circuit breaker and the
+ * completion's attempt list. Returns that answer (2xx, or the caller's own 4xx with its `refusal`);
+ * throws the last failure when none is left, and rethrows a cancel/abort as it is.
+ */
+export async function dispatch(
+  deps: DispatchDeps,
+  c: Completion,
+  p: Plan,
+  res: ProxyResponse,
+): Promise<UpstreamResponse> {
+  const { maxAttempts, deadlineMs, health, keys } = deps.routing;
+  const deadline = c.startedAt + deadlineMs;
+  const rejectedKeys = new Set<string>();
+  let last: AppError | null = null;
+  let lastRetryAfter: number | undefined;
+  let previous: string | null = null;
+  for (let i = 0; i < p.candidates.length && i < maxAttempts; i++) {
+    const cand = p.candidates[i] as Candidate;
+    if (i > 0) {
+      if (cand.provider.name === previous) {
+        // The same provider again (another model or key): back off, honouring Retry-After.
+        const wait = Math.min(lastRetryAfter ?? backoffMs(i), deadline - Date.now());
+        if (wait > 0) await sleep(wait, c.abort.signal);
+      }
+      if (Date.now() >= deadline || c.cancelled) break;
+    }
+    c.aim(cand, upstreamBody(p, cand));
+    previous = cand.provider.name;
+    const apiKey = keys.pick(cand.provider.name, cand.provider.apiKeys, rejectedKeys);
+    const started = Date.now();
+    health.attempting(cand.provider.name);
+    const record = (status: number | null, outcome: string) => c.recordAttempt(status, outcome, started);
+    let up: UpstreamResponse;
+    try {
+      up = await send(deps.upstreams, c, apiKey);
+    } catch (err) {
+      c.releaseUpstream();
+      if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
+      const e = c.failureOf(err);
+      // At capacity in this process is not the provider's fault: no health penalty.
+      if (e.type !== 'service_unavailable') health.failure(cand.provider.name);
+      record(
+        null,
+        e.type === 'timeout' ? 'timeout' : e.type === 'service_unavailable' ? 'capacity' : 'unreachable',
+      );
+      last = e;
+      lastRetryAfter = undefined;
+      continue;
+    }
+    // An error answer is read (64 KiB at most) and classified by its wire format (failover, key).
+    const refused =
+      up.statusCode >= 200 && up.statusCode < 300
+        ? null
+        : wireFormatOf(cand.provider.format).classifyHttpError(
+            up.statusCode,
+            await readSome(up.body),
+            cand.provider.name,
+          );
+    if (!refused?.failover) {
+      health.success(cand.provider.name);
+      record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
+      return refused === null ? up : Object.assign(up, { refusal: refused });
+    }
+    c.releaseUpstream();
+    lastRetryAfter = retryAfterMs(up.headers['retry-after']);
+    if (refused.keyRejected && apiKey) {
+      keys.reject(apiKey, lastRetryAfter);
+      rejectedKeys.add(apiKey);
+    }
+    health.failure(cand.provider.name);
+    record(up.statusCode, `http_${up.statusCode}`);
+    last = refusal(c, up.statusCode, refused);
+  }
+  // A final 429 passes the provider's Retry-After on to the client.
+  if (last?.status === 429 && lastRetryAfter !== undefined && !res.headersSent) {
+    res.setHeader('Retry-After', String(Math.ceil(lastRetryAfter / 1000)));
+  }
+  throw (
+    last ??
+    new AppError(
+      'provider_error',
+      `No provider of ${c.model.id} could be tried within the routing deadline`,
+      {
+        provider_name: c.provider.name,
+      },
+    )
+  );
+}
+
+/** One attempt: request start → provider response headers. */
+async function send(
+  upstreams: Upstreams,
+  c: Completion,
+  apiKey: string | undefined,
+): Promise<UpstreamResponse> {
+  const target = upstreams.target(c.provider, apiKey);
+  c.holdUpstream(acquireUpstream(target, c.provider.name));
+  return target.pool.request({
+    method: 'POST',
+    path: target.path,
+    headers: target.headers,
+    body: JSON.stringify(c.upstreamBody),
+    signal: c.abort.signal,
+  });
+}

@@ -1,0 +1,133 @@
+import type { ProxyResponse } from '../http/types';
+import { wireFormatOf } from '../providers';
+import { isAbortError } from '../upstream/upstream';
+import type { Completion, Outcome } from './completion';
+import { type DispatchDeps, dispatch, refusal, type UpstreamResponse } from './dispatch';
+import { invalidResponse } from './errors';
+import type { Plan } from './plan';
+
+type Json = Record<string, unknown>;
+
+/** What the relay stage needs besides dispatch's (a part of PipelineDeps, pipeline.ts). */
+export interface RelayDeps extends DispatchDeps {
+  keepAliveIntervalMs: number;
+  /** A streaming client that does not read for this long is cut (billed for what was produced). */
+  streamWriteTimeoutMs: number;
+}
+
+const CANCELLED: Outcome = Object.freeze({ kind: 'cancelled' });
+
+/**
+ * True when a provider body has received its end and holds nothing more: the chunk just read from it
+ * was its last (the provider's end came in the same read). Reads the stream's state (false if that is
+ * ever unavailable: then the chunk is simply written on its own, as any other).
+ */
+function endedWith(body: unknown): boolean {
+  const state = (body as { _readableState?: { ended?: unknown; length?: unknown } })._readableState;
+  return state?.ended === true && state.length === 0;
+}
+
+/** The serving candidate speaks the door's own format: its answer passes through the door as it came. */
+const nativeFor = (c: Completion, p: Plan): boolean => c.provider.format === p.door.native;
+
+/**
+ * Stage 5, relay: dispatch (stage 4), then the provider's answer through its wire format to the door,
+ * JSON or stream; returns how the completion ended (an `Outcome`, pipeline/completion.ts). Nothing
+ * here ends the completion: `finish` does, once.
+ */
+export function relay(deps: RelayDeps, c: Completion, p: Plan, res: ProxyResponse): Promise<Outcome> {
+  return c.request.stream ? relayStream(deps, c, p, res) : relayJson(deps, c, p, res);
+}
+
+/** The JSON answer: read in the provider's wire format (unless native), rendered and priced by the door. */
+async function relayJson(deps: RelayDeps, c: Completion, p: Plan, res: ProxyResponse): Promise<Outcome> {
+  let up: UpstreamResponse;
+  try {
+    up = await dispatch(deps, c, p, res);
+  } catch (err) {
+    if (c.isCancellation(err)) return CANCELLED;
+    return { kind: 'refused', error: c.failureOf(err) };
+  }
+  c.markFirstByte();
+  if (up.refusal) return { kind: 'refused', error: refusal(c, up.statusCode, up.refusal) };
+  let text: string;
+  try {
+    text = await up.body.text();
+  } catch (err) {
+    if (c.isCancellation(err)) return CANCELLED;
+    // The provider accepted the request and broke off while sending the answer: it did work.
+    return { kind: 'failed', error: c.failureOf(err) };
+  } finally {
+    c.markUpstreamEnd();
+  }
+  const native = nativeFor(c, p);
+  let json: Json;
+  try {
+    const parsed = JSON.parse(text) as Json;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error('not an object');
+    // The wire format's answer → a chat.completion (OpenAI-shaped usage), unless the door speaks it.
+    const read = native
+      ? parsed
+      : wireFormatOf(c.provider.format).readResponse(parsed, {
+          model: c.model.id,
+          created: Math.floor(c.startedAt / 1000),
+        });
+    if (!read) throw new Error('not a completion');
+    json = read;
+  } catch {
+    return { kind: 'failed', error: invalidResponse(c.provider.name) };
+  }
+  return p.door.readJson(c, json, native) ?? { kind: 'failed', error: invalidResponse(c.provider.name) };
+}
+
+/** The stream: dispatch, then the provider's events (bridged to OpenAI chunks unless native) to the door's relay. */
+async function relayStream(deps: RelayDeps, c: Completion, p: Plan, res: ProxyResponse): Promise<Outcome> {
+  const stream = p.door.stream(c, res, deps.streamWriteTimeoutMs);
+  stream.startKeepAlive(deps.keepAliveIntervalMs);
+  let up: UpstreamResponse;
+  try {
+    up = await dispatch(deps, c, p, res);
+  } catch (err) {
+    stream.stopKeepAlive();
+    if (c.isCancellation(err)) return CANCELLED;
+    return { kind: 'refused', error: c.failureOf(err) };
+  }
+  if (up.refusal) {
+    stream.stopKeepAlive();
+    return { kind: 'refused', error: refusal(c, up.statusCode, up.refusal) };
+  }
+  const native = nativeFor(c, p);
+  stream.commitHead(native);
+  // A wire format other than the door's is translated into the OpenAI chunks the door reads.
+  const bridge = native
+    ? null
+    : wireFormatOf(c.provider.format).streamBridge({
+        model: c.model.id,
+        created: Math.floor(c.startedAt / 1000),
+      });
+  try {
+    for await (const bytes of up.body) {
+      c.markFirstByte();
+      // The provider's end came in the same read: these bytes leave with the answer's end.
+      const last = endedWith(up.body);
+      if (bridge) {
+        const text = bridge.push(bytes as Uint8Array);
+        if (text.length > 0) await stream.push(Buffer.from(text), last);
+      } else await stream.push(bytes as Buffer, last);
+      if (stream.terminated) break;
+    }
+    if (bridge && !stream.terminated) {
+      const text = bridge.end();
+      if (text.length > 0) await stream.push(Buffer.from(text));
+    }
+    if (!stream.terminated) stream.endOfInput();
+  } catch (err) {
+    // Cut mid-stream, the duration cap or a lapsed lease: the door's error event ends the stream.
+    if (c.timedOut || !(c.cancelled || isAbortError(err))) c.fail(c.failureOf(err));
+  } finally {
+    c.markUpstreamEnd();
+    if (stream.terminated) up.body.destroy();
+  }
+  return stream.finish();
+}

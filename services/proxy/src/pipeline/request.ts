@@ -1,0 +1,39 @@
+type Json = Record<string, unknown>;
+
+/** One message of the canonical request (an OpenAI chat message; only what the gateway reads is typed). */
+export interface CanonicalMessage {
+  role: string;
+  content: string | unknown[] | null;
+  [field: string]: unknown;
+}
+
+/**
+ * The one request every stage after `parse` works with, whatever front door it came in by
+ * (doors/<door>/): an OpenAI chat-completions body — the shape every wire format translates from
+ * (providers/) — and the figures admission and the estimate read from it.
+ */
+export interface CanonicalRequest {
+  /** The request as a chat-completions body (mutated in place into the upstream body). */
+  body: Json;
+  model: string;
+  messages: CanonicalMessage[];
+  stream: boolean;
+  /**
+   * The larger of max_completion_tokens and max_tokens, when given: providers differ in which one they
+   * honour, so admission reserves for the larger.
+   */
+  maxTokens: number | null;
+  /** Completions requested (`n`, default 1); admission reserves the output budget once per completion. */
+  n: number;
+  /**
+   * JSON of the tool definitions the model is given (`tools`, legacy `functions`), or null: providers
+   * bill them as prompt tokens, so the admission and the estimate count them.
+   */
+  toolsJson: string | null;
+  /**
+   * The caller's own body, when the door has a native wire format (`FrontDoor.native`): a candidate of
+   * that format is sent this body with only the model replaced (`FrontDoor.nativeBody`), not a
+   * translation of `body`. Absent for the chat door (its native format's request is `body` itself).
+   */
+  native?: Json;
+}
