@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { AppError } from '@tollgate/errors';
 import type { ProxyResponse } from '../http/types';
 import type { Completion, Outcome } from '../pipeline/completion';
@@ -64,8 +65,11 @@ export interface FrontDoor {
   readonly api: ApiType;
   /** The provider wire format this API is, if any (its requests and answers pass through). */
   readonly native: WireFormatName | null;
-  /** Parse: the request body → the canonical request; a bad request is a 400 AppError naming the field. */
-  parse(body: unknown): CanonicalRequest;
+  /**
+   * Parse: the request body (and its headers, for what the door passes on natively) → the canonical
+   * request; a bad request is a 400 AppError naming the field.
+   */
+  parse(body: unknown, headers?: IncomingHttpHeaders): CanonicalRequest;
   /**
    * The upstream body for a candidate of the `native` format (the caller's body, model replaced).
    * Absent: the native wire format builds it from the canonical request like any other (chat).

@@ -25,13 +25,15 @@ import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import type { ProxyConfig } from '../config';
 import { chatDoor } from '../doors/chat/door';
+import { messagesDoor } from '../doors/messages/door';
+import { apiKeyHeader, countTokensHandler, messagesRouter } from '../doors/messages/routes';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
 import type { Completion, TokenEstimator, UsageSink } from '../pipeline/completion';
 import { CompletionSlots } from '../pipeline/concurrency';
-import { completionPipeline } from '../pipeline/pipeline';
+import { completionPipeline, type PipelineDeps } from '../pipeline/pipeline';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
@@ -143,7 +145,7 @@ export function createProxyApp(deps: {
   const management = requireScope('management');
 
   const live = new Set<Completion>();
-  const chat = completionPipeline(chatDoor, {
+  const pipelineDeps: PipelineDeps = {
     catalog: deps.catalog,
     upstreams: deps.upstreams,
     guard: deps.guard,
@@ -173,7 +175,8 @@ export function createProxyApp(deps: {
           now: Date.now,
         }
       : undefined,
-  });
+  };
+  const chat = completionPipeline(chatDoor, pipelineDeps);
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
   // The chat route: served by the request listener before express (chatDispatch); express keeps the
   // same steps for the spellings it also routes here (other case, trailing slash, absolute URL).
@@ -219,6 +222,19 @@ export function createProxyApp(deps: {
     },
   );
 
+  // The Anthropic Messages door (doors/messages/): the same pipeline, Anthropic's shapes and errors.
+  const messagesDoorOfCatalog = messagesDoor(deps.catalog);
+  const messages = messagesRouter({
+    name: routeName,
+    track: deps.metrics.track,
+    steps: [auth, inference, body],
+    messages: completionPipeline(messagesDoorOfCatalog, pipelineDeps),
+    countTokens: countTokensHandler(messagesDoorOfCatalog, deps.catalog, deps.estimator),
+    logger,
+  });
+  app.use('/api/v1', messages);
+  app.use('/v1', messages);
+
   const api = express.Router();
   api.use(deps.metrics.track);
   // Account reads: the owner is asked while the key is authenticated (forward/account-read.ts); they
@@ -228,6 +244,7 @@ export function createProxyApp(deps: {
   api.get('/key', routeName('key'), read(deps.forwarders.keys, null));
   api.get('/credits', routeName('credits'), read(deps.forwarders.billing, null));
   api.get('/generation', routeName('generation'), read(deps.forwarders.billing, 'inference'));
+  api.get('/models', apiKeyHeader);
   api.use(auth);
   api.get('/models', routeName('models'), inference, modelsHandler(deps.catalog));
   api.get(

@@ -81,7 +81,7 @@ export async function dispatch(
     const record = (status: number | null, outcome: string) => c.recordAttempt(status, outcome, started);
     let up: UpstreamResponse;
     try {
-      up = await send(deps.upstreams, c, apiKey);
+      up = await send(deps.upstreams, c, apiKey, extraHeaders(p, cand));
     } catch (err) {
       c.releaseUpstream();
       if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
@@ -136,18 +136,25 @@ export async function dispatch(
   );
 }
 
+/** The caller's headers a native body depends on (`anthropic-beta`), for a candidate of the door's format. */
+function extraHeaders(p: Plan, cand: Candidate): Record<string, string> | undefined {
+  const extra = p.request.nativeHeaders;
+  return extra && cand.provider.format === p.door.native ? extra : undefined;
+}
+
 /** One attempt: request start → provider response headers. */
 async function send(
   upstreams: Upstreams,
   c: Completion,
   apiKey: string | undefined,
+  extra: Record<string, string> | undefined,
 ): Promise<UpstreamResponse> {
   const target = upstreams.target(c.provider, apiKey);
   c.holdUpstream(acquireUpstream(target, c.provider.name));
   return target.pool.request({
     method: 'POST',
     path: target.path,
-    headers: target.headers,
+    headers: extra ? { ...target.headers, ...extra } : target.headers,
     body: JSON.stringify(c.upstreamBody),
     signal: c.abort.signal,
   });
