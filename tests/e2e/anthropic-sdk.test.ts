@@ -91,7 +91,7 @@ describe.each([
   });
 
   it('runs a tool round trip: tool_use of Bash, tool_result back, the answer carries the result', async () => {
-    const ask = 'Run it.\n[sim:bash] echo tollgate-$((6*7))';
+    const ask = 'Run it. <sim:call name="Bash">{"command":"echo tollgate-$((6*7))"}</sim:call>';
     const first = await client().messages.create({
       model,
       max_tokens: 256,
@@ -113,7 +113,7 @@ describe.each([
     });
     const final = await stream.finalMessage();
     expect(final.stop_reason).toBe('end_turn');
-    expect(final.content).toMatchObject([{ type: 'text', text: 'Bash printed: tollgate-42' }]);
+    expect(final.content).toMatchObject([{ type: 'text', text: 'Tool output: tollgate-42' }]);
   });
 
   it('streams a tool call as input_json_delta', async () => {
@@ -121,7 +121,7 @@ describe.each([
       model,
       max_tokens: 256,
       tools: [bash],
-      messages: [{ role: 'user', content: '[sim:bash] ls /' }],
+      messages: [{ role: 'user', content: '<sim:call name="Bash">{"command":"ls /"}</sim:call>' }],
     });
     const deltas: string[] = [];
     stream.on('streamEvent', (e) => {

@@ -17,6 +17,13 @@ export const cachedKeySchema = z.object({
   /** USD decimal string, or null for no limit. */
   limit: z.string().nullable(),
   limitReset: limitReset.nullable(),
+  /**
+   * Governance (CachedKey in @tollgate/key-cache; optional like there). Without them here the
+   * proxy's parse dropped them: a key read after a cache miss had no expiry, model list or rate limit.
+   */
+  expiresAt: z.number().int().nullable().optional(),
+  allowedModels: z.array(z.string()).optional(),
+  rateLimitRpm: z.number().int().nullable().optional(),
   version: z.number().int(),
 });
 

@@ -12,6 +12,13 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler, t
 import type { z } from 'zod';
 import { answerClientErrors } from './client-error';
 
+export {
+  type ClientAddress,
+  clientAddressResolver,
+  parseTrustedProxies,
+  type TrustedProxies,
+  trustedProxiesEnv,
+} from './client-address';
 export { answerClientErrors, clientErrorFor } from './client-error';
 export {
   currentRequestId,

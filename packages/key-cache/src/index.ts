@@ -71,16 +71,27 @@ return 1
  * The proxy's hot-path read: the record (HMGET v s d) and this request counted in the key's window
  * (INCR; the window's expiry set by its first request), as ONE command — one round trip, one command
  * for Redis to parse and one for the client to encode, where a MULTI-less pipeline of three was before.
- * KEYS: record hash, window counter. ARGV: counter ttl ms. Returns {v, s, d, count}.
+ * Only a key the cache knows (`ok`, or `pending`: a known key being changed) is counted: a random or
+ * unknown key costs no write (issue 23). KEYS: record hash, window counter. ARGV: counter ttl ms.
+ * Returns {v, s, d, count} (count absent when not counted).
  */
 const READ_COUNTING_SCRIPT = `
 local r = redis.call('HMGET', KEYS[1], 'v', 's', 'd')
-local n = redis.call('INCR', KEYS[2])
-if n == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
-r[4] = n
+if r[2] == 'ok' or r[2] == 'pending' then
+  local n = redis.call('INCR', KEYS[2])
+  if n == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
+  r[4] = n
+end
 return r
 `;
 const READ_COUNTING_SHA = createHash('sha1').update(READ_COUNTING_SCRIPT).digest('hex');
+
+/** One request counted in a window (a key found by the keys service after a cache miss). */
+const COUNT_SCRIPT = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n
+`;
 
 const CLEAR_PENDING_SCRIPT = `
 if redis.call('HGET', KEYS[1], 'v') == ARGV[1] and redis.call('HGET', KEYS[1], 's') == 'pending' then
@@ -116,9 +127,12 @@ export interface KeyCache {
    * (one script: HMGET, INCR, PEXPIRE on the window's first request): the per-key rate limit costs
    * no extra round trip. Counted by
    * digest, which is known before the record is read, so every authenticated request of a key counts
-   * in one Redis counter shared by all proxies. Throws if Redis is unreachable.
+   * in one Redis counter shared by all proxies. Only keys the cache holds (`hit`, `pending`) are
+   * counted; `count` is null for a miss or a negative entry. Throws if Redis is unreachable.
    */
-  getCounting(digest: string, nowMs: number): Promise<{ lookup: CacheLookup; count: RequestCount }>;
+  getCounting(digest: string, nowMs: number): Promise<{ lookup: CacheLookup; count: RequestCount | null }>;
+  /** Counts one request in the key's window (a key resolved after a miss). Throws if Redis is unreachable. */
+  countRequest(digest: string, nowMs: number): Promise<RequestCount>;
   /** Cache fill after reading Postgres; refused (false) if a newer version is cached or pending. */
   fill(digest: string, key: CachedKey): Promise<boolean>;
   /** Negative entry for a digest no key has. Never overwrites an existing entry. */
@@ -164,7 +178,7 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
     async getCounting(digest, nowMs) {
       const w = rateWindow(digest, nowMs);
       const args = [redisKey(digest), w.counterKey, w.counterTtlMs] as const;
-      let r: [string | null, string | null, string | null, number];
+      let r: [string | null, string | null, string | null, number?];
       try {
         r = (await redis.evalsha(READ_COUNTING_SHA, 2, ...args)) as typeof r;
       } catch (err) {
@@ -173,8 +187,13 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
       }
       return {
         lookup: toLookup(r),
-        count: { count: Number(r[3]), windowEndMs: w.windowEndMs },
+        count: r[3] == null ? null : { count: Number(r[3]), windowEndMs: w.windowEndMs },
       };
+    },
+    async countRequest(digest, nowMs) {
+      const w = rateWindow(digest, nowMs);
+      const n = await redis.eval(COUNT_SCRIPT, 1, w.counterKey, w.counterTtlMs);
+      return { count: Number(n), windowEndMs: w.windowEndMs };
     },
     fill: (digest, key) => write(digest, key.version, 'ok', JSON.stringify(key), recordTtl, 'cas'),
     fillAbsent: (digest) => write(digest, 0, 'absent', '', absentTtl, 'nx'),
@@ -186,7 +205,7 @@ export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache
   };
 }
 
-function toLookup([v, s, d]: readonly (string | null | number)[]): CacheLookup {
+function toLookup([v, s, d]: readonly (string | null | number | undefined)[]): CacheLookup {
   if (v == null || s == null) return { state: 'miss' };
   if (s === 'absent') return { state: 'absent' };
   if (s === 'pending' || !d) return { state: 'pending' };

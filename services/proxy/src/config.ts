@@ -7,6 +7,7 @@ import {
   refuseDevSecretInProduction,
   servicePrivateKeyEnv,
 } from '@tollgate/config';
+import { trustedProxiesEnv } from '@tollgate/http';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 
@@ -25,6 +26,8 @@ export const proxyEnv = z
     ...servicePrivateKeyEnv('proxy'),
     PORT: envPort(8080),
     HOST: z.string().min(1).default('0.0.0.0'),
+    /** Which X-Forwarded-For entries name the client (hop count or CIDRs; @tollgate/http client-address). */
+    ...trustedProxiesEnv,
     /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
     ...metricsEnv(9464),
     AMQP_URL: url.default('amqp://guest:guest@127.0.0.1:5672'),
@@ -72,12 +75,14 @@ export const proxyEnv = z
     /**
      * Public-edge deadlines and caps (issue 14; docs/operations.md "Security"). Time to receive a
      * request's headers; to receive the whole request; idle time of a keep-alive connection between
-     * requests; and inactivity of a socket while a request is open (must exceed
-     * UPSTREAM_TIMEOUT_MS: a non-streamed answer may take that long to start).
+     * requests (65 s: above the 60 s idle timeout of the usual load balancers, which must close an
+     * idle connection before the server does or they may send a request onto a closing one: 502);
+     * and inactivity of a socket while a request is open (must exceed UPSTREAM_TIMEOUT_MS: a
+     * non-streamed answer may take that long to start).
      */
     SERVER_HEADERS_TIMEOUT_MS: positiveMs.default(10_000),
     SERVER_REQUEST_TIMEOUT_MS: positiveMs.default(60_000),
-    SERVER_KEEPALIVE_TIMEOUT_MS: positiveMs.default(5_000),
+    SERVER_KEEPALIVE_TIMEOUT_MS: positiveMs.default(65_000),
     SERVER_SOCKET_TIMEOUT_MS: positiveMs.default(180_000),
     /** Open client connections per process; more are refused at accept (0 = no cap). */
     SERVER_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(10_000),
@@ -112,6 +117,14 @@ export const proxyEnv = z
      * that address whose key is not cached get 429 without a keys-service call (0 = no limit).
      */
     UNKNOWN_KEY_LOOKUPS_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+    /**
+     * All clients together (this process): lookups of unknown keys per second, and the burst allowed
+     * above that rate (a token bucket sized to what the keys service absorbs, divided among the proxy
+     * processes). Beyond, requests whose key is not cached get 429 without a keys-service call.
+     * 0 = no global bound.
+     */
+    UNKNOWN_KEY_LOOKUPS_PER_SECOND: z.coerce.number().min(0).default(100),
+    UNKNOWN_KEY_LOOKUP_BURST: z.coerce.number().int().min(1).default(200),
     /** Key lookups waiting on the keys service at once; beyond, 503 at once. */
     KEY_LOOKUP_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(256),
     /** node:cluster workers (1 = no cluster). */

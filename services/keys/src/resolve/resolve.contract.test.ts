@@ -42,6 +42,24 @@ describe("keys' resolve contract (owner side)", () => {
       limitReset: 'weekly',
     });
     expect(await call('0'.repeat(64))).toBeNull();
+    // The governance fields survive the caller's parse (they were stripped: a key read after a cache
+    // miss had no expiry, model list or rate limit in the proxy).
+    const governed = await t.service.runtime.keys.create(t.account.id, {
+      name: 'governed',
+      scope: 'inference',
+      limit: null,
+      limitReset: null,
+      governance: {
+        expiresAt: new Date(Date.now() + 3_600_000),
+        allowedModels: ['openai/*'],
+        rateLimitRpm: 7,
+      },
+    });
+    expect((await call(digestKey(governed.key)))?.data).toMatchObject({
+      allowedModels: ['openai/*'],
+      rateLimitRpm: 7,
+    });
+    expect((await call(digestKey(governed.key)))?.data.expiresAt).toBeGreaterThan(Date.now());
     await expect(call('NOT-A-DIGEST')).rejects.toMatchObject({ status: 400, message: /digest/ });
   });
 });

@@ -10,7 +10,8 @@ import {
 } from '../completion/completion.handler';
 import { PIECES } from '../completion/generator';
 import { countText } from '../completion/prompt-tokens';
-import { BASH_TOOL, bashInput, scriptOfMessages, textPieces } from '../script/bash-script';
+import { messagesScript } from '../script/messages-script';
+import { type ScriptedCall, scriptTokens, type ToolScript } from '../script/tool-script';
 import { anthropicId, simulatedError } from './anthropic-error';
 import type { MessagesRequest } from './messages.request';
 import { countInputTokens, messagesSeed, sampleInput, toolToCall } from './messages.tokens';
@@ -58,8 +59,8 @@ function planMessage(req: MessagesRequest): MessagePlan {
   const cacheRead = plan.cachedTokens;
   const cacheWrite = plan.cacheWriteTokens ?? 0;
   const usage = { input: plan.promptTokens - cacheRead - cacheWrite, cacheRead, cacheWrite, output: 0 };
-  const scripted = scriptedPlan(req, usage);
-  if (scripted) return scripted;
+  const script = messagesScript(req);
+  if (script !== null) return scriptedPlan(script, usage, plan.reasoningTokens);
   const tool = toolToCall(req, seed);
   if (tool) {
     // Tool calls are not cut by max_tokens in the simulator (README).
@@ -84,22 +85,18 @@ function planMessage(req: MessagesRequest): MessagePlan {
   return { text: pieces, tool: undefined, stopReason, stopSequence: stop, usage };
 }
 
-/** The scripted Bash turn (script/bash-script.ts), when the request asks for it. */
-function scriptedPlan(req: MessagesRequest, usage: MessagePlan['usage']): MessagePlan | null {
-  const tools = req.tools.map((t) => t.name);
-  const script = scriptOfMessages(req.messages as unknown as Record<string, unknown>[], tools);
-  if (script === null) return null;
-  if (script.kind === 'call') {
-    const input = JSON.stringify(bashInput(script.command));
-    usage.output = countText(BASH_TOOL) + countText(input);
-    const tool = { id: anthropicId('toolu_'), name: BASH_TOOL, input };
-    return { text: [], tool, stopReason: 'tool_use', stopSequence: null, usage };
+/** A scripted answer (script/tool-script.ts): the first scripted call, or the text carrying the tool output. */
+function scriptedPlan(script: ToolScript, usage: MessagePlan['usage'], reasoning: number): MessagePlan {
+  usage.output = scriptTokens(script) + reasoning;
+  if (script.kind === 'answer') {
+    const text = script.text.match(/[\s\S]{1,16}/g) ?? [];
+    return { text, tool: undefined, stopReason: 'end_turn', stopSequence: null, usage };
   }
-  usage.output = countText(script.text);
+  const call = script.calls[0] as ScriptedCall;
   return {
-    text: textPieces(script.text),
-    tool: undefined,
-    stopReason: 'end_turn',
+    text: [],
+    tool: { id: anthropicId('toolu_'), name: call.name, input: call.arguments },
+    stopReason: 'tool_use',
     stopSequence: null,
     usage,
   };

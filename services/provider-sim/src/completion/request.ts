@@ -28,6 +28,8 @@ export interface CompletionRequest {
   /** The lower of max_tokens and max_completion_tokens, when given. */
   maxTokens?: number;
   sim: SimOptions;
+  /** Names of the function tools offered (none when `tool_choice` is `none`): scripted calls (script/). */
+  tools: string[];
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -84,6 +86,17 @@ function boolParam(obj: Record<string, unknown>, key: string, param: string): bo
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The names of chat function tools (`tools[].function.name`). */
+function chatToolNames(raw: unknown): string[] {
+  if (!Array.isArray(raw)) return [];
+  const names: string[] = [];
+  for (const t of raw) {
+    const name = isObject(t) && isObject(t.function) ? t.function.name : undefined;
+    if (typeof name === 'string') names.push(name);
+  }
+  return names;
+}
 
 function parseMessages(raw: unknown): SimMessage[] {
   if (raw === undefined) {
@@ -268,5 +281,6 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
       : maxCompletionTokens === undefined
         ? maxTokens
         : Math.min(maxTokens, maxCompletionTokens);
-  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim) };
+  const tools = body.tool_choice === 'none' ? [] : chatToolNames(body.tools);
+  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim), tools };
 }

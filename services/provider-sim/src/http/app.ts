@@ -5,8 +5,9 @@ import { messagesJson, messagesStream } from '../anthropic/messages.handler';
 import { parseMessagesRequest } from '../anthropic/messages.request';
 import { completeJson, completeStream, type SimDefaults } from '../completion/completion.handler';
 import { parseCompletionRequest } from '../completion/request';
-import { chatToolNames, scriptOfChat } from '../script/bash-script';
-import { scriptedChat } from '../script/chat-script';
+import { responsesAnswer } from '../responses/responses.handler';
+import { parseResponsesRequest } from '../responses/responses.request';
+import { chatScript, scriptedChatJson, scriptedChatStream } from '../script/chat-script';
 import { OpenAIError } from './openai-error';
 
 /**
@@ -111,13 +112,20 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
   }
 
   async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const raw = await readJson(req);
-    const parsed = parseCompletionRequest(raw, options.strict === true);
-    const r = raw as { messages: Record<string, unknown>[]; tools?: unknown };
-    const script = scriptOfChat(r.messages, chatToolNames(r.tools));
-    if (script !== null) await scriptedChat(req, res, parsed, script, defaults);
-    else if (parsed.stream) await completeStream(req, res, parsed, defaults);
+    const parsed = parseCompletionRequest(await readJson(req), options.strict === true);
+    const script = chatScript(parsed);
+    if (script !== null) {
+      if (parsed.stream) scriptedChatStream(res, parsed, script);
+      else scriptedChatJson(res, parsed, script);
+      return;
+    }
+    if (parsed.stream) await completeStream(req, res, parsed, defaults);
     else await completeJson(req, res, parsed, defaults);
+  }
+
+  /** OpenAI's Responses API (responses/): native for catalog providers that declare `responses: true`. */
+  async function responses(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    await responsesAnswer(req, res, parseResponsesRequest(await readJson(req)), defaults);
   }
 
   /**
@@ -167,6 +175,7 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
       );
     }
     if (route === '/chat/completions' && req.method === 'POST') return chatCompletions(req, res);
+    if (route === '/responses' && req.method === 'POST') return responses(req, res);
     if (route === '/models' && req.method === 'GET') return sendJson(res, 200, modelsJson);
     if (route.startsWith('/models/') && req.method === 'GET') {
       return sendJson(res, 200, JSON.stringify(modelObject(decodeURIComponent(route.slice(8)))));

@@ -1,69 +1,106 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { firstToken, type SimDefaults } from '../completion/completion.handler';
-import { countPromptTokens, countText } from '../completion/prompt-tokens';
+import type { ServerResponse } from 'node:http';
+import { countPromptTokens } from '../completion/prompt-tokens';
 import type { CompletionRequest } from '../completion/request';
-import { BASH_TOOL, type BashScript, bashInput, textPieces } from './bash-script';
+import { callId, type ScriptTurn, scriptTokens, type ToolScript, textOf, toolScript } from './tool-script';
 
 /**
- * The scripted Bash turn (bash-script.ts) in the OpenAI chat-completions format: a `tool_calls`
- * answer (`finish_reason: "tool_calls"`) or the final text, streamed (role chunk, the call with its
- * arguments in one piece or the text word by word, finish chunk, usage chunk when asked, `[DONE]`) or
- * not. Delays (`sim.ttft_ms`) apply; the other faults of `sim` do not.
+ * Scripted answers of `POST /v1/chat/completions` (tool-script.ts): `tool_calls` with finish_reason
+ * `tool_calls`, or the text answer carrying the tool output. Streamed as OpenAI streams them: a role
+ * chunk, per call a chunk with id and name then its arguments in pieces, the finish chunk, the usage
+ * chunk (with `include_usage`), `[DONE]`.
  */
-let counter = 0;
-const callId = () => `call_sim${(++counter).toString(36).padStart(8, '0')}`;
 
-function usageOf(req: CompletionRequest, completion: number): string {
-  const prompt = countPromptTokens(req.messages);
-  return `{"prompt_tokens":${prompt},"completion_tokens":${completion},"total_tokens":${prompt + completion},"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}`;
+type Json = Record<string, unknown>;
+
+/** The script of a chat request, or null. */
+export function chatScript(req: CompletionRequest): ToolScript | null {
+  if (req.tools.length === 0) return null;
+  const turns: ScriptTurn[] = [];
+  for (const m of req.messages) {
+    if (m.role === 'user') turns.push({ role: 'user', text: textOf(m.content) });
+    else if (m.role === 'assistant') turns.push({ role: 'assistant', text: textOf(m.content) });
+    else if (m.role === 'tool' || m.role === 'function')
+      turns.push({ role: 'tool', text: textOf(m.content) });
+  }
+  return toolScript(turns, req.tools);
 }
 
-function toolCall(command: string) {
-  const args = JSON.stringify(bashInput(command));
+function usageOf(req: CompletionRequest, script: ToolScript): Json {
+  const prompt = countPromptTokens(req.messages);
+  const completion = scriptTokens(script);
   return {
-    call: { id: callId(), type: 'function', function: { name: BASH_TOOL, arguments: args } },
-    tokens: countText(BASH_TOOL) + countText(args),
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
   };
 }
 
-export async function scriptedChat(
-  req: IncomingMessage,
-  res: ServerResponse,
-  body: CompletionRequest,
-  script: BashScript,
-  defaults: SimDefaults,
-): Promise<void> {
-  const pacing = await firstToken(req, res, body.sim, defaults);
-  if (!pacing) return;
-  const created = Math.floor(Date.now() / 1000);
-  const id = `chatcmpl-sim${(++counter).toString(36)}`;
-  const call = script.kind === 'call' ? toolCall(script.command) : null;
-  const completion = call ? call.tokens : countText(script.kind === 'answer' ? script.text : '');
-  const finish = call ? 'tool_calls' : 'stop';
-  if (!body.stream) {
-    const message = call
-      ? { role: 'assistant', content: null, tool_calls: [call.call] }
-      : { role: 'assistant', content: script.kind === 'answer' ? script.text : '' };
-    const json = `{"id":"${id}","object":"chat.completion","created":${created},"model":${JSON.stringify(body.model)},"choices":[{"index":0,"message":${JSON.stringify(message)},"logprobs":null,"finish_reason":"${finish}"}],"usage":${usageOf(body, completion)}}`;
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
-    res.end(json);
-    return;
+const created = () => Math.floor(Date.now() / 1000);
+
+export function scriptedChatJson(res: ServerResponse, req: CompletionRequest, script: ToolScript): void {
+  const message: Json =
+    script.kind === 'answer'
+      ? { role: 'assistant', content: script.text, refusal: null }
+      : {
+          role: 'assistant',
+          content: null,
+          refusal: null,
+          tool_calls: script.calls.map((c) => ({
+            id: callId('call_'),
+            type: 'function',
+            function: { name: c.name, arguments: c.arguments },
+          })),
+        };
+  const json = JSON.stringify({
+    id: callId('chatcmpl-'),
+    object: 'chat.completion',
+    created: created(),
+    model: req.model,
+    choices: [
+      { index: 0, message, logprobs: null, finish_reason: script.kind === 'answer' ? 'stop' : 'tool_calls' },
+    ],
+    usage: req.sim.omitUsage ? undefined : usageOf(req, script),
+  });
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
+  res.end(json);
+}
+
+/** A JSON text in pieces of up to 16 characters (as providers stream arguments). */
+const pieces = (s: string): string[] => {
+  const out: string[] = [];
+  for (let i = 0; i < s.length; i += 16) out.push(s.slice(i, i + 16));
+  return out;
+};
+
+export function scriptedChatStream(res: ServerResponse, req: CompletionRequest, script: ToolScript): void {
+  const base = {
+    id: callId('chatcmpl-'),
+    object: 'chat.completion.chunk',
+    created: created(),
+    model: req.model,
+  };
+  const usageNull = req.includeUsage ? { usage: null } : {};
+  const chunk = (delta: Json, finish: string | null = null) =>
+    `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usageNull })}\n\n`;
+  let out = chunk({ role: 'assistant', content: script.kind === 'answer' ? '' : null });
+  if (script.kind === 'answer') for (const p of pieces(script.text)) out += chunk({ content: p });
+  else {
+    script.calls.forEach((c, index) => {
+      out += chunk({
+        tool_calls: [
+          { index, id: callId('call_'), type: 'function', function: { name: c.name, arguments: '' } },
+        ],
+      });
+      for (const p of pieces(c.arguments))
+        out += chunk({ tool_calls: [{ index, function: { arguments: p } }] });
+    });
   }
-  const chunk = (delta: unknown, finishReason: string | null) =>
-    `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(body.model)},"choices":[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":${JSON.stringify(finishReason)}}]}\n\n`;
-  let out = chunk({ role: 'assistant', content: '' }, null);
-  if (call) {
-    const { id: cid, function: fn } = call.call;
-    out += chunk(
-      { tool_calls: [{ index: 0, id: cid, type: 'function', function: { name: fn.name, arguments: '' } }] },
-      null,
-    );
-    out += chunk({ tool_calls: [{ index: 0, function: { arguments: fn.arguments } }] }, null);
-  } else if (script.kind === 'answer')
-    for (const p of textPieces(script.text)) out += chunk({ content: p }, null);
-  out += chunk({}, finish);
-  if (body.includeUsage)
-    out += `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(body.model)},"choices":[],"usage":${usageOf(body, completion)}}\n\n`;
+  out += chunk({}, script.kind === 'answer' ? 'stop' : 'tool_calls');
+  if (req.includeUsage && !req.sim.omitUsage) {
+    out += `data: ${JSON.stringify({ ...base, choices: [], usage: usageOf(req, script) })}\n\n`;
+  }
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   res.end(`${out}data: [DONE]\n\n`);
 }

@@ -1,5 +1,6 @@
 import { digestKey, type KeyScope, looksLikeKey } from '@tollgate/auth';
 import { AppError, forbiddenScope, unauthorized } from '@tollgate/errors';
+import type { ClientAddress } from '@tollgate/http';
 import {
   type CachedKey,
   expiredKeyMessage,
@@ -11,7 +12,7 @@ import type { Logger } from '@tollgate/logger';
 import type { Redis } from 'ioredis';
 import type { Handler, Next, ProxyRequest, ProxyResponse } from '../http/types';
 import type { KeyResolver } from './key-resolver';
-import type { UnknownKeyLimiter } from './unknown-keys';
+import type { UnknownKeyLimiter, UnknownKeyRefusal } from './unknown-keys';
 
 /**
  * Authentication on the hot path: sha256 of the bearer key, one Redis HMGET through the key cache,
@@ -106,7 +107,16 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
   /** digest → the record last read from the key cache (only cache hits: their version is checkable). */
   const recalled = new Map<string, CachedKey>();
 
-  /** The key-cache read and the rate-limit count in one pipelined round trip. */
+  async function countOnMiss(digest: string): Promise<RequestCount | null> {
+    try {
+      return await keyCache.countRequest(digest, now());
+    } catch (err) {
+      logger.warn({ err }, 'could not count a request in its rate window');
+      return null;
+    }
+  }
+
+  /** The key-cache read and the rate-limit count (cached keys only) in one round trip. */
   async function lookup(
     digest: string,
     client: string,
@@ -125,15 +135,16 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     } catch (err) {
       logger.warn({ err }, 'key cache unavailable, asking the keys service');
     }
-    if (unknownKeys?.blocked(client)) {
-      throw new AppError(
-        'rate_limited',
-        'Too many requests with unknown API keys from this address; retry in a minute',
-        { reason: 'unknown_keys' },
-      );
-    }
+    const refused = unknownKeys?.blocked(client);
+    if (refused) throw unknownKeysRefusal(refused);
     const record = await resolver.resolve(digest);
     if (record === null) unknownKeys?.recordUnknown(client);
+    // A key the cache did not hold was not counted in its rate window (only cached keys are: random
+    // keys cost no Redis write); a known key with a rate limit is counted now, one extra round trip
+    // on a cache miss only.
+    if (record !== null && count === null && record.rateLimitRpm != null) {
+      count = await countOnMiss(digest);
+    }
     return { key: record, count };
   }
 
@@ -172,6 +183,14 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
       return { key: record, count };
     },
   };
+}
+
+function unknownKeysRefusal(scope: UnknownKeyRefusal): AppError {
+  const message =
+    scope === 'address'
+      ? 'Too many requests with unknown API keys from this address; retry in a minute'
+      : 'Too many requests with unknown API keys; retry shortly';
+  return new AppError('rate_limited', message, { reason: 'unknown_keys', scope });
 }
 
 /** res.locals of an authenticated request. */
@@ -216,6 +235,7 @@ export function rateLimitVerdict(
 }
 
 /**
+ * `clientAddress`: the caller's address for the unknown-key limit (TRUSTED_PROXIES; default the TCP peer).
  * `recall: true` (the chat route, with a spend guard that checks): a key whose record this process
  * read before passes with that record marked unchecked, no I/O; the chat handler's admission checks
  * it (see `Authenticator`).
@@ -223,8 +243,9 @@ export function rateLimitVerdict(
 export function authMiddleware(
   auth: Authenticator,
   now: () => number = Date.now,
-  options: { recall?: boolean } = {},
+  options: { recall?: boolean; clientAddress?: ClientAddress } = {},
 ): Handler {
+  const clientOf = options.clientAddress ?? ((req: ProxyRequest) => req.socket.remoteAddress);
   return async (req: ProxyRequest, res: ProxyResponse, next: Next) => {
     const locals = res.locals as AuthLocals;
     if (options.recall) {
@@ -238,7 +259,7 @@ export function authMiddleware(
     }
     let authenticated: Authenticated;
     try {
-      authenticated = await auth.authenticate(req.headers.authorization, req.socket.remoteAddress);
+      authenticated = await auth.authenticate(req.headers.authorization, clientOf(req));
     } catch (err) {
       next(err);
       return;

@@ -8,6 +8,7 @@ import { AppError } from '@tollgate/errors';
 import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
 import {
   answerClientErrors,
+  clientAddressResolver,
   errorHandler,
   healthRoutes,
   notFoundHandler,
@@ -121,13 +122,18 @@ export function createProxyApp(deps: {
     redis,
     lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
     logger,
-    unknownKeys: new UnknownKeyLimiter(config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE),
+    unknownKeys: new UnknownKeyLimiter({
+      perMinute: config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE,
+      perSecond: config.UNKNOWN_KEY_LOOKUPS_PER_SECOND,
+      burst: config.UNKNOWN_KEY_LOOKUP_BURST,
+    }),
   });
-  const auth = authMiddleware(authenticator);
+  const clientAddress = clientAddressResolver(config.TRUSTED_PROXIES);
+  const auth = authMiddleware(authenticator, Date.now, { clientAddress });
   const inference = requireScope('inference');
   // The chat route recalls key records when its admission can check them (docs/architecture.md).
   const recall = deps.guard.checks === true;
-  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true }) : auth;
+  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true, clientAddress }) : auth;
   /** Authentication and, when given, the scope check, as a promise (rejected with their error). */
   const authenticated = (scope: 'inference' | null) => {
     const check = scope === null ? null : requireScope(scope);

@@ -229,6 +229,28 @@ describe('server deadlines and connection cap', () => {
     expect(await closedWithin(s, 3_000)).toBe(true);
   });
 
+  it('keeps an idle keep-alive connection 65 s by default (above load balancers’ 60 s), whatever the headers timeout', async () => {
+    // Behind an ALB (idle timeout 60 s) a server that closes idle connections first races the
+    // balancer's next request on them: intermittent 502s. The old default was 5 s.
+    const s = await rawSocket();
+    let received = '';
+    s.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+    });
+    const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+    s.write(request);
+    await vi.waitFor(() => expect(received).toContain('{"status":"ok"}'), { timeout: 3_000 });
+    expect(received).toMatch(/\r\nkeep-alive: timeout=65\r\n/i);
+    // Idle past the old 5 s default and past SERVER_HEADERS_TIMEOUT_MS (1 s here): Node measures the
+    // headers deadline from a request's first byte, not from the previous response.
+    await new Promise((r) => setTimeout(r, 5_500));
+    expect(s.destroyed || s.readableEnded).toBe(false);
+    received = '';
+    s.write(request);
+    await vi.waitFor(() => expect(received).toContain('{"status":"ok"}'), { timeout: 3_000 });
+    s.destroy();
+  }, 15_000);
+
   it('refuses connections beyond SERVER_MAX_CONNECTIONS and keeps serving', async () => {
     const opened = await Promise.all(Array.from({ length: 45 }, () => rawSocket()));
     const closed = await Promise.all(opened.map((s) => closedWithin(s, 1_000)));
