@@ -46,7 +46,7 @@ function nativeHeaders(headers: IncomingHttpHeaders | undefined): Record<string,
 }
 
 /** The Messages request as the canonical request, with what the pipeline needs for the native path. */
-export function parseForDoor(
+function parseForDoor(
   catalog: Catalog,
   body: unknown,
   headers?: IncomingHttpHeaders,

@@ -7,7 +7,7 @@ import { sseEvent } from './stream';
  * are 402 `billing_error`: Claude Code shows that message to its user as "API Error: 402 …" and does
  * not retry (a 403 would read "Failed to authenticate"; 429 and 5xx are retried).
  */
-export type AnthropicErrorType =
+type AnthropicErrorType =
   | 'invalid_request_error'
   | 'authentication_error'
   | 'billing_error'

@@ -84,24 +84,18 @@ export function nativeMessageText(message: Json): string {
   return text;
 }
 
-export interface NativeStreamState {
-  /** The provider's `message_stop` arrived. */
-  done: boolean;
-  /** The provider's `error` event, if any: its Anthropic type and message. */
-  error: { type: string; message: string } | null;
-  /** The message's `stop_reason` (from `message_delta`). */
-  stopReason: string | null;
-}
-
 /**
  * Reads a provider's Messages stream as it passes through: usage, the produced text (bounded, for an
  * estimate should the stream end without usage), the stop reason, the end and any error event.
  */
-export class NativeStreamReader implements NativeStreamState {
+export class NativeStreamReader {
   private readonly sse = new SseReader();
   private readonly usage = new UsageFields();
+  /** The provider's `message_stop` arrived. */
   done = false;
+  /** The provider's `error` event, if any: its Anthropic type and message. */
   error: { type: string; message: string } | null = null;
+  /** The message's `stop_reason` (from `message_delta`). */
   stopReason: string | null = null;
   /** Produced text, up to `maxText` characters, then a count of the rest. */
   text = '';

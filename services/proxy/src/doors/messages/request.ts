@@ -44,7 +44,7 @@ export interface TranslateOptions {
  * Top-level fields with no meaning for an OpenAI-format provider, dropped from the canonical request
  * (and passed through untouched to Anthropic-format providers). Why each, in docs/api.md.
  */
-export const DROPPED: ReadonlySet<string> = new Set([
+const DROPPED: ReadonlySet<string> = new Set([
   // Server-side edits of Anthropic's context (clearing old thinking or tool results): an OpenAI-format
   // provider keeps no context between requests; it gets the conversation as sent.
   'context_management',

@@ -47,7 +47,7 @@ export function anthropicUsage(t: {
  * A tool call's `arguments` as a tool_use `input`: the JSON object it holds; arguments that are not a
  * JSON object (a provider's broken output) become `{}` (docs/api.md) — Anthropic's input is an object.
  */
-export function toolInput(args: unknown): Json {
+function toolInput(args: unknown): Json {
   if (typeof args !== 'string' || args.length === 0) return {};
   try {
     const v: unknown = JSON.parse(args);

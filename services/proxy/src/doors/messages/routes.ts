@@ -22,7 +22,7 @@ export const apiKeyHeader: RequestHandler = (req, _res, next) => {
 };
 
 /** Errors of the Messages routes in Anthropic's shape (the door's `errorBody`), never an internal text. */
-export function messagesErrorHandler(logger: Logger): ErrorRequestHandler {
+function messagesErrorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     if (res.headersSent) {
       ((req as { log?: Logger }).log ?? logger).error(

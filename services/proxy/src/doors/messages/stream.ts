@@ -14,9 +14,6 @@ const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && 
 export const sseEvent = (type: string, data: unknown): string =>
   `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
 
-/** Anthropic's keep-alive event (sent while the first token is slow). */
-export const PING_EVENT = sseEvent('ping', { type: 'ping' });
-
 type Open = { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool'; call: number };
 
 export class MessagesEventWriter {
