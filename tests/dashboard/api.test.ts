@@ -26,7 +26,13 @@ beforeAll(async () => {
   stack = await startStack();
   dash = await startTestDashboard(stack, {
     clock: () => new Date(now),
-    env: { SESSION_TTL_MINUTES: '30', SIGNIN_MAX_FAILURES: '3', SIGNIN_WINDOW_MINUTES: '10' },
+    env: {
+      SESSION_TTL_MINUTES: '30',
+      SIGNIN_MAX_FAILURES: '3',
+      SIGNIN_WINDOW_MINUTES: '10',
+      // Behind one load balancer (this test client): the client is X-Forwarded-For's last entry.
+      TRUSTED_PROXIES: '1',
+    },
   });
   owner = await dash.createUser(stack.account.id, 'owner');
   viewer = await dash.createUser(stack.account.id, 'viewer');
@@ -219,7 +225,39 @@ describe('CSRF and Origin', () => {
 });
 
 describe('throttling of failed sign-ins', () => {
-  it('locks an email after SIGNIN_MAX_FAILURES failures, even for the right password, until the window ends', async () => {
+  it('a stranger cannot lock out an owner: 50 bad sign-ins from another forwarded address', async () => {
+    const u = await dash.createUser(stack.account.id, 'owner');
+    const stranger = { 'x-forwarded-for': '203.0.113.50' };
+    const statuses: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const r = await dash.request('POST', '/api/session', {
+        body: { email: u.email, password: `wrong password ${i}` },
+        headers: stranger,
+      });
+      statuses.push(r.status);
+    }
+    expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+    expect(new Set(statuses.slice(3))).toEqual(new Set([429]));
+    // The owner, from their own address (a forged left entry changes nothing), signs in.
+    const owner = await dash.request('POST', '/api/session', {
+      body: { email: u.email, password: u.password },
+      headers: { 'x-forwarded-for': '203.0.113.50, 198.51.100.60' },
+    });
+    expect(owner.status, owner.text).toBe(204);
+    // The refused attempts left no rows: one for the stranger's (email, address) and one for its address.
+    const rows = await dash.handle.db
+      .selectFrom('dashboard.sign_in_failures')
+      .select(['subject', 'failures'])
+      .where('subject', 'like', '%203.0.113.50%')
+      .orderBy('subject')
+      .execute();
+    expect(rows).toEqual([
+      { subject: 'ip:203.0.113.50', failures: 3 },
+      { subject: `pair:203.0.113.50|${u.email.toLowerCase()}`, failures: 3 },
+    ]);
+  });
+
+  it('backs off an (email, address) after SIGNIN_MAX_FAILURES failures, even for the right password', async () => {
     const u = await dash.createUser(stack.account.id, 'viewer');
     for (let i = 0; i < 3; i++) {
       const r = await dash.request('POST', '/api/session', {

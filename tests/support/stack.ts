@@ -11,7 +11,9 @@
  *   ...
  *   await stack.close();
  */
+
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -25,7 +27,12 @@ import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { usageTopology } from '@tollgate/events';
 import { type KeysServiceHandle, loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
-import { loadConfig as loadProxyConfig, type ProxyHandle, startProxy } from '@tollgate/proxy';
+import {
+  loadConfig as loadProxyConfig,
+  type ProxyConfig,
+  type ProxyHandle,
+  startProxy,
+} from '@tollgate/proxy';
 import {
   createTestAmqp,
   createTestDatabase,
@@ -71,8 +78,10 @@ export interface Stack {
   inferenceKey: string;
   inferenceKeyId: string;
   services: { sim: ProviderSim; billing: BillingHandle; keys: KeysServiceHandle; proxy: ProxyHandle };
-  /** The dev catalog, pointed at this stack's simulator (for extra proxies in tests). */
+  /** The dev catalog (or the `catalog` option's), pointed at this stack's simulator (for extra proxies in tests). */
   catalog: Catalog;
+  /** The proxy's configuration (for extra proxies in tests: `startProxy(loadConfig({...env}), {catalog})`). */
+  proxyConfig: ProxyConfig;
   /** Isolation handles (prefixes, database) of this stack. */
   infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp };
   /**
@@ -116,11 +125,29 @@ export interface ApiResponse {
 /** Formats a response for assertion messages: a failing assertion prints the whole response. */
 export const describeResponse = (r: ApiResponse) => `HTTP ${r.status} ${r.text.slice(0, 2000)}`;
 
+/** A port nobody listens on right now (for a service another must know the address of before it starts). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 export async function startStack(
   options: {
     credits?: string;
     /** Run keys, billing and the proxy with NODE_ENV=production and freshly generated service keys. */
     productionKeys?: boolean;
+    /** The proxy's catalog, given the simulator's origin (default: the dev catalog). */
+    catalog?: (simUrl: string) => Catalog;
+    /** More proxy settings (environment variable names, e.g. CANCEL_DRAIN_MS). */
+    proxyEnv?: Record<string, string>;
+    /** Options of this stack's simulator (its keys and AWS credentials). */
+    sim?: Parameters<typeof startProviderSim>[0];
   } = {},
 ): Promise<Stack> {
   const [database, redis] = await Promise.all([createTestDatabase({ migrated: true }), createTestRedis()]);
@@ -129,12 +156,14 @@ export async function startStack(
     ? {
         proxy: generateServiceKeyPair(),
         keys: generateServiceKeyPair(),
+        billing: generateServiceKeyPair(),
         dashboard: generateServiceKeyPair(),
         admin: generateServiceKeyPair(),
       }
     : {
         proxy: DEV_SERVICE_KEYS.proxy,
         keys: DEV_SERVICE_KEYS.keys,
+        billing: DEV_SERVICE_KEYS.billing,
         dashboard: DEV_SERVICE_KEYS.dashboard,
         admin: DEV_SERVICE_KEYS.admin,
       };
@@ -163,9 +192,11 @@ export async function startStack(
   };
 
   try {
-    const sim = await startProviderSim({ port: 0, host: '127.0.0.1' });
+    const sim = await startProviderSim({ ...options.sim, port: 0, host: '127.0.0.1' });
     closers.push(() => sim.close());
 
+    // Billing asks keys who owns a key and keys asks billing for usage: keys' port is fixed first.
+    const keysPort = await freePort();
     const billing = await startBilling(
       loadBillingConfig({
         ...common,
@@ -173,6 +204,8 @@ export async function startStack(
         AMQP_URL: amqp.url,
         AMQP_PREFIX: amqp.prefix,
         BATCH_TIMEOUT_MS: '10',
+        KEYS_URL: `http://127.0.0.1:${keysPort}`,
+        SERVICE_PRIVATE_KEY: serviceKeys.billing.privateKey,
         SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
       }),
     );
@@ -181,11 +214,12 @@ export async function startStack(
     const keys = await startKeysService(
       loadKeysConfig({
         ...common,
+        PORT: String(keysPort),
         DATABASE_URL: database.url,
         BILLING_URL: billing.url,
         LAST_USED_FLUSH_MS: '200',
         SERVICE_PRIVATE_KEY: serviceKeys.keys.privateKey,
-        SERVICE_PUBLIC_KEYS: trust('proxy', 'dashboard'),
+        SERVICE_PUBLIC_KEYS: trust('proxy', 'dashboard', 'billing'),
       }),
     );
     closers.push(() => keys.close());
@@ -201,9 +235,12 @@ export async function startStack(
       UPSTREAM_TIMEOUT_MS: '10000',
       SHUTDOWN_TIMEOUT_MS: '2000',
       SERVICE_PRIVATE_KEY: serviceKeys.proxy.privateKey,
+      ...options.proxyEnv,
     });
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
-    const catalog = loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
+    const catalog = options.catalog
+      ? options.catalog(sim.url)
+      : loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
     const proxy = await startProxy(proxyConfig, { catalog });
     closers.push(() => proxy.close());
 
@@ -281,6 +318,7 @@ export async function startStack(
       inferenceKeyId: inference.hash,
       services: { sim, billing, keys, proxy },
       catalog,
+      proxyConfig,
       infra: { database, redis, amqp },
       serviceKeys,
       createAccount,

@@ -44,6 +44,10 @@ describe('parseCatalog', () => {
       apiKeys: ['sk-up'],
       format: 'openai',
       simulator: false,
+      apiVersion: undefined,
+      auth: 'api-key',
+      region: undefined,
+      awsProfile: undefined,
     });
     expect(c.provider('local')!.apiKey).toBeUndefined();
     expect(c.provider('local')!.apiKeys).toEqual([]);
@@ -170,6 +174,16 @@ models:
       'providers[0] (sim).api_key_env: required API key variable SIM_KEY is not set',
     ]);
     expect(parseCatalog(text, { env: { SIM_KEY: 'k' } }).provider('sim')!.apiKey).toBe('k');
+  });
+
+  it('reads prices only (billing): no provider URL or API key needed, none kept', () => {
+    const text = valid
+      .replace('${SIM_URL:-http://127.0.0.1:8090}', '${SIM_URL}')
+      .replace('api_key_env: SIM_KEY', 'api_key_env: SIM_KEY\n    api_key_required: true');
+    expect(problemsOf(text, {}).length).toBe(2);
+    const c = parseCatalog(text, { env: { SIM_KEY: 'secret' }, pricesOnly: true });
+    expect(c.model('openai/gpt-4o-mini')!.priceUnits.completion).toBe(6000n);
+    expect(c.provider('sim')!.apiKeys).toEqual([]);
   });
 
   it('collects several keys per provider: api_key_env, api_key_envs, comma-separated values', () => {

@@ -3,7 +3,18 @@ import { extname } from 'node:path';
 import { toDecimal } from '@tollgate/money';
 import { parse as parseYaml } from 'yaml';
 import { substituteEnv } from './env';
-import { type CatalogFile, catalogFileSchema, DEFAULT_SUPPORTED_PARAMETERS } from './schema';
+import {
+  type CatalogFile,
+  catalogFileSchema,
+  DEFAULT_SUPPORTED_PARAMETERS,
+  type OUTPUT_MODALITIES,
+  type WIRE_FORMATS,
+} from './schema';
+
+/** A provider wire format (catalog `format`). */
+export type WireFormatName = (typeof WIRE_FORMATS)[number];
+/** A model's output modality (catalog `output_modalities`). */
+export type OutputModality = (typeof OUTPUT_MODALITIES)[number];
 
 export interface CatalogProvider {
   name: string;
@@ -15,8 +26,16 @@ export interface CatalogProvider {
   apiKey: string | undefined;
   /** Every key (api_key_env, then api_key_envs; comma-separated values split), in order. */
   apiKeys: readonly string[];
-  /** Wire format of the upstream API (`anthropic`: Anthropic's Messages API at `<baseUrl>/messages`). */
-  format: 'openai' | 'anthropic';
+  /** Wire format of the upstream API (README.md, "Wire formats"). */
+  format: WireFormatName;
+  /** azure: the `api-version` query parameter; undefined for other formats. */
+  apiVersion: string | undefined;
+  /** azure: how the key is sent (`api-key` header, the default, or a bearer token). */
+  auth: 'api-key' | 'bearer';
+  /** bedrock: the AWS region requests are signed for. */
+  region: string | undefined;
+  /** bedrock: the named AWS profile credentials come from (undefined: the standard AWS env vars). */
+  awsProfile: string | undefined;
   /** The provider simulator: the proxy forwards its `sim` request field (dev/test catalogs only). */
   simulator: boolean;
 }
@@ -44,6 +63,19 @@ export interface CatalogModel {
   /** The same prices in @tollgate/money units (1e-10 USD). */
   priceUnits: ModelPricing<bigint>;
   supportedParameters: string[];
+  /** `["text"]` for chat models, `["embeddings"]` for embedding models (POST /embeddings only). */
+  outputModalities: readonly OutputModality[];
+  /** An embedding model's vector size and request limits; undefined for chat models. */
+  embeddings: EmbeddingLimits | undefined;
+}
+
+/** An embedding model's vector size and request limits (catalog `embeddings`). */
+export interface EmbeddingLimits {
+  dimensions: number;
+  /** The caller may ask for shorter vectors with `dimensions`. */
+  customDimensions: boolean;
+  maxInputs: number;
+  maxTokensPerRequest: number;
 }
 
 export interface Catalog {
@@ -73,6 +105,11 @@ export interface ParseCatalogOptions {
   env?: Record<string, string | undefined>;
   /** Named in error messages (a path); default "(inline)". */
   source?: string;
+  /**
+   * Only the models and their prices are wanted (billing recomputes costs): the environment is
+   * neither checked nor read (no provider URL or API key needed, none kept).
+   */
+  pricesOnly?: boolean;
 }
 
 type Raw = Record<string, unknown>;
@@ -99,8 +136,59 @@ function describePath(raw: unknown, path: readonly PropertyKey[]): string {
   return out || '(root)';
 }
 
+/** The fields a provider's format needs (azure: api_version, a URL; bedrock: region) and only it. */
+function providerFormatProblems(rec: Raw | undefined, at: string): string[] {
+  if (!rec) return [];
+  const problems: string[] = [];
+  const format = rec.format ?? 'openai';
+  const only = (field: string, formats: string[]) => {
+    if (rec[field] !== undefined && !formats.includes(String(format)))
+      problems.push(`${at}.${field}: only for format ${formats.join(' or ')}`);
+  };
+  only('resource', ['azure']);
+  only('api_version', ['azure']);
+  only('auth', ['azure']);
+  only('region', ['bedrock']);
+  only('aws_profile', ['bedrock']);
+  if (format === 'azure' && rec.api_version === undefined)
+    problems.push(`${at}.api_version: required for format azure (e.g. "2024-10-21")`);
+  if (format === 'bedrock' && rec.region === undefined)
+    problems.push(`${at}.region: required for format bedrock (e.g. "us-east-1")`);
+  const derived = (format === 'azure' && rec.resource !== undefined) || format === 'bedrock';
+  if (rec.base_url === undefined && !derived)
+    problems.push(`${at}.base_url: required${format === 'azure' ? ' (or resource)' : ''}`);
+  return problems;
+}
+
+/** A model is a chat model (completion price) or an embedding model (its `embeddings` limits). */
+function modalityProblems(rec: Raw | undefined, at: string): string[] {
+  if (!rec) return [];
+  const modalities = asArray(rec.output_modalities ?? ['text']);
+  const embeddings = modalities.includes('embeddings');
+  const pricing = asRecord(rec.pricing);
+  if (embeddings && modalities.length > 1)
+    return [`${at}.output_modalities: an embedding model outputs ["embeddings"] only`];
+  if (embeddings && rec.embeddings === undefined)
+    return [
+      `${at}.embeddings: required for an embedding model ({dimensions, max_inputs, max_tokens_per_request})`,
+    ];
+  if (!embeddings && rec.embeddings !== undefined)
+    return [`${at}.embeddings: only for output_modalities ["embeddings"]`];
+  if (!embeddings && pricing && pricing.completion === undefined)
+    return [`${at}.pricing.completion: required`];
+  const dims = asRecord(rec.embeddings);
+  if (
+    embeddings &&
+    typeof dims?.max_tokens_per_request === 'number' &&
+    typeof rec.context_length === 'number' &&
+    dims.max_tokens_per_request < rec.context_length
+  )
+    return [`${at}.embeddings.max_tokens_per_request: smaller than context_length (the tokens of one input)`];
+  return [];
+}
+
 /** Problems zod cannot see: references, duplicates, env. Works on the raw data so all are listed. */
-function crossCheck(raw: unknown, env: Record<string, string | undefined>): string[] {
+function crossCheck(raw: unknown, env: Record<string, string | undefined>, checkEnv: boolean): string[] {
   const problems: string[] = [];
   const root = asRecord(raw);
   const providerNames = new Set<string>();
@@ -112,7 +200,8 @@ function crossCheck(raw: unknown, env: Record<string, string | undefined>): stri
       if (providerNames.has(name)) problems.push(`${at}.name: duplicate provider name "${name}"`);
       providerNames.add(name);
     }
-    if (typeof rec?.base_url === 'string') {
+    problems.push(...providerFormatProblems(rec, at));
+    if (checkEnv && typeof rec?.base_url === 'string') {
       const { value, missing } = substituteEnv(rec.base_url, env);
       for (const m of missing)
         problems.push(`${at}.base_url: environment variable ${m} is not set and has no default`);
@@ -126,7 +215,7 @@ function crossCheck(raw: unknown, env: Record<string, string | undefined>): stri
       }
     }
     const keyEnv = rec?.api_key_env;
-    if (rec?.api_key_required === true) {
+    if (checkEnv && rec?.api_key_required === true) {
       if (typeof keyEnv !== 'string') problems.push(`${at}.api_key_required: true needs api_key_env`);
       else if (!env[keyEnv])
         problems.push(`${at}.api_key_env: required API key variable ${keyEnv} is not set`);
@@ -147,6 +236,7 @@ function crossCheck(raw: unknown, env: Record<string, string | undefined>): stri
         problems.push(`${at}.providers[${j}].provider: unknown provider "${provider}"`);
       }
     });
+    problems.push(...modalityProblems(rec, at));
     const ctx = rec?.context_length;
     const maxOut = rec?.max_output_tokens;
     if (typeof ctx === 'number' && typeof maxOut === 'number' && maxOut > ctx) {
@@ -154,6 +244,16 @@ function crossCheck(raw: unknown, env: Record<string, string | undefined>): stri
     }
   });
   return problems;
+}
+
+/** The parameters an embedding model accepts (shown in /models). */
+const EMBEDDING_PARAMETERS = ['input', 'encoding_format', 'dimensions', 'user'] as const;
+
+/** base_url with env resolved, or the one the format derives (azure resource, bedrock region). */
+function baseUrlOf(p: CatalogFile['providers'][number], env: Record<string, string | undefined>): string {
+  if (p.base_url !== undefined) return substituteEnv(p.base_url, env).value.replace(/\/+$/, '');
+  if (p.format === 'azure') return `https://${p.resource}.openai.azure.com`;
+  return `https://bedrock-runtime.${p.region}.amazonaws.com`;
 }
 
 function build(file: CatalogFile, env: Record<string, string | undefined>): Catalog {
@@ -165,17 +265,22 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
       .filter((k) => k.length > 0);
     providers.set(p.name, {
       name: p.name,
-      baseUrl: substituteEnv(p.base_url, env).value.replace(/\/+$/, ''),
+      baseUrl: baseUrlOf(p, env),
       apiKeyEnv: p.api_key_env,
       apiKey: apiKeys[0],
       apiKeys: Object.freeze(apiKeys),
       format: p.format,
       simulator: p.simulator,
+      apiVersion: p.api_version,
+      auth: p.auth ?? 'api-key',
+      region: p.region,
+      awsProfile: p.aws_profile,
     });
   }
   const models = new Map<string, CatalogModel>();
   for (const m of file.models) {
-    const { prompt, completion } = m.pricing;
+    const { prompt } = m.pricing;
+    const completion = m.pricing.completion ?? { text: '0', units: 0n };
     const cacheRead = m.pricing.cache_read ?? prompt;
     const cacheWrite = m.pricing.cache_write ?? prompt;
     const requestUnits = m.pricing.request?.units ?? 0n;
@@ -204,7 +309,16 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
         cacheWrite: cacheWrite.units,
         request: requestUnits,
       },
-      supportedParameters: m.supported_parameters ?? [...DEFAULT_SUPPORTED_PARAMETERS],
+      supportedParameters:
+        m.supported_parameters ??
+        (m.embeddings ? [...EMBEDDING_PARAMETERS] : [...DEFAULT_SUPPORTED_PARAMETERS]),
+      outputModalities: Object.freeze([...m.output_modalities]),
+      embeddings: m.embeddings && {
+        dimensions: m.embeddings.dimensions,
+        customDimensions: m.embeddings.custom_dimensions,
+        maxInputs: m.embeddings.max_inputs,
+        maxTokensPerRequest: m.embeddings.max_tokens_per_request,
+      },
     };
     Object.freeze(model.pricing);
     Object.freeze(model.priceUnits);
@@ -223,7 +337,7 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
 /** Parses and validates catalog text. Throws CatalogError listing every problem found. */
 export function parseCatalog(text: string, options: ParseCatalogOptions = {}): Catalog {
   const source = options.source ?? '(inline)';
-  const env = options.env ?? process.env;
+  const env = options.pricesOnly ? {} : (options.env ?? process.env);
   let raw: unknown;
   try {
     raw = options.format === 'json' ? JSON.parse(text) : parseYaml(text, { prettyErrors: true });
@@ -234,13 +348,17 @@ export function parseCatalog(text: string, options: ParseCatalogOptions = {}): C
   const problems = parsed.success
     ? []
     : parsed.error.issues.map((i) => `${describePath(raw, i.path)}: ${i.message}`);
-  problems.push(...crossCheck(raw, env));
+  problems.push(...crossCheck(raw, env, !options.pricesOnly));
   if (problems.length > 0 || !parsed.success) throw new CatalogError(source, problems);
   return build(parsed.data, env);
 }
 
 /** Reads a catalog file (.json as JSON, anything else as YAML). Throws CatalogError. */
-export function loadCatalog(path: string, env: Record<string, string | undefined> = process.env): Catalog {
+export function loadCatalog(
+  path: string,
+  env: Record<string, string | undefined> = process.env,
+  options: Pick<ParseCatalogOptions, 'pricesOnly'> = {},
+): Catalog {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -248,5 +366,5 @@ export function loadCatalog(path: string, env: Record<string, string | undefined
     throw new CatalogError(path, [`cannot read file: ${(err as Error).message}`]);
   }
   const format: CatalogFormat = extname(path).toLowerCase() === '.json' ? 'json' : 'yaml';
-  return parseCatalog(text, { format, env, source: path });
+  return parseCatalog(text, { format, env, source: path, ...options });
 }

@@ -43,9 +43,27 @@ const priceString = z.unknown().transform((v, ctx) => {
 
 const positiveInt = z.number().int().positive();
 
+/** Provider wire formats (one adapter each in services/proxy/src/providers/). */
+export const WIRE_FORMATS = ['openai', 'anthropic', 'gemini', 'azure', 'bedrock'] as const;
+/** What a model produces: chat text, or embedding vectors (served by POST /embeddings only). */
+export const OUTPUT_MODALITIES = ['text', 'embeddings'] as const;
+
+/** An embedding model's request limits and vector size. */
+const embeddingsSchema = z.strictObject({
+  /** Length of the vectors the model returns by default. */
+  dimensions: positiveInt,
+  /** The caller may ask for shorter vectors (`dimensions`, at most the above). */
+  custom_dimensions: z.boolean().default(false),
+  /** Most inputs in one request. */
+  max_inputs: positiveInt,
+  /** Most input tokens in one request (all inputs together). */
+  max_tokens_per_request: positiveInt,
+});
+
 const providerSchema = z.strictObject({
   name: z.string().regex(PROVIDER_NAME, 'provider name must be lowercase letters, digits, ".", "_" or "-"'),
-  base_url: z.string().min(1),
+  /** Required, except for azure with `resource` and bedrock with `region` (derived there). */
+  base_url: z.string().min(1).optional(),
   api_key_env: z.string().regex(ENV_NAME, 'api_key_env must be an environment variable name').optional(),
   /**
    * More keys of the same provider account(s): requests are spread across every key (api_key_env's,
@@ -57,8 +75,24 @@ const providerSchema = z.strictObject({
     .optional(),
   /** When true, loading fails if the env var named by api_key_env is unset or empty. */
   api_key_required: z.boolean().default(false),
-  /** Wire format of the upstream API: OpenAI chat completions or Anthropic Messages. */
-  format: z.enum(['openai', 'anthropic']).default('openai'),
+  /** Wire format of the upstream API (README: "Wire formats"). */
+  format: z.enum(WIRE_FORMATS).default('openai'),
+  /** azure: the resource name (base URL `https://<resource>.openai.azure.com` when base_url is absent). */
+  resource: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]*$/, 'resource must be an Azure resource name')
+    .optional(),
+  /** azure: the `api-version` query parameter of every request (required for azure). */
+  api_version: z.string().min(1).optional(),
+  /** azure: how the key is sent: `api-key` header (default) or `Authorization: Bearer` (Entra ID token). */
+  auth: z.enum(['api-key', 'bearer']).optional(),
+  /** bedrock: the AWS region requests are signed for (required for bedrock). */
+  region: z
+    .string()
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'region must look like "us-east-1"')
+    .optional(),
+  /** bedrock: a named profile of the AWS shared config/credentials files (else the standard AWS env vars). */
+  aws_profile: z.string().min(1).optional(),
   /** The provider simulator (dev/test): the proxy also forwards its `sim` request field. */
   simulator: z.boolean().default(false),
 });
@@ -75,12 +109,16 @@ const modelSchema = z.strictObject({
     .min(1, 'a model needs at least one provider'),
   pricing: z.strictObject({
     prompt: priceString,
-    completion: priceString,
+    /** Required for text models; embedding models produce no tokens (default "0"). */
+    completion: priceString.optional(),
     cache_read: priceString.optional(),
     cache_write: priceString.optional(),
     request: priceString.optional(),
   }),
   supported_parameters: z.array(z.string().min(1)).optional(),
+  output_modalities: z.array(z.enum(OUTPUT_MODALITIES)).min(1).default(['text']),
+  /** Required when output_modalities is ["embeddings"]. */
+  embeddings: embeddingsSchema.optional(),
 });
 
 export const catalogFileSchema = z.strictObject({

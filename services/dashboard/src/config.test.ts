@@ -15,6 +15,8 @@ describe('dashboard config', () => {
       SESSION_TTL_MINUTES: 720,
       SIGNIN_MAX_FAILURES: 5,
       SIGNIN_WINDOW_MINUTES: 15,
+      SIGNIN_BACKOFF_SECONDS: 1,
+      TRUSTED_PROXIES: '',
       PUBLIC_URL: 'http://127.0.0.1:8083',
       NODE_ENV: 'development',
       COOKIE_SECURE: false,
@@ -23,6 +25,14 @@ describe('dashboard config', () => {
     expect(loadConfig({ NODE_ENV: 'test' }).COOKIE_SECURE).toBe(true);
     expect(loadConfig({ NODE_ENV: 'development', COOKIE_SECURE: 'true' }).COOKIE_SECURE).toBe(true);
     expect(loadConfig({ NODE_ENV: 'test', COOKIE_SECURE: '0' }).COOKIE_SECURE).toBe(false);
+  });
+
+  it('validates TRUSTED_PROXIES (hop count, addresses, CIDRs, names) at start', () => {
+    expect(loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8, loopback' }).TRUSTED_PROXIES).toBe(
+      '10.0.0.0/8, loopback',
+    );
+    expect(() => loadConfig({ TRUSTED_PROXIES: '10.0.0.0/40' })).toThrow(/TRUSTED_PROXIES.*prefix length/s);
+    expect(() => loadConfig({ TRUSTED_PROXIES: 'lb.example.com' })).toThrow(/TRUSTED_PROXIES/);
   });
 
   it('coerces numbers and keeps an explicit PUBLIC_URL', () => {

@@ -8,6 +8,7 @@ import {
   servicePrivateKeyEnv,
   servicePublicKeysEnv,
 } from '@tollgate/config';
+import { trustedProxiesEnv } from '@tollgate/http';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 
@@ -25,6 +26,8 @@ export const dashboardEnv = z.object({
   /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
   ...metricsEnv(9467),
   HOST: z.string().min(1).default('0.0.0.0'),
+  /** Which X-Forwarded-For entries name the client, for the sign-in throttle (@tollgate/http). */
+  ...trustedProxiesEnv,
   DATABASE_URL: z.string().url().default(defaults.databaseUrl),
   KEYS_URL: z.string().url().default('http://127.0.0.1:8081'),
   BILLING_URL: z.string().url().default('http://127.0.0.1:8082'),
@@ -49,8 +52,13 @@ export const dashboardEnv = z.object({
     .min(1)
     .max(24 * 30)
     .default(72),
-  /** Failed sign-ins per email within the window before a lockout (a client address gets 10× that). */
+  /**
+   * Failed sign-ins per (email, client address) within the window before backoff starts (a client
+   * address, across emails, gets 10× that). Never a lock of the email alone (issue 23).
+   */
   SIGNIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
+  /** The first backoff past SIGNIN_MAX_FAILURES; it doubles with each further failure, up to the window. */
+  SIGNIN_BACKOFF_SECONDS: z.coerce.number().min(0.1).max(3600).default(1),
   SIGNIN_WINDOW_MINUTES: z.coerce
     .number()
     .int()

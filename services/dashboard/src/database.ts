@@ -37,10 +37,12 @@ interface InvitesTable {
 }
 
 interface SignInFailuresTable {
-  /** `email:<lowercase email>` or `ip:<client address>`. */
+  /** `pair:<client address>|<lowercase email>` or `ip:<client address>` (auth/sign-in-throttle.ts). */
   subject: string;
   failures: number;
   window_started_at: ColumnType<Date, Date | string, Date | string>;
+  /** No attempt of this subject before this instant (backoff); null while under the free attempts. */
+  blocked_until: ColumnType<Date | null, Date | string | null, Date | string | null>;
 }
 
 export interface Database {

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { createServiceSigner, createServiceVerifier } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
-import { closeServer, listen } from '@tollgate/http';
+import { clientAddressResolver, closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { serviceRegistry } from '@tollgate/metrics';
 import type { Registry } from 'prom-client';
@@ -52,6 +52,7 @@ export async function startDashboard(
     inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000,
     maxFailures: config.SIGNIN_MAX_FAILURES,
     windowMs: config.SIGNIN_WINDOW_MINUTES * 60_000,
+    backoffBaseMs: config.SIGNIN_BACKOFF_SECONDS * 1000,
   });
   // Passes the current request id on by itself (request context of @tollgate/http).
   const client = createInternalClient({
@@ -72,6 +73,7 @@ export async function startDashboard(
     uiDir: config.UI_DIR,
     publicUrl: config.PUBLIC_URL,
     secureCookie: config.COOKIE_SECURE,
+    clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
     clock,
     logger,
     readiness: {

@@ -93,6 +93,11 @@ export const proxyEnv = z
     STREAM_WRITE_TIMEOUT_MS: positiveMs.default(30_000),
     /** Longest a completion (streamed or not) may run; then it ends with a 504 timeout error. */
     COMPLETION_MAX_DURATION_MS: positiveMs.default(900_000),
+    /**
+     * A client that goes away after a provider accepted its request: the provider's answer is read on
+     * (discarded) this long for its usage, which is billed (0 = abort at once and bill the upper bound).
+     */
+    CANCEL_DRAIN_MS: z.coerce.number().int().min(0).default(30_000),
     /** Most providers tried for one request before its first byte (failover), the first included. */
     ROUTING_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(4),
     /** Failover stops trying new candidates this long after the request started. */

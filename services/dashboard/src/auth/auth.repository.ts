@@ -109,38 +109,6 @@ export async function consumeInvite(db: DashboardDb, digest: string, now: Date):
   return row?.user_id;
 }
 
-/**
- * Counts one attempt for each subject, atomically, before the password is checked (a window older
- * than `since` starts over), and returns each subject's count including this attempt. Counting
- * first is what makes the limit hold against parallel guesses: each one sees the others' counts.
- */
-export async function countAttempt(
-  db: DashboardDb,
-  subjects: [string, string],
-  now: Date,
-  since: Date,
-): Promise<Array<{ subject: string; failures: number; window_started_at: Date }>> {
-  const { rows } = await sql<{ subject: string; failures: number; window_started_at: Date }>`
-    insert into dashboard.sign_in_failures (subject, failures, window_started_at)
-    values (${subjects[0]}, 1, ${now}), (${subjects[1]}, 1, ${now})
-    on conflict (subject) do update set
-      failures = case when dashboard.sign_in_failures.window_started_at <= ${since}
-        then 1 else dashboard.sign_in_failures.failures + 1 end,
-      window_started_at = case when dashboard.sign_in_failures.window_started_at <= ${since}
-        then ${now} else dashboard.sign_in_failures.window_started_at end
-    returning subject, failures, window_started_at`.execute(db);
-  return rows;
-}
-
-/** Takes back one counted attempt of each subject (a sign-in that succeeded, or was refused unchecked). */
-export async function uncountAttempt(db: DashboardDb, subjects: string[]) {
-  await db
-    .updateTable('dashboard.sign_in_failures')
-    .set({ failures: sql`greatest(failures - 1, 0)` })
-    .where('subject', 'in', subjects)
-    .execute();
-}
-
 /** The user an unused, unexpired invitation is for, without using it. */
 export async function findOpenInvite(
   db: DashboardDb,
@@ -155,8 +123,4 @@ export async function findOpenInvite(
     .where('expires_at', '>', now)
     .executeTakeFirst();
   return row?.user_id;
-}
-
-export async function clearFailures(db: DashboardDb, subject: string) {
-  await db.deleteFrom('dashboard.sign_in_failures').where('subject', '=', subject).execute();
 }

@@ -1,7 +1,7 @@
-import { parseInput } from '@tollgate/http';
+import { type ClientAddress, parseInput } from '@tollgate/http';
 import { Router } from 'express';
 import { z } from 'zod';
-import { clearSessionCookie, clientAddress, requireUser, setSessionCookie, userOf } from '../http/session';
+import { clearSessionCookie, requireUser, setSessionCookie, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
 import type { AuthService } from './auth.service';
 
@@ -20,12 +20,14 @@ export function authRoutes(deps: {
   auth: AuthService;
   client: InternalClient;
   secureCookie: boolean;
+  /** The client's address as TRUSTED_PROXIES resolves it (the sign-in throttle's key, with the email). */
+  clientAddress: ClientAddress;
 }): Router {
   const router = Router();
 
   router.post('/api/session', async (req, res) => {
     const body = parseInput(signInBody, req.body);
-    const session = await deps.auth.signIn(body.email, body.password, clientAddress(req));
+    const session = await deps.auth.signIn(body.email, body.password, deps.clientAddress(req));
     setSessionCookie(res, session, deps.secureCookie);
     res.status(204).end();
   });

@@ -24,6 +24,8 @@ const auth = () =>
     inviteTtlMs: 3_600_000,
     maxFailures: 3,
     windowMs: 600_000,
+    // Real clock: a backoff longer than any test, so a slow host cannot outlast it.
+    backoffBaseMs: 300_000,
   });
 
 beforeAll(async () => {
@@ -97,8 +99,97 @@ describe('signing in', () => {
     expect(codes.filter((c) => c !== 'unauthorized' && c !== 'rate_limited')).toEqual([]);
     // 3 (sequential) + at most 3 of the parallel ones reached the password check.
     expect(vi.mocked(password.verifyPassword).mock.calls.length).toBeLessThanOrEqual(6);
-    await expect(service.signIn(email, 'the right password', '10.0.0.3')).rejects.toMatchObject({
+    await expect(service.signIn(email, 'the right password', '10.0.0.2')).rejects.toMatchObject({
       type: 'rate_limited',
     });
+    // Throttled on (email, address): the owner elsewhere is not locked out by those guesses.
+    await expect(service.signIn(email, 'the right password', '10.0.0.3')).resolves.toMatchObject({
+      token: expect.any(String),
+    });
+  });
+});
+
+describe('sign-in throttle: (email, address) with backoff', () => {
+  let now = Date.UTC(2026, 10, 26, 12);
+  const clocked = () =>
+    createAuthService({
+      db,
+      clock: () => new Date(now),
+      sessionTtlMs: 60_000,
+      inviteTtlMs: 3_600_000,
+      maxFailures: 3,
+      windowMs: 600_000,
+      backoffBaseMs: 1_000,
+    });
+  async function owner(service: ReturnType<typeof clocked>) {
+    const email = `b-${randomUUID()}@example.test`;
+    const { token } = await service.invite({
+      accountId: randomUUID(),
+      email,
+      displayName: 'B',
+      role: 'owner',
+    });
+    await service.acceptInvite(token, 'the right password');
+    return email;
+  }
+  const rows = async (like: string) =>
+    db
+      .selectFrom('dashboard.sign_in_failures')
+      .selectAll()
+      .where('subject', 'like', like)
+      .orderBy('subject')
+      .execute();
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => 'ok',
+      (e: { type: string; metadata?: { retry_after_seconds?: number } }) =>
+        e.type === 'rate_limited' ? `429:${e.metadata?.retry_after_seconds}` : e.type,
+    );
+
+  it('backs off exponentially instead of locking, and a refused attempt writes nothing', async () => {
+    const service = clocked();
+    const email = await owner(service);
+    const stranger = `198.51.100.${Math.floor(Math.random() * 250)}`;
+    for (let i = 0; i < 3; i++)
+      expect(await outcome(service.signIn(email, 'wrong guess!!', stranger))).toBe('unauthorized');
+    const before = await rows(`%${email}`);
+    // In backoff: refused, and nothing is written (no new row, no count, no longer backoff).
+    for (let i = 0; i < 5; i++)
+      expect(await outcome(service.signIn(email, 'wrong guess!!', stranger))).toBe('429:1');
+    expect(await rows(`%${email}`)).toEqual(before);
+    now += 1_000;
+    expect(await outcome(service.signIn(email, 'wrong guess!!', stranger))).toBe('unauthorized');
+    expect(await outcome(service.signIn(email, 'wrong guess!!', stranger))).toBe('429:2');
+    now += 2_000;
+    expect(await outcome(service.signIn(email, 'wrong guess!!', stranger))).toBe('unauthorized');
+    expect(await outcome(service.signIn(email, 'the right password', stranger))).toBe('429:4');
+    // The owner, from another address, was never affected; from the same one, after the backoff.
+    expect(await outcome(service.signIn(email, 'the right password', '203.0.113.7'))).toBe('ok');
+    now += 4_000;
+    expect(await outcome(service.signIn(email, 'the right password', stranger))).toBe('ok');
+    expect(await rows(`pair:${stranger}|${email}`)).toEqual([]);
+  });
+
+  it('backs off an address that fails across many emails (10× the limit), not the others', async () => {
+    const service = clocked();
+    const email = await owner(service);
+    const sprayer = `192.0.2.${Math.floor(Math.random() * 250)}`;
+    for (let i = 0; i < 30; i++) {
+      expect(await outcome(service.signIn(`nobody-${i}-${randomUUID()}@example.test`, 'x', sprayer))).toBe(
+        'unauthorized',
+      );
+    }
+    expect(await outcome(service.signIn(email, 'the right password', sprayer))).toBe('429:1');
+    expect(await outcome(service.signIn(email, 'the right password', '203.0.113.8'))).toBe('ok');
+  });
+
+  it('sweeps rows whose window and backoff are over', async () => {
+    const service = clocked();
+    const address = `100.64.0.${Math.floor(Math.random() * 250)}`;
+    for (let i = 0; i < 5; i++) await outcome(service.signIn(`gone-${i}@example.test`, 'x', address));
+    expect((await rows(`%${address}%`)).length).toBe(6); // 5 pairs + the address
+    now += 600_000 + 60_000;
+    await outcome(clocked().signIn('someone@example.test', 'x', '203.0.113.9'));
+    expect(await rows(`%${address}%`)).toEqual([]);
   });
 });

@@ -1,9 +1,7 @@
 import { AppError, badRequest, unauthorized } from '@tollgate/errors';
 import type { DashboardDb, Role } from '../database';
 import {
-  clearFailures,
   consumeInvite,
-  countAttempt,
   deleteExpiredSessions,
   deleteSession,
   findOpenInvite,
@@ -13,9 +11,9 @@ import {
   insertSession,
   insertUser,
   setPassword,
-  uncountAttempt,
 } from './auth.repository';
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from './password';
+import { SignInThrottle } from './sign-in-throttle';
 import { digestToken, newToken } from './tokens';
 
 /** The signed-in user as every route sees it. */
@@ -42,14 +40,17 @@ export interface AuthOptions {
   clock: () => Date;
   sessionTtlMs: number;
   inviteTtlMs: number;
+  /** Sign-in throttle (sign-in-throttle.ts): free failures per (email, address) and window. */
   maxFailures: number;
   windowMs: number;
+  /** First backoff past `maxFailures` (doubling per further failure, at most `windowMs`; default 1 s). */
+  backoffBaseMs?: number;
 }
 
 export interface AuthService {
   /**
-   * 401 on a wrong email or password (same answer for both). 429 while the email has had
-   * `maxFailures` failed attempts in the current window, or the client address 10× that.
+   * 401 on a wrong email or password (same answer for both). 429 while the (email, client address)
+   * pair backs off after `maxFailures` failures in the window, or the address after 10× that.
    */
   signIn(email: string, password: string, clientAddress: string): Promise<NewSession>;
   /** The session's user, or null when the cookie names no live session (an expired one is deleted). */
@@ -76,6 +77,13 @@ function checkPassword(password: string) {
 export function createAuthService(o: AuthOptions): AuthService {
   const { db } = o;
   let lastSweep = 0;
+  const throttle = new SignInThrottle({
+    db,
+    clock: o.clock,
+    maxFailures: o.maxFailures,
+    windowMs: o.windowMs,
+    backoffBaseMs: o.backoffBaseMs ?? 1000,
+  });
 
   async function startSession(userId: string): Promise<NewSession> {
     const now = o.clock();
@@ -97,31 +105,13 @@ export function createAuthService(o: AuthOptions): AuthService {
 
   return {
     async signIn(email, password, clientAddress) {
-      const now = o.clock();
-      const since = new Date(now.getTime() - o.windowMs);
-      const emailSubject = `email:${email.trim().toLowerCase()}`;
-      const ipSubject = `ip:${clientAddress}`;
-      // The attempt is counted as a failure before the password is checked, in one statement, so
-      // parallel guesses cannot all pass the check before any failure is recorded; a success takes
-      // it back. An address (many users behind one NAT, or one attacker trying many emails) gets 10×
-      // the room. The counts include this attempt: over the limit means `maxFailures` came before.
-      // A refused attempt checked no password, so it is taken back too (it never extends the window).
-      const counts = await countAttempt(db, [emailSubject, ipSubject], now, since);
-      const locked = counts.filter(
-        (f) => f.failures > (f.subject === emailSubject ? o.maxFailures : o.maxFailures * 10),
-      );
-      if (locked.length > 0) {
-        const until = Math.max(...locked.map((l) => l.window_started_at.getTime() + o.windowMs));
-        const retryAfter = Math.max(1, Math.ceil((until - now.getTime()) / 1000));
-        await uncountAttempt(db, [emailSubject, ipSubject]);
-        throw new AppError('rate_limited', 'Too many failed sign-ins: try again later', {
-          retry_after_seconds: retryAfter,
-        });
-      }
+      // Counted as a failure before the password is checked; 429 while the (email, address) pair or
+      // the address backs off (sign-in-throttle.ts); a success takes the attempt back.
+      const attempt = await throttle.admit(email, clientAddress);
       const user = await findUserByEmail(db, email.trim());
       const ok = await verifyPassword(password, user?.password_hash ?? null);
       if (!user || !ok) throw unauthorized('Wrong email or password');
-      await Promise.all([clearFailures(db, emailSubject), uncountAttempt(db, [ipSubject])]);
+      await throttle.succeeded(attempt);
       return startSession(user.id);
     },
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { ServiceVerifier } from '@tollgate/auth';
 import type { Catalog } from '@tollgate/catalog';
 import {
+  type ClientAddress,
   errorHandler,
   healthRoutes,
   jsonBody,
@@ -35,6 +36,8 @@ export interface DashboardAppDeps {
   uiDir: string;
   publicUrl: string;
   secureCookie: boolean;
+  /** The client's address (TRUSTED_PROXIES), for the sign-in throttle. */
+  clientAddress: ClientAddress;
   clock: () => Date;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
@@ -69,7 +72,14 @@ export function createDashboardApp(deps: DashboardAppDeps): express.Express {
   api.use(jsonBody('64kb'));
   api.use(sameOrigin);
   api.use(loadSession(deps.auth));
-  api.use(authRoutes({ auth: deps.auth, client: deps.client, secureCookie: deps.secureCookie }));
+  api.use(
+    authRoutes({
+      auth: deps.auth,
+      client: deps.client,
+      secureCookie: deps.secureCookie,
+      clientAddress: deps.clientAddress,
+    }),
+  );
   api.use(usersRoutes(deps));
   api.use(keysRoutes({ client: deps.client }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));

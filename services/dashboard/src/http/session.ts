@@ -1,6 +1,6 @@
 import { safeEqual } from '@tollgate/auth';
 import { AppError, unauthorized } from '@tollgate/errors';
-import type { CookieOptions, Request, RequestHandler, Response } from 'express';
+import type { CookieOptions, RequestHandler, Response } from 'express';
 import type { AuthService, NewSession, SessionUser } from '../auth/auth.service';
 
 /**
@@ -104,4 +104,3 @@ export const requireOwner: RequestHandler = (_req, res, next) => {
 };
 
 export const userOf = (res: Response): SessionUser => res.locals.user as SessionUser;
-export const clientAddress = (req: Request): string => req.socket.remoteAddress ?? 'unknown';

@@ -6,6 +6,7 @@ import {
   planTokens,
   type SimDefaults,
   streamContent,
+  usageDelay,
   wait,
 } from '../completion/completion.handler';
 import { PIECES } from '../completion/generator';
@@ -23,7 +24,7 @@ import { countInputTokens, messagesSeed, sampleInput, toolToCall } from './messa
  */
 type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 
-interface MessagePlan {
+export interface MessagePlan {
   /** The text pieces sent, one per text_delta (a stop sequence may shorten the last). */
   text: string[];
   tool: { id: string; name: string; input: string } | undefined;
@@ -53,7 +54,7 @@ function cutAtStop(pieces: string[], stops: string[]): { pieces: string[]; stop:
   return { pieces: out, stop };
 }
 
-function planMessage(req: MessagesRequest): MessagePlan {
+export function planMessage(req: MessagesRequest): MessagePlan {
   const seed = messagesSeed(req);
   const plan = planTokens(seed, countInputTokens(req), req.maxTokens, req.sim);
   const cacheRead = plan.cachedTokens;
@@ -124,7 +125,9 @@ export async function messagesJson(
   const plan = planMessage(body);
   const chunks = plan.tool ? 1 : plan.text.length;
   const delay =
-    (sim.ttftMs ?? defaults.ttftMs) + (sim.interTokenMs ?? defaults.interTokenMs) * Math.max(chunks - 1, 0);
+    (sim.ttftMs ?? defaults.ttftMs) +
+    (sim.interTokenMs ?? defaults.interTokenMs) * Math.max(chunks - 1, 0) +
+    (sim.usageDelayMs ?? 0);
   if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
   if (sim.errorStatus !== undefined) return writeError(res, body, sim.errorStatus);
   if (sim.errorAfterChunks !== undefined) return writeError(res, body, 500);
@@ -221,6 +224,9 @@ export async function messagesStream(
     res.end(out + event('error', JSON.stringify({ type: 'error', error: err.error })));
     return;
   }
+  const rest = await usageDelay(res, out, sim, req);
+  if (rest === null) return;
+  out = rest;
   if (hasBlock) out += event('content_block_stop', '{"type":"content_block_stop","index":0}');
   const endUsage = sim.omitUsage ? '' : `,"usage":${usageJson(plan.usage, plan.usage.output)}`;
   out += event(

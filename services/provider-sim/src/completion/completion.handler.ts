@@ -4,6 +4,7 @@ import { upstreamError } from '../http/openai-error';
 import { defaultCompletionLength, generatePieces, PIECES_JSON, piecesText, promptSeed } from './generator';
 import { countPromptTokens } from './prompt-tokens';
 import type { CompletionRequest, SimOptions } from './request';
+import { writeToolCall } from './tool-call';
 
 export interface SimDefaults {
   ttftMs: number;
@@ -60,7 +61,7 @@ export function planTokens(
   };
 }
 
-function usageJson(plan: CompletionPlan): string {
+export function usageJson(plan: CompletionPlan): string {
   const cacheWrite =
     plan.cacheWriteTokens === undefined ? '' : `,"cache_write_tokens":${plan.cacheWriteTokens}`;
   return (
@@ -77,7 +78,7 @@ const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 let idCounter = 0;
 
 /** `chatcmpl-` + 24 characters, unique per process without a CSPRNG call per request. */
-function completionId(): string {
+export function completionId(): string {
   let s = 'chatcmpl-';
   for (let i = 0; i < 16; i++) s += ID_ALPHABET[Math.floor(Math.random() * 62)];
   idCounter = (idCounter + 1) % 62 ** 8;
@@ -136,7 +137,7 @@ export async function completeJson(
   const plan = planCompletion(body);
   const ttft = sim.ttftMs ?? defaults.ttftMs;
   const inter = sim.interTokenMs ?? defaults.interTokenMs;
-  const delay = ttft + inter * Math.max(plan.pieces.length - 1, 0);
+  const delay = ttft + inter * Math.max(plan.pieces.length - 1, 0) + (sim.usageDelayMs ?? 0);
   if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
   if (sim.errorStatus !== undefined)
     return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
@@ -145,6 +146,7 @@ export async function completeJson(
     res.destroy();
     return;
   }
+  if (body.tool) return writeToolCall(res, body, body.tool, plan);
   const usage = sim.omitUsage ? '' : `,"usage":${usageJson(plan)}`;
   const json =
     `{"id":"${completionId()}","object":"chat.completion","created":${Math.floor(Date.now() / 1000)},` +
@@ -209,6 +211,23 @@ export async function streamContent(
   return { out, end: 'complete' };
 }
 
+/**
+ * `sim.usage_delay_ms`: flushes `out` (the content so far) and waits before the end of the answer
+ * (finish and usage); returns what is left to send ('' after a delay, `out` as it is without one:
+ * the end then leaves in the same write), or null when the client went away meanwhile.
+ */
+export async function usageDelay(
+  res: ServerResponse,
+  out: string,
+  sim: SimOptions,
+  req: IncomingMessage,
+): Promise<string | null> {
+  const ms = sim.usageDelayMs ?? 0;
+  if (ms <= 0) return out;
+  res.write(out);
+  return (await wait(ms, clientGone(req, res))) ? '' : null;
+}
+
 export async function completeStream(
   req: IncomingMessage,
   res: ServerResponse,
@@ -221,6 +240,7 @@ export async function completeStream(
   if (!pacing) return;
   if (sim.errorStatus !== undefined)
     return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
+  if (body.tool) return writeToolCall(res, body, body.tool, plan);
 
   const usageNull = body.includeUsage ? ',"usage":null' : '';
   const meta =
@@ -246,6 +266,9 @@ export async function completeStream(
     res.end(out + MID_STREAM_ERROR(sim.errorMessage));
     return;
   }
+  const rest = await usageDelay(res, out, sim, req);
+  if (rest === null) return;
+  out = rest;
   out += `${head}{},"logprobs":null,"finish_reason":"${plan.finishReason}"}]${usageNull}}\n\n`;
   if (body.includeUsage && !sim.omitUsage) {
     out += `data: {${meta},"choices":[],"usage":${usageJson(plan)}}\n\n`;

@@ -1,5 +1,6 @@
 import { OpenAIError } from '../http/openai-error';
 import type { SimMessage } from './prompt-tokens';
+import { openAiToolCall, type SimToolCall } from './tool-call';
 
 /** Per-request behaviour, from the optional `sim` object of the body (see README). */
 export interface SimOptions {
@@ -18,6 +19,8 @@ export interface SimOptions {
   piece?: string;
   /** `Retry-After` header (seconds) sent with an `error_status` answer. */
   retryAfter?: number;
+  /** Delay before the end of the answer that carries the usage (stream: the finish and usage chunks). */
+  usageDelayMs?: number;
 }
 
 export interface CompletionRequest {
@@ -28,6 +31,8 @@ export interface CompletionRequest {
   /** The lower of max_tokens and max_completion_tokens, when given. */
   maxTokens?: number;
   sim: SimOptions;
+  /** The function the answer calls (tool-call.ts), if any. */
+  tool?: SimToolCall;
   /** Names of the function tools offered (none when `tool_choice` is `none`): scripted calls (script/). */
   tools: string[];
 }
@@ -182,6 +187,7 @@ export function parseSim(raw: unknown): SimOptions {
     ttftMs: intParam(raw, 'ttft_ms', 'sim.ttft_ms', 0, 600_000),
     interTokenMs: intParam(raw, 'inter_token_ms', 'sim.inter_token_ms', 0, 60_000),
     retryAfter: intParam(raw, 'retry_after', 'sim.retry_after', 0, 86_400),
+    usageDelayMs: intParam(raw, 'usage_delay_ms', 'sim.usage_delay_ms', 0, 600_000),
   };
 }
 
@@ -281,6 +287,16 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
       : maxCompletionTokens === undefined
         ? maxTokens
         : Math.min(maxTokens, maxCompletionTokens);
+  const tool = openAiToolCall(body, messages);
   const tools = body.tool_choice === 'none' ? [] : chatToolNames(body.tools);
-  return { model, messages, stream, includeUsage, maxTokens: limit, sim: parseSim(body.sim), tools };
+  return {
+    model,
+    messages,
+    stream,
+    includeUsage,
+    maxTokens: limit,
+    sim: parseSim(body.sim),
+    tools,
+    ...(tool ? { tool } : {}),
+  };
 }

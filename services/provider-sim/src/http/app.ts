@@ -3,6 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { AnthropicError, anthropicId } from '../anthropic/anthropic-error';
 import { messagesJson, messagesStream } from '../anthropic/messages.handler';
 import { parseMessagesRequest } from '../anthropic/messages.request';
+import { CloudError } from '../clouds/cloud-error';
+import { cloudRoute } from '../clouds/routes';
+import type { AwsCredentials } from '../clouds/sigv4';
 import { completeJson, completeStream, type SimDefaults } from '../completion/completion.handler';
 import { parseCompletionRequest } from '../completion/request';
 import { responsesAnswer } from '../responses/responses.handler';
@@ -32,6 +35,8 @@ export interface ProviderSimOptions {
    * supplied: …"); `sim` is still accepted. Default false (unknown fields ignored).
    */
   strict?: boolean;
+  /** The credentials Bedrock requests must be signed with (default SIM_AWS_CREDENTIALS, clouds/sigv4.ts). */
+  aws?: AwsCredentials;
 }
 
 export interface ProviderSim {
@@ -112,7 +117,11 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
   }
 
   async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const parsed = parseCompletionRequest(await readJson(req), options.strict === true);
+    await chatCompletionsOf(await readJson(req), req, res);
+  }
+
+  async function chatCompletionsOf(raw: unknown, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const parsed = parseCompletionRequest(raw, options.strict === true);
     const script = chatScript(parsed);
     if (script !== null) {
       if (parsed.stream) scriptedChatStream(res, parsed, script);
@@ -162,6 +171,21 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
     if (path === '/healthz' || path === '/readyz') return sendJson(res, 200, '{"status":"ok"}');
     const route = path.startsWith('/v1/') ? path.slice(3) : path;
     if (route === '/messages' && req.method === 'POST') return messages(req, res);
+    const cloud = cloudRoute(req, res, path, new URLSearchParams(q === -1 ? '' : url.slice(q + 1)), {
+      apiKey: options.apiKey,
+      aws: options.aws,
+      defaults,
+      readBody,
+      openai: (operation, r, s, body) => {
+        let raw: unknown;
+        try {
+          raw = JSON.parse(body.toString('utf8'));
+        } catch {}
+        if (operation === 'chat/completions') return chatCompletionsOf(raw, r, s);
+        throw new OpenAIError(404, `Invalid URL (POST ${path})`, 'invalid_request_error');
+      },
+    });
+    if (cloud !== null) return cloud;
     if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
       const provided = req.headers.authorization;
       throw new OpenAIError(
@@ -194,6 +218,10 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
     }
     if (err instanceof AnthropicError) {
       sendAnthropicError(res, err);
+      return;
+    }
+    if (err instanceof CloudError) {
+      err.send(res);
       return;
     }
     sendError(

@@ -32,7 +32,11 @@ export interface AnswerStream {
    * `native`: the bytes that follow are in the door's own format, else OpenAI chat-completion chunks.
    */
   commitHead(native: boolean): void;
-  /** One read of the provider's body; `last`: its end came with it (may be held for the final write). */
+  /**
+   * One read of the provider's body; `last`: its end came with it (may be held for the final write).
+   * Once the completion is cancelled (`c.cancelled`: its client went away), the bytes are still read
+   * for the usage — the completion drains (pipeline/drain.ts) — but nothing is written or waited for.
+   */
   push(bytes: Buffer, last?: boolean): Promise<void>;
   /** The provider's body ended cleanly. */
   endOfInput(): void;

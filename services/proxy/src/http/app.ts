@@ -2,10 +2,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServiceSigner, requestIdSource } from '@tollgate/auth';
+import { createServiceSigner, parsePrivateKey, requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
-import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
+import {
+  createMessageSigner,
+  createUsagePublisher,
+  type UsagePublisher,
+  usageTopology,
+} from '@tollgate/events';
 import {
   answerClientErrors,
   clientAddressResolver,
@@ -74,6 +79,8 @@ interface ProxyAppParts {
   /** The chat route, served before express (http/chat-dispatch.ts). */
   chat: ChatDispatch;
   inFlight(): number;
+  /** Completions running, draining ones (their client gone, pipeline/drain.ts) included. */
+  completions(): number;
   setDraining(): void;
   /** Stops every completion in flight with `reason` (HTTP error, or the §6 error chunk mid-stream). */
   stopCompletions(reason: AppError): number;
@@ -160,6 +167,7 @@ export function createProxyApp(deps: {
     keepAliveIntervalMs: config.KEEPALIVE_INTERVAL_MS,
     streamWriteTimeoutMs: config.STREAM_WRITE_TIMEOUT_MS,
     maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
+    cancelDrainMs: config.CANCEL_DRAIN_MS,
     concurrency: new CompletionSlots(
       config.MAX_CONCURRENT_COMPLETIONS_PER_KEY,
       config.MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT,
@@ -271,6 +279,7 @@ export function createProxyApp(deps: {
     app,
     chat: chatDispatch,
     inFlight: () => state.inFlight,
+    completions: () => live.size,
     setDraining: () => {
       state.draining = true;
     },
@@ -381,6 +390,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
         dir: config.SPOOL_DIR ?? join(tmpdir(), 'tollgate-spool', config.AMQP_PREFIX),
         maxBytes: config.SPOOL_MAX_BYTES,
       },
+      // Billing records only messages signed with the proxy's key (not merely its broker user's).
+      signer: createMessageSigner('proxy', parsePrivateKey(config.SERVICE_PRIVATE_KEY)),
     });
   metrics.watchPublisher(publisher);
   const upstreams = new Upstreams({
@@ -441,18 +452,21 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const deadline = Date.now() + config.SHUTDOWN_TIMEOUT_MS;
-    while (parts.inFlight() > 0 && Date.now() < deadline) {
+    // Completions whose client went away are still draining their provider's usage (pipeline/drain.ts).
+    const busy = () => parts.inFlight() > 0 || parts.completions() > 0;
+    while (busy() && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 25));
       server.closeIdleConnections();
     }
-    if (parts.inFlight() > 0) {
+    if (busy()) {
       // Completions still running end the way the spec says a failed stream ends: the usage chunk
       // (what was produced is billed), the §6 error chunk, [DONE]; a non-streamed one gets a 503.
+      // A draining one is billed the upper bound of what its provider can have charged.
       const stopped = parts.stopCompletions(
         new AppError('service_unavailable', 'The gateway is restarting; retry the request'),
       );
       const grace = Date.now() + 1_000;
-      while (parts.inFlight() > 0 && Date.now() < grace) await new Promise((r) => setTimeout(r, 25));
+      while (busy() && Date.now() < grace) await new Promise((r) => setTimeout(r, 25));
       logger.warn(
         { stopped, stillInFlight: parts.inFlight() },
         'shutdown deadline: completions stopped with the error chunk, cutting what is left',

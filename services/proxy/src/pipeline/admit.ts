@@ -22,6 +22,8 @@ export interface AdmitDeps {
   concurrency: CompletionSlots;
   /** Longest a completion may run (then 504 timeout). */
   maxDurationMs: number;
+  /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
+  cancelDrainMs?: number;
   logger: Logger;
 }
 
@@ -35,7 +37,10 @@ interface CompletionLocals {
   completion?: Completion;
 }
 
-/** Hoisted: the client going away aborts the upstream request (and whatever the relay waits for). */
+/**
+ * Hoisted: the client going away cancels the completion: it drains the provider's answer for its
+ * usage when a provider holds the request (drain.ts), else the request is aborted.
+ */
 function onResponseClose(this: ProxyResponse): void {
   const c = (this.locals as CompletionLocals).completion;
   if (c && !this.writableFinished) c.cancel();
@@ -108,12 +113,13 @@ export async function admit(
       logger: deps.logger,
       promptEstimate: prompt.exact,
       reservation,
+      cancelDrainMs: deps.cancelDrainMs,
     },
     deps.guard,
     deps.sink,
     deps.estimator,
   );
-  // The client going away aborts the upstream request (and whatever the relay is waiting for); the
+  // The client going away cancels the completion (a drain, or an abort when no provider holds it); the
   // metrics read the completion's timings when the response closes (metrics/metrics.ts).
   (res.locals as CompletionLocals).completion = c;
   res.once('close', onResponseClose);

@@ -9,6 +9,7 @@ import type { ApiType } from '../doors/door';
 import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
+import { DEFAULT_CANCEL_DRAIN_MS, Drain } from './drain';
 import type { CanonicalRequest } from './request';
 
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
@@ -54,6 +55,8 @@ export interface CompletionInit {
   /** The exact prompt estimate when admission already computed it (short prompts), else null. */
   promptEstimate: number | null;
   reservation: SpendReservation | null;
+  /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
+  cancelDrainMs?: number;
 }
 
 /**
@@ -93,7 +96,12 @@ export type Outcome =
  */
 export class Completion {
   readonly startedAt = Date.now();
+  /** Aborts the upstream request (the duration cap, a stop, the end of a drain, nothing in flight). */
   readonly abort = new AbortController();
+  /** Aborted when the client goes away: ends the relay's waits on the client (never the upstream read). */
+  readonly clientGone = new AbortController();
+  private readonly drain: Drain;
+  private _waitSignal: AbortSignal | null = null;
   firstByteAt = 0;
   /** performance.now() marks for the metrics (services/proxy/src/metrics): upstream time and first token. */
   upstreamStartedAt = 0;
@@ -146,6 +154,7 @@ export class Completion {
     this.logger = init.logger;
     this.promptExact = init.promptEstimate;
     this.reservation = init.reservation;
+    this.drain = new Drain(init.cancelDrainMs ?? DEFAULT_CANCEL_DRAIN_MS);
   }
 
   /** The candidate being tried, then the one that served (failover moves it, `aim`). */
@@ -213,11 +222,51 @@ export class Completion {
   releaseUpstream(): void {
     this.release?.();
     this.release = null;
+    // A cancelled completion whose attempt failed has nothing left to drain (no failover follows).
+    if (this._cancelled && !this.abort.signal.aborted) {
+      this.drain.stop();
+      this.abort.abort();
+    }
   }
 
-  /** The client went away (or stopped reading): the upstream request is aborted. */
+  /** Ends a wait on the client: the client went away, or the upstream request was aborted. */
+  get waitSignal(): AbortSignal {
+    this._waitSignal ??= AbortSignal.any([this.abort.signal, this.clientGone.signal]);
+    return this._waitSignal;
+  }
+
+  /** The client went away and the provider's answer is still being read for its usage (drain.ts). */
+  get draining(): boolean {
+    return this._cancelled && !this.ended && this.drain.active;
+  }
+
+  /** The drain's grace period ran out before the provider's usage arrived. */
+  get drainExpired(): boolean {
+    return this.drain.expired;
+  }
+
+  /** An attempt is at a provider (its upstream slot is held): what the provider does is billed. */
+  get atProvider(): boolean {
+    return this.release !== null && !this.ended;
+  }
+
+  /**
+   * The client went away (or stopped reading): nothing more is written to it. When a provider holds
+   * the request, its answer is drained for the usage (drain.ts); otherwise the request is aborted.
+   */
   cancel(): void {
+    if (this._cancelled) return;
     this._cancelled = true;
+    this.clientGone.abort();
+    if (!this.drain.start(this)) this.abort.abort();
+  }
+
+  /** The drain's grace period is over: the upstream request is aborted (Drain). */
+  expireDrain(): void {
+    this.log.warn(
+      { provider: this._provider.name },
+      'cancelled completion: no usage within the drain period',
+    );
     this.abort.abort();
   }
 
@@ -293,6 +342,7 @@ export class Completion {
     if (this.ended) return;
     this.ended = true;
     if (this.deadline) clearTimeout(this.deadline);
+    this.drain.stop();
     this.releaseUpstream();
     let tokens: TokenCounts;
     let source: UsageSource = 'estimated';

@@ -1,7 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import type { Dispatcher } from 'undici';
 import type { ProxyResponse } from '../http/types';
-import { wireFormatOf } from '../providers';
+import { attemptRequest, wireFormatOf } from '../providers';
 import type { ClassifiedHttpError } from '../providers/wire-format';
 import type { Candidate } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
@@ -151,11 +151,21 @@ async function send(
 ): Promise<UpstreamResponse> {
   const target = upstreams.target(c.provider, apiKey);
   c.holdUpstream(acquireUpstream(target, c.provider.name));
+  const body = JSON.stringify(c.upstreamBody);
+  // The wire format's path and headers for this model and body (Gemini, Azure, Bedrock's signature).
+  const { path, headers } = await attemptRequest({
+    provider: c.provider,
+    upstreamModel: c.upstreamModel,
+    stream: c.request.stream,
+    apiKey,
+    body,
+    base: target,
+  });
   return target.pool.request({
     method: 'POST',
-    path: target.path,
-    headers: extra ? { ...target.headers, ...extra } : target.headers,
-    body: JSON.stringify(c.upstreamBody),
+    path,
+    headers: extra ? { ...headers, ...extra } : headers,
+    body,
     signal: c.abort.signal,
   });
 }

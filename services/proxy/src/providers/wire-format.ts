@@ -22,6 +22,24 @@ interface RequestTarget {
   upstreamModel: string;
 }
 
+/** The HTTP request of one attempt: path (with query) and headers. */
+export interface UpstreamRequest {
+  path: string;
+  headers: Record<string, string>;
+}
+
+/** What `WireFormat.attempt` builds one attempt's request from. */
+export interface AttemptInput {
+  provider: CatalogProvider;
+  apiKey: string | undefined;
+  upstreamModel: string;
+  stream: boolean;
+  /** The serialised upstream body (what a signature covers). */
+  body: string;
+  /** The provider's `path` and `headers` (built once per provider and key). */
+  base: UpstreamRequest;
+}
+
 /** What a read response or stream is labelled with (the client sees the catalog model id). */
 interface ReadContext {
   model: string;
@@ -71,6 +89,12 @@ export interface WireFormat {
   readResponse(json: Json, ctx: ReadContext): Json | null;
   /** The translator of this format's stream into OpenAI chunks, or null when it already is one. */
   streamBridge(ctx: ReadContext): StreamBridge | null;
+  /**
+   * One attempt's path and headers when they depend on the model, the stream flag or the body
+   * (Gemini: `models/<m>:streamGenerateContent?alt=sse`; Azure: the deployment and `api-version`;
+   * Bedrock: a SigV4 signature over the body). Absent: `base`, the provider's path and headers.
+   */
+  attempt?(input: AttemptInput): UpstreamRequest | Promise<UpstreamRequest>;
   /** An HTTP error answer (status ≥ 300) with (the first 64 KiB of) its body. */
   classifyHttpError(status: number, bodyText: string, providerName: string): ClassifiedHttpError;
 }

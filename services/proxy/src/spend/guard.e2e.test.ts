@@ -209,12 +209,17 @@ describe('spend guard seam', () => {
       { stopAfterData: 4 },
     );
     const id = r.headers.get('x-generation-id')!;
-    const event = await vi.waitFor(() => {
-      const e = stack.eventFor(id);
-      if (!e) throw new Error('no event yet');
-      return e;
-    });
-    expect(event.cancelled).toBe(true);
+    // The reservation stays while the provider's answer is drained for its usage (issue 22).
+    expect(settlesFor(id)).toHaveLength(0);
+    const event = await vi.waitFor(
+      () => {
+        const e = stack.eventFor(id);
+        if (!e) throw new Error('no event yet');
+        return e;
+      },
+      { timeout: 10_000 },
+    );
+    expect(event).toMatchObject({ cancelled: true, usage_source: 'provider', tokens: { completion: 100 } });
     await vi.waitFor(() => expect(settlesFor(id)).toHaveLength(1));
     expect(settlesFor(id)[0]!.costUnits).toBe(toUnits(event.cost));
     expect(settlesFor(id)[0]!.costUnits).toBeGreaterThan(0n);

@@ -1,6 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import { Pool } from 'undici';
 import { wireFormatOf } from '../providers';
+import type { WireFormatName } from '../providers/wire-format';
 
 /**
  * One keep-alive undici Pool per provider origin. The provider's base URL may carry a path
@@ -12,7 +13,7 @@ export interface ProviderEndpoint {
   name: string;
   baseUrl: string;
   apiKey?: string | undefined;
-  format?: 'openai' | 'anthropic';
+  format?: WireFormatName;
 }
 
 export interface UpstreamTarget {

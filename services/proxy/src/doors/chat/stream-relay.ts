@@ -95,7 +95,7 @@ export class StreamRelay implements SseEventSink, AnswerStream {
    * OpenAI chunks either way (its native format is OpenAI's), so `native` changes nothing here.
    */
   commitHead(_native?: boolean): void {
-    if (this.res.headersSent) return;
+    if (this.res.headersSent || this.c.cancelled) return;
     this.res.writeHead(200, SSE_HEAD);
     setImmediate(flushHead, this);
   }
@@ -106,16 +106,17 @@ export class StreamRelay implements SseEventSink, AnswerStream {
   }
 
   /**
-   * Writes, and waits for the client to drain when its socket buffer is full (aborts on disconnect).
-   * A client that does not read for writeTimeoutMs is cut: the upstream request is aborted (its
-   * connection freed for others) and the completion ends cancelled, billed for what was produced.
+   * Writes, and waits for the client to drain when its socket buffer is full (ends on disconnect).
+   * A client that does not read for writeTimeoutMs is cut: the completion is cancelled and, like any
+   * cancelled one, drains the provider's answer for its usage (pipeline/drain.ts).
    * `last`: the provider's stream ended with these bytes; they are held and leave with the end of
    * the answer (`finish`'s last bytes), one write instead of two — for a short answer that arrived
    * whole, the only write of the stream.
    */
   async push(bytes: Buffer, last = false): Promise<void> {
     const chunk = this.relayed(bytes, false);
-    if (chunk === null) return;
+    // A cancelled completion drains (pipeline/drain.ts): the provider's bytes were read for the usage, and go nowhere.
+    if (chunk === null || this.c.cancelled) return;
     if (last || this.held !== null) {
       // The provider has nothing more to send: these bytes go out with the answer's end (finish),
       // which the chat route writes once the completion has ended, a few microseconds from now.
@@ -127,7 +128,10 @@ export class StreamRelay implements SseEventSink, AnswerStream {
     if (!this.write(chunk)) {
       const timer = setTimeout(this.stalled, this.writeTimeoutMs);
       try {
-        await once(this.res, 'drain', { signal: this.c.abort.signal });
+        await once(this.res, 'drain', { signal: this.c.waitSignal });
+      } catch (err) {
+        // The client went away while its buffer was full: the provider's answer is drained.
+        if (!this.c.cancelled || this.c.abort.signal.aborted) throw err;
       } finally {
         clearTimeout(timer);
       }
@@ -164,6 +168,7 @@ export class StreamRelay implements SseEventSink, AnswerStream {
   }
 
   private write(chunk: Buffer | string): boolean {
+    if (this.c.cancelled) return true;
     this.wrote = true;
     this.lastWriteAt = Date.now();
     return this.res.write(chunk);
