@@ -74,13 +74,15 @@ export class MessagesStream implements AnswerStream {
 
   commitHead(native: boolean): void {
     this.native = native;
+    if (this.c.cancelled) return;
     if (!this.res.headersSent) this.res.writeHead(200, SSE_HEAD);
     if (!native) this.write(this.writer.start());
   }
 
   async push(bytes: Buffer, last = false): Promise<void> {
     const text = this.native ? this.passThrough(bytes) : this.translate(this.sse.push(bytes));
-    if (text.length === 0) return;
+    // A cancelled completion drains (pipeline/drain.ts): the bytes were read for the usage, and go nowhere.
+    if (text.length === 0 || this.c.cancelled) return;
     if (last || this.held.length > 0) {
       this.stopKeepAlive();
       this.held += text;
@@ -89,7 +91,10 @@ export class MessagesStream implements AnswerStream {
     if (!this.write(text)) {
       const timer = setTimeout(this.stalled, this.writeTimeoutMs);
       try {
-        await once(this.res, 'drain', { signal: this.c.abort.signal });
+        await once(this.res, 'drain', { signal: this.c.waitSignal });
+      } catch (err) {
+        // The client went away while its buffer was full: the provider's answer is drained.
+        if (!this.c.cancelled || this.c.abort.signal.aborted) throw err;
       } finally {
         clearTimeout(timer);
       }
@@ -97,12 +102,16 @@ export class MessagesStream implements AnswerStream {
   }
 
   private readonly stalled = (): void => {
-    this.c.log.warn({ writeTimeoutMs: this.writeTimeoutMs }, 'client stopped reading: stream cut');
+    this.c.log.warn(
+      { writeTimeoutMs: this.writeTimeoutMs },
+      'client stopped reading: stream cut (the answer drains)',
+    );
     this.c.cancel();
     this.res.destroy();
   };
 
   private write(text: string): boolean {
+    if (this.c.cancelled) return true;
     this.lastWriteAt = Date.now();
     return this.res.write(text);
   }

@@ -46,11 +46,7 @@ function nativeHeaders(headers: IncomingHttpHeaders | undefined): Record<string,
 }
 
 /** The Messages request as the canonical request, with what the pipeline needs for the native path. */
-function parseForDoor(
-  catalog: Catalog,
-  body: unknown,
-  headers?: IncomingHttpHeaders,
-): CanonicalRequest {
+function parseForDoor(catalog: Catalog, body: unknown, headers?: IncomingHttpHeaders): CanonicalRequest {
   const m = parseMessagesRequest(body, { reasoning: reasons(catalog, body) });
   const canonical: CanonicalRequest = parseChatRequest(m.chat);
   canonical.native = m.body;
