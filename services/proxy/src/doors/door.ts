@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppError } from '@tollgate/errors';
-import type { ProxyResponse } from '../http/types';
+import type { Handler, ProxyResponse } from '../http/types';
 import type { Completion, Outcome } from '../pipeline/completion';
 import type { CanonicalRequest } from '../pipeline/request';
 import type { WireFormatName } from '../providers/wire-format';
@@ -65,8 +65,12 @@ export interface AnswerStream {
  * docs/architecture.md "How to add a front door" walks through one.
  */
 export interface FrontDoor {
-  /** Names the door (`api_type` of the usage event and the generation record). */
+  /** Names the door (`api_type` of the usage event and the generation record; the metrics' `route`). */
   readonly api: ApiType;
+  /** Its path under /api/v1 and /v1 (`POST`), e.g. `/chat/completions` (doors/index.ts mounts it). */
+  readonly path: string;
+  /** Steps before authentication, if any (Messages: its clients' `x-api-key` read as the bearer key). */
+  readonly before?: readonly Handler[];
   /** The provider wire format this API is, if any (its requests and answers pass through). */
   readonly native: WireFormatName | null;
   /**

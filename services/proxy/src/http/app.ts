@@ -26,13 +26,13 @@ import { createRedisSpendGuard } from '@tollgate/spend';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
 import express, { type Response } from 'express';
 import { Redis } from 'ioredis';
-import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
+import { createAuthenticator } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
+import { authSteps } from '../auth/steps';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import type { ProxyConfig } from '../config';
-import { chatDoor } from '../doors/chat/door';
-import { messagesDoor } from '../doors/messages/door';
-import { apiKeyHeader, countTokensHandler, messagesRouter } from '../doors/messages/routes';
+import { frontDoors } from '../doors';
+import { countTokensHandler, messagesErrorHandler } from '../doors/messages/routes';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
@@ -43,9 +43,8 @@ import { completionPipeline, type PipelineDeps } from '../pipeline/pipeline';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
-import { type ChatDispatch, createChatDispatch, type EdgeState } from './chat-dispatch';
+import { createDoorDispatch, type DoorDispatch, type EdgeState } from './doors';
 import { jsonBodyReader, parseByteLimit } from './json-body';
-import type { Handler, ProxyRequest, ProxyResponse } from './types';
 
 /** What tests (and main.ts) may inject; everything else is built from the config. */
 export interface ProxyDeps {
@@ -76,8 +75,8 @@ export const defaultEstimator: TokenEstimator = { estimatePromptTokens, estimate
 
 interface ProxyAppParts {
   app: express.Express;
-  /** The chat route, served before express (http/chat-dispatch.ts). */
-  chat: ChatDispatch;
+  /** The front doors, served before express (http/doors.ts). */
+  doors: DoorDispatch;
   inFlight(): number;
   /** Completions running, draining ones (their client gone, pipeline/drain.ts) included. */
   completions(): number;
@@ -106,7 +105,7 @@ export function createProxyApp(deps: {
   app.set('etag', false);
   app.set('trust proxy', false);
 
-  // Requests in flight (both ways in: the chat dispatch and express), and whether we are draining.
+  // Requests in flight (both ways in: the doors and express), and whether we are draining.
   const state: EdgeState = { inFlight: 0, draining: false };
   function onDone(this: Response) {
     state.inFlight--;
@@ -135,30 +134,16 @@ export function createProxyApp(deps: {
       burst: config.UNKNOWN_KEY_LOOKUP_BURST,
     }),
   });
-  const clientAddress = clientAddressResolver(config.TRUSTED_PROXIES);
-  const auth = authMiddleware(authenticator, Date.now, { clientAddress });
-  const inference = requireScope('inference');
-  // The chat route recalls key records when its admission can check them (docs/architecture.md).
-  const recall = deps.guard.checks === true;
-  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true, clientAddress }) : auth;
-  /** Authentication and, when given, the scope check, as a promise (rejected with their error). */
-  const authenticated = (scope: 'inference' | null) => {
-    const check = scope === null ? null : requireScope(scope);
-    return (req: ProxyRequest, res: ProxyResponse) =>
-      new Promise<void>((resolve, reject) => {
-        // Neither step rejects: each reports through its callback.
-        void auth(req, res, (err?: unknown) => {
-          if (err) reject(err);
-          else if (check === null) resolve();
-          else void check(req, res, (e?: unknown) => (e ? reject(e) : resolve()));
-        });
-      });
-  };
-  const reauthenticate = authenticated('inference');
-  const management = requireScope('management');
+  // The doors recall key records when their admission can check them (docs/architecture.md).
+  const steps = authSteps(authenticator, keyCache, {
+    recall: deps.guard.checks === true,
+    clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
+  });
+  const { auth, inference, management, authenticated } = steps;
 
+  // One pipeline's state for every door: concurrency caps, provider health, key rotation, live set.
   const live = new Set<Completion>();
-  const pipelineDeps: PipelineDeps = {
+  const pipeline: PipelineDeps = {
     catalog: deps.catalog,
     upstreams: deps.upstreams,
     guard: deps.guard,
@@ -180,36 +165,22 @@ export function createProxyApp(deps: {
     },
     logger,
     live,
-    recalled: recall
-      ? {
-          keyCache,
-          forget: (digest) => authenticator.forget(digest),
-          used: (keyId) => authenticator.used(keyId),
-          reauthenticate,
-          now: Date.now,
-        }
-      : undefined,
+    recalled: steps.recall,
   };
-  const chat = completionPipeline(chatDoor, pipelineDeps);
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
-  // The chat route: served by the request listener before express (chatDispatch); express keeps the
-  // same steps for the spellings it also routes here (other case, trailing slash, absolute URL).
-  const chatSteps: Handler[] = [chatAuth, inference, body, chat];
-  const chatDispatch = createChatDispatch({
+  const doorsOfCatalog = frontDoors(deps.catalog);
+  // The front doors: served by the request listener, never by express (http/doors.ts).
+  const doors = createDoorDispatch({
     state,
     logger,
     newId,
     accessLog: true,
     metrics: deps.metrics,
-    steps: chatSteps,
-    errorBody: chatDoor.errorBody,
+    routes: doorsOfCatalog.map((door) => ({
+      door,
+      steps: [...(door.before ?? []), steps.doors, inference, body, completionPipeline(door, pipeline)],
+    })),
   });
-  app.post(
-    ['/api/v1/chat/completions', '/v1/chat/completions'],
-    deps.metrics.track,
-    routeName('chat'),
-    ...chatSteps,
-  );
 
   app.use(
     healthRoutes({
@@ -236,18 +207,19 @@ export function createProxyApp(deps: {
     },
   );
 
-  // The Anthropic Messages door (doors/messages/): the same pipeline, Anthropic's shapes and errors.
-  const messagesDoorOfCatalog = messagesDoor(deps.catalog);
-  const messages = messagesRouter({
-    name: routeName,
-    track: deps.metrics.track,
-    steps: [auth, inference, body],
-    messages: completionPipeline(messagesDoorOfCatalog, pipelineDeps),
-    countTokens: countTokensHandler(messagesDoorOfCatalog, deps.catalog, deps.estimator),
-    logger,
-  });
-  app.use('/api/v1', messages);
-  app.use('/v1', messages);
+  // The Messages door's token count (no completion: an express route), errors in Anthropic's shape.
+  const messages = doorsOfCatalog.find((d) => d.api === 'messages') as (typeof doorsOfCatalog)[number];
+  app.post(
+    ['/api/v1/messages/count_tokens', '/v1/messages/count_tokens'],
+    deps.metrics.track,
+    routeName('messages_count_tokens'),
+    ...(messages.before ?? []),
+    auth,
+    inference,
+    body,
+    countTokensHandler(messages, deps.catalog, deps.estimator),
+    messagesErrorHandler(logger),
+  );
 
   const api = express.Router();
   api.use(deps.metrics.track);
@@ -258,7 +230,8 @@ export function createProxyApp(deps: {
   api.get('/key', routeName('key'), read(deps.forwarders.keys, null));
   api.get('/credits', routeName('credits'), read(deps.forwarders.billing, null));
   api.get('/generation', routeName('generation'), read(deps.forwarders.billing, 'inference'));
-  api.get('/models', apiKeyHeader);
+  // Anthropic's clients send the key as x-api-key (doors/messages/routes.ts).
+  api.get('/models', ...(messages.before ?? []));
   api.use(auth);
   api.get('/models', routeName('models'), inference, modelsHandler(deps.catalog));
   api.get(
@@ -277,7 +250,7 @@ export function createProxyApp(deps: {
   app.use(errorHandler(logger));
   return {
     app,
-    chat: chatDispatch,
+    doors,
     inFlight: () => state.inFlight,
     completions: () => live.size,
     setDraining: () => {
@@ -297,11 +270,11 @@ export function createProxyApp(deps: {
  * keep-alive idle time, socket inactivity while a request is open, at most SERVER_MAX_CONNECTIONS.
  */
 async function listenWithLimits(
-  parts: Pick<ProxyAppParts, 'app' | 'chat'>,
+  parts: Pick<ProxyAppParts, 'app' | 'doors'>,
   config: ProxyConfig,
   logger: Logger,
 ): Promise<Server> {
-  const { app, chat } = parts;
+  const { app, doors } = parts;
   const server = createServer(
     {
       headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
@@ -310,7 +283,8 @@ async function listenWithLimits(
       connectionsCheckingInterval: Math.max(250, Math.floor(config.SERVER_HEADERS_TIMEOUT_MS / 4)),
     },
     (req: IncomingMessage, res: ServerResponse) => {
-      if (chat.matches(req)) chat.serve(req, res);
+      const route = doors.match(req);
+      if (route !== null) doors.serve(route, req, res);
       else app(req, res);
     },
   );

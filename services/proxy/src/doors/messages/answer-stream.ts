@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { ServerResponse as Response } from 'node:http';
 import type { Completion, Outcome, UsageSource } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
-import { SSE_HEAD, writeSseHead } from '../../pipeline/sse';
+import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
 import { classCode, classifyStreamError } from '../../providers/anthropic/errors';
 import { finishReason } from '../../providers/anthropic/response';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Catalog } from '@tollgate/catalog';
 import { badRequest, safeText } from '@tollgate/errors';
+import type { Handler } from '../../http/types';
 import { finishReasonOf } from '../../pipeline/errors';
 import type { CanonicalRequest } from '../../pipeline/request';
 import { finishReason } from '../../providers/anthropic/response';
@@ -13,6 +14,7 @@ import { anthropicError, errorBody, errorEventOf } from './errors';
 import { nativeMessageText, nativeMessageTokens } from './native';
 import { type MessagesRequest, nativeBody, parseMessagesRequest } from './request';
 import { toAnthropicMessage } from './response';
+import { apiKeyHeader } from './routes';
 
 type Json = Record<string, unknown>;
 
@@ -70,7 +72,9 @@ function parseForDoor(catalog: Catalog, body: unknown, headers?: IncomingHttpHea
 export function messagesDoor(catalog: Catalog): FrontDoor {
   return {
     api: 'messages',
+    path: '/messages',
     native: 'anthropic',
+    before: [apiKeyHeader as Handler],
     parse: (body, headers) => parseForDoor(catalog, body, headers),
 
     nativeBody: (request, target) => nativeBody(request.native ?? {}, target.upstreamModel, target.simulator),

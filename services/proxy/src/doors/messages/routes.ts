@@ -1,7 +1,7 @@
 import type { Catalog } from '@tollgate/catalog';
 import { toAppError } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
-import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { authenticatedKey } from '../../auth/authenticate';
 import type { Handler, ProxyRequest, ProxyResponse } from '../../http/types';
 import type { TokenEstimator } from '../../pipeline/completion';
@@ -22,7 +22,7 @@ export const apiKeyHeader: RequestHandler = (req, _res, next) => {
 };
 
 /** Errors of the Messages routes in Anthropic's shape (the door's `errorBody`), never an internal text. */
-function messagesErrorHandler(logger: Logger): ErrorRequestHandler {
+export function messagesErrorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     if (res.headersSent) {
       ((req as { log?: Logger }).log ?? logger).error(
@@ -57,38 +57,4 @@ export function countTokensHandler(door: FrontDoor, catalog: Catalog, estimator:
     res.setHeader('content-length', Buffer.byteLength(text));
     res.end(text);
   };
-}
-
-export interface MessagesRoutes {
-  /** The route name for the metrics (`routeName`). */
-  name(route: string): RequestHandler;
-  track: RequestHandler;
-  /** Authentication and the inference scope, then the JSON body. */
-  steps: Handler[];
-  messages: Handler;
-  countTokens: Handler;
-  logger: Logger;
-}
-
-/** The Messages door's routes, mounted under `/api/v1` and `/v1` before the other routes. */
-export function messagesRouter(r: MessagesRoutes): Router {
-  const router = express.Router();
-  router.post(
-    '/messages',
-    r.track,
-    r.name('messages'),
-    apiKeyHeader,
-    ...(r.steps as RequestHandler[]),
-    r.messages as RequestHandler,
-  );
-  router.post(
-    '/messages/count_tokens',
-    r.track,
-    r.name('messages_count_tokens'),
-    apiKeyHeader,
-    ...(r.steps as RequestHandler[]),
-    r.countTokens as RequestHandler,
-  );
-  router.use(['/messages', '/messages/count_tokens'], messagesErrorHandler(r.logger));
-  return router;
 }
