@@ -3,7 +3,7 @@ import type { BillingDb } from '../database';
 import { dayOf, type RollupRecord } from './usage-rollup';
 
 /** The app a title rolls up as once its account's day has its share of distinct titles. */
-export const OTHER_APP = '(other)';
+const OTHER_APP = '(other)';
 
 /**
  * Bounds the distinct apps (X-Titles) per account and UTC day in the roll-ups: each title of the
