@@ -2,9 +2,11 @@ import { AppError } from '@tollgate/errors';
 import type { Dispatcher } from 'undici';
 import type { ProxyResponse } from '../http/types';
 import { attemptRequest, wireFormatOf } from '../providers';
+import { REQUEST_TOO_LARGE } from '../providers/provider-error';
 import type { ClassifiedHttpError } from '../providers/wire-format';
 import type { Candidate } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
+import { withholdMediaErrorText } from '../routing/media-policy';
 import { backoffMs, retryAfterMs } from '../routing/policy';
 import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
 import type { Completion } from './completion';
@@ -81,13 +83,14 @@ export async function dispatch(
     const record = (status: number | null, outcome: string) => c.recordAttempt(status, outcome, started);
     let up: UpstreamResponse;
     try {
-      up = await send(deps.upstreams, c, apiKey);
+      up = await send(deps.upstreams, c, apiKey, extraHeaders(p, cand));
     } catch (err) {
       c.releaseUpstream();
       if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
       const e = c.failureOf(err);
       // At capacity in this process is not the provider's fault: no health penalty.
       if (e.type !== 'service_unavailable') health.failure(cand.provider.name);
+      else health.inconclusive(cand.provider.name);
       record(
         null,
         e.type === 'timeout' ? 'timeout' : e.type === 'service_unavailable' ? 'capacity' : 'unreachable',
@@ -97,7 +100,7 @@ export async function dispatch(
       continue;
     }
     // An error answer is read (64 KiB at most) and classified by its wire format (failover, key).
-    const refused =
+    const classified =
       up.statusCode >= 200 && up.statusCode < 300
         ? null
         : wireFormatOf(cand.provider.format).classifyHttpError(
@@ -105,6 +108,9 @@ export async function dispatch(
             await readSome(up.body),
             cand.provider.name,
           );
+    // A refusal of a request naming media by URL keeps the provider's text from the caller.
+    const refused =
+      classified && withholdMediaErrorText(classified, p.request, up.statusCode, cand.provider.name);
     if (!refused?.failover) {
       health.success(cand.provider.name);
       record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
@@ -112,11 +118,15 @@ export async function dispatch(
     }
     c.releaseUpstream();
     lastRetryAfter = retryAfterMs(up.headers['retry-after']);
-    if (refused.keyRejected && apiKey) {
+    // "Request too large" (a 429 about this request's size): neither the key nor the provider is
+    // at fault, so neither rests (a tenant could otherwise trip them for everyone, for free).
+    const ownSize = refused.summary.metadata.reason === REQUEST_TOO_LARGE;
+    if (refused.keyRejected && apiKey && !ownSize) {
       keys.reject(apiKey, lastRetryAfter);
       rejectedKeys.add(apiKey);
     }
-    health.failure(cand.provider.name);
+    if (ownSize) health.inconclusive(cand.provider.name);
+    else health.failure(cand.provider.name);
     record(up.statusCode, `http_${up.statusCode}`);
     last = refusal(c, up.statusCode, refused);
   }
@@ -136,11 +146,18 @@ export async function dispatch(
   );
 }
 
+/** The caller's headers a native body depends on (`anthropic-beta`), for a candidate of the door's format. */
+function extraHeaders(p: Plan, cand: Candidate): Record<string, string> | undefined {
+  const extra = p.request.nativeHeaders;
+  return extra && cand.provider.format === p.door.native ? extra : undefined;
+}
+
 /** One attempt: request start → provider response headers. */
 async function send(
   upstreams: Upstreams,
   c: Completion,
   apiKey: string | undefined,
+  extra: Record<string, string> | undefined,
 ): Promise<UpstreamResponse> {
   const target = upstreams.target(c.provider, apiKey);
   c.holdUpstream(acquireUpstream(target, c.provider.name));
@@ -154,5 +171,11 @@ async function send(
     body,
     base: target,
   });
-  return target.pool.request({ method: 'POST', path, headers, body, signal: c.abort.signal });
+  return target.pool.request({
+    method: 'POST',
+    path,
+    headers: extra ? { ...headers, ...extra } : headers,
+    body,
+    signal: c.abort.signal,
+  });
 }
