@@ -127,6 +127,14 @@ export const accountUsage = {
         model: z.string().min(1).max(300).optional(),
         app: z.string().max(300).optional(),
         provider: z.string().min(1).max(300).optional(),
+        /** Groups per answer (the top ones by cost over the range), and where to start. */
+        limit: limitParam(100, 1000),
+        offset: z.coerce
+          .number({ error: 'expected an integer' })
+          .int('expected an integer')
+          .min(0, 'must be at least 0')
+          .max(100_000, 'must be at most 100000')
+          .default(0),
       },
       unknownParameter,
     )
@@ -151,6 +159,8 @@ export const accountUsage = {
       granularity,
       group_by: groupBy,
       rows: z.array(usageRowSchema),
+      /** Offset of the next groups (ranked by cost over the range); null when these were the last. */
+      next_offset: z.number().int().nullable().optional(),
     }),
   }),
 } as const;
@@ -197,11 +207,15 @@ export const generationSchema = z.object({
     }),
   ),
   http_referer: z.string().nullable(),
-  api_type: z.literal('completions'),
+  /** The client's session (Claude Code's X-Claude-Code-Session-Id), or null. */
+  session_id: z.string().nullable(),
+  /** `completions` (chat), or the other door's name (`messages`, …). */
+  api_type: z.string(),
   app_id: z.null(),
   cache_discount: z.null(),
   data_region: z.literal('global'),
-  external_user: z.null(),
+  /** The caller's end-user id (Anthropic `metadata.user_id`), or null. */
+  external_user: z.string().nullable(),
   generation_time: z.number(),
   latency: z.number(),
   moderation_latency: z.null(),
