@@ -132,8 +132,10 @@ export function analyticsRoutes(deps: {
     async (req, res) => {
       const accountId = accountIdOf(req);
       const q = parseInput(accountLatency.query, singleQuery(req));
-      const from = floorTo(q.from, HOUR_MS);
-      const to = ceilTo(q.to, HOUR_MS);
+      // Beyond two days the range widens to whole UTC days (the daily roll-ups: 24× fewer rows).
+      const unit = q.to.getTime() - q.from.getTime() > 2 * DAY_MS ? DAY_MS : HOUR_MS;
+      const from = floorTo(q.from, unit);
+      const to = ceilTo(q.to, unit);
       const rows = await queryLatency(deps.db, {
         accountId,
         from,
