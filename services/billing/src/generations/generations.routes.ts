@@ -42,7 +42,8 @@ export function generationView(g: Generation): z.input<typeof generationSchema> 
     http_referer: g.http_referer,
     // OpenRouter's record fields (@openrouter/sdk parses them). Concepts Tollgate does not have get a
     // neutral value (null, or `global` for the data region); docs/api.md lists them.
-    api_type: 'completions',
+    // OpenRouter's vocabulary: every door but embeddings is a completion (the record keeps the door).
+    api_type: g.api_type === 'embeddings' ? 'embeddings' : 'completions',
     app_id: null,
     cache_discount: null,
     data_region: 'global',

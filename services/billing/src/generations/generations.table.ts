@@ -16,6 +16,8 @@ export interface GenerationsTable {
   upstream_id: string | null;
   app: string | null;
   http_referer: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The proxy's front door the request came in by (`chat`, `messages`, `responses`, `embeddings`). */
+  api_type: ColumnType<string, string | undefined, never>;
   streamed: boolean;
   cancelled: boolean;
   finish_reason: string | null;
