@@ -127,6 +127,14 @@ export const accountUsage = {
         model: z.string().min(1).max(300).optional(),
         app: z.string().max(300).optional(),
         provider: z.string().min(1).max(300).optional(),
+        /** Groups per answer (the top ones by cost over the range), and where to start. */
+        limit: limitParam(100, 1000),
+        offset: z.coerce
+          .number({ error: 'expected an integer' })
+          .int('expected an integer')
+          .min(0, 'must be at least 0')
+          .max(100_000, 'must be at most 100000')
+          .default(0),
       },
       unknownParameter,
     )
@@ -151,6 +159,8 @@ export const accountUsage = {
       granularity,
       group_by: groupBy,
       rows: z.array(usageRowSchema),
+      /** Offset of the next groups (ranked by cost over the range); null when these were the last. */
+      next_offset: z.number().int().nullable().optional(),
     }),
   }),
 } as const;

@@ -63,7 +63,8 @@ export function UsagePage(props: { params: URLSearchParams }) {
 
   const usage = useQuery({
     queryKey: ['usage', query],
-    queryFn: async () => (await get<{ data: { rows: UsageRow[] } }>(`/api/usage?${query}`)).data.rows,
+    queryFn: async () =>
+      (await get<{ data: { rows: UsageRow[]; next_offset?: number | null } }>(`/api/usage?${query}`)).data,
     refetchInterval: 10_000,
   });
   const keys = useQuery({
@@ -86,7 +87,8 @@ export function UsagePage(props: { params: URLSearchParams }) {
     [groupBy, keyName],
   );
 
-  const rows = usage.data ?? [];
+  const rows = usage.data?.rows ?? [];
+  const truncated = (usage.data?.next_offset ?? null) !== null;
   const totals = useMemo(() => {
     const m = new Map<string, Totals>();
     for (const r of rows) {
@@ -259,6 +261,11 @@ export function UsagePage(props: { params: URLSearchParams }) {
           </ResponsiveContainer>
         </div>
       </div>
+      {truncated ? (
+        <p className="muted small" data-testid="top-groups">
+          The {int(totals.length)} groups with the most spend in this range; the CSV export has them all.
+        </p>
+      ) : null}
       <DataTable
         label="Usage by group"
         data={totals}
