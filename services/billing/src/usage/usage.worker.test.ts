@@ -102,7 +102,7 @@ describe('usage worker', () => {
         upstream_inference_cost: null,
       },
     });
-    expect(Object.keys(body.data)).toHaveLength(50);
+    expect(Object.keys(body.data)).toHaveLength(51);
     expect(await spendOf(e.key_id)).toEqual({
       'd2026-11-20': 0.0125,
       'w2026-W47': 0.0125,
@@ -148,18 +148,19 @@ describe('usage worker', () => {
       .where('id', 'in', [base.id, messages.id, embeddings.id])
       .execute();
     expect(Object.fromEntries(rows.map((r) => [r.id, r.api_type]))).toEqual({
-      [base.id]: 'chat',
+      [base.id]: null,
       [messages.id]: 'messages',
       [embeddings.id]: 'embeddings',
     });
-    // GET /generation speaks OpenRouter's vocabulary: completions, or embeddings.
+    // GET /generation: chat completions keep OpenRouter's `completions`, other doors say theirs.
     const apiTypeOf = async (id: string) =>
       (
         (await (await getGeneration(id, { keyId: base.key_id, accountId: base.account_id })).json()) as {
           data: { api_type: string };
         }
       ).data.api_type;
-    expect(await apiTypeOf(messages.id)).toBe('completions');
+    expect(await apiTypeOf(base.id)).toBe('completions');
+    expect(await apiTypeOf(messages.id)).toBe('messages');
     expect(await apiTypeOf(embeddings.id)).toBe('embeddings');
   });
 

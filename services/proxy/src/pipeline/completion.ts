@@ -10,6 +10,7 @@ import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
 import { DEFAULT_CANCEL_DRAIN_MS, Drain } from './drain';
 import type { Outcome, UsageSource } from './outcome';
+
 import type { CanonicalRequest } from './request';
 import { type Billed, finishedLine, usageEventOf } from './usage-event';
 

@@ -49,6 +49,8 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
     app: c.app,
     http_referer: c.httpReferer,
     api_type: c.api,
+    ...(c.request.sessionId ? { session_id: c.request.sessionId } : {}),
+    ...(c.request.endUser ? { end_user: c.request.endUser } : {}),
     streamed: c.request.stream,
     cancelled: c.cancelled,
     finish_reason: error ? 'error' : b.finishReason,
