@@ -486,6 +486,67 @@ describe('the running stack, checked against the document', () => {
     });
   });
 
+  describe('POST /responses', () => {
+    const responses = (input: unknown = 'Hello!', extra: Record<string, unknown> = {}) => ({
+      model: MODEL,
+      input,
+      max_output_tokens: 16,
+      ...extra,
+    });
+
+    it('answers a Response in the documented shape, with X-Generation-Id = id and the withheld tools named', async () => {
+      const res = await stack.api('/responses', {
+        key: stack.inferenceKey,
+        body: responses('Hi', { tools: [{ type: 'web_search' }], instructions: 'Be brief.' }),
+      });
+      conforms('post', '/responses', res, 200);
+      expect(res.headers.get('x-generation-id')).toBe(res.body.id);
+      expect(res.headers.get('x-tollgate-withheld-tools')).toBe('web_search');
+    });
+
+    it('streams the Responses events, each in the documented shape, response.completed last', async () => {
+      const res = await stack.api('/responses', {
+        key: stack.inferenceKey,
+        body: responses('Stream', { stream: true, max_output_tokens: 200 }),
+      });
+      conforms('post', '/responses', res, 200, 'text/event-stream');
+      const events = sseData(res.text).map((e) => JSON.parse(e));
+      for (const e of events)
+        expect(checker.checkSchema('ResponsesStreamEvent', e), JSON.stringify(e)).toEqual([]);
+      expect(events.at(-1).type).toBe('response.completed');
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    });
+
+    it("documents its 400s (stored state, malformed input), 401, 402, 403 and 502 in the envelope with OpenAI's type and param", async () => {
+      for (const body of [
+        responses('x', { previous_response_id: 'resp_1' }),
+        { model: MODEL },
+        responses(5),
+      ]) {
+        const res = await stack.api('/responses', { key: stack.inferenceKey, body });
+        conforms('post', '/responses', res, 400);
+        expect(res.body.error.type).toBe('invalid_request_error');
+      }
+      conforms('post', '/responses', await stack.api('/responses', { body: responses() }), 401);
+      const wrong = await stack.api('/responses', { key: stack.account.managementKey, body: responses() });
+      conforms('post', '/responses', wrong, 403);
+      expect(wrong.body.error).toMatchObject({
+        type: 'permission_error',
+        metadata: { required_scope: 'inference' },
+      });
+      const broke = await stack.createAccount();
+      const { key } = await stack.createInferenceKey(broke.managementKey);
+      const poor = await stack.api('/responses', { key, body: responses() });
+      conforms('post', '/responses', poor, 402);
+      expect(poor.body.error).toMatchObject({ code: 402, type: 'insufficient_quota' });
+      const failed = await stack.api('/responses', {
+        key: stack.inferenceKey,
+        body: responses('x', { sim: { error_status: 500 } }),
+      });
+      conforms('post', '/responses', failed, 502);
+    });
+  });
+
   describe('GET /models and GET /generation', () => {
     it('lists the catalog in the documented shape', async () => {
       const res = await stack.api('/models', { key: stack.inferenceKey });

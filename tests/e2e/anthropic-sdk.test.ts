@@ -233,6 +233,38 @@ describe('errors in Anthropic’s shape', () => {
     expect(err.error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
   });
 
+  it('402 billing_error for an account without credits', async () => {
+    const broke = await stack.createAccount();
+    const { key } = await stack.createInferenceKey(broke.managementKey);
+    const err = await apiError(
+      client({ authToken: key }).messages.create({
+        model: 'openai/gpt-4o-mini',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    );
+    expect(err.status).toBe(402);
+    expect(err.error).toMatchObject({ type: 'error', error: { type: 'billing_error' } });
+  });
+
+  it('403 permission_error for a model outside the key’s allowed_models', async () => {
+    const { key } = await stack.createInferenceKey(stack.account.managementKey, {
+      name: 'only-mini',
+      allowed_models: ['openai/gpt-4o-mini'],
+    });
+    const err = await apiError(
+      client({ authToken: key }).messages.create({
+        model: 'anthropic/claude-sonnet-4.5',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    );
+    expect(err.status).toBe(403);
+    expect(err.error).toMatchObject({
+      error: { type: 'permission_error', message: expect.stringMatching(/allowed_models/) },
+    });
+  });
+
   it('403 permission_error for a management key', async () => {
     const err = await apiError(
       client({ authToken: stack.account.managementKey }).messages.create({

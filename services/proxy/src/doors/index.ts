@@ -6,6 +6,11 @@ import type { Catalog } from '@tollgate/catalog';
 import { chatDoor } from './chat/door';
 import type { FrontDoor } from './door';
 import { messagesDoor } from './messages/door';
+import { responsesDoor } from './responses/door';
 
 /** The doors, for a catalog (the Messages door asks it which models reason). */
-export const frontDoors = (catalog: Catalog): readonly FrontDoor[] => [chatDoor, messagesDoor(catalog)];
+export const frontDoors = (catalog: Catalog): readonly FrontDoor[] => [
+  chatDoor,
+  messagesDoor(catalog),
+  responsesDoor,
+];

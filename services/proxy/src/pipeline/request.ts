@@ -50,4 +50,6 @@ export interface CanonicalRequest {
   sessionId?: string | null;
   /** The caller's end-user id (Anthropic `metadata.user_id`), recorded with the usage. */
   endUser?: string | null;
+  /** Headers the door adds to its answer (set with `X-Generation-Id` at admission). */
+  answerHeaders?: ReadonlyArray<readonly [string, string]>;
 }

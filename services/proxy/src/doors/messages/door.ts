@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Catalog } from '@tollgate/catalog';
+import type { Catalog, CatalogModel } from '@tollgate/catalog';
 import { badRequest, safeText } from '@tollgate/errors';
 import type { Handler } from '../../http/types';
 import { finishReasonOf } from '../../pipeline/errors';
@@ -23,10 +23,14 @@ const SESSION_ID_MAX = 128;
 
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The catalog model the body names, if any (parse's own check refuses unknown ones). */
+function modelOf(catalog: Catalog, body: unknown): CatalogModel | undefined {
+  return isObj(body) && typeof body.model === 'string' ? catalog.model(body.model) : undefined;
+}
+
 /** The catalog says the model reasons (OpenRouter's `reasoning`, or `reasoning_effort`). */
-function reasons(catalog: Catalog, body: unknown): boolean {
-  const id = isObj(body) && typeof body.model === 'string' ? body.model : null;
-  const params = id === null ? undefined : catalog.model(id)?.supportedParameters;
+function reasons(model: CatalogModel | undefined): boolean {
+  const params = model?.supportedParameters;
   return params !== undefined && (params.includes('reasoning') || params.includes('reasoning_effort'));
 }
 
@@ -48,8 +52,18 @@ function nativeHeaders(headers: IncomingHttpHeaders | undefined): Record<string,
 }
 
 /** The Messages request as the canonical request, with what the pipeline needs for the native path. */
-function parseForDoor(catalog: Catalog, body: unknown, headers?: IncomingHttpHeaders): CanonicalRequest {
-  const m = parseMessagesRequest(body, { reasoning: reasons(catalog, body) });
+export function parseForDoor(
+  catalog: Catalog,
+  body: unknown,
+  headers?: IncomingHttpHeaders,
+): CanonicalRequest {
+  const model = modelOf(catalog, body);
+  const m = parseMessagesRequest(body, { reasoning: reasons(model) });
+  // Claude Code asks for as many tokens as a Claude model gives (32000, 64000): another provider
+  // gets at most its model's output cap (catalog), which the admission assumed anyway (worstCaseCost).
+  const cap = model?.maxOutputTokens;
+  const field = m.chat.max_completion_tokens === undefined ? 'max_tokens' : 'max_completion_tokens';
+  if (cap !== undefined && m.maxTokens > cap) m.chat[field] = cap;
   const canonical: CanonicalRequest = parseChatRequest(m.chat);
   canonical.native = m.body;
   canonical.untranslatable = untranslatableError(m);
