@@ -197,7 +197,7 @@ export const generationSchema = z.object({
     }),
   ),
   http_referer: z.string().nullable(),
-  api_type: z.literal('completions'),
+  api_type: z.enum(['completions', 'embeddings']),
   app_id: z.null(),
   cache_discount: z.null(),
   data_region: z.literal('global'),

@@ -17,6 +17,8 @@ export interface GenerationRow {
   upstream_id: string | null;
   app: string | null;
   http_referer: string | null;
+  /** `completions` or `embeddings` (OpenRouter's api_type). */
+  api_type: 'completions' | 'embeddings';
   streamed: boolean;
   cancelled: boolean;
   finish_reason: string | null;
@@ -80,7 +82,7 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
       id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
       streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
       tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
-      generation_time_ms, error, attempts, created_at, finished_at)
+      generation_time_ms, error, attempts, created_at, finished_at, api_type)
     select * from unnest(
       ${text((r) => r.id)}::text[],
       ${text((r) => r.account_id)}::uuid[],
@@ -107,7 +109,8 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
       ${text((r) => (r.error === null ? null : JSON.stringify(r.error)))}::jsonb[],
       ${text((r) => JSON.stringify(r.attempts))}::jsonb[],
       ${text((r) => r.created_at)}::timestamptz[],
-      ${text((r) => r.finished_at)}::timestamptz[])
+      ${text((r) => r.finished_at)}::timestamptz[],
+      ${text((r) => r.api_type)}::text[])
     on conflict (id) do nothing
     returning id`.execute(trx);
   return inserted.map((r) => r.id);

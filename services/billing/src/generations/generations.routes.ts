@@ -41,7 +41,7 @@ export function generationView(g: Generation): z.input<typeof generationSchema> 
     http_referer: g.http_referer,
     // OpenRouter's record fields (@openrouter/sdk parses them). Concepts Tollgate does not have get a
     // neutral value (null, or `global` for the data region); docs/api.md lists them.
-    api_type: 'completions',
+    api_type: g.api_type,
     app_id: null,
     cache_discount: null,
     data_region: 'global',

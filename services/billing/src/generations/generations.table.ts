@@ -16,6 +16,11 @@ export interface GenerationsTable {
   upstream_id: string | null;
   app: string | null;
   http_referer: ColumnType<string | null, string | null | undefined, string | null>;
+  api_type: ColumnType<
+    'completions' | 'embeddings',
+    'completions' | 'embeddings' | undefined,
+    'completions' | 'embeddings'
+  >;
   streamed: boolean;
   cancelled: boolean;
   finish_reason: string | null;

@@ -54,6 +54,7 @@ function toGenerationRow(e: UsageEvent, totalCost: string): GenerationRow {
     upstream_id: e.upstream_id,
     app: e.app,
     http_referer: e.http_referer ?? null,
+    api_type: e.api_type === 'embeddings' ? 'embeddings' : 'completions',
     streamed: e.streamed,
     cancelled: e.cancelled,
     finish_reason: e.finish_reason,

@@ -26,13 +26,14 @@ import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import type { ProxyConfig } from '../config';
 import { chatDoor } from '../doors/chat/door';
+import { embeddingsDoor } from '../doors/embeddings/door';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
 import type { Completion, TokenEstimator, UsageSink } from '../pipeline/completion';
 import { CompletionSlots } from '../pipeline/concurrency';
-import { completionPipeline } from '../pipeline/pipeline';
+import { completionPipeline, type PipelineDeps } from '../pipeline/pipeline';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
@@ -151,7 +152,7 @@ export function createProxyApp(deps: {
   const management = requireScope('management');
 
   const live = new Set<Completion>();
-  const chat = completionPipeline(chatDoor, {
+  const pipelineDeps: PipelineDeps = {
     catalog: deps.catalog,
     upstreams: deps.upstreams,
     guard: deps.guard,
@@ -182,7 +183,11 @@ export function createProxyApp(deps: {
           now: Date.now,
         }
       : undefined,
-  });
+  };
+  const chat = completionPipeline(chatDoor, pipelineDeps);
+  // Embeddings: the same pipeline (limits, credits, routing, one usage event) behind their own door;
+  // plain authentication (key records are not recalled on this route).
+  const embeddings = completionPipeline(embeddingsDoor, { ...pipelineDeps, recalled: undefined });
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
   // The chat route: served by the request listener before express (chatDispatch); express keeps the
   // same steps for the spellings it also routes here (other case, trailing slash, absolute URL).
@@ -201,6 +206,16 @@ export function createProxyApp(deps: {
     deps.metrics.track,
     routeName('chat'),
     ...chatSteps,
+  );
+
+  app.post(
+    ['/api/v1/embeddings', '/v1/embeddings'],
+    deps.metrics.track,
+    routeName('embeddings'),
+    auth,
+    inference,
+    body,
+    embeddings,
   );
 
   app.use(

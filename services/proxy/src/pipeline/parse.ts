@@ -25,5 +25,8 @@ export function parse(door: FrontDoor, body: unknown, key: CachedKey, catalog: C
       { model: model.id },
     );
   }
+  if (door.check) door.check(request, model);
+  else if (!model.outputModalities.includes('text'))
+    throw badRequest(`model: '${model.id}' is an embeddings model; it answers POST /embeddings`);
   return { request, model };
 }

@@ -36,4 +36,9 @@ export interface CanonicalRequest {
    * translation of `body`. Absent for the chat door (its native format's request is `body` itself).
    */
   native?: Json;
+  /**
+   * The exact input token count, when the door counted it itself (embeddings: every token is input);
+   * admission then reserves for it instead of estimating the chat prompt.
+   */
+  promptTokens?: number;
 }
