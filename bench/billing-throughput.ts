@@ -2,12 +2,18 @@
  * Billing worker benchmark (real Postgres, Redis, RabbitMQ from the test kit defaults).
  *
  *   pnpm exec tsx bench/billing-throughput.ts [--events 20000] [--keys 200] [--samples 300]
+ *     [--events-per-message 1] [--checks signature,cost,key,time]
  *
  * 1. Throughput: publishes N usage events (spread over K keys / K/10 accounts, Redis spend hashes
  *    loaded for all of them so every batch also updates Redis) while the worker is stopped, then
  *    starts the worker and times until every event is committed in Postgres.
  * 2. Latency: with a background load of ~1000 events/s, publishes single events and polls
  *    GET /generation until each is visible; reports p50/p99/max of publish → visible.
+ *
+ * Events are published as the proxy publishes them: signed with the proxy's (development) key, one
+ * message per `--events-per-message` events (the proxy packs up to 100 under load), priced from
+ * their tokens, for keys that exist in a real keys service (billing asks it who owns each key once).
+ * `--checks none` runs billing without its usage checks (the before/after comparison).
  *
  * The worker runs in this process: the drain's CPU µs per event (`process.cpuUsage`, the 20 ms
  * count poll included) is the figure to compare on a shared machine. `BENCH_CPU_PROF=<file>` writes
@@ -17,8 +23,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
-import { devServiceSigner } from '@tollgate/auth';
-import { type UsageEvent, usageTopology } from '@tollgate/events';
+import { DEV_SERVICE_KEYS, devServiceSigner, parsePrivateKey } from '@tollgate/auth';
+import { createMessageSigner, type UsageEvent, usageBatchBody, usageTopology } from '@tollgate/events';
+import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
 import amqp from 'amqplib';
 import { loadConfig, startBilling } from '../services/billing/src/index';
@@ -29,8 +36,11 @@ const { values } = parseArgs({
     keys: { type: 'string', default: '200' },
     samples: { type: 'string', default: '300' },
     'batch-size': { type: 'string', default: '200' },
+    'events-per-message': { type: 'string', default: '1' },
+    checks: { type: 'string', default: 'signature,cost,key,time' },
   },
 });
+const PER_MESSAGE = Math.max(1, Number(values['events-per-message']));
 const N = Number(values.events);
 const K = Number(values.keys);
 const SAMPLES = Number(values.samples);
@@ -51,11 +61,34 @@ const env = {
   BATCH_SIZE: values['batch-size'],
   PREFETCH: String(Number(values['batch-size']) * 3),
   BATCH_TIMEOUT_MS: '20',
+  USAGE_CHECKS: values.checks,
 };
 
-const keys = Array.from({ length: K }, (_, i) => ({ keyId: randomUUID(), accountId: '', i }));
-const accounts = Array.from({ length: Math.max(1, Math.floor(K / 10)) }, () => randomUUID());
-for (const k of keys) k.accountId = accounts[k.i % accounts.length] as string;
+// The keys service billing asks who owns each key (its own schema in the same database).
+const keysService = await startKeysService(
+  loadKeysConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db.url,
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: redis.prefix,
+    BILLING_URL: 'http://127.0.0.1:9',
+    LOG_LEVEL: 'warn',
+  }),
+);
+Object.assign(env, { KEYS_URL: keysService.url });
+
+const accounts: string[] = [];
+for (let a = 0; a < Math.max(1, Math.floor(K / 10)); a++) {
+  const slug = `bench-${randomUUID().slice(0, 8)}`;
+  accounts.push((await keysService.runtime.accounts.create({ slug, name: slug })).id);
+}
+const keys: Array<{ keyId: string; accountId: string; i: number }> = [];
+for (let i = 0; i < K; i++) {
+  const accountId = accounts[i % accounts.length] as string;
+  const { row } = await keysService.runtime.keys.create(accountId, { name: `k${i}`, scope: 'inference' });
+  keys.push({ keyId: row.id, accountId, i });
+}
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const requestId = () => {
@@ -97,9 +130,17 @@ const pct = (sorted: number[], p: number) =>
 
 const conn = await amqp.connect(mq.url);
 const ch = await conn.createConfirmChannel();
+const signer = createMessageSigner('proxy', parsePrivateKey(DEV_SERVICE_KEYS.proxy.privateKey));
 const publish = async (events: UsageEvent[]) => {
-  for (const e of events)
-    ch.publish(topology.exchange, topology.routingKey, Buffer.from(JSON.stringify(e)), { persistent: true });
+  for (let i = 0; i < events.length; i += PER_MESSAGE) {
+    const bodies = events.slice(i, i + PER_MESSAGE).map((e) => Buffer.from(JSON.stringify(e)));
+    const body = bodies.length === 1 ? (bodies[0] as Buffer) : usageBatchBody(bodies);
+    ch.publish(topology.exchange, topology.routingKey, body, {
+      persistent: true,
+      type: bodies.length === 1 ? 'usage.v1' : 'usage.batch.v1',
+      headers: signer.headers(body, Date.now()),
+    });
+  }
   await ch.waitForConfirms();
 };
 
@@ -167,7 +208,7 @@ const spendRows = await billing.db
   .executeTakeFirstOrThrow();
 
 console.log(
-  `throughput: ${N} events (${K} keys, ${accounts.length} accounts) published in ${publishSecs.toFixed(2)} s;`,
+  `throughput: ${N} events (${K} keys, ${accounts.length} accounts, ${PER_MESSAGE} per message, checks: ${values.checks}) published in ${publishSecs.toFixed(2)} s;`,
 );
 console.log(
   `  worker drained them into Postgres in ${secs.toFixed(2)} s (incl. start) = ${Math.round(N / secs)} events/s; ` +
@@ -213,6 +254,7 @@ console.log(
 );
 
 await billing.close();
+await keysService.close();
 await conn.close();
 await mq.cleanup({
   queues: [topology.queue, topology.deadLetterQueue],

@@ -417,6 +417,9 @@ try {
       ...identity('billing'),
       PORT: String(ports.billing),
       METRICS_PORT: String(metricsPorts.billing),
+      // Billing prices every event with the proxy's catalog and asks keys who owns each key.
+      KEYS_URL: urls.keys,
+      CATALOG_PATH: catalogPath,
       // Diagnostic only (never in published numbers): e.g. BENCH_BILLING_ENV=BATCH_SIZE=500
       ...envList(process.env.BENCH_BILLING_ENV),
     },

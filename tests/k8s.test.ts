@@ -271,7 +271,7 @@ describe.each(overlays)('overlay %s', (overlay) => {
       proxy: 'PROXY_PRIVATE_KEY',
       keys: 'KEYS_PRIVATE_KEY',
       dashboard: 'DASHBOARD_PRIVATE_KEY',
-      billing: null,
+      billing: 'BILLING_PRIVATE_KEY',
     };
     const envs: Record<string, Record<string, string>> = {};
     for (const [name, key] of Object.entries(own)) {
@@ -286,13 +286,13 @@ describe.each(overlays)('overlay %s', (overlay) => {
     }
     // Each caller's key signs tokens its callees accept; anyone else's is refused.
     const signers = Object.fromEntries(
-      (['proxy', 'keys', 'dashboard'] as const).map((n) => [
+      (['proxy', 'keys', 'billing', 'dashboard'] as const).map((n) => [
         n,
         createServiceSigner(n, envs[n]!.SERVICE_PRIVATE_KEY!),
       ]),
     );
     const trusted = {
-      keys: ['proxy', 'dashboard'],
+      keys: ['proxy', 'dashboard', 'billing'],
       billing: ['proxy', 'keys', 'dashboard'],
       dashboard: [] as string[],
     };
@@ -330,8 +330,8 @@ describe.each(overlays)('overlay %s', (overlay) => {
     for (const [k, v] of Object.entries(pdb.spec.selector.matchLabels)) expect(labels[k]).toBe(v);
   });
 
-  it('mounts the catalog ConfigMap where CATALOG_PATH points', () => {
-    const pod = find(objs(), 'Deployment', 'proxy').spec.template.spec;
+  it.each(['proxy', 'billing'])('mounts the catalog ConfigMap where CATALOG_PATH points (%s)', (name) => {
+    const pod = find(objs(), 'Deployment', name).spec.template.spec;
     const catalogPath = containerEnv(objs(), pod.containers[0]).CATALOG_PATH ?? '';
     const mount = pod.containers[0].volumeMounts.find((m: Obj) => catalogPath.startsWith(`${m.mountPath}/`));
     const volume = pod.volumes.find((v: Obj) => v.name === mount?.name);

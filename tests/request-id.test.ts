@@ -12,7 +12,7 @@ import { createLogger } from '@tollgate/logger';
 import { loadConfig as loadProxyConfig, startProxy } from '@tollgate/proxy';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEV_CATALOG_PATH } from './support/stack';
+import { DEV_CATALOG_PATH, freePort } from './support/stack';
 
 type Line = Record<string, unknown>;
 
@@ -50,18 +50,25 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     PORT: '0',
   };
+  const keysPort = await freePort();
   const billing = await startBilling(
     loadBillingConfig({
       ...common,
       DATABASE_URL: database.url,
       AMQP_URL: amqp.url,
       AMQP_PREFIX: amqp.prefix,
+      KEYS_URL: `http://127.0.0.1:${keysPort}`,
     }),
     { logger: logs.billing.logger },
   );
   closers.unshift(() => billing.close());
   const keys = await startKeysService(
-    loadKeysConfig({ ...common, DATABASE_URL: database.url, BILLING_URL: billing.url }),
+    loadKeysConfig({
+      ...common,
+      PORT: String(keysPort),
+      DATABASE_URL: database.url,
+      BILLING_URL: billing.url,
+    }),
     { logger: logs.keys.logger },
   );
   closers.unshift(() => keys.close());

@@ -4,10 +4,10 @@
 // it runs in any Node 24 container (docker compose's `service-keys` step) or on an operator's machine.
 //
 //   node infra/keys/service-keys.mjs --dir <dir>   files, for docker compose (kept if they exist):
-//       <dir>/<caller>/private.key        caller = proxy, keys, dashboard, admin (base64 PKCS#8 DER)
+//       <dir>/<caller>/private.key        caller = proxy, keys, billing, dashboard, admin (base64 PKCS#8 DER)
 //       <dir>/public/<callee>.keys        callee = keys, billing, dashboard (SERVICE_PUBLIC_KEYS value)
 //   node infra/keys/service-keys.mjs --env <dir>   env files, for Kubernetes (refuses to overwrite):
-//       <dir>/service-keys.env            PROXY_PRIVATE_KEY, KEYS_PRIVATE_KEY, DASHBOARD_PRIVATE_KEY,
+//       <dir>/service-keys.env            PROXY_PRIVATE_KEY, KEYS_PRIVATE_KEY, BILLING_PRIVATE_KEY, DASHBOARD_PRIVATE_KEY,
 //                                         and every caller's <NAME>_PUBLIC_KEY (admin's included)
 //       <dir>/admin.key                   the admin CLI's private key (ADMIN_PRIVATE_KEY): keep it off the cluster
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
@@ -16,11 +16,11 @@ import { join } from 'node:path';
 
 /** Who calls whom: the callers each called service trusts (which routes each may use is in code). */
 export const TRUST = {
-  keys: ['proxy', 'dashboard'],
+  keys: ['proxy', 'dashboard', 'billing'],
   billing: ['proxy', 'keys', 'dashboard', 'admin'],
   dashboard: ['admin'],
 };
-export const CALLERS = ['proxy', 'keys', 'dashboard', 'admin'];
+export const CALLERS = ['proxy', 'keys', 'billing', 'dashboard', 'admin'];
 
 const der = (key, type) => key.export({ type, format: 'der' }).toString('base64');
 const publicOf = (privateB64) =>

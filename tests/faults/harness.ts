@@ -174,6 +174,7 @@ export class FaultStack {
   spoolDir = mkdtempSync(join(tmpdir(), 'tollgate-spool-'));
   sim!: ServiceProcess;
   keysSvc!: ServiceProcess;
+  keysPort = 0;
   billing: ServiceProcess[] = [];
   proxy!: ServiceProcess;
   proxyPort = 0;
@@ -210,12 +211,18 @@ export class FaultStack {
       SIM_TTFT_MS: '20',
       SIM_INTER_TOKEN_MS: '5',
     });
+    // Billing asks keys who owns a key and keys asks billing for usage: keys' port is fixed first.
+    this.keysPort = await freePort();
     await this.startBilling();
-    this.keysSvc = await spawnService('keys', {
-      ...this.env,
-      BILLING_URL: this.billing[0]?.url ?? '',
-      LAST_USED_FLUSH_MS: '500',
-    });
+    this.keysSvc = await spawnService(
+      'keys',
+      {
+        ...this.env,
+        BILLING_URL: this.billing[0]?.url ?? '',
+        LAST_USED_FLUSH_MS: '500',
+      },
+      { port: this.keysPort },
+    );
     this.proxyPort = await freePort();
     this.proxyMetricsPort = await freePort();
     await this.startProxy();
@@ -225,6 +232,7 @@ export class FaultStack {
     return {
       ...this.env,
       DATABASE_URL: this.options.billingDatabaseUrl?.(this.db.url) ?? this.db.url,
+      KEYS_URL: `http://127.0.0.1:${this.keysPort}`,
       BATCH_TIMEOUT_MS: '20',
       BATCH_SIZE: '50',
       PREFETCH: '200',

@@ -11,7 +11,9 @@
  *   ...
  *   await stack.close();
  */
+
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -123,6 +125,18 @@ export interface ApiResponse {
 /** Formats a response for assertion messages: a failing assertion prints the whole response. */
 export const describeResponse = (r: ApiResponse) => `HTTP ${r.status} ${r.text.slice(0, 2000)}`;
 
+/** A port nobody listens on right now (for a service another must know the address of before it starts). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 export async function startStack(
   options: {
     credits?: string;
@@ -142,12 +156,14 @@ export async function startStack(
     ? {
         proxy: generateServiceKeyPair(),
         keys: generateServiceKeyPair(),
+        billing: generateServiceKeyPair(),
         dashboard: generateServiceKeyPair(),
         admin: generateServiceKeyPair(),
       }
     : {
         proxy: DEV_SERVICE_KEYS.proxy,
         keys: DEV_SERVICE_KEYS.keys,
+        billing: DEV_SERVICE_KEYS.billing,
         dashboard: DEV_SERVICE_KEYS.dashboard,
         admin: DEV_SERVICE_KEYS.admin,
       };
@@ -179,6 +195,8 @@ export async function startStack(
     const sim = await startProviderSim({ ...options.sim, port: 0, host: '127.0.0.1' });
     closers.push(() => sim.close());
 
+    // Billing asks keys who owns a key and keys asks billing for usage: keys' port is fixed first.
+    const keysPort = await freePort();
     const billing = await startBilling(
       loadBillingConfig({
         ...common,
@@ -186,6 +204,8 @@ export async function startStack(
         AMQP_URL: amqp.url,
         AMQP_PREFIX: amqp.prefix,
         BATCH_TIMEOUT_MS: '10',
+        KEYS_URL: `http://127.0.0.1:${keysPort}`,
+        SERVICE_PRIVATE_KEY: serviceKeys.billing.privateKey,
         SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
       }),
     );
@@ -194,11 +214,12 @@ export async function startStack(
     const keys = await startKeysService(
       loadKeysConfig({
         ...common,
+        PORT: String(keysPort),
         DATABASE_URL: database.url,
         BILLING_URL: billing.url,
         LAST_USED_FLUSH_MS: '200',
         SERVICE_PRIVATE_KEY: serviceKeys.keys.privateKey,
-        SERVICE_PUBLIC_KEYS: trust('proxy', 'dashboard'),
+        SERVICE_PUBLIC_KEYS: trust('proxy', 'dashboard', 'billing'),
       }),
     );
     closers.push(() => keys.close());

@@ -176,6 +176,16 @@ models:
     expect(parseCatalog(text, { env: { SIM_KEY: 'k' } }).provider('sim')!.apiKey).toBe('k');
   });
 
+  it('reads prices only (billing): no provider URL or API key needed, none kept', () => {
+    const text = valid
+      .replace('${SIM_URL:-http://127.0.0.1:8090}', '${SIM_URL}')
+      .replace('api_key_env: SIM_KEY', 'api_key_env: SIM_KEY\n    api_key_required: true');
+    expect(problemsOf(text, {}).length).toBe(2);
+    const c = parseCatalog(text, { env: { SIM_KEY: 'secret' }, pricesOnly: true });
+    expect(c.model('openai/gpt-4o-mini')!.priceUnits.completion).toBe(6000n);
+    expect(c.provider('sim')!.apiKeys).toEqual([]);
+  });
+
   it('collects several keys per provider: api_key_env, api_key_envs, comma-separated values', () => {
     const c = parseCatalog(
       `

@@ -105,6 +105,11 @@ export interface ParseCatalogOptions {
   env?: Record<string, string | undefined>;
   /** Named in error messages (a path); default "(inline)". */
   source?: string;
+  /**
+   * Only the models and their prices are wanted (billing recomputes costs): the environment is
+   * neither checked nor read (no provider URL or API key needed, none kept).
+   */
+  pricesOnly?: boolean;
 }
 
 type Raw = Record<string, unknown>;
@@ -183,7 +188,7 @@ function modalityProblems(rec: Raw | undefined, at: string): string[] {
 }
 
 /** Problems zod cannot see: references, duplicates, env. Works on the raw data so all are listed. */
-function crossCheck(raw: unknown, env: Record<string, string | undefined>): string[] {
+function crossCheck(raw: unknown, env: Record<string, string | undefined>, checkEnv: boolean): string[] {
   const problems: string[] = [];
   const root = asRecord(raw);
   const providerNames = new Set<string>();
@@ -196,7 +201,7 @@ function crossCheck(raw: unknown, env: Record<string, string | undefined>): stri
       providerNames.add(name);
     }
     problems.push(...providerFormatProblems(rec, at));
-    if (typeof rec?.base_url === 'string') {
+    if (checkEnv && typeof rec?.base_url === 'string') {
       const { value, missing } = substituteEnv(rec.base_url, env);
       for (const m of missing)
         problems.push(`${at}.base_url: environment variable ${m} is not set and has no default`);
@@ -210,7 +215,7 @@ function crossCheck(raw: unknown, env: Record<string, string | undefined>): stri
       }
     }
     const keyEnv = rec?.api_key_env;
-    if (rec?.api_key_required === true) {
+    if (checkEnv && rec?.api_key_required === true) {
       if (typeof keyEnv !== 'string') problems.push(`${at}.api_key_required: true needs api_key_env`);
       else if (!env[keyEnv])
         problems.push(`${at}.api_key_env: required API key variable ${keyEnv} is not set`);
@@ -332,7 +337,7 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
 /** Parses and validates catalog text. Throws CatalogError listing every problem found. */
 export function parseCatalog(text: string, options: ParseCatalogOptions = {}): Catalog {
   const source = options.source ?? '(inline)';
-  const env = options.env ?? process.env;
+  const env = options.pricesOnly ? {} : (options.env ?? process.env);
   let raw: unknown;
   try {
     raw = options.format === 'json' ? JSON.parse(text) : parseYaml(text, { prettyErrors: true });
@@ -343,13 +348,17 @@ export function parseCatalog(text: string, options: ParseCatalogOptions = {}): C
   const problems = parsed.success
     ? []
     : parsed.error.issues.map((i) => `${describePath(raw, i.path)}: ${i.message}`);
-  problems.push(...crossCheck(raw, env));
+  problems.push(...crossCheck(raw, env, !options.pricesOnly));
   if (problems.length > 0 || !parsed.success) throw new CatalogError(source, problems);
   return build(parsed.data, env);
 }
 
 /** Reads a catalog file (.json as JSON, anything else as YAML). Throws CatalogError. */
-export function loadCatalog(path: string, env: Record<string, string | undefined> = process.env): Catalog {
+export function loadCatalog(
+  path: string,
+  env: Record<string, string | undefined> = process.env,
+  options: Pick<ParseCatalogOptions, 'pricesOnly'> = {},
+): Catalog {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -357,5 +366,5 @@ export function loadCatalog(path: string, env: Record<string, string | undefined
     throw new CatalogError(path, [`cannot read file: ${(err as Error).message}`]);
   }
   const format: CatalogFormat = extname(path).toLowerCase() === '.json' ? 'json' : 'yaml';
-  return parseCatalog(text, { format, env, source: path });
+  return parseCatalog(text, { format, env, source: path, ...options });
 }

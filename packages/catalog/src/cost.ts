@@ -61,5 +61,25 @@ export function worstCaseCost(model: CatalogModel, promptTokens: number, bound: 
   return prompt * inputPrice + completions * BigInt(budget) * p.completion + p.request;
 }
 
+/**
+ * Most completions one request may ask for (`n`; OpenAI's own limit, the proxy's `MAX_N`). Only
+ * bounds `requestWorstCase`.
+ */
+const MAX_COMPLETIONS = 128;
+
+/**
+ * The most any single request to `model` can cost: a prompt filling the context window at the
+ * dearest input price plus `MAX_COMPLETIONS` full output budgets. Billing refuses a usage event
+ * above it (tokens no request can have produced).
+ */
+export function requestWorstCase(model: CatalogModel): bigint {
+  const p = model.priceUnits;
+  const inputPrice = maxBig(maxBig(p.prompt, p.cacheRead), p.cacheWrite);
+  const output = BigInt(model.maxOutputTokens ?? model.contextLength);
+  return (
+    BigInt(model.contextLength) * inputPrice + BigInt(MAX_COMPLETIONS) * output * p.completion + p.request
+  );
+}
+
 const maxBig = (a: bigint, b: bigint) => (a > b ? a : b);
 const minBig = (a: bigint, b: bigint) => (a < b ? a : b);

@@ -40,6 +40,35 @@ export const resolveKey = {
 } as const;
 
 export type ResolveKeyRequest = z.input<typeof resolveKey.request>;
+
+/** Who owns a key and whether it still works: what billing checks usage events and callers against. */
+export const keyOwnerSchema = z.object({
+  id: z.string().uuid(),
+  accountId: z.string().uuid(),
+  scope: z.enum(['inference', 'management']),
+  disabled: z.boolean(),
+  revoked: z.boolean(),
+  /** ISO time, or null for no expiry. */
+  expiresAt: z.string().nullable(),
+});
+
+/**
+ * `POST /internal/keys/owners` (caller: billing): the keys of these ids that exist (unknown ids are
+ * left out). Billing learns key → account here instead of reading keys' tables.
+ */
+export const keyOwners = {
+  method: 'POST',
+  path: '/internal/keys/owners',
+  request: z.object({
+    ids: z
+      .array(z.string().uuid({ error: 'must be a key id (uuid)' }), { error: 'expected an array of key ids' })
+      .min(1, { error: 'must name at least one key' })
+      .max(1000, { error: 'must name at most 1000 keys' }),
+  }),
+  response: z.object({ data: z.array(keyOwnerSchema) }),
+} as const;
+
+export type KeyOwner = z.output<typeof keyOwnerSchema>;
 export type ResolvedKey = z.output<typeof cachedKeySchema>;
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { backoffDelay, errorMessage, interruptibleSleep } from './backoff';
 import { superviseAmqpConnection } from './connection';
+import { DEAD_LETTER_REASON_HEADER } from './dead-letters';
 import type { EventsLogger } from './logger';
 import { declareUsageTopology, type UsageTopology } from './topology';
 import { parseUsageEvent, type UsageEvent, usageMessageBodies } from './usage-event';
@@ -19,7 +20,15 @@ export interface UsageConsumerOptions {
    * delivery limit and never reaches the dead-letter queue; a permanent one makes the consumer handle
    * the batch's events one by one, so only the events that fail on their own are dead-lettered.
    */
-  handle: (batch: UsageEvent[]) => Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler without refusals returns nothing
+  handle: (batch: UsageEvent[]) => Promise<void | HandleResult>;
+  /**
+   * Checks a decoded message before its events are batched (billing: signature, recomputed cost, time
+   * window): the reason it must never be recorded, or null. A refused message is dead-lettered at once
+   * with its reason (header `x-tollgate-reason`), never retried. Synchronous and cheap: it runs on
+   * every delivery.
+   */
+  verifyMessage?: (message: ConsumeMessage, events: readonly UsageEvent[]) => string | null;
   /** Default: every failure is permanent (the batch is split, failing events dead-lettered). */
   classify?: (err: unknown) => FailureKind;
   /** Attempts of a single event failing permanently before it is dead-lettered. Default 3. */
@@ -48,6 +57,17 @@ export interface UsageConsumerOptions {
   /** Shown in the RabbitMQ management UI. Default `tollgate-usage-consumer`. */
   connectionName?: string;
 }
+
+/**
+ * What `handle` refused to record (event id → reason; the others were handled): each message holding
+ * a refused event is dead-lettered whole with the reason (its recorded events are deduped should it
+ * be replayed), the rest acked.
+ */
+export interface HandleResult {
+  rejected: ReadonlyMap<string, string>;
+}
+
+const NOTHING_REJECTED: ReadonlyMap<string, string> = new Map();
 
 /** How a `handle` failure is treated: retried until it succeeds, or isolated and dead-lettered. */
 export type FailureKind = 'transient' | 'permanent';
@@ -184,13 +204,17 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
    * Runs `handle` on `events` until it succeeds (true), fails permanently (false), or the batch is
    * abandoned (null). Transient failures are retried here, in-process, with backoff.
    */
-  async function attempt(batch: Batch, events: UsageEvent[], maxPermanent: number): Promise<boolean | null> {
+  async function attempt(
+    batch: Batch,
+    events: UsageEvent[],
+    maxPermanent: number,
+  ): Promise<ReadonlyMap<string, string> | false | null> {
     let permanent = 0;
     for (;;) {
       try {
-        await handle(events);
+        const result = await handle(events);
         consecutiveFailures = 0;
-        return true;
+        return result?.rejected ?? NOTHING_REJECTED;
       } catch (err) {
         counters.failedBatches++;
         consecutiveFailures++;
@@ -238,6 +262,10 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
           );
           return;
         }
+        if (ok.size > 0) {
+          settleEach(batch, ok);
+          return;
+        }
         const last = batch.last;
         if (last !== null) settle(() => batch.channel.ack(last, true));
         counters.handled += events.length;
@@ -253,14 +281,58 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
     }
   }
 
+  /** A handled batch with refused events: each message acked, or dead-lettered with its reason. */
+  function settleEach(batch: Batch, rejected: ReadonlyMap<string, string>): void {
+    let reason: string | null = null; // of the current message
+    for (let i = 0; i < batch.events.length; i++) {
+      const event = batch.events[i]!;
+      const msg = batch.messages[i]!;
+      const refused = rejected.get(event.id);
+      if (refused === undefined) counters.handled++;
+      else reason ??= `event ${event.id}: ${refused}`;
+      if (batch.messages[i + 1] === msg) continue;
+      if (settledAtReceipt.has(msg)) reason = null;
+      else if (reason === null) settle(() => batch.channel.ack(msg, false));
+      else refuse(batch.channel, msg, reason);
+      reason = null;
+    }
+  }
+
+  /**
+   * Dead-letters a message with the reason it can never be recorded: a copy goes to the dead-letter
+   * exchange with `x-tollgate-reason` (a nack could carry no reason), then the delivery is acked.
+   */
+  function refuse(ch: Channel, msg: ConsumeMessage, reason: string): void {
+    counters.deadLettered++;
+    log.error(
+      { reason, messageId: msg.properties.messageId, type: msg.properties.type, bytes: msg.content.length },
+      `usage message refused, sent to the dead-letter queue ${topology.deadLetterQueue}: ${reason}`,
+    );
+    const p = msg.properties;
+    settle(() => {
+      ch.publish(topology.deadLetterExchange, '', msg.content, {
+        persistent: true,
+        contentType: p.contentType,
+        type: p.type,
+        messageId: p.messageId,
+        timestamp: p.timestamp,
+        appId: p.appId,
+        headers: { ...(p.headers ?? {}), [DEAD_LETTER_REASON_HEADER]: reason },
+      });
+      ch.ack(msg, false);
+    });
+  }
+
   /**
    * After a permanent batch failure: each event alone, so one poison event never takes others. A
    * message is settled after its last event: acked when every one was handled, else dead-lettered
    * whole (its handled events are recorded already; billing dedupes them if it is replayed).
    */
   async function oneByOne(batch: Batch): Promise<void> {
-    const done = new Map<string, boolean>(); // event id -> handled (true) or dead-lettered (false)
+    // event id -> handled (true), failed (false) or refused (its reason)
+    const done = new Map<string, boolean | string>();
     let failed: UsageEvent | null = null; // of the current message
+    let reason: string | null = null; // of the current message's first refused event
     for (let i = 0; i < batch.events.length; i++) {
       const event = batch.events[i]!;
       const msg = batch.messages[i]!;
@@ -268,17 +340,20 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
       if (ok === undefined) {
         const r = await attempt(batch, [event], permanentAttempts);
         if (r === null) return; // the rest (still unacked) is redelivered
-        ok = r;
+        ok = r === false ? false : (r.get(event.id) ?? true);
         done.set(event.id, ok);
-        if (ok) counters.handled++;
+        if (ok === true) counters.handled++;
       }
       if (batch.channel !== channel) return;
-      if (!ok) failed ??= event;
+      if (ok === false) failed ??= event;
+      else if (ok !== true) reason ??= `event ${event.id}: ${ok}`;
       if (batch.messages[i + 1] === msg) continue; // more events of this message follow
       if (settledAtReceipt.has(msg)) failed = null;
+      else if (reason !== null) refuse(batch.channel, msg, reason);
       else if (failed === null) settle(() => batch.channel.ack(msg, false));
       else deadLetter(batch, [msg], failed);
       failed = null;
+      reason = null;
     }
   }
 
@@ -305,6 +380,13 @@ export function createUsageConsumer(options: UsageConsumerOptions): UsageConsume
       const parsed = parseUsageEvent(body);
       if (parsed.ok) valid.push(parsed.event);
       else invalid ??= parsed.reason;
+    }
+    if (invalid === null && valid.length > 0 && options.verifyMessage) {
+      const refused = options.verifyMessage(msg, valid);
+      if (refused !== null) {
+        refuse(ch, msg, refused);
+        return;
+      }
     }
     if (invalid !== null || valid.length === 0) {
       invalid ??= 'message holds no event';

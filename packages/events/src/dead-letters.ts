@@ -2,13 +2,22 @@ import amqp, { type GetMessage } from 'amqplib';
 import type { UsageTopology } from './topology';
 import { parseUsageEvent, USAGE_BATCH_MESSAGE_TYPE, usageBatchBody, usageMessageBodies } from './usage-event';
 
+/**
+ * Header of a message billing refused on purpose (bad signature, cost that does not recompute, key of
+ * another account, …): why. Such messages are copied to the dead-letter exchange with it and acked.
+ */
+export const DEAD_LETTER_REASON_HEADER = 'x-tollgate-reason';
+
 /** One message of the dead-letter queue, as an operator needs to judge it. */
 export interface DeadLetter {
   /** The event id when the body decodes, else null. */
   id: string | null;
   /** Why it is there: the schema error for an undecodable/invalid body, else the broker's reason. */
   reason: string;
-  /** `rejected` (failed on its own, or invalid) or `delivery_limit` (too many redeliveries). */
+  /**
+   * `refused` (billing's checks: the reason says which), `rejected` (failed on its own, or invalid) or
+   * `delivery_limit` (too many redeliveries).
+   */
   death: string | null;
   account_id: string | null;
   key_id: string | null;
@@ -38,11 +47,14 @@ export interface ReplayReport {
 
 function describe(msg: GetMessage): DeadLetter[] {
   const deaths = msg.properties.headers?.['x-death'] as Array<{ reason?: string }> | undefined;
-  const death = deaths?.[0]?.reason ?? null;
-  return usageMessageBodies(msg.content, msg.properties.type).map((body) => describeEvent(body, death));
+  const refused = msg.properties.headers?.[DEAD_LETTER_REASON_HEADER];
+  const death = typeof refused === 'string' ? 'refused' : (deaths?.[0]?.reason ?? null);
+  return usageMessageBodies(msg.content, msg.properties.type).map((body) =>
+    describeEvent(body, death, typeof refused === 'string' ? refused : null),
+  );
 }
 
-function describeEvent(body: Buffer, death: string | null): DeadLetter {
+function describeEvent(body: Buffer, death: string | null, refused: string | null): DeadLetter {
   const parsed = parseUsageEvent(body);
   if (!parsed.ok)
     return {
@@ -58,7 +70,9 @@ function describeEvent(body: Buffer, death: string | null): DeadLetter {
   const e = parsed.event;
   return {
     id: e.id,
-    reason: death === 'delivery_limit' ? 'redelivered too often' : 'failed on its own (see billing logs)',
+    reason:
+      refused ??
+      (death === 'delivery_limit' ? 'redelivered too often' : 'failed on its own (see billing logs)'),
     death,
     account_id: e.account_id,
     key_id: e.key_id,
@@ -127,6 +141,7 @@ export async function replayDeadLetters(
         'x-first-death-exchange': _e,
         'x-first-death-queue': _q,
         'x-first-death-reason': _r,
+        [DEAD_LETTER_REASON_HEADER]: _refused,
         ...rest
       } = (headers ?? {}) as Record<string, unknown>;
       const batch = (parts: Buffer[]) =>

@@ -3,6 +3,7 @@ import { errorMessage } from './backoff';
 import { type AmqpSupervisor, superviseAmqpConnection } from './connection';
 import { Fifo } from './fifo';
 import type { EventsLogger } from './logger';
+import type { MessageSigner } from './signature';
 import { Spool } from './spool';
 import { declareUsageTopology, type UsageTopology } from './topology';
 import { USAGE_BATCH_MESSAGE_TYPE, type UsageEvent, usageBatchBody } from './usage-event';
@@ -72,6 +73,11 @@ export interface UsagePublisherOptions {
   /** AMQP `app_id` property of each message. Default `tollgate-proxy`. */
   appId?: string;
   onMetrics?: (metric: PublisherMetric, stats: PublisherStats) => void;
+  /**
+   * Signs every message (`signature.ts`): billing refuses unsigned usage messages. The sent-at time
+   * signed is the oldest event's hand-over time (for a spooled event: its `finished_at`).
+   */
+  signer?: MessageSigner;
 }
 
 export interface CloseResult {
@@ -101,6 +107,8 @@ interface Entry {
   id: string;
   body: Buffer;
   timestamp: number;
+  /** When the event was handed to the publisher (ms); signed with its message. */
+  sentAt: number;
   confirmed: boolean;
   dropped: boolean;
   /** Replayed from this spool segment (already on disk). */
@@ -108,6 +116,12 @@ interface Entry {
 }
 
 const DROP_LOG_INTERVAL_MS = 10_000;
+
+function oldestSentAt(entries: readonly Entry[]): number {
+  let at = Number.POSITIVE_INFINITY;
+  for (const e of entries) if (e.sentAt < at) at = e.sentAt;
+  return at;
+}
 
 /**
  * The proxy's usage-event publisher: an in-memory FIFO drained into a RabbitMQ confirm channel.
@@ -328,12 +342,17 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     const timestamp = Math.floor(Date.now() / 1000);
     for (const body of bodies) {
       let id = '';
+      let sentAt = Date.now();
       try {
-        id = String((JSON.parse(body.toString('utf8')) as { id?: unknown }).id ?? '');
+        const parsed = JSON.parse(body.toString('utf8')) as { id?: unknown; finished_at?: unknown };
+        id = String(parsed.id ?? '');
+        // Handed over when it finished: the signed time stays the event's own, however long it waited.
+        const finished = typeof parsed.finished_at === 'string' ? Date.parse(parsed.finished_at) : Number.NaN;
+        if (Number.isFinite(finished) && finished < sentAt) sentAt = finished;
       } catch {
         // a torn or foreign line: published as is, billing dead-letters what it cannot decode
       }
-      pending.push({ id, body, timestamp, confirmed: false, dropped: false, segment: file });
+      pending.push({ id, body, timestamp, sentAt, confirmed: false, dropped: false, segment: file });
       buffered++;
     }
     log.info({ segment: file, events: bodies.length }, 'replaying spooled usage events');
@@ -370,13 +389,15 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
       for (const entry of entries) inflight.push(entry);
       inflightOpen += entries.length;
       const single = entries.length === 1;
+      const body = single ? first.body : usageBatchBody(entries.map((e) => e.body));
       let writable: boolean;
       try {
         writable = ch.publish(
           topology.exchange,
           topology.routingKey,
-          single ? first.body : usageBatchBody(entries.map((e) => e.body)),
+          body,
           {
+            headers: options.signer?.headers(body, oldestSentAt(entries)),
             persistent: true,
             mandatory: true,
             contentType: single ? 'application/json' : 'application/x-ndjson',
@@ -520,6 +541,7 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
         id: event.id,
         body,
         timestamp: Math.floor(Date.now() / 1000),
+        sentAt: Date.now(),
         confirmed: false,
         dropped: false,
       };

@@ -53,19 +53,36 @@ describe('billing config', () => {
     expect(() => loadConfig({ BATCH_SIZE: '300', PREFETCH: '100' })).toThrow(/PREFETCH/);
   });
 
-  it('refuses the development trust list in production and accepts its own', () => {
+  it('refuses the development trust list and key in production and accepts its own', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_PUBLIC_KEYS/);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SERVICE_PRIVATE_KEY/);
     const own = ['proxy', 'keys', 'dashboard', 'admin'].map(
       (n) => `${n}=${generateServiceKeyPair().publicKey}`,
     );
-    expect(loadConfig({ NODE_ENV: 'production', SERVICE_PUBLIC_KEYS: own.join(',') }).NODE_ENV).toBe(
-      'production',
-    );
+    // Billing asks the keys service who owns a key: it has an identity of its own.
+    const SERVICE_PRIVATE_KEY = generateServiceKeyPair().privateKey;
+    expect(
+      loadConfig({ NODE_ENV: 'production', SERVICE_PUBLIC_KEYS: own.join(','), SERVICE_PRIVATE_KEY })
+        .NODE_ENV,
+    ).toBe('production');
     const withDev = [...own.slice(1), `proxy=${DEV_SERVICE_KEYS.proxy.publicKey}`].join(',');
-    expect(() => loadConfig({ NODE_ENV: 'production', SERVICE_PUBLIC_KEYS: withDev })).toThrow(
-      /development key/,
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', SERVICE_PUBLIC_KEYS: withDev, SERVICE_PRIVATE_KEY }),
+    ).toThrow(/development key/);
+  });
+
+  it('runs every usage check by default, and refuses to run without one in production', () => {
+    expect([...loadConfig({}).USAGE_CHECKS].sort()).toEqual(['cost', 'key', 'signature', 'time']);
+    expect([...loadConfig({ USAGE_CHECKS: 'signature' }).USAGE_CHECKS]).toEqual(['signature']);
+    expect(() => loadConfig({ USAGE_CHECKS: 'signature,vibes' })).toThrow(/unknown check vibes/);
+    const own = {
+      NODE_ENV: 'production',
+      SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey,
+      SERVICE_PUBLIC_KEYS: `proxy=${generateServiceKeyPair().publicKey}`,
+    };
+    expect(loadConfig(own).USAGE_CHECKS.size).toBe(4);
+    expect(() => loadConfig({ ...own, USAGE_CHECKS: 'signature,cost,time' })).toThrow(
+      /every check is required in production \(missing: key\)/,
     );
-    // Billing calls no one: it holds no private key at all.
-    expect('SERVICE_PRIVATE_KEY' in loadConfig({})).toBe(false);
   });
 });

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import {
   commonEnv,
   defaults,
@@ -6,17 +7,62 @@ import {
   loadConfig as load,
   redisEnv,
   refuseDevSecretInProduction,
+  servicePrivateKeyEnv,
   servicePublicKeysEnv,
 } from '@tollgate/config';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
+
+/** The dev catalog of the repo, resolved relative to this file (works from any cwd). */
+const DEFAULT_CATALOG_PATH = fileURLToPath(new URL('../../../infra/catalog/dev.yaml', import.meta.url));
+
+/** Billing's checks of each usage event before it is recorded (docs/architecture.md "Usage events"). */
+const USAGE_CHECKS = ['signature', 'cost', 'key', 'time'] as const;
+export type UsageCheck = (typeof USAGE_CHECKS)[number];
+
+const usageChecks = z
+  .string()
+  .default(USAGE_CHECKS.join(','))
+  .transform((v, ctx) => {
+    const names = v
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0 && s !== 'none');
+    const unknown = names.filter((n) => !(USAGE_CHECKS as readonly string[]).includes(n));
+    if (unknown.length > 0)
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown check ${unknown.join(', ')} (known: ${USAGE_CHECKS})`,
+      });
+    return new Set(names as UsageCheck[]);
+  });
 
 export const billingConfigSchema = z
   .object({
     ...commonEnv,
     ...redisEnv,
     ...servicePublicKeysEnv,
+    /** Billing's own identity: it asks the keys service who owns a key. */
+    ...servicePrivateKeyEnv('billing'),
     PORT: envPort(8082),
+    KEYS_URL: z.string().url().default('http://127.0.0.1:8081'),
+    /** Timeout of calls to the keys service. */
+    SERVICE_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
+    /** The model catalog billing prices events with: the proxy's, read for prices only. */
+    CATALOG_PATH: z.string().min(1).default(DEFAULT_CATALOG_PATH),
+    /**
+     * Checks of every usage event (comma-separated; all by default, and all required in production):
+     * `signature` (the proxy's Ed25519 signature), `cost` (recomputed from the tokens, at most the
+     * model's worst case), `key` (the key belongs to the account), `time` (finished_at near the
+     * signed sent-at time). A refused event is dead-lettered with the reason.
+     */
+    USAGE_CHECKS: usageChecks,
+    /** Latest an event may be handed to the publisher after its `finished_at` (`time` check). */
+    USAGE_MAX_SEND_DELAY_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(10 * 60_000),
     /** Prometheus metrics on their own listener (METRICS_HOST:METRICS_PORT), never on PORT. */
     ...metricsEnv(9466),
     /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */
@@ -42,6 +88,14 @@ export const billingConfigSchema = z
   })
   .superRefine((c, ctx) => {
     refuseDevSecretInProduction(c, ctx);
+    const off = USAGE_CHECKS.filter((n) => !c.USAGE_CHECKS.has(n));
+    if (c.NODE_ENV === 'production' && off.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['USAGE_CHECKS'],
+        message: `every check is required in production (missing: ${off.join(', ')})`,
+      });
+    }
     if (c.PREFETCH < c.BATCH_SIZE) {
       ctx.addIssue({ code: 'custom', path: ['PREFETCH'], message: 'must be at least BATCH_SIZE' });
     }

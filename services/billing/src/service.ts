@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import { createServiceVerifier } from '@tollgate/auth';
+import { createServiceSigner, createServiceVerifier, parsePublicKeys } from '@tollgate/auth';
+import { loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
 import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgate/events';
 import { closeServer, listen } from '@tollgate/http';
@@ -12,9 +13,11 @@ import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
 import { createBillingApp } from './http/app';
+import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
 import { createSpendService } from './spend/spend.service';
 import { classifyBillingFailure } from './usage/failure';
 import { createUsageRecorder, type UsageRecorder } from './usage/usage.recorder';
+import { createUsageChecks } from './usage/usage-checks';
 import { createUsageEventHandler } from './usage/usage-event.handler';
 import { workerMetrics } from './usage/worker-metrics';
 
@@ -35,6 +38,8 @@ export interface BillingHandle {
 
 export interface BillingOptions {
   clock?: () => Date;
+  /** Who owns a key (default: the keys service at KEYS_URL). */
+  owners?: KeyOwners;
   logger?: Logger;
   timings?: Partial<SpendTimings>;
 }
@@ -68,6 +73,24 @@ export async function startBilling(
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
 
+  const owners =
+    options.owners ??
+    keysServiceOwners({
+      keysUrl: config.KEYS_URL,
+      signer: createServiceSigner('billing', config.SERVICE_PRIVATE_KEY),
+      timeoutMs: config.SERVICE_TIMEOUT_MS,
+      logger,
+    });
+  // Billing prices events itself: the proxy's catalog, prices only (no provider URL or key needed).
+  const checks = createUsageChecks({
+    checks: config.USAGE_CHECKS,
+    catalog: loadCatalog(config.CATALOG_PATH, {}, { pricesOnly: true }),
+    signers: new Map([...parsePublicKeys(config.SERVICE_PUBLIC_KEYS)].filter(([name]) => name === 'proxy')),
+    owners,
+    maxSendDelayMs: config.USAGE_MAX_SEND_DELAY_MS,
+    now: () => clock().getTime(),
+  });
+
   const metrics = serviceRegistry('billing');
   const worker = workerMetrics(metrics);
   const consumer = config.WORKER_ENABLED
@@ -81,7 +104,13 @@ export async function startBilling(
         batchTimeoutMs: config.BATCH_TIMEOUT_MS,
         connectionName: 'tollgate-billing',
         classify: classifyBillingFailure,
-        handle: createUsageEventHandler({ recorder, logger, onCommitted: worker.committed }),
+        verifyMessage: checks.verifyMessage,
+        handle: createUsageEventHandler({
+          recorder,
+          logger,
+          onCommitted: worker.committed,
+          refuse: checks.foreignKeys,
+        }),
       })
     : null;
 
@@ -91,6 +120,7 @@ export async function startBilling(
     credits,
     spend,
     verifier: createServiceVerifier('billing', config.SERVICE_PUBLIC_KEYS),
+    owners,
     clock,
     logger,
     metrics,
@@ -139,6 +169,7 @@ export async function startBilling(
         await closeServer(server);
         await consumer?.close();
         await recorder.close();
+        await owners.close();
         await db.destroy();
         redis.disconnect();
       })();

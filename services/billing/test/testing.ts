@@ -1,6 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { devServiceSigner, type ServiceName } from '@tollgate/auth';
-import { declareUsageTopology, type UsageEvent, type UsageTopology, usageTopology } from '@tollgate/events';
+import { DEV_SERVICE_KEYS, devServiceSigner, parsePrivateKey, type ServiceName } from '@tollgate/auth';
+import type { KeyOwner } from '@tollgate/contracts';
+import {
+  createMessageSigner,
+  declareUsageTopology,
+  type UsageEvent,
+  type UsageTopology,
+  usageTopology,
+} from '@tollgate/events';
 import { createLogger } from '@tollgate/logger';
 import {
   createTestAmqp,
@@ -12,6 +19,7 @@ import {
 } from '@tollgate/testkit';
 import amqp from 'amqplib';
 import { type BillingConfig, loadConfig } from '../src/config';
+import type { KeyOwners } from '../src/keys/key-owners';
 import { type BillingHandle, type BillingOptions, startBilling } from '../src/service';
 
 /**
@@ -25,7 +33,10 @@ export interface TestBillingStack {
   redis: TestRedis;
   amqp: TestAmqp;
   topology: UsageTopology;
-  /** Publishes raw bodies (persistent, confirmed) to the usage exchange. */
+  /**
+   * Publishes raw bodies (persistent, confirmed) to the usage exchange, each signed with the proxy's
+   * development key as the proxy does.
+   */
   publish(...bodies: Array<UsageEvent | string | Buffer>): Promise<void>;
   /** Restarts billing against the same database, Redis prefix and queue. */
   restart(options?: BillingOptions): Promise<BillingHandle>;
@@ -33,6 +44,52 @@ export interface TestBillingStack {
   cleanup(): Promise<void>;
 }
 
+/**
+ * The keys billing's tests know, standing in for the keys service's `POST /internal/keys/owners`
+ * (billing-only tests run no keys service; tests/e2e run the real one): every key a test makes
+ * caller headers for (`keyHeaders`) or registers (`registerTestKey`) exists, in its account.
+ */
+const testKeys = new Map<string, KeyOwner>();
+
+export function registerTestKey(key: {
+  keyId: string;
+  accountId: string;
+  scope?: 'inference' | 'management';
+  disabled?: boolean;
+  revoked?: boolean;
+}): void {
+  testKeys.set(key.keyId, {
+    id: key.keyId,
+    accountId: key.accountId,
+    scope: key.scope ?? 'inference',
+    disabled: key.disabled ?? false,
+    revoked: key.revoked ?? false,
+    expiresAt: null,
+  });
+}
+
+const testKeyOwners: KeyOwners = {
+  async accountsOf(ids) {
+    const out = new Map<string, string>();
+    for (const id of ids) {
+      const k = testKeys.get(id);
+      if (k) out.set(id, k.accountId);
+    }
+    return out;
+  },
+  read: async (id) => testKeys.get(id) ?? null,
+  close: async () => {},
+};
+
+const proxySigner = createMessageSigner('proxy', parsePrivateKey(DEV_SERVICE_KEYS.proxy.privateKey));
+
+/** The AMQP headers the proxy signs a message body with (development key). */
+export const signedHeaders = (body: Buffer, sentAt = Date.now()) => proxySigner.headers(body, sentAt);
+
+/**
+ * Billing with its own database, Redis prefix and queues. Its usage checks default to `signature`
+ * only (these tests publish figures of their own); pass USAGE_CHECKS to test the others.
+ */
 export async function startTestBilling(
   env: Record<string, string> = {},
   options: BillingOptions = {},
@@ -49,11 +106,12 @@ export async function startTestBilling(
     AMQP_PREFIX: testAmqp.prefix,
     LOG_LEVEL: 'silent',
     BATCH_TIMEOUT_MS: '20',
+    USAGE_CHECKS: 'signature',
     ...env,
   });
   const topology = usageTopology(config.AMQP_PREFIX);
   const logger = createLogger({ name: 'billing-test', level: config.LOG_LEVEL });
-  let billing = await startBilling(config, { logger, ...options });
+  let billing = await startBilling(config, { logger, owners: testKeyOwners, ...options });
   await billing.consumer?.ready();
 
   const conn = await amqp.connect(config.AMQP_URL);
@@ -73,13 +131,14 @@ export async function startTestBilling(
         ch.publish(topology.exchange, topology.routingKey, buf, {
           persistent: true,
           contentType: 'application/json',
+          headers: signedHeaders(buf),
         });
       }
       await ch.waitForConfirms();
     },
     async restart(opts = {}) {
       await billing.close();
-      billing = await startBilling(config, { logger, ...options, ...opts });
+      billing = await startBilling(config, { logger, owners: testKeyOwners, ...options, ...opts });
       await billing.consumer?.ready();
       stack.billing = billing;
       return billing;
@@ -140,14 +199,17 @@ export const keyHeaders = (caller: {
   keyId: string;
   accountId: string;
   scope?: 'inference' | 'management';
-}) => ({
-  'x-service-token': devServiceSigner('proxy').sign('billing', {
-    kind: 'key',
-    keyId: caller.keyId,
-    accountId: caller.accountId,
-    scope: caller.scope ?? 'inference',
-  }),
-});
+}) => {
+  if (!testKeys.has(caller.keyId)) registerTestKey(caller);
+  return {
+    'x-service-token': devServiceSigner('proxy').sign('billing', {
+      kind: 'key',
+      keyId: caller.keyId,
+      accountId: caller.accountId,
+      scope: caller.scope ?? 'inference',
+    }),
+  };
+};
 /** Headers of an internal call to billing from `service` (signed with its dev key). */
 export const serviceHeaders = (service: ServiceName) => ({
   'x-service-token': devServiceSigner(service).sign('billing'),

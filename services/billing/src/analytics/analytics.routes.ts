@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
+import type { KeyOwners } from '../keys/key-owners';
 import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
 
 const HOUR_MS = 3_600_000;
@@ -46,6 +47,7 @@ const activityQuery = z.strictObject({
 export function analyticsRoutes(deps: {
   db: BillingDb;
   verifier: ServiceVerifier;
+  owners: KeyOwners;
   clock: () => Date;
 }): Router {
   const router = Router();
@@ -82,7 +84,7 @@ export function analyticsRoutes(deps: {
   );
 
   /** OpenRouter's GET /activity: daily usage per model (and provider) for the last 30 completed UTC days. */
-  router.get('/activity', keyCaller(deps.verifier, 'management'), async (req, res) => {
+  router.get('/activity', keyCaller(deps, 'management'), async (req, res) => {
     const q = parseInput(activityQuery, singleQuery(req));
     const today = new Date(Math.floor(deps.clock().getTime() / DAY_MS) * DAY_MS);
     let from = new Date(today.getTime() - 30 * DAY_MS);

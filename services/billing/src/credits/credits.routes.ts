@@ -6,6 +6,7 @@ import { MoneyError, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import type { z } from 'zod';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
+import type { KeyOwners } from '../keys/key-owners';
 import type { CreditsService } from './credits.service';
 
 const MAX_GRANT = 10n ** 9n * 10n ** 10n; // 1e9 USD in units
@@ -29,11 +30,15 @@ function amountUnits(value: string | number): bigint {
  */
 const CREDIT_WRITERS = ['admin'] as const;
 
-export function creditsRoutes(deps: { credits: CreditsService; verifier: ServiceVerifier }): Router {
+export function creditsRoutes(deps: {
+  credits: CreditsService;
+  verifier: ServiceVerifier;
+  owners: KeyOwners;
+}): Router {
   const router = Router();
 
   /** GET /credits (both scopes): the caller's account. */
-  router.get('/credits', keyCaller(deps.verifier, 'any'), async (_req, res) => {
+  router.get('/credits', keyCaller(deps, 'any'), async (_req, res) => {
     const b = await deps.credits.balance(callerOf(res).accountId);
     res.json({ data: { total_credits: toNumber(b.totalCredits), total_usage: toNumber(b.totalUsage) } });
   });

@@ -8,6 +8,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { BillingDb } from '../database';
 import { callerOf, keyCaller } from '../http/caller';
+import type { KeyOwners } from '../keys/key-owners';
 import { findGeneration } from './generations.repository';
 import type { Generation } from './generations.table';
 
@@ -82,9 +83,13 @@ export function generationView(g: Generation): z.input<typeof generationSchema> 
 }
 
 /** GET /generation?id=gen-…: the caller's own record; 404 until recorded or if another account's. */
-export function generationsRoutes(deps: { db: BillingDb; verifier: ServiceVerifier }): Router {
+export function generationsRoutes(deps: {
+  db: BillingDb;
+  verifier: ServiceVerifier;
+  owners: KeyOwners;
+}): Router {
   const router = Router();
-  router.get('/generation', keyCaller(deps.verifier, 'inference'), async (req, res) => {
+  router.get('/generation', keyCaller(deps, 'inference'), async (req, res) => {
     const { id } = parseInput(query, { id: typeof req.query.id === 'string' ? req.query.id : undefined });
     const row = await findGeneration(deps.db, id);
     if (!row || row.account_id !== callerOf(res).accountId) {

@@ -3,6 +3,7 @@ import { createServiceSigner, devServiceSigner, SERVICE_NAMES, type ServiceName 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   keyHeaders,
+  registerTestKey,
   serviceHeaders,
   startTestBilling,
   type TestBillingStack,
@@ -177,8 +178,32 @@ describe('billing HTTP API: service identity (issue 14)', () => {
     expect((await grant(token(admin.sign('billing', { kind: 'service' }, 3600)))).status).toBe(401);
   });
 
+  it('re-reads the caller key: another account, another scope, disabled, revoked or unknown is 401 (issue 23)', async () => {
+    const proxy = devServiceSigner('proxy');
+    const keyId = randomUUID();
+    const accountId = randomUUID();
+    const claims = { kind: 'key', keyId, accountId, scope: 'management' } as const;
+    const credits = () => call('GET', '/credits', token(proxy.sign('billing', claims)));
+    registerTestKey({ keyId, accountId, scope: 'management' });
+    expect((await credits()).status).toBe(200);
+    // The token names the key but claims another account (a proxy bug or a forged claim).
+    const victim = { ...claims, accountId: randomUUID() };
+    const r = await call('GET', '/credits', token(proxy.sign('billing', victim)));
+    expect(r.status, r.text).toBe(401);
+    expect(
+      (await call('GET', '/credits', token(proxy.sign('billing', { ...claims, scope: 'inference' })))).status,
+    ).toBe(401);
+    registerTestKey({ keyId, accountId, scope: 'management', disabled: true });
+    expect((await credits()).status).toBe(401);
+    registerTestKey({ keyId, accountId, scope: 'management', revoked: true });
+    expect((await credits()).status).toBe(401);
+    const unknown = { ...claims, keyId: randomUUID() };
+    expect((await call('GET', '/credits', token(proxy.sign('billing', unknown)))).status).toBe(401);
+  });
+
   it('accepts caller identities (kind key) only from the proxy', async () => {
     const claims = { kind: 'key', keyId: randomUUID(), accountId: randomUUID(), scope: 'inference' } as const;
+    registerTestKey(claims);
     expect(
       (await call('GET', '/credits', token(devServiceSigner('proxy').sign('billing', claims)))).status,
     ).toBe(200);

@@ -20,6 +20,7 @@ import type { BillingDb } from '../database';
 import { deadLetterRoutes } from '../dead-letters/dead-letters.routes';
 import { generationsInternalRoutes } from '../generations/generations.internal.routes';
 import { generationsRoutes } from '../generations/generations.routes';
+import type { KeyOwners } from '../keys/key-owners';
 import { spendRoutes } from '../spend/spend.routes';
 import type { SpendService } from '../spend/spend.service';
 
@@ -29,6 +30,8 @@ export interface BillingAppDeps {
   spend: SpendService;
   /** Checks the service tokens of internal and caller routes (this service's trusted callers). */
   verifier: ServiceVerifier;
+  /** The keys service's answer to who owns a key: caller routes re-read the caller's key. */
+  owners: KeyOwners;
   clock: () => Date;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
@@ -46,10 +49,10 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
   app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use(healthRoutes(deps.readiness));
   app.use(jsonBody('256kb'));
-  app.use(generationsRoutes({ db: deps.db, verifier: deps.verifier }));
-  app.use(creditsRoutes({ credits: deps.credits, verifier: deps.verifier }));
+  app.use(generationsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners }));
+  app.use(creditsRoutes({ credits: deps.credits, verifier: deps.verifier, owners: deps.owners }));
   app.use(spendRoutes({ spend: deps.spend, verifier: deps.verifier, clock: deps.clock }));
-  app.use(analyticsRoutes({ db: deps.db, verifier: deps.verifier, clock: deps.clock }));
+  app.use(analyticsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, clock: deps.clock }));
   app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier }));
   app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, verifier: deps.verifier }));
   if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier: deps.verifier }));

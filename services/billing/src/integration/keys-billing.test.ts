@@ -4,7 +4,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // The admin CLI is not a package export of @tollgate/keys; its entry module is imported by path.
 import { runCli } from '../../../keys/src/cli/command';
 import { commandGroups } from '../../../keys/src/cli/main';
-import { keyHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
+import {
+  keyHeaders,
+  signedHeaders,
+  startTestBilling,
+  type TestBillingStack,
+  usageEvent,
+} from '../../test/testing';
 
 // keys + billing together: the keys service's usage reader against /internal/usage/keys, and the
 // admin CLI's credits / postpaid commands against billing's internal API.
@@ -127,8 +133,12 @@ describe('admin CLI credits commands', () => {
     const conn = await amqp.connect(billing.config.AMQP_URL);
     try {
       const ch = await conn.createConfirmChannel();
+      // Signed as the proxy signed them when it published (billing refuses unsigned messages).
       for (const body of [JSON.stringify(e), '{not json', JSON.stringify(e)])
-        ch.sendToQueue(billing.topology.deadLetterQueue, Buffer.from(body), { persistent: true });
+        ch.sendToQueue(billing.topology.deadLetterQueue, Buffer.from(body), {
+          persistent: true,
+          headers: signedHeaders(Buffer.from(body)),
+        });
       await ch.waitForConfirms();
     } finally {
       await conn.close();

@@ -1,3 +1,4 @@
+import { AppError } from '@tollgate/errors';
 import type { FailureKind } from '@tollgate/events';
 
 /**
@@ -27,10 +28,12 @@ const TRANSIENT_MESSAGE =
 /**
  * How the billing worker treats a failed batch: `transient` (Postgres or Redis unreachable,
  * serialization failure, deadlock, server shutting down) is retried in-process until the dependency
- * returns; anything else is `permanent` — the batch is split and the event that fails on its own is
+ * returns, or the keys service is unavailable; anything else is `permanent` — the batch is split and the event that fails on its own is
  * dead-lettered (after a few attempts), so it never holds up the others.
  */
 export function classifyBillingFailure(err: unknown): FailureKind {
+  // A service billing asks (keys: who owns a key) did not answer: it will.
+  if (err instanceof AppError && err.type === 'service_unavailable') return 'transient';
   for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
     const { code, name, message } = e as { code?: unknown; name?: unknown; message?: unknown };
     if (typeof code === 'string') {

@@ -1,11 +1,11 @@
-import type { UsageEvent, UsageEventOf, UsageEventSchemas } from '@tollgate/events';
+import type { HandleResult, UsageEvent, UsageEventOf, UsageEventSchemas } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import type { UsageRecorder } from './usage.recorder';
 
 /** One typed handler per entry of the usage-event catalog (type → version → handler of a batch). */
 type UsageEventHandlers = {
   [T in keyof UsageEventSchemas]: {
-    [V in keyof UsageEventSchemas[T]]: (events: UsageEventOf<T, V>[]) => Promise<void>;
+    [V in keyof UsageEventSchemas[T]]: (events: UsageEventOf<T, V>[]) => Promise<HandleResult>;
   };
 };
 
@@ -19,20 +19,31 @@ export function createUsageEventHandler(deps: {
   logger: Logger;
   /** Called with each batch after its commit (billing lag metrics). */
   onCommitted?: (events: readonly UsageEvent[]) => void;
+  /**
+   * Events not to record and why (billing's `key` check: the key is not the account's); the consumer
+   * dead-letters them with the reason. Throws when it cannot tell (keys service away: transient).
+   */
+  refuse?: (events: readonly UsageEvent[]) => Promise<ReadonlyMap<string, string>>;
 }) {
+  const nothing: ReadonlyMap<string, string> = new Map();
   const handlers: UsageEventHandlers = {
     usage: {
       /** Version 1: generation records and spend, exactly once (see `createUsageRecorder`). */
-      1: async (events) => {
+      1: async (batch) => {
+        const rejected = (await deps.refuse?.(batch)) ?? nothing;
+        const events = rejected.size === 0 ? batch : batch.filter((e) => !rejected.has(e.id));
+        if (events.length === 0) return { rejected };
         const r = await deps.recorder.record(events);
         if (r.duplicates > 0)
           deps.logger.info(r, 'usage batch contained already recorded events (redelivery)');
         deps.onCommitted?.(events);
+        return { rejected };
       },
     },
   };
 
-  return async function handle(batch: UsageEvent[]): Promise<void> {
+  return async function handle(batch: UsageEvent[]): Promise<HandleResult> {
+    const rejected = new Map<string, string>();
     const groups = new Map<string, UsageEvent[]>();
     for (const e of batch) {
       const k = `${e.type}\u0000${e.version}`;
@@ -44,12 +55,13 @@ export function createUsageEventHandler(deps: {
       const { type, version } = events[0] as UsageEvent;
       const byVersion = handlers[type] as Record<
         number,
-        ((events: UsageEvent[]) => Promise<void>) | undefined
+        ((events: UsageEvent[]) => Promise<HandleResult>) | undefined
       >;
       const run = byVersion?.[version];
       // The consumer decodes only catalog entries, and the catalog and this table have the same keys.
       if (!run) throw new Error(`no handler for usage event ${type} v${version}`);
-      await run(events);
+      for (const [id, reason] of (await run(events)).rejected) rejected.set(id, reason);
     }
+    return { rejected };
   };
 }

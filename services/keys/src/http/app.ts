@@ -16,6 +16,7 @@ import { accountKeysRoutes } from '../internal/account-keys.routes';
 import type { KeyPresenter } from '../keys/key-view';
 import { keysRoutes } from '../keys/keys.routes';
 import type { KeyService } from '../keys/keys.service';
+import { ownersRoutes } from '../resolve/owners.routes';
 import { resolveRoutes } from '../resolve/resolve.routes';
 
 export interface KeysAppDeps {
@@ -39,6 +40,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
   app.use(healthRoutes(deps.readiness));
   app.use(jsonBody('64kb'));
   app.use(resolveRoutes(deps));
+  app.use(ownersRoutes(deps));
   app.use(keysRoutes(deps));
   app.use(accountKeysRoutes(deps));
   app.use(notFoundHandler);

@@ -34,6 +34,12 @@ export async function findKeyByDigest(db: Db, digest: string): Promise<ApiKey | 
   return db.selectFrom('keys.api_keys').selectAll().where('digest', '=', digest).executeTakeFirst();
 }
 
+/** The keys of these ids that exist (any account). */
+export async function findKeysByIds(db: Db, ids: readonly string[]): Promise<ApiKey[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('keys.api_keys').selectAll().where('id', 'in', ids).execute();
+}
+
 export interface ListKeysQuery {
   accountId: string;
   includeRevoked: boolean;

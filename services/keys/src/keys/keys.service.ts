@@ -6,6 +6,7 @@ import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-ca
 import {
   findKeyByDigest,
   findKeyInAccount,
+  findKeysByIds,
   insertKey,
   listKeys,
   lockKeyInAccount,
@@ -54,6 +55,8 @@ export interface KeyService {
   revoke(accountId: string, id: string, options?: { callerKeyId?: string }): Promise<ApiKey>;
   /** The proxy's cache miss: the record (also cached with the version CAS), or null (negative cache). */
   resolve(digest: string): Promise<CachedKey | null>;
+  /** The keys of these ids that exist, any account (billing's key → account checks). */
+  owners(ids: readonly string[]): Promise<ApiKey[]>;
 }
 
 export type KeyServiceDeps = KeyChangeDeps;
@@ -64,6 +67,8 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
   const { db, cache, logger } = deps;
 
   return {
+    owners: (ids) => findKeysByIds(db, ids),
+
     async authenticateCaller(claims) {
       const row = await findKeyInAccount(db, claims.accountId, claims.keyId);
       if (!row || row.revoked || row.disabled || row.scope !== claims.scope) throw unauthorized();

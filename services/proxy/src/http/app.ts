@@ -2,10 +2,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServiceSigner, requestIdSource } from '@tollgate/auth';
+import { createServiceSigner, parsePrivateKey, requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
-import { createUsagePublisher, type UsagePublisher, usageTopology } from '@tollgate/events';
+import {
+  createMessageSigner,
+  createUsagePublisher,
+  type UsagePublisher,
+  usageTopology,
+} from '@tollgate/events';
 import {
   answerClientErrors,
   clientAddressResolver,
@@ -383,6 +388,8 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
         dir: config.SPOOL_DIR ?? join(tmpdir(), 'tollgate-spool', config.AMQP_PREFIX),
         maxBytes: config.SPOOL_MAX_BYTES,
       },
+      // Billing records only messages signed with the proxy's key (not merely its broker user's).
+      signer: createMessageSigner('proxy', parsePrivateKey(config.SERVICE_PRIVATE_KEY)),
     });
   metrics.watchPublisher(publisher);
   const upstreams = new Upstreams({
