@@ -4,6 +4,7 @@ import * as createUsageRollups from './2026_11_23_080000_create_usage_rollups';
 import * as generationAttempts from './2026_11_23_090000_generation_attempts';
 import * as generationReferer from './2026_11_23_091000_generation_http_referer';
 import * as generationApiType from './2026_11_26_110000_generation_api_type';
+import * as usageApps from './2026_11_26_120000_usage_apps';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_23_090000_generation_attempts': generationAttempts,
   '2026_11_23_091000_generation_http_referer': generationReferer,
   '2026_11_26_110000_generation_api_type': generationApiType,
+  '2026_11_26_120000_usage_apps': usageApps,
 };

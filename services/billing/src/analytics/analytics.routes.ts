@@ -9,7 +9,7 @@ import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
-import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
+import { queryActivity, queryUsage, rankGroups, type UsageRow } from './analytics.repository';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -62,14 +62,23 @@ export function analyticsRoutes(deps: {
       const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
       const from = floorTo(q.from, unit);
       const to = ceilTo(q.to, unit);
-      const rows = await queryUsage(deps.db, {
+      const query = {
         accountId,
         from,
         to,
         granularity: q.granularity,
         groupBy: q.group_by,
         filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
-      });
+      };
+      // Grouped answers hold the top `limit` groups by cost from `offset` (never every X-Title).
+      let nextOffset: number | null = null;
+      let groups: string[] | undefined;
+      if (q.group_by !== 'none') {
+        const ranked = await rankGroups(deps.db, { ...query, limit: q.limit + 1, offset: q.offset });
+        groups = ranked.slice(0, q.limit);
+        if (ranked.length > q.limit) nextOffset = q.offset + q.limit;
+      }
+      const rows = groups?.length === 0 ? [] : await queryUsage(deps.db, { ...query, groups });
       const answer: z.input<typeof accountUsage.response> = {
         data: {
           from: from.toISOString(),
@@ -77,6 +86,7 @@ export function analyticsRoutes(deps: {
           granularity: q.granularity,
           group_by: q.group_by,
           rows: rows.map((r) => usageRowView(r, q.group_by)),
+          next_offset: nextOffset,
         },
       };
       res.json(answer);

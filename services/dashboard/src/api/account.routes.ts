@@ -10,6 +10,7 @@ import { toDecimal, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
+import { csvCell } from './csv';
 
 const DAY_MS = 86_400_000;
 
@@ -33,9 +34,27 @@ const USAGE_PARAMS = [
   'model',
   'app',
   'provider',
+  'limit',
+  'offset',
   'format',
 ] as const;
-const GENERATION_PARAMS = ['limit', 'before', 'model', 'app', 'key_id', 'provider', 'usage_source'] as const;
+const GENERATION_PARAMS = [
+  'limit',
+  'before',
+  'offset',
+  'sort',
+  'order',
+  'from',
+  'to',
+  'model',
+  'model_prefix',
+  'app',
+  'app_prefix',
+  'id_prefix',
+  'key_id',
+  'provider',
+  'usage_source',
+] as const;
 
 const startOfDay = (d: Date) => new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS);
 const startOfWeek = (d: Date) => {
@@ -46,6 +65,9 @@ const startOfMonth = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTC
 
 /** USD per token → USD per million tokens, exact. */
 const perMillion = (perToken: string) => toDecimal(toUnits(perToken) * 1_000_000n);
+
+/** Pages of groups a CSV export gathers (10 × 1000 groups at most). */
+const CSV_MAX_PAGES = 10;
 
 const CSV_COLUMNS = [
   'bucket',
@@ -60,13 +82,6 @@ const CSV_COLUMNS = [
   'cost_usd',
 ] as const;
 
-/** A CSV cell: quoted, quotes doubled, and a leading = + - @ neutralised (spreadsheet formula injection). */
-const csvCell = (v: unknown) => {
-  let s = v === null || v === undefined ? '' : String(v);
-  if (/^[=+\-@\t\r]/.test(s) && !/^-?\d/.test(s)) s = `'${s}`;
-  return `"${s.replaceAll('"', '""')}"`;
-};
-
 /** Overview, usage analytics (+ CSV), generations, credits and the model catalog: reads only. */
 export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; clock: () => Date }): Router {
   const { client } = deps;
@@ -77,8 +92,15 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
     const now = deps.clock();
     const tomorrow = new Date(startOfDay(now).getTime() + DAY_MS).toISOString();
     const from30 = new Date(startOfDay(now).getTime() - 29 * DAY_MS);
+    // Top lists ask billing for their five groups only (never every X-Title of the month).
     const total = (from: Date, group_by: AccountUsageQuery['group_by'] = 'none') =>
-      client.usage(accountId, { from: from.toISOString(), to: tomorrow, granularity: 'total', group_by });
+      client.usage(accountId, {
+        from: from.toISOString(),
+        to: tomorrow,
+        granularity: 'total',
+        group_by,
+        limit: group_by === 'none' ? undefined : '5',
+      });
     const [today, week, month, daily, models, apps, credits] = await Promise.all([
       total(startOfDay(now)),
       total(startOfWeek(now)),
@@ -132,6 +154,17 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
     if (format !== 'csv') {
       res.json({ data });
       return;
+    }
+    // The file holds every group: further pages of 1000 groups, at most CSV_MAX_PAGES of them.
+    let next = data.group_by === 'none' ? null : (data.next_offset ?? null);
+    for (let page = 1; next !== null && page < CSV_MAX_PAGES; page++) {
+      const more = await client.usage(accountId, {
+        ...(query as AccountUsageQuery),
+        limit: '1000',
+        offset: String(next),
+      });
+      data.rows.push(...more.rows);
+      next = more.next_offset ?? null;
     }
     // Key names for the key grouping (a label a spreadsheet reader understands).
     const names = new Map<string, string>();

@@ -69,6 +69,7 @@ function readEmbeddings(c: Completion, json: Json): Outcome | null {
 
 export const embeddingsDoor: FrontDoor = {
   api: 'embeddings',
+  path: '/embeddings',
   native: null,
   parse: parseEmbeddingsRequest,
   check: checkEmbeddingsRequest,
