@@ -3,7 +3,7 @@
  * `POST /api/v1<path>` and `POST /v1<path>` by http/doors.ts. A new door is a folder and an entry here.
  */
 import { chatDoor } from './chat/door';
-import { embeddingsDoor } from './embeddings/door';
 import type { FrontDoor } from './door';
+import { embeddingsDoor } from './embeddings/door';
 
 export const FRONT_DOORS: readonly FrontDoor[] = [chatDoor, embeddingsDoor];
