@@ -207,11 +207,15 @@ export const generationSchema = z.object({
     }),
   ),
   http_referer: z.string().nullable(),
-  api_type: z.enum(['completions', 'embeddings']),
+  /** The client's session (Claude Code's X-Claude-Code-Session-Id), or null. */
+  session_id: z.string().nullable(),
+  /** `completions` (chat), or the other door's name (`messages`, …). */
+  api_type: z.string(),
   app_id: z.null(),
   cache_discount: z.null(),
   data_region: z.literal('global'),
-  external_user: z.null(),
+  /** The caller's end-user id (Anthropic `metadata.user_id`), or null. */
+  external_user: z.string().nullable(),
   generation_time: z.number(),
   latency: z.number(),
   moderation_latency: z.null(),
