@@ -181,6 +181,18 @@ describe.each(MODELS)('POST /responses with the openai SDK (%s)', (_label, model
     });
     expect(run.code, `${run.stderr}\n${run.stdout}`).toBe(0);
     expect(run.lastMessage).toContain('tollgate-codex-ok');
+    // Its two turns (the call, then the answer with the output) are recorded under its session.
+    await vi.waitFor(
+      async () => {
+        const rows = await db.query<{ session_id: string | null; api_type: string }>(
+          'select session_id, api_type from billing.generations where model = $1 and session_id is not null',
+          [model],
+        );
+        expect(rows.rows.length).toBeGreaterThanOrEqual(2);
+        expect(new Set(rows.rows.map((r) => r.api_type))).toEqual(new Set(['responses']));
+      },
+      { timeout: 10_000, interval: 100 },
+    );
   });
 });
 
@@ -261,6 +273,11 @@ describe('POST /responses: billing', () => {
       },
       { timeout: 10_000, interval: 100 },
     );
+    const doors = await db.query<{ api_type: string }>(
+      'select distinct api_type from billing.generations where key_id = $1',
+      [hash],
+    );
+    expect(doors.rows).toEqual([{ api_type: 'responses' }]);
     const gens = await db.query<{ id: string; total_cost: string }>(
       'select id, total_cost::text from billing.generations where key_id = $1 order by id',
       [hash],

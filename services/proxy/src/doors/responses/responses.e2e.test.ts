@@ -7,7 +7,8 @@ import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
 /**
  * POST /responses through the real proxy (keys, Redis, RabbitMQ, the simulator): the usage event of
  * each request (exactly one, api_type `responses`), a cancelled stream billed for what was produced,
- * a provider failing mid-stream (`response.failed`, billed) and failover before the first byte.
+ * a provider failing mid-stream (`response.failed`, billed), failover before the first byte, and the
+ * session of an agent client (Codex's `session-id` header) on the event.
  */
 
 let stack: ProxyStack;
@@ -98,6 +99,14 @@ describe('POST /responses usage events', () => {
     const event = await stack.waitForEvent(r.headers.get('x-generation-id') as string);
     expect(event).toMatchObject({ finish_reason: 'error', cancelled: false });
     expect(event.tokens.completion).toBeGreaterThan(0);
+  });
+  it("records Codex's session-id header as the event's session_id", async () => {
+    const res = await post(
+      { model: 'openai/gpt-4o-mini', input: 'Hi' },
+      { 'session-id': '01a2175f-f50c-7741-9cdb-81738340fdcc' },
+    );
+    const { id } = (await res.json()) as { id: string };
+    expect((await stack.waitForEvent(id)).session_id).toBe('01a2175f-f50c-7741-9cdb-81738340fdcc');
   });
 });
 
