@@ -1,6 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import { toNumber } from '@tollgate/money';
-import type { Completion, Outcome } from '../../pipeline/completion';
+import type { Completion } from '../../pipeline/completion';
+import type { Outcome } from '../../pipeline/outcome';
 import { embeddingFormatOf } from '../../providers/embeddings';
 import type { TokenCounts } from '../../providers/wire-format';
 import { DONE_EVENT, errorEvent } from '../chat/events';
