@@ -399,6 +399,7 @@ export class Completion {
       http_referer: this.httpReferer,
       api_type: this.api,
       ...(this.request.sessionId ? { session_id: this.request.sessionId } : {}),
+      ...(this.request.withheldTools?.length ? { withheld_tools: this.request.withheldTools } : {}),
       ...(this.request.endUser ? { end_user: this.request.endUser } : {}),
       streamed: this.request.stream,
       cancelled: this._cancelled,
