@@ -166,6 +166,67 @@ export const accountUsage = {
 } as const;
 export type AccountUsageQuery = z.input<typeof accountUsage.query>;
 
+/** Percentiles of one latency measure (ms), read from the roll-ups' histograms (±20 %). */
+const latencyFigures = z.object({
+  avg: z.number().nullable(),
+  p50: z.number().nullable(),
+  p90: z.number().nullable(),
+  p99: z.number().nullable(),
+});
+
+/**
+ * `GET /internal/accounts/:accountId/latency`: time to first token and total latency per model or
+ * provider over a range (whole hours; at most 31 days), with errors and output tokens per second;
+ * the `limit` groups with the most requests.
+ */
+export const accountLatency = {
+  method: 'GET',
+  path: (accountId: string) => `${accountPath(accountId)}/latency`,
+  query: z
+    .strictObject(
+      {
+        from: isoDate('from'),
+        to: isoDate('to'),
+        group_by: z
+          .enum(['model', 'provider', 'none'], { error: 'expected model, provider or none' })
+          .default('model'),
+        key_id: uuid('a key id').optional(),
+        model: z.string().min(1).max(300).optional(),
+        provider: z.string().min(1).max(300).optional(),
+        limit: limitParam(20, 200),
+      },
+      unknownParameter,
+    )
+    .superRefine((q, ctx) => {
+      if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
+      if (q.to.getTime() <= q.from.getTime())
+        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
+      else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS.hour)
+        ctx.addIssue({ code: 'custom', path: ['to'], message: 'range too long (at most 31 days)' });
+    }),
+  response: z.object({
+    data: z.object({
+      from: z.string(),
+      to: z.string(),
+      group_by: z.enum(['model', 'provider', 'none']),
+      rows: z.array(
+        z.object({
+          group: z.string().nullable(),
+          requests: z.number().int(),
+          errors: z.number().int(),
+          /** Requests whose record carries an upstream error, per request. */
+          error_rate: z.number(),
+          ttft_ms: latencyFigures,
+          total_ms: latencyFigures,
+          /** Completion tokens per second of generation after the first token (null: none). */
+          tokens_per_second: z.number().nullable(),
+        }),
+      ),
+    }),
+  }),
+} as const;
+export type AccountLatencyQuery = z.input<typeof accountLatency.query>;
+
 /** A generation id: the request id the proxy minted. */
 const generationId = z.string().regex(REQUEST_ID_PATTERN, 'expected a request id (gen-…)');
 

@@ -147,3 +147,43 @@ export async function queryActivity(
     order by 1 desc, sum(cost) desc, 2, 3`.execute(db);
   return rows;
 }
+
+export interface LatencyRow {
+  group: string | null;
+  requests: string;
+  errors: string;
+  tokens_completion: string;
+  ttft_ms: string;
+  total_ms: string;
+  ttft_hist: string[];
+  total_hist: string[];
+}
+
+/**
+ * Latency per model or provider over [from, to): sums and element-wise summed histograms of the
+ * roll-ups (`billing.hist_sum`), the `limit` groups with the most requests. Percentiles are read from
+ * the histograms by the caller (latency.ts).
+ */
+export async function queryLatency(
+  db: BillingDb,
+  q: UsageQuery & { groupBy: 'model' | 'provider' | 'none'; limit: number },
+): Promise<LatencyRow[]> {
+  const s = source({ ...q, granularity: 'total' });
+  const group = GROUP_COLUMN[q.groupBy];
+  const { rows } = await sql<LatencyRow>`
+    select ${group}::text as "group",
+      sum(requests)::text as requests,
+      sum(errors)::text as errors,
+      sum(tokens_completion)::text as tokens_completion,
+      sum(ttft_ms)::text as ttft_ms,
+      sum(total_ms)::text as total_ms,
+      billing.hist_sum(ttft_hist)::text[] as ttft_hist,
+      billing.hist_sum(total_hist)::text[] as total_hist
+    from ${s.table}
+    where account_id = ${q.accountId} and ${s.time} >= ${s.lower} and ${s.time} < ${s.upper}
+      ${filtersOf(q)}
+    group by 1
+    order by sum(requests) desc, 1
+    limit ${q.limit}`.execute(db);
+  return rows;
+}

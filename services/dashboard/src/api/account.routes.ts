@@ -1,6 +1,7 @@
 import type { Catalog } from '@tollgate/catalog';
 import type {
   AccountCreditsQuery,
+  AccountLatencyQuery,
   AccountUsageQuery,
   ListAccountGenerationsQuery,
   UsageRowView,
@@ -38,6 +39,7 @@ const USAGE_PARAMS = [
   'offset',
   'format',
 ] as const;
+const LATENCY_PARAMS = ['from', 'to', 'group_by', 'key_id', 'model', 'provider', 'limit'] as const;
 const GENERATION_PARAMS = [
   'limit',
   'before',
@@ -197,6 +199,12 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
       `attachment; filename="usage-${data.granularity}-${data.group_by}-${data.from.slice(0, 10)}.csv"`,
     );
     res.send(`${lines.join('\r\n')}\r\n`);
+  });
+
+  /** Time to first token, total latency, errors and tokens/s per model or provider (billing's roll-ups). */
+  router.get('/api/latency', requireUser, async (req, res) => {
+    const query = plainQuery(req.query as Record<string, unknown>, LATENCY_PARAMS);
+    res.json({ data: await client.latency(userOf(res).accountId, query as AccountLatencyQuery) });
   });
 
   router.get('/api/generations', requireUser, async (req, res) => {

@@ -7,6 +7,7 @@ import { DataTable } from '../components/DataTable';
 import { Clip, ErrorBox, Page } from '../components/ui';
 import { int, usd, usdColumn } from '../format';
 import { displayZone, when } from '../time';
+import { LatencyTable } from './usage/Latency';
 
 type Metric = 'cost' | 'requests' | 'tokens';
 type GroupBy = 'none' | 'model' | 'app' | 'key' | 'provider';
@@ -273,6 +274,11 @@ export function UsagePage(props: { params: URLSearchParams }) {
         loading={usage.isPending}
         empty="No usage in this range."
         rowTestId={(t) => `usage-${t.label}`}
+      />
+      <LatencyTable
+        from={new Date(Math.max(from.getTime(), to.getTime() - 31 * DAY)).toISOString()}
+        to={to.toISOString()}
+        groupBy={groupBy === 'provider' ? 'provider' : 'model'}
       />
     </Page>
   );

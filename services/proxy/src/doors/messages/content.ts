@@ -74,18 +74,36 @@ function userPart(b: unknown, at: string, out: Untranslatable[]): Json | null {
   }
 }
 
-/** A tool_result's content as the tool message's text (images in tool results are untranslatable). */
-function toolResultText(b: Json, at: string, out: Untranslatable[]): string {
+/**
+ * A tool_result as the tool message's text. OpenAI's tool messages carry text only, so the result's
+ * images and documents (Claude Code's Read of an image or a PDF) go into `media`: the user message that
+ * follows the turn's tool messages, after a text part naming the tool call they came from.
+ */
+function toolResult(b: Json, at: string, out: Untranslatable[], media: Json[]): string {
   const c = b.content;
   let text = '';
   if (typeof c === 'string') text = c;
   else if (Array.isArray(c)) {
     const texts: string[] = [];
+    const parts: Json[] = [];
     c.forEach((part: unknown, k) => {
+      const path = `${at}.content.${k}`;
       if (isObj(part) && part.type === 'text' && typeof part.text === 'string') texts.push(part.text);
-      else out.push({ field: `${at}.content.${k}`, reason: 'OpenAI tool messages carry text only' });
+      else if (isObj(part) && part.type === 'document')
+        for (const p of documentParts(part, path, out)) parts.push(p);
+      else {
+        const p = userPart(part, path, out);
+        if (p) parts.push(p);
+      }
     });
     text = texts.join('\n');
+    if (parts.length > 0) {
+      media.push({
+        type: 'text',
+        text: `Attachments of the result of tool call ${String(b.tool_use_id ?? '')}:`,
+      });
+      for (const p of parts) media.push(p);
+    }
   }
   // OpenAI's tool message has no error flag: the result says so in its text.
   return b.is_error === true ? `Error: ${text}` : text;
@@ -99,11 +117,8 @@ function userTurn(content: unknown[], at: string, out: Untranslatable[]): Json[]
     if (!isObj(b)) return;
     if (b.type === 'tool_result') {
       // OpenAI wants the tool messages right after the assistant's tool calls: they come first.
-      messages.push({
-        role: 'tool',
-        tool_call_id: String(b.tool_use_id ?? ''),
-        content: toolResultText(b, path, out),
-      });
+      const text = toolResult(b, path, out, parts);
+      messages.push({ role: 'tool', tool_call_id: String(b.tool_use_id ?? ''), content: text });
     } else if (b.type === 'document') for (const p of documentParts(b, path, out)) parts.push(p);
     else {
       const part = userPart(b, path, out);

@@ -253,6 +253,48 @@ describe('parseMessagesRequest: the canonical (OpenAI chat) request', () => {
     });
   });
 
+  it('moves images of a tool result into a user message after the tool messages (tool messages carry text only)', () => {
+    const r = parseMessagesRequest(
+      {
+        ...base,
+        messages: [
+          { role: 'user', content: 'look at it' },
+          {
+            role: 'assistant',
+            content: [{ type: 'tool_use', id: 'toolu_1', name: 'Read', input: { file_path: 'a.png' } }],
+          },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'toolu_1',
+                content: [
+                  { type: 'text', text: 'the image:' },
+                  { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBO' } },
+                ],
+              },
+              { type: 'text', text: 'what is it?' },
+            ],
+          },
+        ],
+      },
+      PLAIN,
+    );
+    expect(r.untranslatable).toEqual([]);
+    expect((r.chat.messages as unknown[]).slice(2)).toEqual([
+      { role: 'tool', tool_call_id: 'toolu_1', content: 'the image:' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Attachments of the result of tool call toolu_1:' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBO' } },
+          { type: 'text', text: 'what is it?' },
+        ],
+      },
+    ]);
+  });
+
   it('lists what an OpenAI-format provider cannot be given, with the field path', () => {
     const r = parseMessagesRequest(
       {
@@ -272,7 +314,7 @@ describe('parseMessagesRequest: the canonical (OpenAI chat) request', () => {
               {
                 type: 'tool_result',
                 tool_use_id: 'x',
-                content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'A' } }],
+                content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }],
               },
             ],
           },
@@ -287,7 +329,7 @@ describe('parseMessagesRequest: the canonical (OpenAI chat) request', () => {
     expect(r.untranslatable.map((u) => u.field)).toEqual([
       'messages.0.content.0.source',
       'messages.0.content.1',
-      'messages.0.content.2.content.0',
+      'messages.0.content.2.content.0.source',
       'messages.1.content.0',
       'top_k',
       'mcp_servers',
