@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppError } from '@tollgate/errors';
 import type { Handler, ProxyResponse } from '../http/types';
-import type { Completion, Outcome } from '../pipeline/completion';
+import type { Completion } from '../pipeline/completion';
+import type { Outcome } from '../pipeline/outcome';
 import type { CanonicalRequest } from '../pipeline/request';
 import type { WireFormatName } from '../providers/wire-format';
 

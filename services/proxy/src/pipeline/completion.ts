@@ -4,13 +4,15 @@ import { AppError } from '@tollgate/errors';
 import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import { toDecimal } from '@tollgate/money';
 import type { ApiType } from '../doors/door';
 import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
 import { DEFAULT_CANCEL_DRAIN_MS, Drain } from './drain';
+import type { Outcome, UsageSource } from './outcome';
+
 import type { CanonicalRequest } from './request';
+import { type Billed, finishedLine, usageEventOf } from './usage-event';
 
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
 export interface UsageSink {
@@ -24,8 +26,6 @@ export interface TokenEstimator {
   estimatePromptTokens(messages: readonly unknown[], toolsJson: string | null): number;
   estimateCompletionTokens(text: string): number;
 }
-
-export type UsageSource = 'provider' | 'estimated';
 
 /** One try of one candidate: what a user debugging a failover needs. */
 export interface Attempt {
@@ -60,34 +60,6 @@ export interface CompletionInit {
 }
 
 /**
- * How a completion ended: what `Completion.finish` settles and records. Every terminal path of the
- * pipeline's relay stage (pipeline/relay.ts, the door's AnswerStream) produces exactly one.
- *
- * - `served`: the provider answered (JSON, or a stream to its end, cut mid-stream, timed out or
- *   stopped by a lapsed lease after the 200: then `fail` recorded why): billed from the provider's
- *   usage or the estimate of what was produced, one usage event;
- * - `refused`: nothing was consumed (the provider refused the request, no candidate could serve it,
- *   the duration cap or a lapsed lease stopped it before the answer): no charge, no event;
- * - `cancelled`: the client went away before the answer: the prompt was sent, its estimate is billed;
- * - `failed`: the provider accepted the request and broke off before the answer reached the client
- *   (broken or invalid body): its estimate is billed, with the error on the record.
- */
-export type Outcome =
-  | {
-      kind: 'served';
-      tokens: TokenCounts;
-      source: UsageSource;
-      costUnits: bigint;
-      finishReason: string | null;
-      upstreamId: string | null;
-      /** The end of the answer, written after the completion ended (null: the client is gone). */
-      lastBytes: string | Buffer | null;
-    }
-  | { kind: 'refused'; error: AppError }
-  | { kind: 'cancelled' }
-  | { kind: 'failed'; error: AppError };
-
-/**
  * One completion request after it was admitted (whatever its front door), as a use case: it owns its state (the candidate
  * it is aimed at, attempts, cancellation, the duration cap, a lapsed lease, the error on its record)
  * and ends in one place, `finish`, exactly once: the upstream slot is released, the spend reservation
@@ -111,7 +83,7 @@ export class Completion {
   private _timedOut = false;
   private _stopReason: AppError | null = null;
   private _error: AppError | null = null;
-  private errorDetail: string | null = null;
+  private _errorDetail: string | null = null;
   /** Releases the upstream slot of the attempt in flight. */
   private release: (() => void) | null = null;
   private ended = false;
@@ -126,8 +98,8 @@ export class Completion {
   private _provider: CatalogProvider;
   private _upstreamModel: string;
   private _upstreamBody: Record<string, unknown>;
-  /** Every attempt before the serving one (provider, model, outcome, latency), for the record. */
-  private readonly attempts: Attempt[] = [];
+  /** Every attempt, the serving one last (provider, model, outcome, latency), for the record. */
+  readonly attempts: Attempt[] = [];
   readonly app: string | null;
   readonly httpReferer: string | null;
   private readonly logger: Logger;
@@ -182,6 +154,10 @@ export class Completion {
   /** Why the answer failed after the provider accepted the request (first failure wins; pipeline/errors.ts). */
   get error(): AppError | null {
     return this._error;
+  }
+  /** The provider's own text of `error`, for the record only. */
+  get errorDetail(): string | null {
+    return this._errorDetail;
   }
 
   /** Child logger carrying the request id (created lazily: most requests never log). */
@@ -295,7 +271,7 @@ export class Completion {
   fail(error: AppError, detail: string | null = null): void {
     if (this._error !== null) return;
     this._error = error;
-    this.errorDetail = detail;
+    this._errorDetail = detail;
   }
 
   /** True when `err` (a failed upstream call or read) means the client went away, not a failure. */
@@ -367,7 +343,7 @@ export class Completion {
         break;
     }
     this.settle(costUnits);
-    this.publish(tokens, source, costUnits, finishReason, upstreamId);
+    this.publish({ tokens, source, costUnits, finishReason, upstreamId });
   }
 
   private settle(costUnits: bigint): void {
@@ -376,74 +352,15 @@ export class Completion {
     });
   }
 
-  private publish(
-    tokens: TokenCounts,
-    source: UsageSource,
-    costUnits: bigint,
-    finishReason: string | null,
-    upstreamId: string | null,
-  ): void {
-    const finishedAt = Date.now();
-    const error = this._error;
-    const event: UsageEvent = {
-      type: 'usage',
-      version: 1,
-      id: this.requestId,
-      account_id: this.key.accountId,
-      key_id: this.key.id,
-      model: this._model.id,
-      provider_name: this._provider.name,
-      upstream_model: this._upstreamModel,
-      upstream_id: upstreamId,
-      app: this.app,
-      http_referer: this.httpReferer,
-      api_type: this.api,
-      ...(this.request.sessionId ? { session_id: this.request.sessionId } : {}),
-      ...(this.request.withheldTools?.length ? { withheld_tools: this.request.withheldTools } : {}),
-      ...(this.request.endUser ? { end_user: this.request.endUser } : {}),
-      streamed: this.request.stream,
-      cancelled: this._cancelled,
-      finish_reason: error ? 'error' : finishReason,
-      usage_source: source,
-      tokens: {
-        prompt: tokens.prompt,
-        completion: tokens.completion,
-        cached: tokens.cached,
-        cache_write: tokens.cacheWrite,
-        reasoning: tokens.reasoning,
-      },
-      cost: toDecimal(costUnits),
-      is_byok: false,
-      error: error ? { code: error.status, message: this.errorDetail ?? error.message } : null,
-      started_at: new Date(this.startedAt).toISOString(),
-      finished_at: new Date(finishedAt).toISOString(),
-      latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),
-      generation_time_ms: Math.max(0, finishedAt - this.startedAt),
-      attempts: this.attempts,
-    };
+  private publish(billed: Billed): void {
+    const event = usageEventOf(this, billed, Date.now());
     try {
       this.sink.publish(event);
     } catch (err) {
       this.log.error({ err }, 'usage event publish failed');
     }
     // The usage event is the durable record of every completion; this line is for debugging only.
-    if (!this.logger.isLevelEnabled('debug')) return;
-    this.log.debug(
-      {
-        model: this._model.id,
-        provider: this._provider.name,
-        streamed: event.streamed,
-        cancelled: event.cancelled,
-        usageSource: source,
-        promptTokens: tokens.prompt,
-        completionTokens: tokens.completion,
-        cost: event.cost,
-        finishReason: event.finish_reason,
-        error: event.error?.code,
-        ms: event.generation_time_ms,
-      },
-      'completion finished',
-    );
+    if (this.logger.isLevelEnabled('debug')) this.log.debug(finishedLine(event), 'completion finished');
   }
 
   /** Conservative prompt estimate of the request messages (tokenized on first use only). */

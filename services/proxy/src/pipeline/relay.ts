@@ -1,9 +1,10 @@
 import type { ProxyResponse } from '../http/types';
 import { wireFormatOf } from '../providers';
 import { isAbortError } from '../upstream/upstream';
-import type { Completion, Outcome } from './completion';
+import type { Completion } from './completion';
 import { type DispatchDeps, dispatch, refusal, type UpstreamResponse } from './dispatch';
 import { invalidResponse } from './errors';
+import type { Outcome } from './outcome';
 import type { Plan } from './plan';
 
 type Json = Record<string, unknown>;
