@@ -50,6 +50,7 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
     http_referer: c.httpReferer,
     api_type: c.api,
     ...(c.request.sessionId ? { session_id: c.request.sessionId } : {}),
+    ...(c.request.withheldTools?.length ? { withheld_tools: c.request.withheldTools } : {}),
     ...(c.request.endUser ? { end_user: c.request.endUser } : {}),
     streamed: c.request.stream,
     cancelled: c.cancelled,
@@ -60,6 +61,8 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
       completion: tokens.completion,
       cached: tokens.cached,
       cache_write: tokens.cacheWrite,
+      // The 1-hour share of the cache writes, priced apart (billing recomputes the cost with it).
+      ...(tokens.cacheWrite1h ? { cache_write_1h: tokens.cacheWrite1h } : {}),
       reasoning: tokens.reasoning,
     },
     cost: toDecimal(b.costUnits),
