@@ -323,7 +323,7 @@ const prefix = z.string().min(1).max(300);
 /**
  * `GET /internal/accounts/:accountId/generations`: the request log. Newest first with keyset pages
  * (`before`) by default; any other `sort`/`order` pages by `offset` (`next_offset`). Filters: exact
- * `model`/`app`/`key_id`/`provider`/`usage_source`, prefixes `model_prefix`/`app_prefix`/`id_prefix`,
+ * `model`/`app`/`key_id`/`provider`/`usage_source`/`session_id`, prefixes `model_prefix`/`app_prefix`/`id_prefix`,
  * and the range [`from`, `to`) of `created_at`.
  */
 export const listAccountGenerations = {
@@ -354,6 +354,8 @@ export const listAccountGenerations = {
         usage_source: z
           .enum(['provider', 'estimated'], { error: 'expected provider or estimated' })
           .optional(),
+        /** One client session's records (Claude Code's or Codex's session id). */
+        session_id: z.string().min(1).max(128).optional(),
       },
       unknownParameter,
     )

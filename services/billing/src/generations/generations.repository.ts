@@ -130,6 +130,8 @@ export interface GenerationFilters {
   keyId?: string;
   provider?: string;
   usageSource?: 'provider' | 'estimated';
+  /** One client session (served by the (account_id, session_id, created_at) index). */
+  sessionId?: string;
   modelPrefix?: string;
   appPrefix?: string;
   idPrefix?: string;
@@ -177,6 +179,7 @@ export async function listGenerations(
   if (f.keyId) query = query.where('key_id', '=', f.keyId);
   if (f.provider) query = query.where('provider_name', '=', f.provider);
   if (f.usageSource) query = query.where('usage_source', '=', f.usageSource);
+  if (f.sessionId) query = query.where('session_id', '=', f.sessionId);
   if (f.modelPrefix) query = query.where(sql<boolean>`model like ${startsWith(f.modelPrefix)}`);
   if (f.appPrefix) query = query.where(sql<boolean>`app like ${startsWith(f.appPrefix)}`);
   if (f.idPrefix) query = query.where(sql<boolean>`id like ${startsWith(f.idPrefix)}`);
