@@ -7,6 +7,8 @@ import * as generationApiSession from './2026_11_26_110000_generation_api_sessio
 import * as usageApps from './2026_11_26_120000_usage_apps';
 import * as usageLatency from './2026_11_26_130000_usage_latency';
 
+import * as generationSessions from './2026_11_26_140000_generation_sessions';
+
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
   '2026_11_20_130000_create_billing': createBilling,
@@ -16,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_110000_generation_api_session': generationApiSession,
   '2026_11_26_120000_usage_apps': usageApps,
   '2026_11_26_130000_usage_latency': usageLatency,
+  '2026_11_26_140000_generation_sessions': generationSessions,
 };
