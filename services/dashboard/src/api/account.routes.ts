@@ -54,10 +54,10 @@ const GENERATION_PARAMS = [
   'app',
   'app_prefix',
   'id_prefix',
-  'session_id',
   'key_id',
   'provider',
   'usage_source',
+  'session_id',
 ] as const;
 
 const startOfDay = (d: Date) => new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS);
