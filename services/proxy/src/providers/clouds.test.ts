@@ -237,7 +237,7 @@ describe('Bedrock', () => {
     expect(out).toContain('"prompt_tokens":4');
     expect(out.endsWith('data: [DONE]\n\n')).toBe(true);
     const broken = Buffer.from(frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'x' } }));
-    broken[broken.length - 6] ^= 0xff;
+    broken[broken.length - 6] = (broken[broken.length - 6] as number) ^ 0xff;
     expect(new ConverseStreamBridge('m', 1).push(broken)).toContain('"error"');
   });
 });
