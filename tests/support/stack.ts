@@ -210,6 +210,10 @@ export async function startStack(
       closers.push(() => rm(dir, { recursive: true, force: true }));
     }
 
+    // The proxy's catalog; a catalog given as an object prices billing's events too (its cost check).
+    const catalog = options.catalog
+      ? options.catalog(sim.url)
+      : loadCatalog(catalogPath, { PROVIDER_SIM_URL: sim.url });
     // Billing asks keys who owns a key and keys asks billing for usage: keys' port is fixed first.
     const keysPort = await freePort();
     const billing = await startBilling(
@@ -224,6 +228,7 @@ export async function startStack(
         SERVICE_PRIVATE_KEY: serviceKeys.billing.privateKey,
         SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
       }),
+      options.catalog ? { catalog } : {},
     );
     closers.push(() => billing.close());
 
@@ -254,9 +259,6 @@ export async function startStack(
       ...options.proxyEnv,
     });
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
-    const catalog = options.catalog
-      ? options.catalog(sim.url)
-      : loadCatalog(catalogPath, { PROVIDER_SIM_URL: sim.url });
     const proxy = await startProxy(proxyConfig, { catalog });
     closers.push(() => proxy.close());
 
