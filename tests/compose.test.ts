@@ -495,7 +495,7 @@ describe('docker-compose.yml', () => {
       expect(sql).toContain(`create schema if not exists ${schema} authorization ${u.username};`);
     }
     // Redis: the ACL file names each user with its password; the default user may only PING.
-    expect(services.redis?.command).toEqual(
+    expect((services.redis as { command?: string[] } | undefined)?.command).toEqual(
       expect.arrayContaining(['--aclfile', '/etc/tollgate-redis/users.acl']),
     );
     const acl = read('redis-acl', 'users.acl');
