@@ -73,7 +73,9 @@ const WRITE_ROUTES: Array<[string, string, unknown]> = [
 
 describe('authentication', () => {
   it.each(READ_ROUTES)('GET %s answers 401 without a session, or with a forged cookie', async (path) => {
-    for (const headers of [{}, { cookie: 'tg_session=forged-value' }] as Array<Record<string, string>>) {
+    for (const headers of [{}, { cookie: '__Host-tg_session=forged-value' }] as Array<
+      Record<string, string>
+    >) {
       const r = await dash.request('GET', path, { headers });
       expect(r.status, r.text).toBe(401);
       expect(r.body.error.metadata.error_type).toBe('unauthorized');
@@ -85,13 +87,15 @@ describe('authentication', () => {
     expect(r.status, r.text).toBe(401);
   });
 
-  it('signs in with the right password: an HttpOnly, SameSite=Strict, Secure session cookie', async () => {
+  it('signs in with the right password: an HttpOnly, SameSite=Strict, Secure, __Host- session cookie', async () => {
     const r = await dash.request('POST', '/api/session', {
       body: { email: owner.email, password: owner.password },
     });
     expect(r.status, r.text).toBe(204);
-    const cookie = r.headers.getSetCookie().find((c) => c.startsWith('tg_session='))!;
+    const cookie = r.headers.getSetCookie().find((c) => c.startsWith('__Host-tg_session='))!;
     expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/Path=\//);
+    expect(cookie).not.toMatch(/Domain=/);
     expect(cookie).toMatch(/SameSite=Strict/);
     expect(cookie).toMatch(/Secure/);
     expect(cookie).toMatch(/Expires=/);
@@ -100,7 +104,7 @@ describe('authentication', () => {
     const rows = await dash.handle.db.selectFrom('dashboard.sessions').select('digest').execute();
     expect(rows.some((row) => row.digest === value)).toBe(false);
     const users = await dash.handle.db.selectFrom('dashboard.users').select('password_hash').execute();
-    for (const u of users) expect(u.password_hash ?? 'scrypt$').toMatch(/^scrypt\$32768\$8\$1\$/);
+    for (const u of users) expect(u.password_hash ?? 'scrypt$131072$8$1$').toMatch(/^scrypt\$131072\$8\$1\$/);
   });
 
   it('answers the same 401 for an unknown email and a wrong password', async () => {
@@ -172,7 +176,7 @@ describe('authentication', () => {
     const s = await dash.signIn(viewer);
     const out = await s.call('DELETE', '/api/session');
     expect(out.status, out.text).toBe(204);
-    expect(out.headers.getSetCookie().join()).toMatch(/tg_session=;/);
+    expect(out.headers.getSetCookie().join()).toMatch(/__Host-tg_session=;/);
     expect((await s.call('GET', '/api/keys')).status).toBe(401);
   });
 

@@ -138,7 +138,7 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('the da
     const opsRow = page.getByTestId('key-browser ops');
     await expect.poll(() => opsRow.textContent()).toContain('management');
     const appRow = page.getByTestId('key-browser app');
-    await expect.poll(() => appRow.textContent()).toContain('$5.00 daily');
+    await expect.poll(() => appRow.textContent()).toContain('of $5.00 today (UTC)');
     // The plaintext is not on the page any more.
     expect(await page.content()).not.toContain(inferenceKey);
     // The management key manages keys through the API; it cannot run models.
@@ -226,10 +226,10 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('the da
     await row.getByRole('button', { name: 'Edit limit' }).click();
     await page.getByLabel('Limit (USD, empty for none)').fill('7.5');
     const dialog = page.getByRole('dialog', { name: 'Edit browser app' });
-    await dialog.getByLabel(/Allowed models/).fill(MODEL);
+    await dialog.getByRole('checkbox', { name: MODEL, exact: true }).check();
     await dialog.getByLabel(/Rate limit/).fill('50');
     await page.getByRole('button', { name: 'Save limit' }).click();
-    await expect.poll(() => row.textContent()).toContain('$7.50 daily');
+    await expect.poll(() => row.textContent()).toContain('of $7.50 today (UTC)');
     await expect.poll(() => row.textContent()).toContain(`${MODEL} · 50 rpm`);
     expect((await chat(inferenceKey, APP)).status).toBe(200);
     const other = await stack.api('/chat/completions', {
@@ -314,7 +314,7 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('the da
 
   it('sign-out ends the session', async () => {
     const cookies = await ownerContext.cookies();
-    const session = cookies.find((c) => c.name === 'tg_session');
+    const session = cookies.find((c) => c.name === '__Host-tg_session');
     expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
     await openPage(page, 'overview');
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -322,7 +322,9 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('the da
     await page.reload();
     await page.getByRole('form', { name: 'Sign in' }).waitFor();
     // The old cookie value is dead on the server, not just forgotten by the browser.
-    const r = await dash.request('GET', '/api/me', { headers: { cookie: `tg_session=${session!.value}` } });
+    const r = await dash.request('GET', '/api/me', {
+      headers: { cookie: `__Host-tg_session=${session!.value}` },
+    });
     expect(r.status).toBe(401);
   });
 });

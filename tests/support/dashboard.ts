@@ -95,7 +95,7 @@ export async function startTestDashboard(
   };
 
   const cookieFrom = (res: DashboardResponse) => {
-    const set = res.headers.getSetCookie().find((c) => c.startsWith('tg_session='));
+    const set = res.headers.getSetCookie().find((c) => /^(__Host-)?tg_session=/.test(c));
     if (!set) throw new Error(`no session cookie: HTTP ${res.status} ${res.text}`);
     return set.split(';')[0]!;
   };

@@ -8,6 +8,7 @@ providers:
     api_key_env: SIM_KEY
   - name: local
     base_url: http://localhost:11434/v1
+    remote_media: false
 models:
   - id: openai/gpt-4o-mini
     name: GPT-4o mini
@@ -44,11 +45,13 @@ describe('parseCatalog', () => {
       apiKeys: ['sk-up'],
       format: 'openai',
       simulator: false,
+      remoteMedia: true,
       apiVersion: undefined,
       auth: 'api-key',
       region: undefined,
       awsProfile: undefined,
     });
+    expect(c.provider('local')!.remoteMedia).toBe(false);
     expect(c.provider('local')!.apiKey).toBeUndefined();
     expect(c.provider('local')!.apiKeys).toEqual([]);
     const m = c.model('openai/gpt-4o-mini')!;

@@ -38,6 +38,11 @@ export interface CatalogProvider {
   awsProfile: string | undefined;
   /** The provider simulator: the proxy forwards its `sim` request field (dev/test catalogs only). */
   simulator: boolean;
+  /**
+   * Whether media URLs in messages may reach this provider (catalog `remote_media`; absent = true).
+   * False: media only as `data:` URIs (self-hosted providers fetch URLs inside the operator's network).
+   */
+  remoteMedia?: boolean;
 }
 
 export interface ModelPricing<T> {
@@ -271,6 +276,7 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
       apiKeys: Object.freeze(apiKeys),
       format: p.format,
       simulator: p.simulator,
+      remoteMedia: p.remote_media,
       apiVersion: p.api_version,
       auth: p.auth ?? 'api-key',
       region: p.region,

@@ -95,6 +95,14 @@ const providerSchema = z.strictObject({
   aws_profile: z.string().min(1).optional(),
   /** The provider simulator (dev/test): the proxy also forwards its `sim` request field. */
   simulator: z.boolean().default(false),
+  /**
+   * Content policy for media in messages (issue 23). `true` (default): image and other media URLs
+   * are forwarded, for providers that fetch them on their own infrastructure. `false`: the provider
+   * gets media only as `data:` URIs — a request carrying a media URL skips it (400 when no other
+   * candidate is left) — for self-hosted servers (vLLM fetches `image_url` from inside the operator's
+   * network: a URL there reaches internal hosts).
+   */
+  remote_media: z.boolean().default(true),
 });
 
 const modelSchema = z.strictObject({

@@ -237,23 +237,69 @@ export const accountGenerationSchema = generationSchema.extend({
   cost: decimalString,
 });
 
-/** `GET /internal/accounts/:accountId/generations`: newest first, `before` pages. */
+/** Sort orders of the request log (`created_at` is the default, newest first). */
+const generationSort = z.enum(['created_at', 'cost', 'tokens', 'latency'], {
+  error: 'expected created_at, cost, tokens or latency',
+});
+/** Deepest offset of a sorted request log (a deeper page is a narrower date range away). */
+export const GENERATIONS_MAX_OFFSET = 10_000;
+const prefix = z.string().min(1).max(300);
+
+/**
+ * `GET /internal/accounts/:accountId/generations`: the request log. Newest first with keyset pages
+ * (`before`) by default; any other `sort`/`order` pages by `offset` (`next_offset`). Filters: exact
+ * `model`/`app`/`key_id`/`provider`/`usage_source`, prefixes `model_prefix`/`app_prefix`/`id_prefix`,
+ * and the range [`from`, `to`) of `created_at`.
+ */
 export const listAccountGenerations = {
   method: 'GET',
   path: (accountId: string) => `${accountPath(accountId)}/generations`,
-  query: z.strictObject(
-    {
-      limit: limitParam(50, 200),
-      before: generationId.optional(),
-      model: z.string().min(1).max(300).optional(),
-      app: z.string().max(300).optional(),
-      key_id: uuid('a key id').optional(),
-      provider: z.string().min(1).max(300).optional(),
-      usage_source: z.enum(['provider', 'estimated'], { error: 'expected provider or estimated' }).optional(),
-    },
-    unknownParameter,
-  ),
-  response: z.object({ data: z.array(accountGenerationSchema), next_before: z.string().nullable() }),
+  query: z
+    .strictObject(
+      {
+        limit: limitParam(50, 200),
+        before: generationId.optional(),
+        offset: z.coerce
+          .number({ error: 'expected an integer' })
+          .int('expected an integer')
+          .min(0, 'must be at least 0')
+          .max(GENERATIONS_MAX_OFFSET, `must be at most ${GENERATIONS_MAX_OFFSET}`)
+          .optional(),
+        sort: generationSort.optional(),
+        order: z.enum(['asc', 'desc'], { error: 'expected asc or desc' }).optional(),
+        from: isoDate('from').optional(),
+        to: isoDate('to').optional(),
+        model: z.string().min(1).max(300).optional(),
+        model_prefix: prefix.optional(),
+        app: z.string().max(300).optional(),
+        app_prefix: prefix.optional(),
+        id_prefix: z.string().min(3, 'must be at least 3 characters').max(100).optional(),
+        key_id: uuid('a key id').optional(),
+        provider: z.string().min(1).max(300).optional(),
+        usage_source: z
+          .enum(['provider', 'estimated'], { error: 'expected provider or estimated' })
+          .optional(),
+      },
+      unknownParameter,
+    )
+    .superRefine((q, ctx) => {
+      const keyset = (q.sort ?? 'created_at') === 'created_at' && (q.order ?? 'desc') === 'desc';
+      if (q.before !== undefined && (!keyset || q.offset !== undefined))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['before'],
+          message: 'only with the default order (use offset)',
+        });
+      if (q.from instanceof Date && q.to instanceof Date && q.to.getTime() <= q.from.getTime())
+        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
+    }),
+  response: z.object({
+    data: z.array(accountGenerationSchema),
+    /** Keyset cursor of the next page (default order). */
+    next_before: z.string().nullable(),
+    /** Offset of the next page (other orders, or when `offset` was given); absent otherwise. */
+    next_offset: z.number().int().nullable().optional(),
+  }),
 } as const;
 export type ListAccountGenerationsQuery = z.input<typeof listAccountGenerations.query>;
 

@@ -102,3 +102,29 @@ export function safeText(text: string, max = Number.POSITIVE_INFINITY): string {
   }
   return wellFormed(s);
 }
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function onlyBytes(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0xff) return false;
+  return true;
+}
+
+/**
+ * An HTTP header's text as the client meant it. Node's parser reads header bytes as Latin-1 (one
+ * character per byte), so a UTF-8 `X-Title: Café bot ✓` arrives as `CafÃ© bot â\u009c\u0093`. When
+ * every character is a byte and the bytes are valid UTF-8 they are decoded as UTF-8; anything else
+ * (real Latin-1, or already-decoded text) is kept as it is. Then `safeText(…, max)`.
+ */
+export function headerText(value: string, max = Number.POSITIVE_INFINITY): string {
+  let s = value;
+  // Pure ASCII needs nothing; a character above 0xFF means the text was never bytes.
+  if (/[\u0080-\u00ff]/.test(s) && onlyBytes(s)) {
+    try {
+      s = utf8.decode(Buffer.from(s, 'latin1'));
+    } catch {
+      // not UTF-8: Latin-1 it is
+    }
+  }
+  return safeText(s, max);
+}

@@ -101,6 +101,32 @@ describe('service client', () => {
     expect(req?.headers['content-type']).toBe('application/json');
   });
 
+  it('refuses an answer larger than maxResponseBytes with a 503 (the body is not read whole)', async () => {
+    const small = createServiceClient({
+      service: 'billing',
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      token: serviceTokenSource(devServiceSigner('dashboard'), 'billing'),
+      timeoutMs: 2000,
+      maxResponseBytes: 64 * 1024,
+    });
+    try {
+      handler = (_req, res) => json(res, 200, { data: { ...record, padding: 'x'.repeat(200 * 1024) } });
+      await expect(
+        small.call({ method: 'POST', path: resolveKey.path, body: {}, response: resolveKey.response }),
+      ).rejects.toMatchObject({ type: 'service_unavailable' });
+      handler = (_req, res) => json(res, 200, { data: { ...record, padding: 'x'.repeat(1024) } });
+      const ok = await small.call({
+        method: 'POST',
+        path: resolveKey.path,
+        body: {},
+        response: resolveKey.response,
+      });
+      expect(ok.data).toEqual(record);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('answers null for 404 when asked to', async () => {
     handler = (_req, res) =>
       json(res, 404, { error: { code: 404, message: 'x', metadata: { error_type: 'not_found' } } });

@@ -36,6 +36,25 @@ export interface ServiceClientOptions {
   ownerErrors?: 'relay' | 'unavailable';
   /** The 503 message (default: "The <service> service is unavailable, try again shortly"). */
   unavailableMessage?: string;
+  /**
+   * Largest answer body read (default 8 MiB): a bigger one is cut off and the call is a 503, so an
+   * owner's runaway answer cannot take the caller's memory with it.
+   */
+  maxResponseBytes?: number;
+}
+
+const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+
+/** The body as text, refusing more than `max` bytes (read chunk by chunk, never the whole of it). */
+async function boundedText(body: AsyncIterable<Buffer>, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > max) throw new Error(`answer larger than ${max} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -137,7 +156,13 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
         signal: AbortSignal.timeout(deadline),
       });
       status = res.statusCode;
-      const text = await res.body.text();
+      let text: string;
+      try {
+        text = await boundedText(res.body, options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+      } catch (err) {
+        res.body.destroy();
+        throw err;
+      }
       body = text.length > 0 ? JSON.parse(text) : null;
     } catch (err) {
       throw unavailable({ method: o.method, path: o.path, err: String((err as Error)?.message ?? err) });

@@ -45,6 +45,13 @@ export const dashboardEnv = z.object({
     .min(1)
     .max(60 * 24 * 30)
     .default(12 * 60),
+  /** A session unused this long ends (idle timeout), however long SESSION_TTL_MINUTES is. */
+  SESSION_IDLE_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(60 * 24 * 30)
+    .default(60),
   /** How long an invitation (sign-in link) stays valid. */
   INVITE_TTL_HOURS: z.coerce
     .number()

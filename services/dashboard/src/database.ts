@@ -26,6 +26,8 @@ interface SessionsTable {
   csrf_token: string;
   created_at: ColumnType<Date, Date | string, never>;
   expires_at: ColumnType<Date, Date | string, never>;
+  /** Last request of the session (kept to the minute): the idle timeout counts from it. */
+  last_seen_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 interface InvitesTable {

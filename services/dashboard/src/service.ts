@@ -11,6 +11,7 @@ import type { DashboardConfig } from './config';
 import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
 import { createDashboardApp } from './http/app';
 import { createInternalClient } from './upstream/internal-client';
+import { createUsersService } from './users/users.service';
 
 export interface DashboardHandle {
   /** e.g. http://127.0.0.1:8083 */
@@ -49,6 +50,7 @@ export async function startDashboard(
     db,
     clock,
     sessionTtlMs: config.SESSION_TTL_MINUTES * 60_000,
+    sessionIdleMs: config.SESSION_IDLE_MINUTES * 60_000,
     inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000,
     maxFailures: config.SIGNIN_MAX_FAILURES,
     windowMs: config.SIGNIN_WINDOW_MINUTES * 60_000,
@@ -67,6 +69,7 @@ export async function startDashboard(
     metrics,
     db,
     auth,
+    users: createUsersService({ db, clock, inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000 }),
     client,
     catalog,
     verifier: createServiceVerifier('dashboard', config.SERVICE_PUBLIC_KEYS),

@@ -1,5 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { getAccountGeneration, listAccountGenerations } from '@tollgate/contracts';
+import { GENERATIONS_MAX_OFFSET, getAccountGeneration, listAccountGenerations } from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { Router } from 'express';
@@ -33,22 +33,37 @@ export function generationsInternalRoutes(deps: { db: BillingDb; verifier: Servi
     async (req, res) => {
       const accountId = accountIdOf(req);
       const q = parseInput(listAccountGenerations.query, singleQuery(req));
+      const keyset = (q.sort ?? 'created_at') === 'created_at' && (q.order ?? 'desc') === 'desc';
+      const byOffset = !keyset || q.offset !== undefined;
+      const offset = q.offset ?? 0;
       const rows = await listGenerations(deps.db, {
         accountId,
         limit: q.limit + 1,
         before: q.before,
+        offset: byOffset ? offset : undefined,
+        sort: q.sort,
+        order: q.order,
         filters: {
           model: q.model,
           app: q.app,
           keyId: q.key_id,
           provider: q.provider,
           usageSource: q.usage_source,
+          modelPrefix: q.model_prefix,
+          appPrefix: q.app_prefix,
+          idPrefix: q.id_prefix,
+          from: q.from,
+          to: q.to,
         },
       });
       const page = rows.slice(0, q.limit);
+      const more = rows.length > q.limit;
       const answer: z.input<typeof listAccountGenerations.response> = {
         data: page.map(internalView),
-        next_before: rows.length > q.limit ? (page.at(-1)?.id ?? null) : null,
+        next_before: !byOffset && more ? (page.at(-1)?.id ?? null) : null,
+        ...(byOffset
+          ? { next_offset: more && offset + q.limit <= GENERATIONS_MAX_OFFSET ? offset + q.limit : null }
+          : {}),
       };
       res.json(answer);
     },

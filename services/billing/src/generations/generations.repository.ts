@@ -124,20 +124,42 @@ export interface GenerationFilters {
   keyId?: string;
   provider?: string;
   usageSource?: 'provider' | 'estimated';
+  modelPrefix?: string;
+  appPrefix?: string;
+  idPrefix?: string;
+  /** created_at in [from, to). */
+  from?: Date;
+  to?: Date;
 }
 
+export type GenerationSort = 'created_at' | 'cost' | 'tokens' | 'latency';
+
+/** A LIKE pattern matching values that start with `prefix` (its % _ and \ taken literally). */
+const startsWith = (prefix: string) => `${prefix.replace(/[\\%_]/g, '\\$&')}%`;
+
+const SORT_COLUMN = {
+  created_at: sql.ref('created_at'),
+  cost: sql.ref('total_cost'),
+  tokens: sql`(tokens_prompt + tokens_completion)`,
+  latency: sql.ref('latency_ms'),
+} as const;
+
 /**
- * One account's latest records, newest first, `limit` at a time. Keyset pagination: `before` is
- * the (created_at, id) of the last row of the previous page. Served by the (account_id, created_at)
- * index; never a range aggregate (analytics reads the roll-ups).
+ * One account's records, `limit` at a time. Newest first by default, with keyset pages: `before` is
+ * the id of the last row of the previous page (served by the (account_id, created_at) index). Any
+ * other order pages by `offset` (bounded by the contract); ties are broken by (created_at, id) so
+ * pages never overlap. Never a range aggregate (analytics reads the roll-ups).
  */
 export async function listGenerations(
   db: Db,
   q: {
     accountId: string;
     limit: number;
-    /** The id of the last row of the previous page. */
+    /** The id of the last row of the previous page (default order only). */
     before?: string;
+    offset?: number;
+    sort?: GenerationSort;
+    order?: 'asc' | 'desc';
     filters?: GenerationFilters;
   },
 ) {
@@ -149,11 +171,21 @@ export async function listGenerations(
   if (f.keyId) query = query.where('key_id', '=', f.keyId);
   if (f.provider) query = query.where('provider_name', '=', f.provider);
   if (f.usageSource) query = query.where('usage_source', '=', f.usageSource);
+  if (f.modelPrefix) query = query.where(sql<boolean>`model like ${startsWith(f.modelPrefix)}`);
+  if (f.appPrefix) query = query.where(sql<boolean>`app like ${startsWith(f.appPrefix)}`);
+  if (f.idPrefix) query = query.where(sql<boolean>`id like ${startsWith(f.idPrefix)}`);
+  if (f.from) query = query.where('created_at', '>=', f.from);
+  if (f.to) query = query.where('created_at', '<', f.to);
   if (q.before) {
     // Compared in Postgres (microsecond timestamps survive; a JS Date would not keep them).
     query = query.where(
       sql<boolean>`(created_at, id) < (select p.created_at, p.id from billing.generations p where p.id = ${q.before} and p.account_id = ${q.accountId})`,
     );
   }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
+  const order = q.order ?? 'desc';
+  const dir = order === 'asc' ? sql`asc` : sql`desc`;
+  if (q.sort && q.sort !== 'created_at') query = query.orderBy(sql`${SORT_COLUMN[q.sort]} ${dir}`);
+  query = query.orderBy('created_at', order).orderBy('id', order);
+  if (q.offset) query = query.offset(q.offset);
+  return query.limit(q.limit).execute();
 }

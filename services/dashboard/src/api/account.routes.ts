@@ -10,6 +10,7 @@ import { toDecimal, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
+import { csvCell } from './csv';
 
 const DAY_MS = 86_400_000;
 
@@ -35,7 +36,23 @@ const USAGE_PARAMS = [
   'provider',
   'format',
 ] as const;
-const GENERATION_PARAMS = ['limit', 'before', 'model', 'app', 'key_id', 'provider', 'usage_source'] as const;
+const GENERATION_PARAMS = [
+  'limit',
+  'before',
+  'offset',
+  'sort',
+  'order',
+  'from',
+  'to',
+  'model',
+  'model_prefix',
+  'app',
+  'app_prefix',
+  'id_prefix',
+  'key_id',
+  'provider',
+  'usage_source',
+] as const;
 
 const startOfDay = (d: Date) => new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS);
 const startOfWeek = (d: Date) => {
@@ -59,13 +76,6 @@ const CSV_COLUMNS = [
   'tokens_reasoning',
   'cost_usd',
 ] as const;
-
-/** A CSV cell: quoted, quotes doubled, and a leading = + - @ neutralised (spreadsheet formula injection). */
-const csvCell = (v: unknown) => {
-  let s = v === null || v === undefined ? '' : String(v);
-  if (/^[=+\-@\t\r]/.test(s) && !/^-?\d/.test(s)) s = `'${s}`;
-  return `"${s.replaceAll('"', '""')}"`;
-};
 
 /** Overview, usage analytics (+ CSV), generations, credits and the model catalog: reads only. */
 export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; clock: () => Date }): Router {

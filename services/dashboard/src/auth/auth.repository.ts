@@ -1,12 +1,15 @@
 import { sql } from 'kysely';
 import type { DashboardDb, Role, User } from '../database';
 
-export async function findUserByEmail(db: DashboardDb, email: string): Promise<User | undefined> {
+/** The users with this email (one per account at most), oldest first, at most 10. */
+export async function findUsersByEmail(db: DashboardDb, email: string): Promise<User[]> {
   return db
     .selectFrom('dashboard.users')
     .selectAll()
     .where(sql<boolean>`lower(email) = lower(${email})`)
-    .executeTakeFirst();
+    .orderBy('created_at', 'asc')
+    .limit(10)
+    .execute();
 }
 
 export async function insertUser(
@@ -55,6 +58,7 @@ export async function insertSession(
       csrf_token: s.csrfToken,
       created_at: s.createdAt,
       expires_at: s.expiresAt,
+      last_seen_at: s.createdAt,
     })
     .execute();
 }
@@ -68,6 +72,7 @@ export async function findSession(db: DashboardDb, digest: string) {
       's.digest',
       's.csrf_token',
       's.expires_at',
+      's.last_seen_at',
       'u.id as user_id',
       'u.account_id',
       'u.email',
@@ -82,8 +87,16 @@ export async function deleteSession(db: DashboardDb, digest: string) {
   await db.deleteFrom('dashboard.sessions').where('digest', '=', digest).execute();
 }
 
-export async function deleteExpiredSessions(db: DashboardDb, now: Date) {
-  await db.deleteFrom('dashboard.sessions').where('expires_at', '<=', now).execute();
+/** Sessions past their absolute expiry, or idle since before `idleSince`. */
+export async function deleteExpiredSessions(db: DashboardDb, now: Date, idleSince: Date) {
+  await db
+    .deleteFrom('dashboard.sessions')
+    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', idleSince)]))
+    .execute();
+}
+
+export async function touchSession(db: DashboardDb, digest: string, at: Date) {
+  await db.updateTable('dashboard.sessions').set({ last_seen_at: at }).where('digest', '=', digest).execute();
 }
 
 export async function insertInvite(

@@ -6,13 +6,14 @@ import {
   deleteSession,
   findOpenInvite,
   findSession,
-  findUserByEmail,
+  findUsersByEmail,
   insertInvite,
   insertSession,
   insertUser,
   setPassword,
+  touchSession,
 } from './auth.repository';
-import { hashPassword, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from './password';
+import { hashPassword, needsRehash, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from './password';
 import { SignInThrottle } from './sign-in-throttle';
 import { digestToken, newToken } from './tokens';
 
@@ -39,6 +40,8 @@ export interface AuthOptions {
   db: DashboardDb;
   clock: () => Date;
   sessionTtlMs: number;
+  /** A session unused this long ends (however long its absolute lifetime). */
+  sessionIdleMs: number;
   inviteTtlMs: number;
   /** Sign-in throttle (sign-in-throttle.ts): free failures per (email, address) and window. */
   maxFailures: number;
@@ -56,7 +59,7 @@ export interface AuthService {
   /** The session's user, or null when the cookie names no live session (an expired one is deleted). */
   session(token: string): Promise<SessionUser | null>;
   signOut(sessionDigest: string): Promise<void>;
-  /** Creates a user without a password and a one-time sign-in link token. 409 if the email is taken. */
+  /** Creates a user without a password and a one-time sign-in link token. 409 if the email is taken in the account. */
   invite(input: { accountId: string; email: string; displayName: string; role: Role }): Promise<{
     userId: string;
     token: string;
@@ -98,31 +101,55 @@ export function createAuthService(o: AuthOptions): AuthService {
     });
     if (now.getTime() - lastSweep > 60_000) {
       lastSweep = now.getTime();
-      await deleteExpiredSessions(db, now);
+      await deleteExpiredSessions(db, now, new Date(now.getTime() - o.sessionIdleMs));
     }
     return { token, expiresAt };
   }
+
+  /**
+   * The user whose password this is among the users with this email (one per account at most),
+   * or null after the same work as a wrong password. A hash of weaker parameters than today's is
+   * replaced by a new one (the plaintext is at hand only now).
+   */
+  async function checkCredentials(email: string, password: string): Promise<string | null> {
+    const users = (await findUsersByEmail(db, email.trim())).filter((u) => u.password_hash !== null);
+    if (users.length === 0) {
+      await verifyPassword(password, null);
+      return null;
+    }
+    for (const user of users) {
+      const stored = user.password_hash as string;
+      if (!(await verifyPassword(password, stored))) continue;
+      if (needsRehash(stored)) await setPassword(db, user.id, await hashPassword(password), o.clock());
+      return user.id;
+    }
+    return null;
+  }
+
+  /** 60 s: how stale `last_seen_at` may be (one write a minute per active session, not one per request). */
+  const TOUCH_MS = 60_000;
 
   return {
     async signIn(email, password, clientAddress) {
       // Counted as a failure before the password is checked; 429 while the (email, address) pair or
       // the address backs off (sign-in-throttle.ts); a success takes the attempt back.
       const attempt = await throttle.admit(email, clientAddress);
-      const user = await findUserByEmail(db, email.trim());
-      const ok = await verifyPassword(password, user?.password_hash ?? null);
-      if (!user || !ok) throw unauthorized('Wrong email or password');
+      const userId = await checkCredentials(email, password);
+      if (!userId) throw unauthorized('Wrong email or password');
       await throttle.succeeded(attempt);
-      return startSession(user.id);
+      return startSession(userId);
     },
 
     async session(token) {
       const digest = digestToken(token);
       const row = await findSession(db, digest);
       if (!row) return null;
-      if (row.expires_at.getTime() <= o.clock().getTime()) {
+      const now = o.clock().getTime();
+      if (row.expires_at.getTime() <= now || row.last_seen_at.getTime() + o.sessionIdleMs <= now) {
         await deleteSession(db, digest);
         return null;
       }
+      if (now - row.last_seen_at.getTime() >= TOUCH_MS) await touchSession(db, digest, new Date(now));
       return {
         id: row.user_id,
         accountId: row.account_id,
@@ -162,7 +189,9 @@ export function createAuthService(o: AuthOptions): AuthService {
         return { userId, token, expiresAt };
       } catch (err) {
         if ((err as { code?: string }).code === '23505') {
-          throw new AppError('conflict', 'A user with this email already exists', { field: 'email' });
+          throw new AppError('conflict', 'A user with this email already exists in this account', {
+            field: 'email',
+          });
         }
         throw err;
       }

@@ -1,11 +1,12 @@
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
 
 /**
- * Password hashing with scrypt (memory-hard): N=2^15, r=8, p=1 (32 MiB per hash), 16-byte random salt,
- * 32-byte hash. Stored as `scrypt$<N>$<r>$<p>$<salt b64>$<hash b64>` so parameters can be raised later
- * without breaking existing hashes. Plaintext passwords are never stored or logged.
+ * Password hashing with scrypt (memory-hard) at OWASP's recommendation: N=2^17, r=8, p=1 (128 MiB per
+ * hash), 16-byte random salt, 32-byte hash. Stored as `scrypt$<N>$<r>$<p>$<salt b64>$<hash b64>`, so
+ * older hashes (N=2^15 before) still verify, and `needsRehash` tells sign-in to store a new one.
+ * Plaintext passwords are never stored or logged.
  */
-const PARAMS = { N: 2 ** 15, r: 8, p: 1 } as const;
+const PARAMS = { N: 2 ** 17, r: 8, p: 1 } as const;
 const KEY_LENGTH = 32;
 
 function derive(password: string, salt: Buffer, o: { N: number; r: number; p: number }): Promise<Buffer> {
@@ -39,6 +40,12 @@ export async function verifyPassword(password: string, stored: string | null): P
     p: Number(p),
   });
   return stored !== null && expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+/** True when `stored` was hashed with weaker parameters than today's (sign-in then stores a new hash). */
+export function needsRehash(stored: string): boolean {
+  const [scheme, n, r, p] = stored.split('$');
+  return scheme !== 'scrypt' || Number(n) < PARAMS.N || Number(r) < PARAMS.r || Number(p) < PARAMS.p;
 }
 
 /** Password rules: 12–200 characters. */

@@ -9,7 +9,11 @@ import type { AuthService, NewSession, SessionUser } from '../auth/auth.service'
  * signed-in user carries the session's CSRF token in `X-CSRF-Token` (synchronizer token; the SPA
  * reads it from GET /api/me), and no state-changing request is accepted from another Origin.
  */
-const SESSION_COOKIE = 'tg_session';
+/**
+ * With `Secure`, the cookie carries the `__Host-` prefix: the browser then accepts it only from a
+ * secure origin, with Path=/ and no Domain, so no sibling subdomain can set or shadow it.
+ */
+const sessionCookieName = (secure: boolean) => (secure ? '__Host-tg_session' : 'tg_session');
 const CSRF_HEADER = 'x-csrf-token';
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -39,17 +43,18 @@ const cookieOptions = (secure: boolean): CookieOptions => ({
 });
 
 export function setSessionCookie(res: Response, s: NewSession, secure: boolean) {
-  res.cookie(SESSION_COOKIE, s.token, { ...cookieOptions(secure), expires: s.expiresAt });
+  res.cookie(sessionCookieName(secure), s.token, { ...cookieOptions(secure), expires: s.expiresAt });
 }
 
 export function clearSessionCookie(res: Response, secure: boolean) {
-  res.clearCookie(SESSION_COOKIE, cookieOptions(secure));
+  res.clearCookie(sessionCookieName(secure), cookieOptions(secure));
 }
 
 /** Loads the session named by the cookie (if any) into res.locals.user. */
-export function loadSession(auth: AuthService): RequestHandler {
+export function loadSession(auth: AuthService, secure: boolean): RequestHandler {
+  const name = sessionCookieName(secure);
   return async (req, res, next) => {
-    const token = parseCookies(req.headers.cookie).get(SESSION_COOKIE);
+    const token = parseCookies(req.headers.cookie).get(name);
     if (token && token.length <= 200) {
       const user = await auth.session(token);
       if (user) res.locals.user = user;

@@ -58,6 +58,12 @@ export interface InternalClient {
   credits(accountId: string, query: AccountCreditsQuery): Promise<Data<typeof accountCredits>>;
 }
 
+/**
+ * Largest answer read from keys or billing (4 MiB): every list the dashboard asks for is paged or
+ * bounded (200 records, top-N analytics groups), so a bigger answer is a fault, answered 503.
+ */
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
 /** The `data` of an owner's `{data: …}` answer (every contract here answers in that envelope). */
 const dataOf = async <T>(answer: Promise<{ data: T }>): Promise<T> => (await answer).data;
 
@@ -68,6 +74,7 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
     token: serviceTokenSource(o.signer, 'keys'),
     timeoutMs: o.timeoutMs,
     logger: o.logger,
+    maxResponseBytes: MAX_ANSWER_BYTES,
   });
   const billing = createServiceClient({
     service: 'billing',
@@ -75,6 +82,7 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
     token: serviceTokenSource(o.signer, 'billing'),
     timeoutMs: o.timeoutMs,
     logger: o.logger,
+    maxResponseBytes: MAX_ANSWER_BYTES,
   });
 
   return {

@@ -1,16 +1,25 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { createUser, type invitedUserSchema } from '@tollgate/contracts';
+import { badRequest } from '@tollgate/errors';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { listUsers } from '../auth/auth.repository';
 import type { AuthService } from '../auth/auth.service';
 import type { DashboardDb, Role } from '../database';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
+import type { UsersService } from './users.service';
 
 /** An owner's invitation into their own account: the CLI's body without the account. */
 const inviteBody = createUser.request.omit({ account_id: true });
+const roleBody = z.strictObject({ role: z.enum(['owner', 'viewer'], { error: 'expected owner or viewer' }) });
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const userIdOf = (value: unknown) => {
+  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('id: must be a user id (uuid)');
+  return value;
+};
 
 /** The sign-in link of an invitation: the token travels in the URL fragment (never sent to a server log). */
 const inviteLink = (publicUrl: string, token: string) =>
@@ -20,6 +29,7 @@ export function usersRoutes(deps: {
   db: DashboardDb;
   auth: AuthService;
   client: InternalClient;
+  users: UsersService;
   publicUrl: string;
   verifier: ServiceVerifier;
 }): Router {
@@ -64,6 +74,40 @@ export function usersRoutes(deps: {
   router.post('/api/users', requireUser, requireOwner, async (req, res) => {
     const body = parseInput(inviteBody, req.body);
     res.status(201).json({ data: await invite(userOf(res).accountId, body) });
+  });
+
+  /** Owners change a user's role (never leaving the account without an owner). */
+  router.patch('/api/users/:id', requireUser, requireOwner, async (req, res) => {
+    const { role } = parseInput(roleBody, req.body);
+    await deps.users.setRole(userOf(res).accountId, userIdOf(req.params.id), role);
+    res.status(204).end();
+  });
+
+  /** Removes a user, or cancels an invitation; their sessions end with them. */
+  router.delete('/api/users/:id', requireUser, requireOwner, async (req, res) => {
+    await deps.users.remove(userOf(res).accountId, userIdOf(req.params.id));
+    res.status(204).end();
+  });
+
+  /** Ends every session of a user (signed in elsewhere, a lost laptop). */
+  router.delete('/api/users/:id/sessions', requireUser, requireOwner, async (req, res) => {
+    const ended = await deps.users.endSessions(userOf(res).accountId, userIdOf(req.params.id));
+    res.json({ data: { ended } });
+  });
+
+  /**
+   * A new one-time sign-in link: a re-sent invitation for an invited user, a password reset for an
+   * active one (the password stops working and their sessions end). Older links stop working.
+   */
+  router.post('/api/users/:id/sign-in-link', requireUser, requireOwner, async (req, res) => {
+    const link = await deps.users.newSignInLink(userOf(res).accountId, userIdOf(req.params.id));
+    res.status(201).json({
+      data: {
+        kind: link.kind,
+        sign_in_link: inviteLink(deps.publicUrl, link.token),
+        expires_at: link.expiresAt.toISOString(),
+      },
+    });
   });
 
   /** The admin CLI (`tollgate users create`): the first owner of an account (service token). */

@@ -1,14 +1,20 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import { ApiError, api, get, type Me, setCsrfToken } from './api';
-import { CreditsPage } from './pages/Credits';
-import { GenerationsPage } from './pages/Generations';
-import { KeysPage } from './pages/Keys';
-import { ModelsPage } from './pages/Models';
-import { OverviewPage } from './pages/Overview';
+import { Loading } from './components/ui';
 import { AcceptInvitePage, SignInPage } from './pages/SignIn';
-import { UsagePage } from './pages/Usage';
-import { UsersPage } from './pages/Users';
+import { BROWSER_ZONE, displayZone, setDisplayZone } from './time';
+
+// One chunk per page (the charts library only loads with the pages that draw charts).
+const OverviewPage = lazy(() => import('./pages/Overview').then((m) => ({ default: m.OverviewPage })));
+const KeysPage = lazy(() => import('./pages/Keys').then((m) => ({ default: m.KeysPage })));
+const UsagePage = lazy(() => import('./pages/Usage').then((m) => ({ default: m.UsagePage })));
+const GenerationsPage = lazy(() =>
+  import('./pages/Generations').then((m) => ({ default: m.GenerationsPage })),
+);
+const CreditsPage = lazy(() => import('./pages/Credits').then((m) => ({ default: m.CreditsPage })));
+const ModelsPage = lazy(() => import('./pages/Models').then((m) => ({ default: m.ModelsPage })));
+const UsersPage = lazy(() => import('./pages/Users').then((m) => ({ default: m.UsersPage })));
 
 const PAGES = [
   { path: 'overview', title: 'Overview' },
@@ -20,16 +26,23 @@ const PAGES = [
   { path: 'users', title: 'Users' },
 ] as const;
 
-function readHash(): { path: string; params: URLSearchParams } {
-  const raw = window.location.hash.replace(/^#\/?/, '');
-  const [path = '', query = ''] = raw.split('?');
-  return { path, params: new URLSearchParams(query) };
+interface Route {
+  path: string;
+  /** `#/generations/<id>`: the part after the page. */
+  sub: string;
+  params: URLSearchParams;
 }
 
-/** Hash routing: `#/keys`, `#/accept?token=…` (the token never reaches a server log). */
-function useHashRoute(): { path: string; params: URLSearchParams } {
-  const read = readHash;
-  const [route, setRoute] = useState(read);
+function readHash(): Route {
+  const raw = window.location.hash.replace(/^#\/?/, '');
+  const [path = '', query = ''] = raw.split('?');
+  const [page = '', ...rest] = path.split('/');
+  return { path: page, sub: decodeURIComponent(rest.join('/')), params: new URLSearchParams(query) };
+}
+
+/** Hash routing: `#/keys`, `#/generations/gen-…`, `#/accept?token=…` (the token never reaches a server log). */
+function useHashRoute(): Route {
+  const [route, setRoute] = useState(readHash);
   useEffect(() => {
     const on = () => setRoute(readHash());
     window.addEventListener('hashchange', on);
@@ -48,7 +61,7 @@ export function App() {
   useEffect(() => setCsrfToken(me.data?.csrf_token ?? null), [me.data]);
 
   if (route.path === 'accept') return <AcceptInvitePage token={route.params.get('token') ?? ''} />;
-  if (me.isPending) return <div className="center">Loading…</div>;
+  if (me.isPending) return <div className="center">{<Loading />}</div>;
   if (me.error) {
     if (me.error instanceof ApiError && me.error.status === 401) return <SignInPage />;
     return (
@@ -57,12 +70,36 @@ export function App() {
       </div>
     );
   }
-  return <Shell me={me.data} path={route.path || 'overview'} params={route.params} />;
+  return <Shell me={me.data} route={route} />;
 }
 
-function Shell(props: { me: Me; path: string; params: URLSearchParams }) {
-  const { me } = props;
+/** Display time zone: the viewer's or UTC (periods stay UTC either way). */
+function ZonePicker(props: { onChange: () => void }) {
+  const [zone, setZone] = useState(displayZone() === 'UTC' ? 'UTC' : 'local');
+  if (BROWSER_ZONE === 'UTC') return null;
+  return (
+    <label className="zone">
+      Times in
+      <select
+        value={zone}
+        onChange={(e) => {
+          const z = e.target.value as 'UTC' | 'local';
+          setDisplayZone(z);
+          setZone(z);
+          props.onChange();
+        }}
+      >
+        <option value="local">{BROWSER_ZONE}</option>
+        <option value="UTC">UTC</option>
+      </select>
+    </label>
+  );
+}
+
+function Shell(props: { me: Me; route: Route }) {
+  const { me, route } = props;
   const queryClient = useQueryClient();
+  const [zoneVersion, setZoneVersion] = useState(0);
   const signOut = useMutation({
     mutationFn: () => api('DELETE', '/api/session'),
     // A fresh start: no cached data of the account survives in this tab.
@@ -74,7 +111,7 @@ function Shell(props: { me: Me; path: string; params: URLSearchParams }) {
     },
   });
   const owner = me.user.role === 'owner';
-  const page = PAGES.find((p) => p.path === props.path) ?? PAGES[0];
+  const page = PAGES.find((p) => p.path === (route.path || 'overview')) ?? PAGES[0];
   return (
     <div className="shell">
       <nav className="nav" aria-label="Main">
@@ -94,6 +131,7 @@ function Shell(props: { me: Me; path: string; params: URLSearchParams }) {
           ))}
         </ul>
         <div className="who">
+          <ZonePicker onChange={() => setZoneVersion((v) => v + 1)} />
           <span title={me.user.email}>{me.user.display_name}</span>
           <span className={`badge badge-${me.user.role}`} data-testid="role">
             {me.user.role}
@@ -103,14 +141,18 @@ function Shell(props: { me: Me; path: string; params: URLSearchParams }) {
           </button>
         </div>
       </nav>
-      <main className="main">
-        {page.path === 'overview' && <OverviewPage />}
-        {page.path === 'keys' && <KeysPage owner={owner} />}
-        {page.path === 'usage' && <UsagePage />}
-        {page.path === 'generations' && <GenerationsPage />}
-        {page.path === 'credits' && <CreditsPage />}
-        {page.path === 'models' && <ModelsPage />}
-        {page.path === 'users' && <UsersPage owner={owner} />}
+      <main className="main" key={zoneVersion}>
+        <Suspense fallback={<Loading />}>
+          {page.path === 'overview' && <OverviewPage />}
+          {page.path === 'keys' && <KeysPage owner={owner} />}
+          {page.path === 'usage' && <UsagePage params={route.params} />}
+          {page.path === 'generations' && (
+            <GenerationsPage openId={route.sub || null} params={route.params} />
+          )}
+          {page.path === 'credits' && <CreditsPage />}
+          {page.path === 'models' && <ModelsPage />}
+          {page.path === 'users' && <UsersPage owner={owner} me={me} />}
+        </Suspense>
       </main>
     </div>
   );

@@ -36,10 +36,19 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     throw new ApiError(
       res.status,
       json?.error?.metadata?.error_type ?? 'error',
-      json?.error?.message ?? `HTTP ${res.status}`,
+      json?.error?.message ?? statusMessage(res.status, res.statusText),
     );
   }
   return json as T;
+}
+
+/** An answer without the API's error envelope (a proxy or load balancer in between answered). */
+function statusMessage(status: number, text: string): string {
+  const what = `HTTP ${status}${text ? ` ${text}` : ''}`;
+  if (status === 502 || status === 503 || status === 504)
+    return `The dashboard server did not answer (${what}): it may be restarting or unreachable. Retrying…`;
+  if (status === 401) return `Your session has ended (${what}): sign in again.`;
+  return `The request failed (${what}).`;
 }
 
 export const get = <T>(path: string) => api<T>('GET', path);

@@ -18,8 +18,8 @@ import type { UnknownKeyLimiter, UnknownKeyRefusal } from './unknown-keys';
  * Authentication on the hot path: sha256 of the bearer key, one Redis HMGET through the key cache,
  * and only on a miss/pending/Redis failure a call to the keys service.
  *
- * The chat route may instead `recall` the record this process read last time, with no I/O, because
- * its admission script checks that record's version in Redis atomically with the admission (and
+ * The front doors may instead `recall` the record this process read last time, with no I/O, because
+ * their admission script checks that record's version in Redis atomically with the admission (and
  * counts the rate limit there): a changed, disabled or revoked key is still refused on its very next
  * request, and that request costs one round trip before the provider instead of two (the check fails,
  * the request is authenticated afresh). Nothing else trusts a recalled record.
@@ -236,9 +236,9 @@ export function rateLimitVerdict(
 
 /**
  * `clientAddress`: the caller's address for the unknown-key limit (TRUSTED_PROXIES; default the TCP peer).
- * `recall: true` (the chat route, with a spend guard that checks): a key whose record this process
- * read before passes with that record marked unchecked, no I/O; the chat handler's admission checks
- * it (see `Authenticator`).
+ * `recall: true` (the front doors, with a spend guard that checks): a key whose record this process
+ * read before passes with that record marked unchecked, no I/O; the pipeline's admission checks it
+ * (see `Authenticator`, auth/recall.ts).
  */
 export function authMiddleware(
   auth: Authenticator,

@@ -64,8 +64,10 @@ export interface AnswerStream {
  * docs/architecture.md "How to add a front door" walks through one.
  */
 export interface FrontDoor {
-  /** Names the door (`api_type` of the usage event and the generation record). */
+  /** Names the door (`api_type` of the usage event and the generation record; the metrics' `route`). */
   readonly api: ApiType;
+  /** Its path under /api/v1 and /v1 (`POST`), e.g. `/chat/completions` (doors/index.ts mounts it). */
+  readonly path: string;
   /** The provider wire format this API is, if any (its requests and answers pass through). */
   readonly native: WireFormatName | null;
   /** Parse: the request body → the canonical request; a bad request is a 400 AppError naming the field. */

@@ -26,24 +26,24 @@ import { createRedisSpendGuard } from '@tollgate/spend';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
 import express, { type Response } from 'express';
 import { Redis } from 'ioredis';
-import { authMiddleware, createAuthenticator, requireScope } from '../auth/authenticate';
+import { createAuthenticator } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
+import { authSteps } from '../auth/steps';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import type { ProxyConfig } from '../config';
-import { chatDoor } from '../doors/chat/door';
+import { FRONT_DOORS } from '../doors';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
 import type { Completion, TokenEstimator, UsageSink } from '../pipeline/completion';
 import { CompletionSlots } from '../pipeline/concurrency';
-import { completionPipeline } from '../pipeline/pipeline';
+import { completionPipeline, type PipelineDeps } from '../pipeline/pipeline';
 import { KeyRing, ProviderHealth } from '../routing/health';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
-import { type ChatDispatch, createChatDispatch, type EdgeState } from './chat-dispatch';
+import { createDoorDispatch, type DoorDispatch, type EdgeState } from './doors';
 import { jsonBodyReader, parseByteLimit } from './json-body';
-import type { Handler, ProxyRequest, ProxyResponse } from './types';
 
 /** What tests (and main.ts) may inject; everything else is built from the config. */
 export interface ProxyDeps {
@@ -74,8 +74,8 @@ export const defaultEstimator: TokenEstimator = { estimatePromptTokens, estimate
 
 interface ProxyAppParts {
   app: express.Express;
-  /** The chat route, served before express (http/chat-dispatch.ts). */
-  chat: ChatDispatch;
+  /** The front doors, served before express (http/doors.ts). */
+  doors: DoorDispatch;
   inFlight(): number;
   /** Completions running, draining ones (their client gone, pipeline/drain.ts) included. */
   completions(): number;
@@ -104,7 +104,7 @@ export function createProxyApp(deps: {
   app.set('etag', false);
   app.set('trust proxy', false);
 
-  // Requests in flight (both ways in: the chat dispatch and express), and whether we are draining.
+  // Requests in flight (both ways in: the doors and express), and whether we are draining.
   const state: EdgeState = { inFlight: 0, draining: false };
   function onDone(this: Response) {
     state.inFlight--;
@@ -133,30 +133,16 @@ export function createProxyApp(deps: {
       burst: config.UNKNOWN_KEY_LOOKUP_BURST,
     }),
   });
-  const clientAddress = clientAddressResolver(config.TRUSTED_PROXIES);
-  const auth = authMiddleware(authenticator, Date.now, { clientAddress });
-  const inference = requireScope('inference');
-  // The chat route recalls key records when its admission can check them (docs/architecture.md).
-  const recall = deps.guard.checks === true;
-  const chatAuth = recall ? authMiddleware(authenticator, Date.now, { recall: true, clientAddress }) : auth;
-  /** Authentication and, when given, the scope check, as a promise (rejected with their error). */
-  const authenticated = (scope: 'inference' | null) => {
-    const check = scope === null ? null : requireScope(scope);
-    return (req: ProxyRequest, res: ProxyResponse) =>
-      new Promise<void>((resolve, reject) => {
-        // Neither step rejects: each reports through its callback.
-        void auth(req, res, (err?: unknown) => {
-          if (err) reject(err);
-          else if (check === null) resolve();
-          else void check(req, res, (e?: unknown) => (e ? reject(e) : resolve()));
-        });
-      });
-  };
-  const reauthenticate = authenticated('inference');
-  const management = requireScope('management');
+  // The doors recall key records when their admission can check them (docs/architecture.md).
+  const steps = authSteps(authenticator, keyCache, {
+    recall: deps.guard.checks === true,
+    clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
+  });
+  const { auth, inference, management, authenticated } = steps;
 
+  // One pipeline's state for every door: concurrency caps, provider health, key rotation, live set.
   const live = new Set<Completion>();
-  const chat = completionPipeline(chatDoor, {
+  const pipeline: PipelineDeps = {
     catalog: deps.catalog,
     upstreams: deps.upstreams,
     guard: deps.guard,
@@ -178,35 +164,21 @@ export function createProxyApp(deps: {
     },
     logger,
     live,
-    recalled: recall
-      ? {
-          keyCache,
-          forget: (digest) => authenticator.forget(digest),
-          used: (keyId) => authenticator.used(keyId),
-          reauthenticate,
-          now: Date.now,
-        }
-      : undefined,
-  });
+    recalled: steps.recall,
+  };
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
-  // The chat route: served by the request listener before express (chatDispatch); express keeps the
-  // same steps for the spellings it also routes here (other case, trailing slash, absolute URL).
-  const chatSteps: Handler[] = [chatAuth, inference, body, chat];
-  const chatDispatch = createChatDispatch({
+  // The front doors: served by the request listener, never by express (http/doors.ts).
+  const doors = createDoorDispatch({
     state,
     logger,
     newId,
     accessLog: true,
     metrics: deps.metrics,
-    steps: chatSteps,
-    errorBody: chatDoor.errorBody,
+    routes: FRONT_DOORS.map((door) => ({
+      door,
+      steps: [steps.doors, inference, body, completionPipeline(door, pipeline)],
+    })),
   });
-  app.post(
-    ['/api/v1/chat/completions', '/v1/chat/completions'],
-    deps.metrics.track,
-    routeName('chat'),
-    ...chatSteps,
-  );
 
   app.use(
     healthRoutes({
@@ -260,7 +232,7 @@ export function createProxyApp(deps: {
   app.use(errorHandler(logger));
   return {
     app,
-    chat: chatDispatch,
+    doors,
     inFlight: () => state.inFlight,
     completions: () => live.size,
     setDraining: () => {
@@ -280,11 +252,11 @@ export function createProxyApp(deps: {
  * keep-alive idle time, socket inactivity while a request is open, at most SERVER_MAX_CONNECTIONS.
  */
 async function listenWithLimits(
-  parts: Pick<ProxyAppParts, 'app' | 'chat'>,
+  parts: Pick<ProxyAppParts, 'app' | 'doors'>,
   config: ProxyConfig,
   logger: Logger,
 ): Promise<Server> {
-  const { app, chat } = parts;
+  const { app, doors } = parts;
   const server = createServer(
     {
       headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
@@ -293,7 +265,8 @@ async function listenWithLimits(
       connectionsCheckingInterval: Math.max(250, Math.floor(config.SERVER_HEADERS_TIMEOUT_MS / 4)),
     },
     (req: IncomingMessage, res: ServerResponse) => {
-      if (chat.matches(req)) chat.serve(req, res);
+      const route = doors.match(req);
+      if (route !== null) doors.serve(route, req, res);
       else app(req, res);
     },
   );

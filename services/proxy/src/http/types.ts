@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /**
- * The request and response the chat route works with: Node's own, plus the two fields it shares
- * between its steps (the parsed body, and `locals`). An express Request/Response is one of these, so
- * the same handlers serve the chat route from the request listener (http/chat-dispatch.ts) and from
- * express (the other routes use authentication and the scope check too).
+ * The request and response the front doors work with: Node's own, plus the two fields their steps
+ * share (the parsed body, and `locals`). An express Request/Response is one of these, so the same
+ * handlers serve the doors from the request listener (http/doors.ts) and the other routes from
+ * express (they use authentication and the scope check too).
  */
 export type ProxyRequest = IncomingMessage & { body?: unknown };
 export type ProxyResponse = ServerResponse & { locals: object };

@@ -34,7 +34,7 @@ export interface ProxyMetrics {
   track: RequestHandler;
   /**
    * What `track` records when the response closes, for a request served without express (the chat
-   * route, http/chat-dispatch.ts): its `locals` carry `route` and `metricsStart` like track's.
+   * door, http/doors.ts): its `locals` carry `route` and `metricsStart` like track's.
    */
   responseClosed(res: { locals: object; statusCode: number }): void;
   watchPublisher(source: PublisherStatsSource): void;
@@ -50,7 +50,7 @@ interface RouteLocals {
   route?: string;
   /** performance.now() at the start of the request. */
   metricsStart?: number;
-  /** The chat route's completion (its timing is read at close). */
+  /** The completion of a door request (its timing is read at close). */
   completion?: CompletionTiming;
 }
 

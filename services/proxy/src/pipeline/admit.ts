@@ -1,4 +1,4 @@
-import { AppError, safeText } from '@tollgate/errors';
+import { AppError, headerText } from '@tollgate/errors';
 import { requestIdOf } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
@@ -107,9 +107,9 @@ export async function admit(
       model: first.model,
       provider: first.provider,
       upstreamModel: first.upstreamModel,
-      app: typeof title === 'string' && title.length > 0 ? safeText(title, X_TITLE_MAX) : null,
+      app: typeof title === 'string' && title.length > 0 ? headerText(title, X_TITLE_MAX) : null,
       httpReferer:
-        typeof referer === 'string' && referer.length > 0 ? safeText(referer, HTTP_REFERER_MAX) : null,
+        typeof referer === 'string' && referer.length > 0 ? headerText(referer, HTTP_REFERER_MAX) : null,
       logger: deps.logger,
       promptEstimate: prompt.exact,
       reservation,

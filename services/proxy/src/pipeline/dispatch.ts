@@ -2,9 +2,11 @@ import { AppError } from '@tollgate/errors';
 import type { Dispatcher } from 'undici';
 import type { ProxyResponse } from '../http/types';
 import { attemptRequest, wireFormatOf } from '../providers';
+import { REQUEST_TOO_LARGE } from '../providers/provider-error';
 import type { ClassifiedHttpError } from '../providers/wire-format';
 import type { Candidate } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
+import { withholdMediaErrorText } from '../routing/media-policy';
 import { backoffMs, retryAfterMs } from '../routing/policy';
 import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
 import type { Completion } from './completion';
@@ -88,6 +90,7 @@ export async function dispatch(
       const e = c.failureOf(err);
       // At capacity in this process is not the provider's fault: no health penalty.
       if (e.type !== 'service_unavailable') health.failure(cand.provider.name);
+      else health.inconclusive(cand.provider.name);
       record(
         null,
         e.type === 'timeout' ? 'timeout' : e.type === 'service_unavailable' ? 'capacity' : 'unreachable',
@@ -97,7 +100,7 @@ export async function dispatch(
       continue;
     }
     // An error answer is read (64 KiB at most) and classified by its wire format (failover, key).
-    const refused =
+    const classified =
       up.statusCode >= 200 && up.statusCode < 300
         ? null
         : wireFormatOf(cand.provider.format).classifyHttpError(
@@ -105,6 +108,9 @@ export async function dispatch(
             await readSome(up.body),
             cand.provider.name,
           );
+    // A refusal of a request naming media by URL keeps the provider's text from the caller.
+    const refused =
+      classified && withholdMediaErrorText(classified, p.request, up.statusCode, cand.provider.name);
     if (!refused?.failover) {
       health.success(cand.provider.name);
       record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
@@ -112,11 +118,15 @@ export async function dispatch(
     }
     c.releaseUpstream();
     lastRetryAfter = retryAfterMs(up.headers['retry-after']);
-    if (refused.keyRejected && apiKey) {
+    // "Request too large" (a 429 about this request's size): neither the key nor the provider is
+    // at fault, so neither rests (a tenant could otherwise trip them for everyone, for free).
+    const ownSize = refused.summary.metadata.reason === REQUEST_TOO_LARGE;
+    if (refused.keyRejected && apiKey && !ownSize) {
       keys.reject(apiKey, lastRetryAfter);
       rejectedKeys.add(apiKey);
     }
-    health.failure(cand.provider.name);
+    if (ownSize) health.inconclusive(cand.provider.name);
+    else health.failure(cand.provider.name);
     record(up.statusCode, `http_${up.statusCode}`);
     last = refusal(c, up.statusCode, refused);
   }

@@ -2,7 +2,7 @@ import type { FrontDoor } from '../doors/door';
 import type { ProxyResponse } from '../http/types';
 import type { Admitted } from './admit';
 import type { Completion, Outcome } from './completion';
-import { writeSseHead } from './sse';
+import { writeSseHead } from './sse-head';
 
 const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };
 

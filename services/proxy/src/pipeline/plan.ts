@@ -5,6 +5,7 @@ import type { FrontDoor } from '../doors/door';
 import { wireFormatOf } from '../providers';
 import type { WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
+import { mediaCandidates } from '../routing/media-policy';
 import type { Parsed } from './parse';
 import type { CanonicalRequest } from './request';
 
@@ -21,8 +22,9 @@ export interface Plan {
 
 /**
  * Stage 2, plan: the candidates (the model's providers, then OpenRouter `models` fallbacks; those
- * outside the key's allow-list are never tried; circuit-open providers are skipped while another is
- * left), and the request in each of their wire formats.
+ * outside the key's allow-list are never tried, nor those whose media policy refuses the request's
+ * media URLs; circuit-open providers are skipped while another is left), and the request in each of
+ * their wire formats.
  */
 export function plan(
   door: FrontDoor,
@@ -32,7 +34,8 @@ export function plan(
 ): Plan {
   const route = routeOf(deps.catalog, model, request.body);
   const allowed = route.candidates.filter((c) => allowsModel(key, c.model.id));
-  const all = route.allowFallbacks ? allowed : allowed.slice(0, 1);
+  // Media URLs never reach a provider whose catalog entry says `remote_media: false`.
+  const all = mediaCandidates(route.allowFallbacks ? allowed : allowed.slice(0, 1), request);
   const usable = all.filter((c) => deps.available(c.provider.name));
   return prepare(door, request, usable.length > 0 ? usable : all);
 }

@@ -1,5 +1,5 @@
 /**
- * Provider wire formats (one adapter per catalog `format`, wire-format.ts): the chat route picks the
+ * Provider wire formats (one adapter per catalog `format`, wire-format.ts): the pipeline picks the
  * adapter of the candidate it tries and never branches on the format itself.
  */
 import { anthropic } from './anthropic';

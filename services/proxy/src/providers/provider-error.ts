@@ -1,4 +1,4 @@
-import { AppError, safeText } from '@tollgate/errors';
+import { AppError, type ErrorMetadata, safeText } from '@tollgate/errors';
 
 /**
  * Provider error bodies are summarised, never relayed verbatim (issue 14): they can carry the
@@ -8,7 +8,11 @@ import { AppError, safeText } from '@tollgate/errors';
  *
  * - 401/403: the gateway's provider credentials are wrong: 502, never the provider's text;
  * - 404: model or endpoint unknown to the provider (catalog error): 502, no text;
- * - 429: the provider is rate limiting the gateway: 429, no text (quota figures);
+ * - 429: the provider is rate limiting the gateway: 429, no text (quota figures); except a 429 that
+ *   says the request itself is too large for the provider's rate limit (OpenAI: "Request too large
+ *   for … on tokens per min"): 413, no text, `metadata.reason: "request_too_large"` — the caller's
+ *   request, not the provider's or the key's state: it neither counts against the provider's circuit
+ *   nor rests the key (pipeline/dispatch.ts), so a tenant cannot trip them for everyone;
  * - other 4xx: the request itself was refused: the status, with the provider's message cut to
  *   CLIENT_DETAIL_MAX code points and account identifiers redacted, so the caller can fix it;
  * - 5xx and anything else: 502, no text.
@@ -43,6 +47,13 @@ export interface ProviderErrorSummary {
   message: string;
 }
 
+/** A provider message saying the request alone exceeds a rate limit (not that the limit is used up). */
+const requestTooLarge = (detail: string | null): boolean =>
+  detail !== null && /\brequest too large\b/i.test(detail);
+
+/** The reason of a refusal that is the request's own size, not the provider's or the key's state. */
+export const REQUEST_TOO_LARGE = 'request_too_large';
+
 /** The client-facing status and message for a provider error of `status` (see the module doc). */
 export function summariseProviderError(
   status: number,
@@ -56,6 +67,12 @@ export function summariseProviderError(
   }
   if (status === 404) {
     return { status: 502, message: `${head} does not know the model or endpoint (HTTP 404)` };
+  }
+  if (status === 429 && requestTooLarge(detail)) {
+    return {
+      status: 413,
+      message: `${head} refused the request as too large for its rate limit (HTTP 429): shorten the prompt or lower max_tokens`,
+    };
   }
   if (status === 429) {
     return { status: 429, message: `${head} is rate limiting requests (HTTP 429); retry later` };
@@ -79,11 +96,8 @@ export function providerRefusal(
 ): { error: AppError; detail: string | null } {
   const detail = providerMessage(bodyText);
   const summary = summariseProviderError(status, detail, providerName);
-  const error = new AppError(
-    'provider_error',
-    summary.message,
-    { provider_name: providerName, upstream_status: status },
-    summary.status,
-  );
+  const metadata: ErrorMetadata = { provider_name: providerName, upstream_status: status };
+  if (status === 429 && summary.status === 413) metadata.reason = REQUEST_TOO_LARGE;
+  const error = new AppError('provider_error', summary.message, metadata, summary.status);
   return { error, detail };
 }

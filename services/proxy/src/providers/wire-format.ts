@@ -69,7 +69,7 @@ export interface ClassifiedHttpError {
 /**
  * One provider wire format: everything the proxy needs to speak it. The proxy serves the OpenAI
  * chat-completions API, so every adapter hands back OpenAI-shaped completions, chunks and usage
- * (read by providers/openai/usage.ts); the chat route and the stream relay never branch on the format.
+ * (read by providers/openai/usage.ts); the pipeline and the doors never branch on the format.
  */
 export interface WireFormat {
   readonly name: WireFormatName;

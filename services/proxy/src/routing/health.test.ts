@@ -23,6 +23,19 @@ describe('ProviderHealth (circuit breaker)', () => {
     expect(h.available('p')).toBe(true);
     expect(h.open()).toEqual([]);
   });
+  it('an inconclusive attempt ends a half-open probe without a verdict', () => {
+    let t = 0;
+    const h = new ProviderHealth(2, 1000, () => t);
+    h.failure('p');
+    h.failure('p');
+    t = 1000;
+    h.attempting('p'); // the probe
+    expect(h.available('p')).toBe(false);
+    h.inconclusive('p'); // e.g. a "Request too large" 429: says nothing about the provider
+    expect(h.available('p')).toBe(true);
+    expect(h.open()).toEqual([]);
+  });
+
   it('a success resets the count of consecutive failures', () => {
     const h = new ProviderHealth(2, 1_000, () => 0);
     h.failure('p');

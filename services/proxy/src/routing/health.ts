@@ -33,6 +33,15 @@ export class ProviderHealth {
     this.state.delete(name);
   }
 
+  /**
+   * An attempt that says nothing about the provider (at capacity in this process; a request too
+   * large for its rate limit): no verdict, but a half-open probe it was ends, so another may probe.
+   */
+  inconclusive(name: string): void {
+    const s = this.state.get(name);
+    if (s) s.probing = false;
+  }
+
   failure(name: string): void {
     const s = this.state.get(name) ?? { failures: 0, openUntil: 0, probing: false };
     s.failures++;

@@ -6,12 +6,24 @@ import {
   type SortingState,
   useReactTable,
 } from '@tanstack/react-table';
-import { useState } from 'react';
+import { type KeyboardEvent, useState } from 'react';
+import { Loading } from './ui';
+
+declare module '@tanstack/react-table' {
+  interface ColumnMeta<TData, TValue> {
+    /** Right-aligned, tabular figures. */
+    numeric?: boolean;
+    /** Cell may wrap (long free text); others never wrap. */
+    wrap?: boolean;
+  }
+}
 
 /**
- * A sortable table (TanStack Table). On narrow screens (styles.css, ≤ 760 px) each row becomes a card
- * of "label value" lines, labelled from the column headers, so every column and action stays reachable
- * without horizontal scrolling.
+ * A sortable table (TanStack Table). Sortable headers are buttons (keyboard and screen readers, with
+ * `aria-sort`); clickable rows are focusable and open with Enter or Space. With `sorting` and
+ * `onSortingChange` the sort is the server's (every record, not the loaded rows). While `loading`
+ * the body says so, never "nothing yet". On narrow screens (styles.css, ≤ 760 px) each row becomes a
+ * card of "label value" lines, labelled from the column headers.
  */
 export function DataTable<T>(props: {
   data: T[];
@@ -19,56 +31,97 @@ export function DataTable<T>(props: {
   columns: ColumnDef<T, any>[];
   empty?: string;
   label: string;
+  loading?: boolean;
   onRowClick?: (row: T) => void;
+  rowLabel?: (row: T) => string;
   rowTestId?: (row: T) => string;
+  /** Server-side sorting (controlled). */
+  sorting?: SortingState;
+  onSortingChange?: (s: SortingState) => void;
 }) {
-  const [sorting, setSorting] = useState<SortingState>([]);
+  const [localSorting, setLocalSorting] = useState<SortingState>([]);
+  const manual = props.onSortingChange !== undefined;
+  const sorting = manual ? (props.sorting ?? []) : localSorting;
   const table = useReactTable({
     data: props.data,
     columns: props.columns,
     state: { sorting },
-    onSortingChange: setSorting,
+    manualSorting: manual,
+    sortDescFirst: true,
+    onSortingChange: (u) => {
+      const next = typeof u === 'function' ? u(sorting) : u;
+      if (manual) props.onSortingChange?.(next);
+      else setLocalSorting(next);
+    },
     getCoreRowModel: getCoreRowModel(),
     getSortedRowModel: getSortedRowModel(),
   });
+  const open = (row: T) => (e: KeyboardEvent) => {
+    if (e.target !== e.currentTarget) return;
+    if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      props.onRowClick?.(row);
+    }
+  };
+  const rows = table.getRowModel().rows;
   return (
     <div className="table-frame">
-      <table aria-label={props.label}>
+      <table aria-label={props.label} aria-busy={props.loading || undefined}>
         <thead>
           {table.getHeaderGroups().map((hg) => (
             <tr key={hg.id}>
-              {hg.headers.map((h) => (
-                <th
-                  key={h.id}
-                  onClick={h.column.getCanSort() ? h.column.getToggleSortingHandler() : undefined}
-                  className={h.column.getCanSort() ? 'sortable' : undefined}
-                >
-                  {flexRender(h.column.columnDef.header, h.getContext())}
-                  {{ asc: ' ▲', desc: ' ▼' }[h.column.getIsSorted() as string] ?? ''}
-                </th>
-              ))}
+              {hg.headers.map((h) => {
+                const sorted = h.column.getIsSorted();
+                const meta = h.column.columnDef.meta;
+                return (
+                  <th
+                    key={h.id}
+                    className={meta?.numeric ? 'num' : undefined}
+                    aria-sort={sorted === 'asc' ? 'ascending' : sorted === 'desc' ? 'descending' : undefined}
+                    scope="col"
+                  >
+                    {h.column.getCanSort() ? (
+                      <button type="button" className="sort" onClick={h.column.getToggleSortingHandler()}>
+                        {flexRender(h.column.columnDef.header, h.getContext())}
+                        <span aria-hidden="true">{{ asc: ' ▲', desc: ' ▼' }[sorted as string] ?? ''}</span>
+                      </button>
+                    ) : (
+                      flexRender(h.column.columnDef.header, h.getContext())
+                    )}
+                  </th>
+                );
+              })}
             </tr>
           ))}
         </thead>
         <tbody>
-          {table.getRowModel().rows.length === 0 ? (
+          {rows.length === 0 ? (
             <tr>
               <td colSpan={props.columns.length} className="empty">
-                {props.empty ?? 'Nothing yet.'}
+                {props.loading ? <Loading /> : (props.empty ?? 'Nothing yet.')}
               </td>
             </tr>
           ) : (
-            table.getRowModel().rows.map((row) => (
+            rows.map((row) => (
               <tr
                 key={row.id}
                 data-testid={props.rowTestId?.(row.original)}
                 className={props.onRowClick ? 'clickable' : undefined}
+                tabIndex={props.onRowClick ? 0 : undefined}
+                aria-label={props.onRowClick ? props.rowLabel?.(row.original) : undefined}
                 onClick={props.onRowClick ? () => props.onRowClick?.(row.original) : undefined}
+                onKeyDown={props.onRowClick ? open(row.original) : undefined}
               >
                 {row.getVisibleCells().map((cell) => {
                   const header = cell.column.columnDef.header;
+                  const meta = cell.column.columnDef.meta;
+                  const cls = [meta?.numeric ? 'num' : '', meta?.wrap ? 'wrap' : ''].join(' ').trim();
                   return (
-                    <td key={cell.id} data-label={typeof header === 'string' ? header : undefined}>
+                    <td
+                      key={cell.id}
+                      className={cls || undefined}
+                      data-label={typeof header === 'string' ? header : undefined}
+                    >
                       {flexRender(cell.column.columnDef.cell, cell.getContext())}
                     </td>
                   );

@@ -3,7 +3,7 @@ import { createColumnHelper } from '@tanstack/react-table';
 import { get } from '../api';
 import { DataTable } from '../components/DataTable';
 import { ErrorBox, Page, Stat } from '../components/ui';
-import { usd, when } from '../format';
+import { usd, usdColumn, when } from '../format';
 
 interface Entry {
   id: string;
@@ -30,9 +30,10 @@ export function CreditsPage() {
   });
   const first = q.data?.pages[0];
   const entries = q.data?.pages.flatMap((p) => p.ledger) ?? [];
+  const amount = usdColumn(entries.map((e) => e.amount));
   return (
     <Page title="Credits">
-      <ErrorBox error={q.error} />
+      <ErrorBox error={q.error} onRetry={() => q.refetch()} />
       {first ? (
         <div className="stats">
           <Stat label="Balance" value={usd(first.remaining)} testId="balance" />
@@ -43,14 +44,16 @@ export function CreditsPage() {
       <DataTable
         label="Credit ledger"
         data={entries}
+        loading={q.isPending}
         columns={[
           col.accessor('created_at', { header: 'Time', cell: (c) => when(c.getValue()) }),
           col.accessor((e) => Number(e.amount), {
             id: 'amount',
             header: 'Amount',
-            cell: (c) => usd(c.row.original.amount),
+            cell: (c) => amount(c.row.original.amount),
+            meta: { numeric: true },
           }),
-          col.accessor('note', { header: 'Note', cell: (c) => c.getValue() ?? '—' }),
+          col.accessor('note', { header: 'Note', cell: (c) => c.getValue() ?? '—', meta: { wrap: true } }),
         ]}
         empty="No credits yet: an operator adds them with `pnpm tollgate credits add`."
       />

@@ -1,69 +1,126 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { createColumnHelper } from '@tanstack/react-table';
+import { createColumnHelper, type SortingState } from '@tanstack/react-table';
 import { useMemo, useState } from 'react';
 import { type Generation, get, type Key } from '../api';
 import { DataTable } from '../components/DataTable';
-import { Badge, ErrorBox, Modal, Page } from '../components/ui';
-import { int, usd, when } from '../format';
+import { Badge, Clip, ErrorBox, Page } from '../components/ui';
+import { int, ms, usdColumn } from '../format';
+import { useDebounced } from '../hooks/useDebounced';
+import { displayZone, fromLocalInput, whenShort } from '../time';
+import { GenerationDetail } from './generations/Detail';
 
 const col = createColumnHelper<Generation>();
+/** Columns the server sorts by (every record of the filter, not the loaded rows). */
+const SORTS: Record<string, string> = {
+  created_at: 'created_at',
+  cost: 'cost',
+  tokens: 'tokens',
+  latency: 'latency',
+};
 
-function Detail(props: { id: string; keyName: (id: string) => string; onClose: () => void }) {
-  const g = useQuery({
-    queryKey: ['generation', props.id],
-    queryFn: async () =>
-      (await get<{ data: Generation }>(`/api/generations/${encodeURIComponent(props.id)}`)).data,
-  });
-  const rows: Array<[string, string]> = g.data
-    ? [
-        ['id', g.data.id],
-        ['time', when(g.data.created_at)],
-        ['finished', when(g.data.finished_at)],
-        ['model', g.data.model],
-        ['provider', `${g.data.provider_name} (${g.data.upstream_model})`],
-        ['upstream id', g.data.upstream_id ?? '—'],
-        ['app (X-Title)', g.data.app ?? '—'],
-        ['key', props.keyName(g.data.key_id)],
-        ['prompt tokens', int(g.data.tokens_prompt)],
-        ['completion tokens', int(g.data.tokens_completion)],
-        ['cached tokens', int(g.data.tokens_cached)],
-        ['cache write tokens', int(g.data.tokens_cache_write)],
-        ['reasoning tokens', int(g.data.tokens_reasoning)],
-        ['cost', `${usd(g.data.cost)} (${g.data.cost} USD)`],
-        ['usage source', g.data.usage_source],
-        ['streamed', String(g.data.streamed)],
-        ['cancelled', String(g.data.cancelled)],
-        ['finish reason', g.data.finish_reason ?? '—'],
-        ['latency', `${g.data.latency_ms} ms`],
-        ['generation time', `${g.data.generation_time_ms} ms`],
-        ['BYOK', String(g.data.is_byok)],
-        ['error', g.data.error ? `${g.data.error.code} ${g.data.error.message}` : '—'],
-      ]
-    : [];
+interface LogPage {
+  data: Generation[];
+  next_before: string | null;
+  next_offset?: number | null;
+}
+type Cursor = { before?: string; offset?: number } | null;
+
+/** The filters as query parameters; text filters are prefixes, applied once typing pauses. */
+function useFilters(initialKey: string) {
+  const [id, setId] = useState('');
+  const [model, setModel] = useState('');
+  const [app, setApp] = useState('');
+  const [keyId, setKeyId] = useState(initialKey);
+  const [source, setSource] = useState('');
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
+  const text = useDebounced({ id, model, app, from, to });
+  const params = new URLSearchParams();
+  if (text.id.trim().length >= 3) params.set('id_prefix', text.id.trim());
+  if (text.model.trim()) params.set('model_prefix', text.model.trim());
+  if (text.app.trim()) params.set('app_prefix', text.app.trim());
+  if (keyId) params.set('key_id', keyId);
+  if (source) params.set('usage_source', source);
+  const fromIso = fromLocalInput(text.from);
+  const toIso = fromLocalInput(text.to);
+  if (fromIso) params.set('from', fromIso);
+  if (toIso) params.set('to', toIso);
+  const fields = {
+    id,
+    setId,
+    model,
+    setModel,
+    app,
+    setApp,
+    keyId,
+    setKeyId,
+    source,
+    setSource,
+    from,
+    setFrom,
+    to,
+    setTo,
+  };
+  return { params: params.toString(), fields };
+}
+
+function Filters(props: { f: ReturnType<typeof useFilters>['fields']; keys: Key[] }) {
+  const { f } = props;
+  const zone = displayZone() === 'UTC' ? 'UTC' : 'your time';
   return (
-    <Modal title="Generation" onClose={props.onClose}>
-      <ErrorBox error={g.error} />
-      <dl className="detail" data-testid="generation-detail">
-        {rows.map(([k, v]) => (
-          <div key={k}>
-            <dt>{k}</dt>
-            <dd>{v}</dd>
-          </div>
-        ))}
-      </dl>
-      <button type="button" onClick={props.onClose}>
-        Close
-      </button>
-    </Modal>
+    <fieldset className="card controls" aria-label="Filters">
+      <label>
+        Id
+        <input value={f.id} onChange={(e) => f.setId(e.target.value)} placeholder="gen-… (prefix)" />
+      </label>
+      <label>
+        Model
+        <input
+          value={f.model}
+          onChange={(e) => f.setModel(e.target.value)}
+          placeholder="vendor/model (prefix)"
+        />
+      </label>
+      <label>
+        App
+        <input value={f.app} onChange={(e) => f.setApp(e.target.value)} placeholder="X-Title (prefix)" />
+      </label>
+      <label>
+        Key
+        <select value={f.keyId} onChange={(e) => f.setKeyId(e.target.value)}>
+          <option value="">all keys</option>
+          {props.keys
+            .filter((k) => k.scope === 'inference')
+            .map((k) => (
+              <option key={k.hash} value={k.hash}>
+                {k.name}
+              </option>
+            ))}
+        </select>
+      </label>
+      <label>
+        Usage source
+        <select value={f.source} onChange={(e) => f.setSource(e.target.value)}>
+          <option value="">any</option>
+          <option value="provider">provider</option>
+          <option value="estimated">estimated</option>
+        </select>
+      </label>
+      <label>
+        From ({zone})
+        <input type="datetime-local" value={f.from} onChange={(e) => f.setFrom(e.target.value)} />
+      </label>
+      <label>
+        To ({zone})
+        <input type="datetime-local" value={f.to} onChange={(e) => f.setTo(e.target.value)} />
+      </label>
+    </fieldset>
   );
 }
 
-export function GenerationsPage() {
-  const [model, setModel] = useState('');
-  const [app, setApp] = useState('');
-  const [keyId, setKeyId] = useState('');
-  const [source, setSource] = useState('');
-  const [selected, setSelected] = useState<string | null>(null);
+export function GenerationsPage(props: { openId: string | null; params: URLSearchParams }) {
+  const { params, fields } = useFilters(props.params.get('key_id') ?? '');
+  const [sorting, setSorting] = useState<SortingState>([]);
   const keys = useQuery({
     queryKey: ['keys', true],
     queryFn: async () => (await get<{ data: Key[] }>('/api/keys?include_revoked=true')).data,
@@ -72,51 +129,89 @@ export function GenerationsPage() {
     const m = new Map((keys.data ?? []).map((k) => [k.hash, k.name]));
     return (id: string) => m.get(id) ?? id.slice(0, 8);
   }, [keys.data]);
-  const filters = new URLSearchParams();
-  if (model) filters.set('model', model);
-  if (app) filters.set('app', app);
-  if (keyId) filters.set('key_id', keyId);
-  if (source) filters.set('usage_source', source);
+  const sort = sorting[0];
   const list = useInfiniteQuery({
-    queryKey: ['generations', filters.toString()],
-    initialPageParam: null as string | null,
+    queryKey: ['generations', params, sort?.id, sort?.desc],
+    initialPageParam: null as Cursor,
     queryFn: async ({ pageParam }) => {
-      const p = new URLSearchParams(filters);
+      const p = new URLSearchParams(params);
       p.set('limit', '50');
-      if (pageParam) p.set('before', pageParam);
-      return get<{ data: Generation[]; next_before: string | null }>(`/api/generations?${p}`);
+      if (sort) {
+        p.set('sort', SORTS[sort.id] ?? 'created_at');
+        p.set('order', sort.desc ? 'desc' : 'asc');
+      }
+      if (pageParam?.before) p.set('before', pageParam.before);
+      if (pageParam?.offset) p.set('offset', String(pageParam.offset));
+      return get<LogPage>(`/api/generations?${p}`);
     },
-    getNextPageParam: (last) => last.next_before,
+    getNextPageParam: (last): Cursor =>
+      last.next_before
+        ? { before: last.next_before }
+        : last.next_offset
+          ? { offset: last.next_offset }
+          : null,
     refetchInterval: 5_000,
   });
   const data = list.data?.pages.flatMap((p) => p.data) ?? [];
+  const cost = usdColumn(data.map((g) => g.cost));
   const columns = [
-    col.accessor('created_at', { header: 'Time', cell: (c) => when(c.getValue()).slice(5, 19) }),
-    col.accessor('model', { header: 'Model' }),
-    col.accessor('app', { header: 'App', cell: (c) => c.getValue() ?? '—' }),
-    col.accessor('key_id', { header: 'Key', cell: (c) => keyName(c.getValue()) }),
+    col.accessor('created_at', { header: 'Time', cell: (c) => whenShort(c.getValue()) }),
+    col.accessor('model', {
+      header: 'Model',
+      enableSorting: false,
+      cell: (c) => <Clip text={c.getValue()} />,
+    }),
+    col.accessor('app', {
+      header: 'App',
+      enableSorting: false,
+      cell: (c) => <Clip text={c.getValue() ?? '—'} />,
+    }),
+    col.accessor('key_id', {
+      header: 'Key',
+      enableSorting: false,
+      cell: (c) => <Clip text={keyName(c.getValue())} />,
+    }),
     col.accessor((g) => g.tokens_prompt + g.tokens_completion, {
       id: 'tokens',
       header: 'Tokens',
       cell: (c) => `${int(c.row.original.tokens_prompt)} / ${int(c.row.original.tokens_completion)}`,
+      meta: { numeric: true },
     }),
     col.accessor((g) => Number(g.cost), {
       id: 'cost',
       header: 'Cost',
-      cell: (c) => usd(c.row.original.cost),
+      cell: (c) => cost(c.row.original.cost),
+      meta: { numeric: true },
     }),
-    col.accessor('usage_source', {
-      header: 'Usage',
-      cell: (c) => <Badge kind={c.getValue()}>{c.getValue()}</Badge>,
+    col.accessor('latency_ms', {
+      id: 'latency',
+      header: 'Latency',
+      cell: (c) => ms(c.getValue()),
+      meta: { numeric: true },
     }),
-    col.accessor('streamed', { header: 'Stream', cell: (c) => (c.getValue() ? 'yes' : 'no') }),
-    col.accessor('cancelled', { header: 'Cancelled', cell: (c) => (c.getValue() ? 'yes' : 'no') }),
-    col.accessor('finish_reason', { header: 'Finish', cell: (c) => c.getValue() ?? '—' }),
+    col.display({
+      id: 'status',
+      header: 'Status',
+      cell: (c) => {
+        const g = c.row.original;
+        return (
+          <span className="row nowrap">
+            <span>{g.cancelled ? 'cancelled' : (g.finish_reason ?? '—')}</span>
+            {g.streamed ? <span className="muted small">stream</span> : null}
+            {g.usage_source === 'estimated' ? <Badge kind="estimated">estimated</Badge> : null}
+          </span>
+        );
+      },
+    }),
     col.accessor('id', {
       header: 'Id',
-      cell: (c) => <code className="small">{c.getValue().slice(0, 18)}…</code>,
+      enableSorting: false,
+      cell: (c) => <code className="small">{c.getValue().slice(0, 12)}…</code>,
     }),
   ];
+  const open = (id: string | null) => {
+    window.location.hash = id ? `#/generations/${encodeURIComponent(id)}` : '#/generations';
+  };
   return (
     <Page
       title="Generations"
@@ -126,52 +221,28 @@ export function GenerationsPage() {
         </button>
       }
     >
-      <fieldset className="card controls" aria-label="Filters">
-        <label>
-          Model
-          <input value={model} onChange={(e) => setModel(e.target.value)} placeholder="vendor/model" />
-        </label>
-        <label>
-          App
-          <input value={app} onChange={(e) => setApp(e.target.value)} placeholder="X-Title" />
-        </label>
-        <label>
-          Key
-          <select value={keyId} onChange={(e) => setKeyId(e.target.value)}>
-            <option value="">all keys</option>
-            {(keys.data ?? [])
-              .filter((k) => k.scope === 'inference')
-              .map((k) => (
-                <option key={k.hash} value={k.hash}>
-                  {k.name}
-                </option>
-              ))}
-          </select>
-        </label>
-        <label>
-          Usage source
-          <select value={source} onChange={(e) => setSource(e.target.value)}>
-            <option value="">any</option>
-            <option value="provider">provider</option>
-            <option value="estimated">estimated</option>
-          </select>
-        </label>
-      </fieldset>
-      <ErrorBox error={list.error} />
+      <Filters f={fields} keys={keys.data ?? []} />
+      <ErrorBox error={list.error} onRetry={() => list.refetch()} />
       <DataTable
         label="Generations"
         data={data}
         columns={columns}
-        empty="No requests recorded yet."
-        onRowClick={(g) => setSelected(g.id)}
+        loading={list.isPending}
+        empty="No requests match (none recorded yet, or none in this filter)."
+        onRowClick={(g) => open(g.id)}
+        rowLabel={(g) => `Open generation ${g.id}`}
         rowTestId={(g) => `generation-${g.id}`}
+        sorting={sorting}
+        onSortingChange={setSorting}
       />
       {list.hasNextPage ? (
         <button type="button" className="secondary" onClick={() => list.fetchNextPage()}>
           Load more
         </button>
       ) : null}
-      {selected ? <Detail id={selected} keyName={keyName} onClose={() => setSelected(null)} /> : null}
+      {props.openId ? (
+        <GenerationDetail id={props.openId} keyName={keyName} onClose={() => open(null)} />
+      ) : null}
     </Page>
   );
 }

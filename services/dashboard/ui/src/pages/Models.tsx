@@ -3,7 +3,7 @@ import { createColumnHelper } from '@tanstack/react-table';
 import { get } from '../api';
 import { DataTable } from '../components/DataTable';
 import { ErrorBox, Page } from '../components/ui';
-import { int, usd } from '../format';
+import { int, usdColumn } from '../format';
 
 interface Model {
   id: string;
@@ -20,13 +20,22 @@ export function ModelsPage() {
     queryKey: ['models'],
     queryFn: async () => (await get<{ data: Model[] }>('/api/models')).data,
   });
+  const models = q.data ?? [];
+  const price = usdColumn(
+    models.flatMap((m) => [
+      m.price_per_million.prompt,
+      m.price_per_million.completion,
+      m.price_per_million.cache_read,
+    ]),
+  );
   return (
     <Page title="Models">
       <p className="muted">Prices in USD per million tokens.</p>
-      <ErrorBox error={q.error} />
+      <ErrorBox error={q.error} onRetry={() => q.refetch()} />
       <DataTable
         label="Models"
-        data={q.data ?? []}
+        data={models}
+        loading={q.isPending}
         rowTestId={(m) => `model-${m.id}`}
         columns={[
           col.accessor('id', {
@@ -41,20 +50,31 @@ export function ModelsPage() {
           col.accessor((m) => Number(m.price_per_million.prompt), {
             id: 'prompt',
             header: 'Input / 1M',
-            cell: (c) => usd(c.row.original.price_per_million.prompt),
+            cell: (c) => price(c.row.original.price_per_million.prompt),
+            meta: { numeric: true },
           }),
           col.accessor((m) => Number(m.price_per_million.completion), {
             id: 'completion',
             header: 'Output / 1M',
-            cell: (c) => usd(c.row.original.price_per_million.completion),
+            cell: (c) => price(c.row.original.price_per_million.completion),
+            meta: { numeric: true },
           }),
           col.accessor((m) => Number(m.price_per_million.cache_read), {
             id: 'cache_read',
             header: 'Cache read / 1M',
-            cell: (c) => usd(c.row.original.price_per_million.cache_read),
+            cell: (c) => price(c.row.original.price_per_million.cache_read),
+            meta: { numeric: true },
           }),
-          col.accessor('context_length', { header: 'Context', cell: (c) => int(c.getValue()) }),
-          col.accessor((m) => m.providers.join(', '), { id: 'providers', header: 'Providers' }),
+          col.accessor('context_length', {
+            header: 'Context',
+            cell: (c) => int(c.getValue()),
+            meta: { numeric: true },
+          }),
+          col.accessor((m) => m.providers.join(', '), {
+            id: 'providers',
+            header: 'Providers',
+            meta: { wrap: true },
+          }),
         ]}
       />
     </Page>

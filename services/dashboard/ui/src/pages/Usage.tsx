@@ -4,21 +4,23 @@ import { useCallback, useMemo, useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { get, type Key, type UsageRow } from '../api';
 import { DataTable } from '../components/DataTable';
-import { ErrorBox, Page } from '../components/ui';
-import { int, usd } from '../format';
+import { Clip, ErrorBox, Page } from '../components/ui';
+import { int, usd, usdColumn } from '../format';
+import { displayZone, when } from '../time';
 
 type Metric = 'cost' | 'requests' | 'tokens';
 type GroupBy = 'none' | 'model' | 'app' | 'key' | 'provider';
+/** Series colours: each at least 4.5:1 against white (legend text is drawn in them). */
 const COLORS = [
-  '#2563eb',
-  '#16a34a',
-  '#f59e0b',
-  '#dc2626',
-  '#7c3aed',
-  '#0891b2',
-  '#db2777',
-  '#65a30d',
-  '#94a3b8',
+  '#1d4ed8',
+  '#15803d',
+  '#b45309',
+  '#b91c1c',
+  '#6d28d9',
+  '#0e7490',
+  '#be185d',
+  '#4d7c0f',
+  '#475569',
 ];
 const DAY = 86_400_000;
 const RANGES = { '24h': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
@@ -38,10 +40,18 @@ interface Totals {
 }
 const col = createColumnHelper<Totals>();
 
-export function UsagePage() {
+/** A legend entry of at most 40 characters (a 300-character X-Title would push the chart away). */
+const shorten = (s: string) => (s.length > 40 ? `${s.slice(0, 39)}…` : s);
+
+export function UsagePage(props: { params: URLSearchParams }) {
   const [range, setRange] = useState<keyof typeof RANGES>('30d');
   const [granularity, setGranularity] = useState<'hour' | 'day'>('day');
-  const [groupBy, setGroupBy] = useState<GroupBy>('model');
+  const initialGroup = props.params.get('group_by');
+  const [groupBy, setGroupBy] = useState<GroupBy>(
+    initialGroup && ['none', 'model', 'app', 'key', 'provider'].includes(initialGroup)
+      ? (initialGroup as GroupBy)
+      : 'model',
+  );
   const [metric, setMetric] = useState<Metric>('cost');
   const days = RANGES[range];
   const effectiveGranularity = days > 31 ? 'day' : granularity;
@@ -125,19 +135,38 @@ export function UsagePage() {
   }, [rows, metric, series, fromIso, toMs, unit]);
   const hasOther = totals.length > 8;
 
+  const cost = usdColumn(totals.map((t) => t.cost.toFixed(8)));
   const columns = [
     col.accessor('label', {
       header: groupBy === 'none' ? 'Total' : groupBy[0]!.toUpperCase() + groupBy.slice(1),
+      cell: (c) => <Clip text={c.getValue()} />,
     }),
-    col.accessor('requests', { header: 'Requests', cell: (c) => int(c.getValue()) }),
-    col.accessor('tokens_prompt', { header: 'Prompt tokens', cell: (c) => int(c.getValue()) }),
-    col.accessor('tokens_completion', { header: 'Completion tokens', cell: (c) => int(c.getValue()) }),
-    col.accessor('tokens_cached', { header: 'Cached', cell: (c) => int(c.getValue()) }),
-    col.accessor('cost', { header: 'Cost', cell: (c) => usd(c.getValue()) }),
+    col.accessor('requests', { header: 'Requests', cell: (c) => int(c.getValue()), meta: { numeric: true } }),
+    col.accessor('tokens_prompt', {
+      header: 'Prompt tokens',
+      cell: (c) => int(c.getValue()),
+      meta: { numeric: true },
+    }),
+    col.accessor('tokens_completion', {
+      header: 'Completion tokens',
+      cell: (c) => int(c.getValue()),
+      meta: { numeric: true },
+    }),
+    col.accessor('tokens_cached', {
+      header: 'Cached',
+      cell: (c) => int(c.getValue()),
+      meta: { numeric: true },
+    }),
+    col.accessor('cost', { header: 'Cost', cell: (c) => cost(c.getValue()), meta: { numeric: true } }),
   ];
 
+  // Buckets are UTC hours and days: axis ticks and the tooltip say so.
   const tick = (b: string) =>
     effectiveGranularity === 'hour' ? `${b.slice(5, 10)} ${b.slice(11, 16)}` : b.slice(5, 10);
+  const bucketLabel = (b: string) =>
+    effectiveGranularity === 'hour'
+      ? `${b.slice(0, 10)} ${b.slice(11, 16)}–${String((Number(b.slice(11, 13)) + 1) % 24).padStart(2, '0')}:00 UTC${displayZone() === 'UTC' ? '' : ` (from ${when(b)})`}`
+      : `${b.slice(0, 10)} (UTC day)`;
   const fmt = (v: number) => (metric === 'cost' ? usd(v) : int(v));
 
   return (
@@ -160,7 +189,7 @@ export function UsagePage() {
           <select value={range} onChange={(e) => setRange(e.target.value as keyof typeof RANGES)}>
             {Object.keys(RANGES).map((r) => (
               <option key={r} value={r}>
-                last {r}
+                last {r} (UTC)
               </option>
             ))}
           </select>
@@ -199,7 +228,11 @@ export function UsagePage() {
           </select>
         </label>
       </fieldset>
-      <ErrorBox error={usage.error} />
+      <p className="muted small">
+        Buckets are UTC {effectiveGranularity === 'hour' ? 'hours' : 'days'}; a range ends with the current
+        one.
+      </p>
+      <ErrorBox error={usage.error} onRetry={() => usage.refetch()} />
       <div className="card">
         <div className="chart" data-testid="usage-chart">
           <ResponsiveContainer width="100%" height={280}>
@@ -207,13 +240,13 @@ export function UsagePage() {
               <CartesianGrid strokeDasharray="3 3" vertical={false} />
               <XAxis dataKey="bucket" tickFormatter={tick} minTickGap={16} />
               <YAxis tickFormatter={fmt} width={88} />
-              <Tooltip formatter={(v) => fmt(Number(v))} labelFormatter={(l) => String(l)} />
+              <Tooltip formatter={(v) => fmt(Number(v))} labelFormatter={(l) => bucketLabel(String(l))} />
               <Legend />
               {series.map((g, i) => (
                 <Bar
                   key={g}
                   dataKey={`s${i}`}
-                  name={labelOf(g === '' ? null : g)}
+                  name={shorten(labelOf(g === '' ? null : g))}
                   stackId="a"
                   fill={COLORS[i % COLORS.length]}
                   isAnimationActive={false}
@@ -230,6 +263,7 @@ export function UsagePage() {
         label="Usage by group"
         data={totals}
         columns={columns}
+        loading={usage.isPending}
         empty="No usage in this range."
         rowTestId={(t) => `usage-${t.label}`}
       />

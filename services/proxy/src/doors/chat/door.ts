@@ -11,11 +11,12 @@ import { parseChatRequest } from './validation';
  * canonical request is the body itself and its native format is OpenAI's, so nothing is translated
  * for an OpenAI provider: the request goes out as the allowed fields of the body
  * (providers/openai/request.ts), the answer comes back with its id, model and usage rewritten, and the
- * stream passes through the byte relay (stream-relay.ts with sse-bytes.ts, chunk.ts, byte-out.ts).
+ * stream passes through the byte relay (stream-relay.ts with the SSE reader providers/sse.ts, chunk.ts, byte-out.ts).
  * Another format (Anthropic) is translated by its wire format both ways, into the same relay.
  */
 export const chatDoor: FrontDoor = {
   api: 'chat',
+  path: '/chat/completions',
   native: 'openai',
   parse: parseChatRequest,
 

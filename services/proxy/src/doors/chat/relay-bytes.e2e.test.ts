@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Json, readSse } from '../../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
 
-// The stream relay works on the provider's bytes (sse-bytes.ts, ChunkBytes, byte-out.ts). A provider
+// The stream relay works on the provider's bytes (providers/sse.ts SseBytes, ChunkBytes, byte-out.ts). A provider
 // whose events straddle its writes at awkward places (inside a multi-byte character, between CR and
 // LF, inside `"usage":null` and `"model":"`), mixes chunk layouts (the byte path's and the string
 // path's) and line endings still reaches the client as the spec's chunks: id and model rewritten,

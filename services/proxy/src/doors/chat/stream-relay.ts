@@ -2,14 +2,14 @@ import { once } from 'node:events';
 import type { ServerResponse as Response } from 'node:http';
 import type { Completion, Outcome, UsageSource } from '../../pipeline/completion';
 import { finishReasonOfChunk, midStreamError, streamEndedEarly } from '../../pipeline/errors';
-import { SSE_HEAD, writeSseHead } from '../../pipeline/sse';
+import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
+import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
 import type { AnswerStream } from '../door';
 import { ByteOut } from './byte-out';
 import { ChunkBytes, hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
 import { DONE_EVENT, errorEvent } from './events';
-import { SseBytes, type SseEventSink } from './sse-bytes';
 import { completeUsage, ProducedText } from './usage';
 
 const KEEP_ALIVE = ': keep-alive\n\n';
@@ -37,7 +37,7 @@ const utf8: (buf: Buffer, start: number, end: number) => string =
 /**
  * The chat door's stream (`AnswerStream`): relays one provider event stream to the client as it arrives. Content chunks are forwarded the
  * moment their event is complete, with only `id` (and `model`) rewritten — from the provider's bytes
- * (sse-bytes.ts, chunk.ts `ChunkBytes`, byte-out.ts: each read's output is one Buffer, no chunk becomes
+ * (providers/sse.ts `SseBytes`, chunk.ts `ChunkBytes`, byte-out.ts: each read's output is one Buffer, no chunk becomes
  * an output string); the usage chunk is held back, completed (cost, is_byok, zero-filled details) and
  * sent last before [DONE]. A provider error event ends the relay with the §6 error chunk.
  */

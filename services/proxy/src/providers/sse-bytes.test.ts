@@ -1,7 +1,6 @@
 import { seededRandom } from '@tollgate/testkit';
 import { describe, expect, it } from 'vitest';
-import { SseReader } from '../../providers/sse';
-import { SseBytes } from './sse-bytes';
+import { SseBytes } from './sse';
 
 const enc = (s: string) => Buffer.from(s, 'utf8');
 
@@ -20,12 +19,93 @@ function viaBytes(reads: Buffer[]): Array<{ type: string; data: string }> {
 }
 
 function viaStrings(reads: Buffer[]): Array<{ type: string; data: string }> {
-  const r = new SseReader();
+  const r = new ReferenceReader();
   const events = reads.flatMap((b) => r.push(b));
   return [...events, ...r.end()];
 }
 
-describe('SseBytes (the relay reader on bytes)', () => {
+interface SseEvent {
+  type: string;
+  data: string;
+}
+
+/**
+ * The reference reader (the string one the proxy had before the byte reader): the grammar written
+ * the plain way, on decoded text. The byte reader must agree with it on every input.
+ */
+class ReferenceReader {
+  private readonly decoder = new TextDecoder('utf-8');
+  private buffer = '';
+  private data: string | null = null;
+  private type = '';
+
+  /** Feeds raw bytes; returns the events completed by them (often exactly one). */
+  push(bytes: Uint8Array): SseEvent[] {
+    this.buffer += this.decoder.decode(bytes, { stream: true });
+    return this.drain(false);
+  }
+
+  /** End of input: a last event without its blank line is dispatched (as browsers do not, but providers cut). */
+  end(): SseEvent[] {
+    this.buffer += this.decoder.decode();
+    const events = this.drain(true);
+    if (this.data !== null) {
+      events.push({ type: this.type, data: this.data });
+      this.data = null;
+    }
+    return events;
+  }
+
+  private drain(final: boolean): SseEvent[] {
+    const events: SseEvent[] = [];
+    const buf = this.buffer;
+    let start = 0;
+    for (;;) {
+      const lf = buf.indexOf('\n', start);
+      let cr = buf.indexOf('\r', start);
+      if (cr !== -1 && lf !== -1 && cr > lf) cr = -1;
+      let end: number;
+      let next: number;
+      if (cr !== -1) {
+        // CR or CRLF; a CR at the very end of the buffer may be the first half of a CRLF.
+        if (cr === buf.length - 1 && !final) break;
+        end = cr;
+        next = buf.charCodeAt(cr + 1) === 10 ? cr + 2 : cr + 1;
+      } else if (lf !== -1) {
+        end = lf;
+        next = lf + 1;
+      } else {
+        if (final && start < buf.length) {
+          this.line(buf.slice(start), events);
+          start = buf.length;
+        }
+        break;
+      }
+      this.line(buf.slice(start, end), events);
+      start = next;
+    }
+    this.buffer = start === 0 ? buf : buf.slice(start);
+    return events;
+  }
+
+  private line(line: string, events: SseEvent[]): void {
+    if (line.length === 0) {
+      if (this.data !== null) events.push({ type: this.type, data: this.data });
+      this.data = null;
+      this.type = '';
+      return;
+    }
+    if (line.charCodeAt(0) === 58 /* ':' comment */) return;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 32) value = value.slice(1);
+    if (field === 'data') this.data = this.data === null ? value : `${this.data}\n${value}`;
+    else if (field === 'event') this.type = value;
+  }
+}
+
+describe('SseBytes (the one SSE reader, on bytes)', () => {
   it('emits each event as a range of the read, across every byte split', () => {
     const text = 'data: {"a":1}\n\ndata: {"b":"é€😀"}\n\n: comment\n\ndata: [DONE]\n\n';
     const bytes = enc(text);

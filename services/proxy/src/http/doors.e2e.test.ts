@@ -10,9 +10,10 @@ import type { SpendGuard } from '../spend/guard';
 import { type ProxyHandle, startProxy } from './app';
 
 /**
- * The chat route is served from the request listener, before express (http/chat-dispatch.ts). These
- * pin what a client sees there: the same answers express gave (both mounts, request id, errors in the
- * envelope, body limit, scope, metrics, draining), and that everything else still reaches express.
+ * The front doors are served from the request listener, never by express (http/doors.ts). These pin
+ * what a client of the chat door sees there: the answers express gave (both mounts, request id,
+ * errors in the envelope, body limit, scope, metrics, draining), the spellings express also routed
+ * there, and that everything else still reaches express.
  */
 let stack: ProxyStack;
 const BODY_LIMIT_BYTES = 4096;
@@ -54,7 +55,7 @@ function raw(port: number, bytes: string, onOpen?: () => void): Promise<string> 
 
 const envelopeOf = (r: { json: Json }) => r.json.error as Json;
 
-describe('chat route served before express', () => {
+describe('the chat door, served before express', () => {
   it('answers on both mounts with a gen- request id in x-request-id, X-Generation-Id and the completion id', async () => {
     for (const path of ['/api/v1/chat/completions', '/v1/chat/completions', '/v1/chat/completions?x=1']) {
       const r = await post(path);
@@ -154,12 +155,38 @@ describe('chat route served before express', () => {
     }
   });
 
-  it('still serves the spellings express routes to the chat route (letter case, trailing slash)', async () => {
-    for (const path of ['/API/V1/Chat/Completions', '/v1/chat/completions/']) {
+  it('serves the spellings express routed to the chat route (letter case, trailing slash, query)', async () => {
+    for (const path of ['/API/V1/Chat/Completions', '/v1/chat/completions/', '/V1/Chat/Completions/?x=1']) {
       const r = await post(path);
       expect(r.status, r.text).toBe(200);
       expect(r.json.id).toBe(r.headers.get('x-request-id'));
     }
+    for (const path of ['/v1/chat/completions//', '/v1/chat/completion', '/v1/chat']) {
+      const r = await post(path);
+      expect(r.status, `${path}: ${r.text}`).toBe(404);
+    }
+  });
+
+  it('serves an absolute-form request target like its path', async () => {
+    const { port } = new URL(stack.proxy.url);
+    const body = chatBody();
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(
+          `POST http://127.0.0.1:${port}/api/v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n` +
+            `authorization: ${bearer(stack.inference).authorization}\r\ncontent-type: application/json\r\n` +
+            `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        );
+      });
+      let out = '';
+      socket.on('data', (d) => {
+        out += d.toString();
+      });
+      socket.on('end', () => resolve(out));
+      socket.on('error', reject);
+    });
+    expect(text.startsWith('HTTP/1.1 200 '), text).toBe(true);
+    expect(text).toContain('"object":"chat.completion"');
   });
 
   it('counts chat requests and their statuses under route="chat"', async () => {
@@ -181,7 +208,7 @@ describe('chat route served before express', () => {
   });
 });
 
-describe('chat route served before express: a proxy of its own', () => {
+describe('the chat door, served before express: a proxy of its own', () => {
   const lines: Json[] = [];
   let proxy: ProxyHandle;
   let failAdmission = false;

@@ -1,0 +1,92 @@
+import { AppError, notFound } from '@tollgate/errors';
+import { insertInvite } from '../auth/auth.repository';
+import { digestToken, newToken } from '../auth/tokens';
+import type { DashboardDb, Role, User } from '../database';
+import {
+  clearPassword,
+  closeInvitesOf,
+  deleteSessionsOf,
+  deleteUser,
+  lockActiveOwners,
+  lockUser,
+  setRole,
+} from './users.repository';
+
+/**
+ * What an owner does to the users of their account: change a role, remove a user (or cancel an
+ * invitation), end a user's sessions, issue a new sign-in link (a re-sent invitation, or a password
+ * reset). The account never loses its last owner who can sign in. Every change runs in one
+ * transaction with the user (and the account's owners) locked.
+ */
+export interface UsersService {
+  setRole(accountId: string, userId: string, role: Role): Promise<void>;
+  remove(accountId: string, userId: string): Promise<void>;
+  endSessions(accountId: string, userId: string): Promise<number>;
+  /** Invited user: a new invitation. Active user: password reset (password cleared, sessions ended). */
+  newSignInLink(
+    accountId: string,
+    userId: string,
+  ): Promise<{ token: string; expiresAt: Date; kind: 'invitation' | 'password_reset' }>;
+}
+
+const lastOwner = () =>
+  new AppError('conflict', 'The account would have no owner left: make another user an owner first', {
+    reason: 'last_owner',
+  });
+
+export function createUsersService(o: {
+  db: DashboardDb;
+  clock: () => Date;
+  inviteTtlMs: number;
+}): UsersService {
+  /** Runs `fn` with the user locked; 404 unless the user is the account's. */
+  const withUser = <T>(accountId: string, userId: string, fn: (trx: DashboardDb, u: User) => Promise<T>) =>
+    o.db.transaction().execute(async (trx) => {
+      // Owners first, then the user: every path takes the locks in the same order.
+      await lockActiveOwners(trx, accountId);
+      const user = await lockUser(trx, accountId, userId);
+      if (!user) throw notFound(`No user ${userId} in this account`);
+      return fn(trx, user);
+    });
+
+  /** Refuses a change after which no owner with a password is left. */
+  async function keepAnOwner(trx: DashboardDb, accountId: string, user: User) {
+    if (user.role !== 'owner' || user.password_hash === null) return;
+    const owners = await lockActiveOwners(trx, accountId);
+    if (owners.filter((id) => id !== user.id).length === 0) throw lastOwner();
+  }
+
+  return {
+    setRole: (accountId, userId, role) =>
+      withUser(accountId, userId, async (trx, user) => {
+        if (user.role === role) return;
+        if (role !== 'owner') await keepAnOwner(trx, accountId, user);
+        await setRole(trx, user.id, role, o.clock());
+      }),
+
+    remove: (accountId, userId) =>
+      withUser(accountId, userId, async (trx, user) => {
+        await keepAnOwner(trx, accountId, user);
+        await deleteUser(trx, user.id);
+      }),
+
+    endSessions: (accountId, userId) =>
+      withUser(accountId, userId, (trx, user) => deleteSessionsOf(trx, user.id)),
+
+    newSignInLink: (accountId, userId) =>
+      withUser(accountId, userId, async (trx, user) => {
+        const now = o.clock();
+        const reset = user.password_hash !== null;
+        if (reset) {
+          await keepAnOwner(trx, accountId, user);
+          await clearPassword(trx, user.id, now);
+          await deleteSessionsOf(trx, user.id);
+        }
+        await closeInvitesOf(trx, user.id, now);
+        const token = newToken();
+        const expiresAt = new Date(now.getTime() + o.inviteTtlMs);
+        await insertInvite(trx, { digest: digestToken(token), userId: user.id, createdAt: now, expiresAt });
+        return { token, expiresAt, kind: reset ? ('password_reset' as const) : ('invitation' as const) };
+      }),
+  };
+}
