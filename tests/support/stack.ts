@@ -205,6 +205,10 @@ export async function startStack(
     const sim = await startProviderSim({ ...options.sim, port: 0, host: '127.0.0.1' });
     closers.push(() => sim.close());
 
+    // The proxy's catalog is billing's too: billing prices every usage event with it.
+    const catalog = options.catalog
+      ? options.catalog(sim.url)
+      : loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
     // Billing asks keys who owns a key and keys asks billing for usage: keys' port is fixed first.
     const keysPort = await freePort();
     const billing = await startBilling(
@@ -219,6 +223,7 @@ export async function startStack(
         SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
         ...own('billing'),
       }),
+      { catalog },
     );
     closers.push(() => billing.close());
 
@@ -251,9 +256,6 @@ export async function startStack(
       ...options.proxyEnv,
     });
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
-    const catalog = options.catalog
-      ? options.catalog(sim.url)
-      : loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
     const proxy = await startProxy(proxyConfig, { catalog });
     closers.push(() => proxy.close());
 

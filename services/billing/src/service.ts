@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createServiceSigner, createServiceVerifier, parsePublicKeys } from '@tollgate/auth';
-import { loadCatalog } from '@tollgate/catalog';
+import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
 import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgate/events';
 import { closeServer, listen } from '@tollgate/http';
@@ -40,6 +40,8 @@ export interface BillingOptions {
   clock?: () => Date;
   /** Who owns a key (default: the keys service at KEYS_URL). */
   owners?: KeyOwners;
+  /** The catalog events are priced with (default: CATALOG_PATH, prices only); the proxy's own. */
+  catalog?: Catalog;
   logger?: Logger;
   timings?: Partial<SpendTimings>;
 }
@@ -84,7 +86,7 @@ export async function startBilling(
   // Billing prices events itself: the proxy's catalog, prices only (no provider URL or key needed).
   const checks = createUsageChecks({
     checks: config.USAGE_CHECKS,
-    catalog: loadCatalog(config.CATALOG_PATH, {}, { pricesOnly: true }),
+    catalog: options.catalog ?? loadCatalog(config.CATALOG_PATH, {}, { pricesOnly: true }),
     signers: new Map([...parsePublicKeys(config.SERVICE_PUBLIC_KEYS)].filter(([name]) => name === 'proxy')),
     owners,
     maxSendDelayMs: config.USAGE_MAX_SEND_DELAY_MS,
