@@ -11,7 +11,8 @@
  *    (the rows the worker writes, batch by batch, in the generation transaction), checked to hold the
  *    same request count and cost as the records.
  * 4. Timed: billing's internal analytics API, 30 days by day grouped by model (and by app, key,
- *    provider, and 30 days by hour), `--runs` times each after a warm-up; p50/p95/max in ms.
+ *    provider, and 30 days by hour), and the latency/errors query (percentiles from the roll-ups'
+ *    histograms) by model and by provider, `--runs` times each after a warm-up; p50/p95/max in ms.
  *    The same query in SQL alone (EXPLAIN ANALYZE execution time) is printed for reference.
  */
 import { randomUUID } from 'node:crypto';
@@ -80,7 +81,8 @@ async function insertGenerations(accountId: string, count: number, keyIds: strin
       g % 2 = 0, false, 'stop',
       100 + g % 900, 20 + g % 400, g % 50, 0, g % 30,
       ((g % 997) + 1) * 0.0000001375,
-      false, 'provider', 120, 900, null,
+      false, 'provider', 50 + (g * 7919) % 2000, 50 + (g * 7919) % 2000 + 200 + g % 5000,
+      case when g % 50 = 0 then '{"code": 502, "message": "upstream failed"}'::jsonb end,
       $3::timestamptz + (g::double precision / ${count}) * interval '30 days',
       $3::timestamptz + (g::double precision / ${count}) * interval '30 days'
     from generate_series(1::bigint, ${count}::bigint) as g`,
@@ -99,18 +101,29 @@ await insertGenerations(noise, Math.floor(N / 10), [randomUUID()]);
 console.log(`  inserted in ${(ms(start) / 1000).toFixed(1)} s`);
 
 start = process.hrtime.bigint();
+// The latency histograms' buckets as services/billing/src/analytics/latency.ts draws them (bench only).
+await db.query(`create function pg_temp.lat_bucket(ms bigint) returns int language sql immutable as
+  $$ select case when ms < 25 then 0 else least(24, floor(2 * log(2, ms / 25.0))::int + 1) end $$`);
+await db.query(`create function pg_temp.one_hot(k int) returns bigint[] language sql immutable as
+  $$ select array_agg(case when i = k then 1 else 0 end::bigint order by i) from generate_series(0, 24) i $$`);
+const rollupColumns = `account_id, key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion,
+  tokens_cached, tokens_cache_write, tokens_reasoning, cost, ttft_ms, total_ms, ttft_hist, total_hist, errors`;
 await db.query(`
-  insert into billing.usage_hourly
-  select account_id, date_trunc('hour', finished_at, 'UTC'), key_id, model, coalesce(app, ''), provider_name,
+  insert into billing.usage_hourly (hour, ${rollupColumns})
+  select date_trunc('hour', finished_at, 'UTC'), account_id, key_id, model, coalesce(app, ''), provider_name,
     count(*), sum(tokens_prompt), sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write),
-    sum(tokens_reasoning), sum(total_cost)
+    sum(tokens_reasoning), sum(total_cost), sum(latency_ms), sum(generation_time_ms),
+    billing.hist_sum(pg_temp.one_hot(pg_temp.lat_bucket(latency_ms))),
+    billing.hist_sum(pg_temp.one_hot(pg_temp.lat_bucket(generation_time_ms))),
+    count(*) filter (where error is not null)
   from billing.generations
   group by 1, 2, 3, 4, 5, 6`);
 await db.query(`
-  insert into billing.usage_daily
-  select account_id, (hour at time zone 'UTC')::date, key_id, model, app, provider_name,
+  insert into billing.usage_daily (day, ${rollupColumns})
+  select (hour at time zone 'UTC')::date, account_id, key_id, model, app, provider_name,
     sum(requests), sum(tokens_prompt), sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write),
-    sum(tokens_reasoning), sum(cost)
+    sum(tokens_reasoning), sum(cost), sum(ttft_ms), sum(total_ms), billing.hist_sum(ttft_hist),
+    billing.hist_sum(total_hist), sum(errors)
   from billing.usage_hourly
   group by 1, 2, 3, 4, 5, 6`);
 await db.query('analyze billing.usage_hourly');
@@ -141,8 +154,8 @@ const from = new Date(Math.floor(t0.getTime() / 3600_000) * 3600_000).toISOStrin
 const to = new Date(Math.ceil(now.getTime() / 3600_000) * 3600_000 + 3600_000).toISOString();
 const token = () => devServiceSigner('dashboard').sign('billing'); // usage reads: the dashboard's route
 
-async function timeQuery(label: string, query: string) {
-  const url = `${billing.url}/internal/accounts/${account}/usage?from=${from}&to=${to}&${query}`;
+async function timeQuery(label: string, query: string, route = 'usage') {
+  const url = `${billing.url}/internal/accounts/${account}/${route}?from=${from}&to=${to}&${query}`;
   const once = async () => {
     const s = process.hrtime.bigint();
     const res = await fetch(url, { headers: { 'x-service-token': token() } });
@@ -175,6 +188,9 @@ await timeQuery('by day, grouped by key', 'granularity=day&group_by=key');
 await timeQuery('by day, grouped by provider', 'granularity=day&group_by=provider');
 await timeQuery('total, grouped by model', 'granularity=total&group_by=model');
 await timeQuery('by hour, no grouping', 'granularity=hour&group_by=none');
+// Errors and latency: percentiles from the roll-ups' histograms (GET …/latency reads the hourly table).
+await timeQuery('latency + errors by model', 'group_by=model', 'latency');
+await timeQuery('latency + errors by provider', 'group_by=provider', 'latency');
 
 const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>(
   `explain (analyze, format text)

@@ -39,6 +39,8 @@ const SPEC_ROUTES: Array<[HttpMethod, string]> = [
   ['get', '/models/{author}/{slug}/endpoints'],
   ['get', '/generation'],
   ['get', '/openapi.json'],
+  ['post', '/messages'],
+  ['post', '/messages/count_tokens'],
 ];
 
 function allRefs(node: unknown, out: string[] = []): string[] {
@@ -104,15 +106,21 @@ describe('the OpenAPI document', () => {
         statuses.some((s) => /^2\d\d$/.test(s)),
         `${where} has a success response`,
       ).toBe(true);
+      // The Messages routes answer errors in Anthropic's shape (and its 529 for "overloaded").
+      const anthropic = operation['x-error-shape'] === 'anthropic';
       if (!open) {
-        expect(statuses, where).toEqual(expect.arrayContaining(['401', '503', 'default']));
+        expect(statuses, where).toEqual(
+          expect.arrayContaining(['401', anthropic ? '529' : '503', 'default']),
+        );
         if (operation['x-required-scope'] !== 'any')
           expect(statuses, `${where} documents 403`).toContain('403');
       }
       for (const status of statuses.filter((s) => !/^2/.test(s))) {
         const schema = deref<{ content: Record<string, { schema: unknown }> }>(operation.responses[status])
           .content['application/json']?.schema;
-        expect(schema, `${where} ${status}`).toEqual({ $ref: '#/components/schemas/ErrorEnvelope' });
+        expect(schema, `${where} ${status}`).toEqual({
+          $ref: `#/components/schemas/${anthropic ? 'AnthropicError' : 'ErrorEnvelope'}`,
+        });
       }
     }
   });
@@ -402,6 +410,143 @@ describe('the running stack, checked against the document', () => {
     });
   });
 
+  describe('POST /messages (Anthropic Messages API)', () => {
+    const message = (model: string, extra: Record<string, unknown> = {}) => ({
+      model,
+      max_tokens: 32,
+      messages: [{ role: 'user', content: 'Hello!' }],
+      ...extra,
+    });
+    const models = ['anthropic/claude-sonnet-4.5', MODEL];
+
+    it('answers a Message in the documented shape, natively and translated, with X-Generation-Id', async () => {
+      for (const model of models) {
+        const res = await stack.api('/messages', { key: stack.inferenceKey, body: message(model) });
+        conforms('post', '/messages', res, 200);
+        expect(res.headers.get('x-generation-id')).toMatch(/^gen-/);
+      }
+    });
+
+    it('streams Anthropic events, each in the documented shape', async () => {
+      for (const model of models) {
+        const res = await stack.api('/messages', {
+          key: stack.inferenceKey,
+          body: message(model, { stream: true }),
+        });
+        conforms('post', '/messages', res, 200, 'text/event-stream');
+        const events = sseData(res.text).map((e) => JSON.parse(e));
+        expect(events[0].type).toBe('message_start');
+        expect(events.at(-1).type).toBe('message_stop');
+        for (const e of events)
+          expect(checker.checkSchema('MessageStreamEvent', e), JSON.stringify(e)).toEqual([]);
+      }
+    });
+
+    it('documents its errors in Anthropic’s shape: 400, 401, 402, 403, and count_tokens', async () => {
+      conforms(
+        'post',
+        '/messages',
+        await stack.api('/messages', { key: stack.inferenceKey, body: { model: MODEL } }),
+        400,
+      );
+      conforms(
+        'post',
+        '/messages',
+        await stack.api('/messages', { key: generateKey(), body: message(MODEL) }),
+        401,
+      );
+      const wrong = await stack.api('/messages', { key: stack.account.managementKey, body: message(MODEL) });
+      conforms('post', '/messages', wrong, 403);
+      const { key } = await stack.createInferenceKey(stack.account.managementKey, { limit: 0.000001 });
+      const limited = await stack.api('/messages', { key, body: message(MODEL, { max_tokens: 1000 }) });
+      conforms('post', '/messages', limited, 402);
+      expect(limited.body.error.type).toBe('billing_error');
+      const countBody = { model: MODEL, messages: [{ role: 'user', content: 'Hello!' }] };
+      const count = await stack.api('/messages/count_tokens', { key: stack.inferenceKey, body: countBody });
+      conforms('post', '/messages/count_tokens', count, 200);
+      const path = '/messages/count_tokens';
+      conforms('post', path, await stack.api(path, { key: stack.inferenceKey, body: { model: MODEL } }), 400);
+      conforms('post', path, await stack.api(path, { key: generateKey(), body: countBody }), 401);
+      conforms(
+        'post',
+        path,
+        await stack.api(path, { key: stack.account.managementKey, body: countBody }),
+        403,
+      );
+    });
+
+    it('lists the models in Anthropic’s shape too, with anthropic-version', async () => {
+      const res = await stack.api('/models', {
+        key: stack.inferenceKey,
+        headers: { 'anthropic-version': '2023-06-01' },
+      });
+      conforms('get', '/models', res, 200);
+      expect(res.body.has_more).toBe(false);
+      expect(res.body.data[0]).toMatchObject({ type: 'model', display_name: expect.any(String) });
+    });
+  });
+
+  describe('POST /responses', () => {
+    const responses = (input: unknown = 'Hello!', extra: Record<string, unknown> = {}) => ({
+      model: MODEL,
+      input,
+      max_output_tokens: 16,
+      ...extra,
+    });
+
+    it('answers a Response in the documented shape, with X-Generation-Id = id and the withheld tools named', async () => {
+      const res = await stack.api('/responses', {
+        key: stack.inferenceKey,
+        body: responses('Hi', { tools: [{ type: 'web_search' }], instructions: 'Be brief.' }),
+      });
+      conforms('post', '/responses', res, 200);
+      expect(res.headers.get('x-generation-id')).toBe(res.body.id);
+      expect(res.headers.get('x-tollgate-withheld-tools')).toBe('web_search');
+    });
+
+    it('streams the Responses events, each in the documented shape, response.completed last', async () => {
+      const res = await stack.api('/responses', {
+        key: stack.inferenceKey,
+        body: responses('Stream', { stream: true, max_output_tokens: 200 }),
+      });
+      conforms('post', '/responses', res, 200, 'text/event-stream');
+      const events = sseData(res.text).map((e) => JSON.parse(e));
+      for (const e of events)
+        expect(checker.checkSchema('ResponsesStreamEvent', e), JSON.stringify(e)).toEqual([]);
+      expect(events.at(-1).type).toBe('response.completed');
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    });
+
+    it("documents its 400s (stored state, malformed input), 401, 402, 403 and 502 in the envelope with OpenAI's type and param", async () => {
+      for (const body of [
+        responses('x', { previous_response_id: 'resp_1' }),
+        { model: MODEL },
+        responses(5),
+      ]) {
+        const res = await stack.api('/responses', { key: stack.inferenceKey, body });
+        conforms('post', '/responses', res, 400);
+        expect(res.body.error.type).toBe('invalid_request_error');
+      }
+      conforms('post', '/responses', await stack.api('/responses', { body: responses() }), 401);
+      const wrong = await stack.api('/responses', { key: stack.account.managementKey, body: responses() });
+      conforms('post', '/responses', wrong, 403);
+      expect(wrong.body.error).toMatchObject({
+        type: 'permission_error',
+        metadata: { required_scope: 'inference' },
+      });
+      const broke = await stack.createAccount();
+      const { key } = await stack.createInferenceKey(broke.managementKey);
+      const poor = await stack.api('/responses', { key, body: responses() });
+      conforms('post', '/responses', poor, 402);
+      expect(poor.body.error).toMatchObject({ code: 402, type: 'insufficient_quota' });
+      const failed = await stack.api('/responses', {
+        key: stack.inferenceKey,
+        body: responses('x', { sim: { error_status: 500 } }),
+      });
+      conforms('post', '/responses', failed, 502);
+    });
+  });
+
   describe('GET /models and GET /generation', () => {
     it('lists the catalog in the documented shape', async () => {
       const res = await stack.api('/models', { key: stack.inferenceKey });
@@ -564,11 +709,14 @@ describe('the running stack, checked against the document', () => {
       const body = method === 'post' || method === 'patch' ? {} : undefined;
       const res = await request(stack.origin, method, concrete, key, body);
       conforms(method, path, res, 429);
-      expect(res.body.error.metadata, describeResponse(res)).toMatchObject({
-        error_type: 'rate_limited',
-        limit: 1,
-        interval: '1m',
-      });
+      if (operation['x-error-shape'] === 'anthropic')
+        expect(res.body.error, describeResponse(res)).toMatchObject({ type: 'rate_limit_error' });
+      else
+        expect(res.body.error.metadata, describeResponse(res)).toMatchObject({
+          error_type: 'rate_limited',
+          limit: 1,
+          interval: '1m',
+        });
       expect(res.headers.get('x-ratelimit-remaining')).toBe('0');
     }
   });
@@ -590,7 +738,8 @@ describe('the running stack, checked against the document', () => {
         const body = method === 'post' || method === 'patch' ? {} : undefined;
         const concrete = path.replace('{hash}', randomUUID()).replace('{author}/{slug}', MODEL);
         const res = await request(cut.url, method, concrete, key, body);
-        conforms(method, path, res, 503);
+        // Anthropic's clients retry its 529 overloaded_error (the Messages routes).
+        conforms(method, path, res, operation['x-error-shape'] === 'anthropic' ? 529 : 503);
       }
     } finally {
       await cut.close();

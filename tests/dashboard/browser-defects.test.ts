@@ -482,6 +482,41 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))(
       await expect.poll(() => page.getByTestId('key-picked').textContent()).toContain(MODEL);
     });
 
+    it('latency as data and key budgets: percentiles per model on Usage, a bar, what remains and a sparkline per key', async () => {
+      await open(page, 'usage');
+      const row = page.getByTestId(`latency-${MODEL}`);
+      await row.waitFor();
+      const cells = await row.locator('td').allTextContents();
+      expect(cells[1]).toBe('58'); // requests
+      expect(cells[2]).toMatch(/^0\.0 % \(0\)$/); // errors
+      expect(cells[3]).toMatch(/^\d[\d,]* ms \/ \d[\d,]* ms$/); // first token p50 / p90
+      expect(cells[4]).toMatch(/^\d[\d,]* ms \/ \d[\d,]* ms$/); // total p50 / p90
+      await shoot(page, 'usage-latency-1280');
+      const api = await ownerApi.call(
+        'GET',
+        `/api/latency?from=${new Date(Date.now() - 86_400_000).toISOString()}&to=${new Date(Date.now() + 3_600_000).toISOString()}`,
+      );
+      expect(api.status, api.text).toBe(200);
+      expect(api.body.data.rows[0]).toMatchObject({ group: MODEL, requests: 58, errors: 0 });
+
+      await ownerApi.call('PATCH', `/api/keys/${alphaHash}`, { limit: 1, limit_reset: 'monthly' });
+      await open(page, 'keys');
+      const key = page.getByTestId('key-alpha');
+      await expect.poll(() => key.textContent()).toContain('of $1.00 this month (UTC)');
+      expect(await key.getByTestId('remaining').textContent()).toMatch(/^\$0\.99\d* left$/);
+      const spark = key.getByRole('img');
+      expect(await spark.getAttribute('aria-label')).toMatch(/^alpha: \d+ requests, \$0\.\d+ in 14 days$/);
+      expect(await key.getByRole('link').getAttribute('href')).toBe(`#/generations?key_id=${alphaHash}`);
+      await key.getByRole('link').click();
+      await page.getByRole('heading', { name: 'Generations' }).waitFor();
+      // Only alpha's requests (28 of the 58).
+      await expect
+        .poll(async () => [...new Set(await page.locator('tbody tr td:nth-child(4)').allTextContents())])
+        .toEqual(['alpha']);
+      expect(await page.locator('tbody tr[data-testid]').count()).toBe(28);
+      await ownerApi.call('PATCH', `/api/keys/${alphaHash}`, { limit: null, limit_reset: null });
+    });
+
     it('photographs every page at 1280, 1920 and 390 px, and axe finds no serious violation', async () => {
       const violations: string[] = [];
       for (const width of [1280, 1920, 390]) {

@@ -50,6 +50,7 @@ describe('parseCatalog', () => {
       auth: 'api-key',
       region: undefined,
       awsProfile: undefined,
+      responses: false,
     });
     expect(c.provider('local')!.remoteMedia).toBe(false);
     expect(c.provider('local')!.apiKey).toBeUndefined();
@@ -163,6 +164,14 @@ models:
     expect(problems).toMatch(/models\[0\] \(a\/b\)\.created:/);
     expect(problems).toMatch(/models\[0\] \(a\/b\)\.providers: a model needs at least one provider/);
     expect(problems).toMatch(/models\[0\] \(a\/b\)\.pricing\.prompt: price must be a quoted decimal string/);
+  });
+
+  it('marks OpenAI-format providers that serve the Responses API, and refuses the mark on another format', () => {
+    const text = (format: string) =>
+      `providers: [{ name: p, base_url: "http://x/v1", format: ${format}, responses: true }]\n` +
+      `models: [{ id: a/b, name: b, context_length: 10, created: 1, providers: [{ provider: p, model: m }], pricing: { prompt: "0.000001", completion: "0.000001" } }]`;
+    expect(parseCatalog(text('openai'), { env: {} }).provider('p')!.responses).toBe(true);
+    expect(problemsOf(text('anthropic')).join('\n')).toMatch(/responses: only an OpenAI-format provider/);
   });
 
   it('reports unparsable YAML and JSON, and an empty file', () => {

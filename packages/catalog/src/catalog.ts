@@ -43,6 +43,8 @@ export interface CatalogProvider {
    * False: media only as `data:` URIs (self-hosted providers fetch URLs inside the operator's network).
    */
   remoteMedia?: boolean;
+  /** An OpenAI-format provider that serves OpenAI's Responses API at `<baseUrl>/responses` too. */
+  responses: boolean;
 }
 
 export interface ModelPricing<T> {
@@ -281,6 +283,7 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
       auth: p.auth ?? 'api-key',
       region: p.region,
       awsProfile: p.aws_profile,
+      responses: p.responses,
     });
   }
   const models = new Map<string, CatalogModel>();

@@ -8,7 +8,11 @@ describe('shipped catalogs', () => {
   it('infra/catalog/dev.yaml loads and points every model at the simulator', () => {
     const c = loadCatalog(file('dev.yaml'), {});
     expect(c.models().length).toBeGreaterThanOrEqual(4);
-    for (const m of c.models()) expect(m.providers[0]!.provider.name).toBe('sim');
+    for (const m of c.models()) expect(m.providers[0]!.provider.simulator).toBe(true);
+    // One simulator, both wire formats (the Messages door's native path needs an Anthropic-format one).
+    expect(c.provider('sim-anthropic')!.format).toBe('anthropic');
+    expect(c.provider('sim-anthropic')!.baseUrl).toBe(c.provider('sim')!.baseUrl);
+    expect(c.model('anthropic/claude-sonnet-4.5')!.providers[0]!.provider.name).toBe('sim-anthropic');
     expect(c.provider('sim')!.baseUrl).toBe('http://127.0.0.1:8090/v1');
     expect(
       loadCatalog(file('dev.yaml'), { PROVIDER_SIM_URL: 'http://sim:8090' }).provider('sim')!.baseUrl,

@@ -60,50 +60,60 @@ const embeddingsSchema = z.strictObject({
   max_tokens_per_request: positiveInt,
 });
 
-const providerSchema = z.strictObject({
-  name: z.string().regex(PROVIDER_NAME, 'provider name must be lowercase letters, digits, ".", "_" or "-"'),
-  /** Required, except for azure with `resource` and bedrock with `region` (derived there). */
-  base_url: z.string().min(1).optional(),
-  api_key_env: z.string().regex(ENV_NAME, 'api_key_env must be an environment variable name').optional(),
-  /**
-   * More keys of the same provider account(s): requests are spread across every key (api_key_env's,
-   * then these), and a key the provider rejects (401/403/429) is skipped for a while.
-   * A variable may also hold a comma-separated list.
-   */
-  api_key_envs: z
-    .array(z.string().regex(ENV_NAME, 'api_key_envs entries must be environment variable names'))
-    .optional(),
-  /** When true, loading fails if the env var named by api_key_env is unset or empty. */
-  api_key_required: z.boolean().default(false),
-  /** Wire format of the upstream API (README: "Wire formats"). */
-  format: z.enum(WIRE_FORMATS).default('openai'),
-  /** azure: the resource name (base URL `https://<resource>.openai.azure.com` when base_url is absent). */
-  resource: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9-]*$/, 'resource must be an Azure resource name')
-    .optional(),
-  /** azure: the `api-version` query parameter of every request (required for azure). */
-  api_version: z.string().min(1).optional(),
-  /** azure: how the key is sent: `api-key` header (default) or `Authorization: Bearer` (Entra ID token). */
-  auth: z.enum(['api-key', 'bearer']).optional(),
-  /** bedrock: the AWS region requests are signed for (required for bedrock). */
-  region: z
-    .string()
-    .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'region must look like "us-east-1"')
-    .optional(),
-  /** bedrock: a named profile of the AWS shared config/credentials files (else the standard AWS env vars). */
-  aws_profile: z.string().min(1).optional(),
-  /** The provider simulator (dev/test): the proxy also forwards its `sim` request field. */
-  simulator: z.boolean().default(false),
-  /**
-   * Content policy for media in messages (issue 23). `true` (default): image and other media URLs
-   * are forwarded, for providers that fetch them on their own infrastructure. `false`: the provider
-   * gets media only as `data:` URIs — a request carrying a media URL skips it (400 when no other
-   * candidate is left) — for self-hosted servers (vLLM fetches `image_url` from inside the operator's
-   * network: a URL there reaches internal hosts).
-   */
-  remote_media: z.boolean().default(true),
-});
+const providerSchema = z
+  .strictObject({
+    name: z.string().regex(PROVIDER_NAME, 'provider name must be lowercase letters, digits, ".", "_" or "-"'),
+    /** Required, except for azure with `resource` and bedrock with `region` (derived there). */
+    base_url: z.string().min(1).optional(),
+    api_key_env: z.string().regex(ENV_NAME, 'api_key_env must be an environment variable name').optional(),
+    /**
+     * More keys of the same provider account(s): requests are spread across every key (api_key_env's,
+     * then these), and a key the provider rejects (401/403/429) is skipped for a while.
+     * A variable may also hold a comma-separated list.
+     */
+    api_key_envs: z
+      .array(z.string().regex(ENV_NAME, 'api_key_envs entries must be environment variable names'))
+      .optional(),
+    /** When true, loading fails if the env var named by api_key_env is unset or empty. */
+    api_key_required: z.boolean().default(false),
+    /** Wire format of the upstream API (README: "Wire formats"). */
+    format: z.enum(WIRE_FORMATS).default('openai'),
+    /** azure: the resource name (base URL `https://<resource>.openai.azure.com` when base_url is absent). */
+    resource: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]*$/, 'resource must be an Azure resource name')
+      .optional(),
+    /** azure: the `api-version` query parameter of every request (required for azure). */
+    api_version: z.string().min(1).optional(),
+    /** azure: how the key is sent: `api-key` header (default) or `Authorization: Bearer` (Entra ID token). */
+    auth: z.enum(['api-key', 'bearer']).optional(),
+    /** bedrock: the AWS region requests are signed for (required for bedrock). */
+    region: z
+      .string()
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'region must look like "us-east-1"')
+      .optional(),
+    /** bedrock: a named profile of the AWS shared config/credentials files (else the standard AWS env vars). */
+    aws_profile: z.string().min(1).optional(),
+    /** The provider simulator (dev/test): the proxy also forwards its `sim` request field. */
+    simulator: z.boolean().default(false),
+    /**
+     * Content policy for media in messages (issue 23). `true` (default): image and other media URLs
+     * are forwarded, for providers that fetch them on their own infrastructure. `false`: the provider
+     * gets media only as `data:` URIs — a request carrying a media URL skips it (400 when no other
+     * candidate is left) — for self-hosted servers (vLLM fetches `image_url` from inside the operator's
+     * network: a URL there reaches internal hosts).
+     */
+    remote_media: z.boolean().default(true),
+    /**
+     * An OpenAI-format provider that also serves OpenAI's Responses API at `<base_url>/responses`:
+     * the proxy's `POST /responses` passes through to it natively (reasoning items round-trip).
+     */
+    responses: z.boolean().default(false),
+  })
+  .refine((p) => !p.responses || p.format === 'openai', {
+    message: 'responses: only an OpenAI-format provider serves the Responses API',
+    path: ['responses'],
+  });
 
 const modelSchema = z.strictObject({
   id: z.string().regex(MODEL_ID, 'model id must look like "vendor/name"'),

@@ -127,6 +127,14 @@ export const accountUsage = {
         model: z.string().min(1).max(300).optional(),
         app: z.string().max(300).optional(),
         provider: z.string().min(1).max(300).optional(),
+        /** Groups per answer (the top ones by cost over the range), and where to start. */
+        limit: limitParam(100, 1000),
+        offset: z.coerce
+          .number({ error: 'expected an integer' })
+          .int('expected an integer')
+          .min(0, 'must be at least 0')
+          .max(100_000, 'must be at most 100000')
+          .default(0),
       },
       unknownParameter,
     )
@@ -151,10 +159,73 @@ export const accountUsage = {
       granularity,
       group_by: groupBy,
       rows: z.array(usageRowSchema),
+      /** Offset of the next groups (ranked by cost over the range); null when these were the last. */
+      next_offset: z.number().int().nullable().optional(),
     }),
   }),
 } as const;
 export type AccountUsageQuery = z.input<typeof accountUsage.query>;
+
+/** Percentiles of one latency measure (ms), read from the roll-ups' histograms (±20 %). */
+const latencyFigures = z.object({
+  avg: z.number().nullable(),
+  p50: z.number().nullable(),
+  p90: z.number().nullable(),
+  p99: z.number().nullable(),
+});
+
+/**
+ * `GET /internal/accounts/:accountId/latency`: time to first token and total latency per model or
+ * provider over a range (whole hours; at most 31 days), with errors and output tokens per second;
+ * the `limit` groups with the most requests.
+ */
+export const accountLatency = {
+  method: 'GET',
+  path: (accountId: string) => `${accountPath(accountId)}/latency`,
+  query: z
+    .strictObject(
+      {
+        from: isoDate('from'),
+        to: isoDate('to'),
+        group_by: z
+          .enum(['model', 'provider', 'none'], { error: 'expected model, provider or none' })
+          .default('model'),
+        key_id: uuid('a key id').optional(),
+        model: z.string().min(1).max(300).optional(),
+        provider: z.string().min(1).max(300).optional(),
+        limit: limitParam(20, 200),
+      },
+      unknownParameter,
+    )
+    .superRefine((q, ctx) => {
+      if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
+      if (q.to.getTime() <= q.from.getTime())
+        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
+      else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS.hour)
+        ctx.addIssue({ code: 'custom', path: ['to'], message: 'range too long (at most 31 days)' });
+    }),
+  response: z.object({
+    data: z.object({
+      from: z.string(),
+      to: z.string(),
+      group_by: z.enum(['model', 'provider', 'none']),
+      rows: z.array(
+        z.object({
+          group: z.string().nullable(),
+          requests: z.number().int(),
+          errors: z.number().int(),
+          /** Requests whose record carries an upstream error, per request. */
+          error_rate: z.number(),
+          ttft_ms: latencyFigures,
+          total_ms: latencyFigures,
+          /** Completion tokens per second of generation after the first token (null: none). */
+          tokens_per_second: z.number().nullable(),
+        }),
+      ),
+    }),
+  }),
+} as const;
+export type AccountLatencyQuery = z.input<typeof accountLatency.query>;
 
 /** A generation id: the request id the proxy minted. */
 const generationId = z.string().regex(REQUEST_ID_PATTERN, 'expected a request id (gen-…)');
@@ -197,11 +268,15 @@ export const generationSchema = z.object({
     }),
   ),
   http_referer: z.string().nullable(),
-  api_type: z.literal('completions'),
+  /** The client's session (Claude Code's X-Claude-Code-Session-Id), or null. */
+  session_id: z.string().nullable(),
+  /** `completions` (chat), or the other door's name (`messages`, …). */
+  api_type: z.string(),
   app_id: z.null(),
   cache_discount: z.null(),
   data_region: z.literal('global'),
-  external_user: z.null(),
+  /** The caller's end-user id (Anthropic `metadata.user_id`), or null. */
+  external_user: z.string().nullable(),
   generation_time: z.number(),
   latency: z.number(),
   moderation_latency: z.null(),

@@ -113,6 +113,13 @@ describe('parseUsageEvent', () => {
         { ...event, attempts: [] },
         { ...event, http_referer: null },
         { ...event, api_type: 'messages' },
+        {
+          ...event,
+          api_type: 'messages',
+          session_id: 'e1e64ac6-255c-4f70-b8a8-4b90caf5f347',
+          end_user: '{"device_id":"d"}',
+        },
+        { ...event, session_id: null, end_user: null },
       ]) {
         const json = JSON.parse(JSON.stringify(e));
         expect(isPlainUsageEventV1(json)).toBe(true);
@@ -225,6 +232,11 @@ describe('parseUsageEvent', () => {
       set(['api_type'], DELETE),
       set(['api_type'], 'completions'),
       set(['api_type'], null),
+      set(['session_id'], 's-1'),
+      set(['session_id'], 7),
+      set(['session_id'], 'a\u0000b'),
+      set(['end_user'], 'u'),
+      set(['end_user'], false),
       ...['model', 'upstream_id', 'app', 'finish_reason', 'latency_ms', 'started_at'].map((k) =>
         set([k], DELETE),
       ),

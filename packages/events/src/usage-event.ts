@@ -39,6 +39,13 @@ export const usageEventV1 = z.object({
   http_referer: text.nullable().optional(),
   /** The API the request came in by (the proxy's front door); absent in events before it existed: chat. */
   api_type: z.enum(API_TYPES).optional(),
+  /**
+   * The client's session (Claude Code's `X-Claude-Code-Session-Id`), so a session's spend can be
+   * grouped; optional: absent when the client sent none, and in events before it existed.
+   */
+  session_id: text.nullable().optional(),
+  /** The caller's end-user id (Anthropic `metadata.user_id`); optional like `session_id`. */
+  end_user: text.nullable().optional(),
   streamed: z.boolean(),
   cancelled: z.boolean(),
   finish_reason: text.nullable(),
@@ -149,6 +156,8 @@ export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
       isTextOrNull(o.app) &&
       (!Object.hasOwn(o, 'http_referer') || isTextOrNull(o.http_referer)) &&
       (!Object.hasOwn(o, 'api_type') || (API_TYPES as readonly unknown[]).includes(o.api_type)) &&
+      (!Object.hasOwn(o, 'session_id') || isTextOrNull(o.session_id)) &&
+      (!Object.hasOwn(o, 'end_user') || isTextOrNull(o.end_user)) &&
       typeof o.streamed === 'boolean' &&
       typeof o.cancelled === 'boolean' &&
       isTextOrNull(o.finish_reason) &&

@@ -19,6 +19,8 @@ export interface OpenApiOperation {
   requestBody?: unknown;
   responses: Record<string, unknown>;
   'x-required-scope'?: 'inference' | 'management' | 'any' | 'none';
+  /** `anthropic`: the operation's errors are Anthropic's shape (`AnthropicError`), not the envelope. */
+  'x-error-shape'?: 'anthropic';
 }
 
 export type HttpMethod = 'get' | 'put' | 'post' | 'delete' | 'options' | 'head' | 'patch' | 'trace';

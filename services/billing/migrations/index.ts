@@ -3,6 +3,9 @@ import * as createBilling from './2026_11_20_130000_create_billing';
 import * as createUsageRollups from './2026_11_23_080000_create_usage_rollups';
 import * as generationAttempts from './2026_11_23_090000_generation_attempts';
 import * as generationReferer from './2026_11_23_091000_generation_http_referer';
+import * as generationApiSession from './2026_11_26_110000_generation_api_session';
+import * as usageApps from './2026_11_26_120000_usage_apps';
+import * as usageLatency from './2026_11_26_130000_usage_latency';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +13,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_23_080000_create_usage_rollups': createUsageRollups,
   '2026_11_23_090000_generation_attempts': generationAttempts,
   '2026_11_23_091000_generation_http_referer': generationReferer,
+  '2026_11_26_110000_generation_api_session': generationApiSession,
+  '2026_11_26_120000_usage_apps': usageApps,
+  '2026_11_26_130000_usage_latency': usageLatency,
 };

@@ -83,6 +83,11 @@ export const billingConfigSchema = z
     CONCURRENT_BATCHES: z.coerce.number().int().min(1).max(4).default(3),
     /** Unacknowledged deliveries the broker may push; at least 2 × BATCH_SIZE keeps the pipe full. */
     PREFETCH: z.coerce.number().int().min(1).max(10_000).default(2000),
+    /**
+     * Distinct X-Titles (apps) per account and UTC day that get roll-up rows of their own; the rest
+     * roll up as the app "(other)" (generation records keep every title).
+     */
+    ANALYTICS_APPS_PER_DAY: z.coerce.number().int().min(1).max(100_000).default(200),
     /** Run the usage-event worker in this process (false: read API only). */
     WORKER_ENABLED: envBoolean(true),
   })

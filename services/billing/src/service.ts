@@ -71,7 +71,13 @@ export async function startBilling(
   }
 
   const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
-  const recorder = createUsageRecorder({ db, spend: spendStore, logger, clock });
+  const recorder = createUsageRecorder({
+    db,
+    spend: spendStore,
+    logger,
+    clock,
+    appsPerDay: config.ANALYTICS_APPS_PER_DAY,
+  });
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
 

@@ -1,5 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { accountUsage, type UsageRowView } from '@tollgate/contracts';
+import { accountLatency, accountUsage, type UsageRowView } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { toNumber, toUnits } from '@tollgate/money';
@@ -9,7 +9,15 @@ import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
-import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
+import {
+  type LatencyRow,
+  queryActivity,
+  queryLatency,
+  queryUsage,
+  rankGroups,
+  type UsageRow,
+} from './analytics.repository';
+import { percentile } from './latency';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -29,6 +37,31 @@ function usageRowView(r: UsageRow, groupBy: string): UsageRowView {
     tokens_cache_write: Number(r.tokens_cache_write),
     tokens_reasoning: Number(r.tokens_reasoning),
     cost: decimalOf(r.cost),
+  };
+}
+
+/** One group's latency on the wire: averages, percentiles from the histograms, throughput. */
+function latencyView(r: LatencyRow): z.input<typeof accountLatency.response>['data']['rows'][number] {
+  const requests = Number(r.requests);
+  const ttft = r.ttft_hist.map(Number);
+  const total = r.total_hist.map(Number);
+  const figures = (hist: number[], sum: number) => ({
+    avg: requests > 0 ? Math.round(sum / requests) : null,
+    p50: percentile(hist, 0.5),
+    p90: percentile(hist, 0.9),
+    p99: percentile(hist, 0.99),
+  });
+  const generatingMs = Number(r.total_ms) - Number(r.ttft_ms);
+  const tokens = Number(r.tokens_completion);
+  return {
+    group: r.group,
+    requests,
+    errors: Number(r.errors),
+    error_rate: requests > 0 ? Number(r.errors) / requests : 0,
+    ttft_ms: figures(ttft, Number(r.ttft_ms)),
+    total_ms: figures(total, Number(r.total_ms)),
+    tokens_per_second:
+      generatingMs > 0 && tokens > 0 ? Math.round((tokens / generatingMs) * 10_000) / 10 : null,
   };
 }
 
@@ -62,14 +95,23 @@ export function analyticsRoutes(deps: {
       const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
       const from = floorTo(q.from, unit);
       const to = ceilTo(q.to, unit);
-      const rows = await queryUsage(deps.db, {
+      const query = {
         accountId,
         from,
         to,
         granularity: q.granularity,
         groupBy: q.group_by,
         filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
-      });
+      };
+      // Grouped answers hold the top `limit` groups by cost from `offset` (never every X-Title).
+      let nextOffset: number | null = null;
+      let groups: string[] | undefined;
+      if (q.group_by !== 'none') {
+        const ranked = await rankGroups(deps.db, { ...query, limit: q.limit + 1, offset: q.offset });
+        groups = ranked.slice(0, q.limit);
+        if (ranked.length > q.limit) nextOffset = q.offset + q.limit;
+      }
+      const rows = groups?.length === 0 ? [] : await queryUsage(deps.db, { ...query, groups });
       const answer: z.input<typeof accountUsage.response> = {
         data: {
           from: from.toISOString(),
@@ -77,6 +119,38 @@ export function analyticsRoutes(deps: {
           granularity: q.granularity,
           group_by: q.group_by,
           rows: rows.map((r) => usageRowView(r, q.group_by)),
+          next_offset: nextOffset,
+        },
+      };
+      res.json(answer);
+    },
+  );
+
+  router.get(
+    '/internal/accounts/:accountId/latency',
+    serviceCaller(deps.verifier, ['dashboard']),
+    async (req, res) => {
+      const accountId = accountIdOf(req);
+      const q = parseInput(accountLatency.query, singleQuery(req));
+      // Beyond two days the range widens to whole UTC days (the daily roll-ups: 24× fewer rows).
+      const unit = q.to.getTime() - q.from.getTime() > 2 * DAY_MS ? DAY_MS : HOUR_MS;
+      const from = floorTo(q.from, unit);
+      const to = ceilTo(q.to, unit);
+      const rows = await queryLatency(deps.db, {
+        accountId,
+        from,
+        to,
+        granularity: 'total',
+        groupBy: q.group_by,
+        filters: { keyId: q.key_id, model: q.model, provider: q.provider },
+        limit: q.limit,
+      });
+      const answer: z.input<typeof accountLatency.response> = {
+        data: {
+          from: from.toISOString(),
+          to: to.toISOString(),
+          group_by: q.group_by,
+          rows: rows.map(latencyView),
         },
       };
       res.json(answer);

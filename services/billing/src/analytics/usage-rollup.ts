@@ -1,4 +1,5 @@
 import { toDecimal } from '@tollgate/money';
+import { emptyHist, bucketOf as latencyBucket } from './latency';
 
 /** What a generation record adds to the roll-ups (the fields of a `GenerationRow` they read). */
 export interface RollupRecord {
@@ -14,6 +15,12 @@ export interface RollupRecord {
   tokens_reasoning: number;
   /** ISO 8601 UTC (`…Z`), as validated by the usage-event schema. */
   finished_at: string;
+  /** Request start to first byte from the provider (time to first token). */
+  latency_ms: number;
+  /** Request start to end of generation (total). */
+  generation_time_ms: number;
+  /** The upstream error that ended the request, if any. */
+  error: { code: number } | null;
 }
 
 /** `finished_at` of an event: validated `YYYY-MM-DDTHH:MM:SS[.fff…]Z`, so its UTC fields are slices. */
@@ -47,6 +54,12 @@ export interface RollupRow {
   tokens_cache_write: string;
   tokens_reasoning: string;
   cost: string;
+  /** Sums of time to first token and total time (ms), their histograms (latency.ts), errors. */
+  ttft_ms: number;
+  total_ms: number;
+  ttft_hist: number[];
+  total_hist: number[];
+  errors: number;
 }
 
 interface Acc {
@@ -103,6 +116,11 @@ export function rollupRows(
           tokens_cache_write: '0',
           tokens_reasoning: '0',
           cost: '0',
+          ttft_ms: 0,
+          total_ms: 0,
+          ttft_hist: emptyHist(),
+          total_hist: emptyHist(),
+          errors: 0,
         },
         tokens: [0, 0, 0, 0, 0],
         units: 0n,
@@ -111,6 +129,11 @@ export function rollupRows(
       byRow.set(id, a);
     }
     a.row.requests += 1;
+    a.row.ttft_ms += e.latency_ms;
+    a.row.total_ms += e.generation_time_ms;
+    (a.row.ttft_hist[latencyBucket(e.latency_ms)] as number) += 1;
+    (a.row.total_hist[latencyBucket(e.generation_time_ms)] as number) += 1;
+    if (e.error !== null) a.row.errors += 1;
     a.tokens[0] += e.tokens_prompt;
     a.tokens[1] += e.tokens_completion;
     a.tokens[2] += e.tokens_cached;

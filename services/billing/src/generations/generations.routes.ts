@@ -40,13 +40,15 @@ export function generationView(g: Generation): z.input<typeof generationSchema> 
     generation_time_ms: Number(g.generation_time_ms),
     attempts: g.attempts ?? [],
     http_referer: g.http_referer,
+    session_id: g.session_id,
     // OpenRouter's record fields (@openrouter/sdk parses them). Concepts Tollgate does not have get a
     // neutral value (null, or `global` for the data region); docs/api.md lists them.
-    api_type: 'completions',
+    // The door: chat completions keep OpenRouter's `completions`; other doors say theirs (`messages`).
+    api_type: g.api_type === null || g.api_type === 'chat' ? 'completions' : g.api_type,
     app_id: null,
     cache_discount: null,
     data_region: 'global',
-    external_user: null,
+    external_user: g.end_user,
     generation_time: Number(g.generation_time_ms),
     latency: Number(g.latency_ms),
     moderation_latency: null,

@@ -16,6 +16,12 @@ export interface GenerationsTable {
   upstream_id: string | null;
   app: string | null;
   http_referer: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The proxy's front door (`chat`, `messages`, …); null: recorded before it existed (chat). */
+  api_type: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The client's session id (Claude Code's X-Claude-Code-Session-Id). */
+  session_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The caller's end-user id (Anthropic `metadata.user_id`). */
+  end_user: ColumnType<string | null, string | null | undefined, string | null>;
   streamed: boolean;
   cancelled: boolean;
   finish_reason: string | null;

@@ -2,6 +2,7 @@ import type { UsageEvent } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import { periodKey, SCALE, toDecimal, toUnits } from '@tollgate/money';
 import type { CommittedAccount, CommittedKey, SpendStore } from '@tollgate/spend';
+import { boundApps } from '../analytics/app-bound';
 import { dayOf, rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
 import { type GenerationRow, insertGenerations } from '../generations/generations.repository';
@@ -54,6 +55,9 @@ function toGenerationRow(e: UsageEvent, totalCost: string): GenerationRow {
     upstream_id: e.upstream_id,
     app: e.app,
     http_referer: e.http_referer ?? null,
+    api_type: e.api_type ?? null,
+    session_id: e.session_id ?? null,
+    end_user: e.end_user ?? null,
     streamed: e.streamed,
     cancelled: e.cancelled,
     finish_reason: e.finish_reason,
@@ -106,6 +110,8 @@ export interface UsageRecorderDeps {
   redisRetryMs?: number;
   /** Most request ids waiting for Redis (default REDIS_BACKLOG_MAX). */
   redisBacklogMax?: number;
+  /** Distinct X-Titles per account and UTC day with roll-up rows of their own (default 200; the rest: `(other)`). */
+  appsPerDay?: number;
 }
 
 /**
@@ -302,9 +308,11 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         // Same lock order in every worker: roll-ups by primary key, spend by key id then period,
         // accounts by id. Pairs and accounts this batch touched without adding to them (duplicates,
         // zero costs) are read, so Redis is refreshed for them too.
+        // Titles past the account's share of the day roll up as "(other)" (analytics/app-bound.ts).
+        const rolled = await boundApps(trx, newRecords, deps.appsPerDay ?? 200);
         const sums: BatchSums = {
-          hourly: rollupRows(newRecords, 'hour'),
-          daily: rollupRows(newRecords, 'day'),
+          hourly: rollupRows(rolled, 'hour'),
+          daily: rollupRows(rolled, 'day'),
           keySpend: [...keyDeltas.values()]
             .sort((a, b) => (a.keyId === b.keyId ? cmp(a.period, b.period) : cmp(a.keyId, b.keyId)))
             .map((d) => ({

@@ -32,9 +32,14 @@ const rollupSums = `
   tokens_cached = t.tokens_cached + excluded.tokens_cached,
   tokens_cache_write = t.tokens_cache_write + excluded.tokens_cache_write,
   tokens_reasoning = t.tokens_reasoning + excluded.tokens_reasoning,
-  cost = t.cost + excluded.cost`;
+  cost = t.cost + excluded.cost,
+  ttft_ms = t.ttft_ms + excluded.ttft_ms,
+  total_ms = t.total_ms + excluded.total_ms,
+  ttft_hist = billing.hist_add(t.ttft_hist, excluded.ttft_hist),
+  total_hist = billing.hist_add(t.total_hist, excluded.total_hist),
+  errors = t.errors + excluded.errors`;
 const rollupColumns =
-  'account_id, key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion, tokens_cached, tokens_cache_write, tokens_reasoning, cost';
+  'account_id, key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion, tokens_cached, tokens_cache_write, tokens_reasoning, cost, ttft_ms, total_ms, ttft_hist, total_hist, errors';
 
 /**
  * Applies a batch's sums in ONE statement (a round trip instead of six): the hourly and daily
@@ -52,7 +57,8 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
       from json_to_recordset(${json(s.hourly)}) as r(
         account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
         requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
-        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric)
+        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, ttft_ms bigint, total_ms bigint,
+        ttft_hist bigint[], total_hist bigint[], errors bigint)
       on conflict (account_id, hour, key_id, model, app, provider_name) do update set ${sql.raw(rollupSums)}
     ), daily as (
       insert into billing.usage_daily as t (day, ${sql.raw(rollupColumns)})
@@ -60,7 +66,8 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
       from json_to_recordset(${json(s.daily)}) as r(
         account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
         requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
-        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric)
+        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, ttft_ms bigint, total_ms bigint,
+        ttft_hist bigint[], total_hist bigint[], errors bigint)
       on conflict (account_id, day, key_id, model, app, provider_name) do update set ${sql.raw(rollupSums)}
     ), ks as (
       insert into billing.key_spend as t (key_id, account_id, period, amount)

@@ -1,6 +1,7 @@
 import type { Catalog } from '@tollgate/catalog';
 import type {
   AccountCreditsQuery,
+  AccountLatencyQuery,
   AccountUsageQuery,
   ListAccountGenerationsQuery,
   UsageRowView,
@@ -34,8 +35,11 @@ const USAGE_PARAMS = [
   'model',
   'app',
   'provider',
+  'limit',
+  'offset',
   'format',
 ] as const;
+const LATENCY_PARAMS = ['from', 'to', 'group_by', 'key_id', 'model', 'provider', 'limit'] as const;
 const GENERATION_PARAMS = [
   'limit',
   'before',
@@ -64,6 +68,9 @@ const startOfMonth = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTC
 /** USD per token → USD per million tokens, exact. */
 const perMillion = (perToken: string) => toDecimal(toUnits(perToken) * 1_000_000n);
 
+/** Pages of groups a CSV export gathers (10 × 1000 groups at most). */
+const CSV_MAX_PAGES = 10;
+
 const CSV_COLUMNS = [
   'bucket',
   'group',
@@ -87,8 +94,15 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
     const now = deps.clock();
     const tomorrow = new Date(startOfDay(now).getTime() + DAY_MS).toISOString();
     const from30 = new Date(startOfDay(now).getTime() - 29 * DAY_MS);
+    // Top lists ask billing for their five groups only (never every X-Title of the month).
     const total = (from: Date, group_by: AccountUsageQuery['group_by'] = 'none') =>
-      client.usage(accountId, { from: from.toISOString(), to: tomorrow, granularity: 'total', group_by });
+      client.usage(accountId, {
+        from: from.toISOString(),
+        to: tomorrow,
+        granularity: 'total',
+        group_by,
+        limit: group_by === 'none' ? undefined : '5',
+      });
     const [today, week, month, daily, models, apps, credits] = await Promise.all([
       total(startOfDay(now)),
       total(startOfWeek(now)),
@@ -143,6 +157,17 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
       res.json({ data });
       return;
     }
+    // The file holds every group: further pages of 1000 groups, at most CSV_MAX_PAGES of them.
+    let next = data.group_by === 'none' ? null : (data.next_offset ?? null);
+    for (let page = 1; next !== null && page < CSV_MAX_PAGES; page++) {
+      const more = await client.usage(accountId, {
+        ...(query as AccountUsageQuery),
+        limit: '1000',
+        offset: String(next),
+      });
+      data.rows.push(...more.rows);
+      next = more.next_offset ?? null;
+    }
     // Key names for the key grouping (a label a spreadsheet reader understands).
     const names = new Map<string, string>();
     if (data.group_by === 'key') {
@@ -174,6 +199,12 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
       `attachment; filename="usage-${data.granularity}-${data.group_by}-${data.from.slice(0, 10)}.csv"`,
     );
     res.send(`${lines.join('\r\n')}\r\n`);
+  });
+
+  /** Time to first token, total latency, errors and tokens/s per model or provider (billing's roll-ups). */
+  router.get('/api/latency', requireUser, async (req, res) => {
+    const query = plainQuery(req.query as Record<string, unknown>, LATENCY_PARAMS);
+    res.json({ data: await client.latency(userOf(res).accountId, query as AccountLatencyQuery) });
   });
 
   router.get('/api/generations', requireUser, async (req, res) => {

@@ -1,8 +1,10 @@
 import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import {
   type AccountCreditsQuery,
+  type AccountLatencyQuery,
   type AccountUsageQuery,
   accountCredits,
+  accountLatency,
   accountUsage,
   type CreateAccountKeyRequest,
   createAccountKey,
@@ -50,6 +52,7 @@ export interface InternalClient {
   updateKey(accountId: string, hash: string, body: UpdateAccountKeyRequest): Promise<KeyObject>;
   revokeKey(accountId: string, hash: string): Promise<Data<typeof revokeAccountKey>>;
   usage(accountId: string, query: AccountUsageQuery): Promise<Data<typeof accountUsage>>;
+  latency(accountId: string, query: AccountLatencyQuery): Promise<Data<typeof accountLatency>>;
   generations(
     accountId: string,
     query: ListAccountGenerationsQuery,
@@ -144,6 +147,14 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
           method: accountUsage.method,
           path: `${accountUsage.path(id)}${queryString(query)}`,
           response: accountUsage.response,
+        }),
+      ),
+    latency: (id, query) =>
+      dataOf(
+        billing.call({
+          method: accountLatency.method,
+          path: `${accountLatency.path(id)}${queryString(query)}`,
+          response: accountLatency.response,
         }),
       ),
     generations: (id, query) =>

@@ -23,7 +23,8 @@ export interface AnthropicBlock {
 }
 
 interface AnthropicMessage {
-  role: 'user' | 'assistant';
+  /** `system` only for the system turns Claude Code sends (with an `anthropic-beta` header). */
+  role: 'user' | 'assistant' | 'system';
   content: string | AnthropicBlock[];
 }
 
@@ -63,6 +64,9 @@ const FIELDS = new Set([
   'metadata',
   'thinking',
   'service_tier',
+  // Claude Code 2.x sends these (context editing, effort and structured output): accepted, not acted on.
+  'context_management',
+  'output_config',
   'sim',
 ]);
 const BLOCK_TYPES = ['text', 'image', 'document', 'tool_use', 'tool_result', 'thinking'];
@@ -187,13 +191,17 @@ function checkToolPairs(messages: AnthropicMessage[]): void {
   }
 }
 
-function parseMessages(raw: unknown): AnthropicMessage[] {
+function parseMessages(raw: unknown, systemTurns: boolean): AnthropicMessage[] {
   if (raw === undefined) throw required('messages');
   if (!Array.isArray(raw)) throw bad('messages', 'Input should be a valid list');
   if (raw.length === 0) throw bad('messages', 'at least one message is required');
   const out = raw.map((m: unknown, i): AnthropicMessage => {
     const at = `messages.${i}`;
     if (!isObject(m)) throw bad(at, 'Input should be a valid dictionary or object');
+    if (m.role === 'system' && systemTurns) {
+      if (m.content === undefined) throw required(`${at}.content`);
+      return { role: 'system', content: blocks(m.content, `${at}.content`, 'user') };
+    }
     if (m.role === 'system') {
       throw bad(
         `${at}.role`,
@@ -255,8 +263,12 @@ function parseToolChoice(raw: unknown, tools: AnthropicTool[]): ToolChoice {
   return { type: 'tool', name };
 }
 
-/** Validates a Messages API body; throws AnthropicError (400) naming the field. */
-export function parseMessagesRequest(body: unknown): MessagesRequest {
+/**
+ * Validates a Messages API body; throws AnthropicError (400) naming the field. With `betas` (the
+ * request carries an `anthropic-beta` header, as Claude Code's do) `role: "system"` turns inside
+ * `messages` are accepted, as Claude Code sends them; without, they are refused as by the plain API.
+ */
+export function parseMessagesRequest(body: unknown, options: { betas?: boolean } = {}): MessagesRequest {
   if (!isObject(body))
     throw new AnthropicError(400, 'There was an error parsing the body of your request: invalid JSON');
   for (const key of Object.keys(body)) if (!FIELDS.has(key)) throw bad(key, 'Extra inputs are not permitted');
@@ -267,7 +279,7 @@ export function parseMessagesRequest(body: unknown): MessagesRequest {
     throw bad('max_tokens', 'Input should be a valid integer');
   }
   if (body.max_tokens < 1) throw bad('max_tokens', 'Input should be greater than or equal to 1');
-  const messages = parseMessages(body.messages);
+  const messages = parseMessages(body.messages, options.betas === true);
   const system = parseSystem(body.system);
   if (body.stream !== undefined && typeof body.stream !== 'boolean')
     throw bad('stream', 'Input should be a valid boolean');

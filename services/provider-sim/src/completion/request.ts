@@ -35,6 +35,8 @@ export interface CompletionRequest {
   tool?: SimToolCall;
   /** Names of the function tools offered (none when `tool_choice` is `none`): scripted calls (script/). */
   tools: string[];
+  /** The JSON schema of `response_format: {type: "json_schema"}`: the answer is a JSON value of it (script/). */
+  responseSchema?: unknown;
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -289,6 +291,9 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
         : Math.min(maxTokens, maxCompletionTokens);
   const tool = openAiToolCall(body, messages);
   const tools = body.tool_choice === 'none' ? [] : chatToolNames(body.tools);
+  const rf = body.response_format;
+  const responseSchema =
+    isObject(rf) && rf.type === 'json_schema' && isObject(rf.json_schema) ? rf.json_schema.schema : undefined;
   return {
     model,
     messages,
@@ -297,6 +302,7 @@ export function parseCompletionRequest(body: unknown, strict = false): Completio
     maxTokens: limit,
     sim: parseSim(body.sim),
     tools,
+    responseSchema,
     ...(tool ? { tool } : {}),
   };
 }

@@ -159,7 +159,7 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
       if (err instanceof OpenAIError) throw new AnthropicError(err.status, err.message);
       throw err;
     }
-    const parsed = parseMessagesRequest(body);
+    const parsed = parseMessagesRequest(body, { betas: req.headers['anthropic-beta'] !== undefined });
     if (parsed.stream) await messagesStream(req, res, parsed, defaults);
     else await messagesJson(req, res, parsed, defaults);
   }

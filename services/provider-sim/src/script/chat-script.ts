@@ -1,4 +1,6 @@
 import type { ServerResponse } from 'node:http';
+import { sampleInput } from '../anthropic/messages.tokens';
+import { promptSeed } from '../completion/generator';
 import { countPromptTokens } from '../completion/prompt-tokens';
 import type { CompletionRequest } from '../completion/request';
 import { callId, type ScriptTurn, scriptTokens, type ToolScript, textOf, toolScript } from './tool-script';
@@ -12,8 +14,18 @@ import { callId, type ScriptTurn, scriptTokens, type ToolScript, textOf, toolScr
 
 type Json = Record<string, unknown>;
 
-/** The script of a chat request, or null. */
+/**
+ * The script of a chat request, or null: scripted tool calls, else — for `response_format` with a
+ * JSON schema — an answer that is a JSON value of the schema (like structured outputs; the values are
+ * `sampleInput`'s: enums' first value, words, small integers).
+ */
 export function chatScript(req: CompletionRequest): ToolScript | null {
+  const calls = toolsScript(req);
+  if (calls !== null || req.responseSchema === undefined) return calls;
+  return { kind: 'answer', text: JSON.stringify(sampleInput(req.responseSchema, promptSeed(req.messages))) };
+}
+
+function toolsScript(req: CompletionRequest): ToolScript | null {
   if (req.tools.length === 0) return null;
   const turns: ScriptTurn[] = [];
   for (const m of req.messages) {

@@ -1,5 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { AppError } from '@tollgate/errors';
-import type { ProxyResponse } from '../http/types';
+import type { Handler, ProxyResponse } from '../http/types';
 import type { Completion, Outcome } from '../pipeline/completion';
 import type { CanonicalRequest } from '../pipeline/request';
 import type { WireFormatName } from '../providers/wire-format';
@@ -68,10 +69,15 @@ export interface FrontDoor {
   readonly api: ApiType;
   /** Its path under /api/v1 and /v1 (`POST`), e.g. `/chat/completions` (doors/index.ts mounts it). */
   readonly path: string;
+  /** Steps before authentication, if any (Messages: its clients' `x-api-key` read as the bearer key). */
+  readonly before?: readonly Handler[];
   /** The provider wire format this API is, if any (its requests and answers pass through). */
   readonly native: WireFormatName | null;
-  /** Parse: the request body → the canonical request; a bad request is a 400 AppError naming the field. */
-  parse(body: unknown): CanonicalRequest;
+  /**
+   * Parse: the request body (and its headers, for what the door passes on natively) → the canonical
+   * request; a bad request is a 400 AppError naming the field.
+   */
+  parse(body: unknown, headers?: IncomingHttpHeaders): CanonicalRequest;
   /**
    * The upstream body for a candidate of the `native` format (the caller's body, model replaced).
    * Absent: the native wire format builds it from the canonical request like any other (chat).

@@ -31,7 +31,8 @@ import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { authSteps } from '../auth/steps';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
 import type { ProxyConfig } from '../config';
-import { FRONT_DOORS } from '../doors';
+import { frontDoors } from '../doors';
+import { countTokensHandler, messagesErrorHandler } from '../doors/messages/routes';
 import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
 import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
@@ -167,6 +168,7 @@ export function createProxyApp(deps: {
     recalled: steps.recall,
   };
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
+  const doorsOfCatalog = frontDoors(deps.catalog);
   // The front doors: served by the request listener, never by express (http/doors.ts).
   const doors = createDoorDispatch({
     state,
@@ -174,9 +176,9 @@ export function createProxyApp(deps: {
     newId,
     accessLog: true,
     metrics: deps.metrics,
-    routes: FRONT_DOORS.map((door) => ({
+    routes: doorsOfCatalog.map((door) => ({
       door,
-      steps: [steps.doors, inference, body, completionPipeline(door, pipeline)],
+      steps: [...(door.before ?? []), steps.doors, inference, body, completionPipeline(door, pipeline)],
     })),
   });
 
@@ -205,6 +207,20 @@ export function createProxyApp(deps: {
     },
   );
 
+  // The Messages door's token count (no completion: an express route), errors in Anthropic's shape.
+  const messages = doorsOfCatalog.find((d) => d.api === 'messages') as (typeof doorsOfCatalog)[number];
+  app.post(
+    ['/api/v1/messages/count_tokens', '/v1/messages/count_tokens'],
+    deps.metrics.track,
+    routeName('messages_count_tokens'),
+    ...(messages.before ?? []),
+    auth,
+    inference,
+    body,
+    countTokensHandler(messages, deps.catalog, deps.estimator),
+    messagesErrorHandler(logger),
+  );
+
   const api = express.Router();
   api.use(deps.metrics.track);
   // Account reads: the owner is asked while the key is authenticated (forward/account-read.ts); they
@@ -214,6 +230,8 @@ export function createProxyApp(deps: {
   api.get('/key', routeName('key'), read(deps.forwarders.keys, null));
   api.get('/credits', routeName('credits'), read(deps.forwarders.billing, null));
   api.get('/generation', routeName('generation'), read(deps.forwarders.billing, 'inference'));
+  // Anthropic's clients send the key as x-api-key (doors/messages/routes.ts).
+  api.get('/models', ...(messages.before ?? []));
   api.use(auth);
   api.get('/models', routeName('models'), inference, modelsHandler(deps.catalog));
   api.get(

@@ -8,12 +8,33 @@ function sendJson(res: Response, body: Buffer): void {
   res.end(body);
 }
 
-/** GET /models: the catalog in DESIGN.md's (and OpenRouter's) shape, serialised once at start. */
+/**
+ * GET /models: the catalog in DESIGN.md's (and OpenRouter's) shape, serialised once at start. A
+ * request with `anthropic-version` (Anthropic's SDKs, Claude Code) gets a superset in Anthropic's list
+ * shape too: each entry also has `type: "model"`, `display_name` and `created_at` (RFC 3339), and the
+ * envelope `has_more`, `first_id`, `last_id`.
+ */
 export function modelsHandler(catalog: Catalog): RequestHandler {
   const data = catalog.models().map(toModelsEntry);
   // OpenRouter's list envelope: the whole catalog is one page, so there is no next link.
   const body = Buffer.from(JSON.stringify({ data, links: { next: null }, total_count: data.length }));
-  return (_req, res) => sendJson(res, body);
+  const anthropicData = data.map((m) => ({
+    ...m,
+    type: 'model',
+    display_name: m.name,
+    created_at: new Date(m.created * 1000).toISOString(),
+  }));
+  const anthropic = Buffer.from(
+    JSON.stringify({
+      data: anthropicData,
+      links: { next: null },
+      total_count: data.length,
+      has_more: false,
+      first_id: data[0]?.id ?? null,
+      last_id: data.at(-1)?.id ?? null,
+    }),
+  );
+  return (req, res) => sendJson(res, req.headers['anthropic-version'] === undefined ? body : anthropic);
 }
 
 /** GET /models/{author}/{slug}/endpoints: the model's providers in OpenRouter's shape (404 if unknown). */

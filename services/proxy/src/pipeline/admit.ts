@@ -81,6 +81,7 @@ export async function admit(
   const requestId = requestIdOf(res);
   res.setHeader('X-Generation-Id', requestId);
   const { request } = p;
+  if (request.answerHeaders) for (const [name, value] of request.answerHeaders) res.setHeader(name, value);
   let prompt: ReturnType<typeof admissionPromptTokens>;
   let reservation: Awaited<ReturnType<SpendGuard['admit']>>;
   try {

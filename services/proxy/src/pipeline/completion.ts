@@ -398,6 +398,8 @@ export class Completion {
       app: this.app,
       http_referer: this.httpReferer,
       api_type: this.api,
+      ...(this.request.sessionId ? { session_id: this.request.sessionId } : {}),
+      ...(this.request.endUser ? { end_user: this.request.endUser } : {}),
       streamed: this.request.stream,
       cancelled: this._cancelled,
       finish_reason: error ? 'error' : finishReason,

@@ -83,7 +83,7 @@ export async function dispatch(
     const record = (status: number | null, outcome: string) => c.recordAttempt(status, outcome, started);
     let up: UpstreamResponse;
     try {
-      up = await send(deps.upstreams, c, apiKey);
+      up = await send(deps.upstreams, c, apiKey, extraHeaders(p, cand));
     } catch (err) {
       c.releaseUpstream();
       if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
@@ -146,11 +146,18 @@ export async function dispatch(
   );
 }
 
+/** The caller's headers a native body depends on (`anthropic-beta`), for a candidate of the door's format. */
+function extraHeaders(p: Plan, cand: Candidate): Record<string, string> | undefined {
+  const extra = p.request.nativeHeaders;
+  return extra && cand.provider.format === p.door.native ? extra : undefined;
+}
+
 /** One attempt: request start → provider response headers. */
 async function send(
   upstreams: Upstreams,
   c: Completion,
   apiKey: string | undefined,
+  extra: Record<string, string> | undefined,
 ): Promise<UpstreamResponse> {
   const target = upstreams.target(c.provider, apiKey);
   c.holdUpstream(acquireUpstream(target, c.provider.name));
@@ -164,5 +171,11 @@ async function send(
     body,
     base: target,
   });
-  return target.pool.request({ method: 'POST', path, headers, body, signal: c.abort.signal });
+  return target.pool.request({
+    method: 'POST',
+    path,
+    headers: extra ? { ...headers, ...extra } : headers,
+    body,
+    signal: c.abort.signal,
+  });
 }

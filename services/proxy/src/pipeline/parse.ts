@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Catalog, CatalogModel } from '@tollgate/catalog';
 import { AppError, badRequest } from '@tollgate/errors';
 import { allowsModel, type CachedKey } from '@tollgate/key-cache';
@@ -14,8 +15,14 @@ export interface Parsed {
  * Stage 1, parse: the door reads its API's body into the canonical request (its 400 names the
  * field), then the model must be the catalog's and allowed for the key (403 naming its allow-list).
  */
-export function parse(door: FrontDoor, body: unknown, key: CachedKey, catalog: Catalog): Parsed {
-  const request = door.parse(body);
+export function parse(
+  door: FrontDoor,
+  body: unknown,
+  key: CachedKey,
+  catalog: Catalog,
+  headers?: IncomingHttpHeaders,
+): Parsed {
+  const request = door.parse(body, headers);
   const model = catalog.model(request.model);
   if (!model) throw badRequest(`model: '${request.model}' is not a model of this gateway (see GET /models)`);
   if (!allowsModel(key, model.id)) {

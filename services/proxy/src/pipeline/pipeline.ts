@@ -43,7 +43,7 @@ export function completionPipeline(door: FrontDoor, deps: PipelineDeps): Handler
 
   async function run(req: ProxyRequest, res: ProxyResponse, recall: Recall | null): Promise<void> {
     const key = authenticatedKey(res);
-    const parsed = parse(door, req.body, key, deps.catalog);
+    const parsed = parse(door, req.body, key, deps.catalog, req.headers);
     const planned = plan(door, parsed, key, planDeps);
     const admitted: Admitted = await admit(deps, req, res, planned, key, recall);
     const c = admitted.completion;

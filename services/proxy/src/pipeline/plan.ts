@@ -57,6 +57,12 @@ function prepare(door: FrontDoor, request: CanonicalRequest, candidates: Candida
       prepared[name] = request.native;
       continue;
     }
+    if (request.untranslatable) {
+      if (failed === null) failed = [];
+      failed.push(name);
+      error ??= request.untranslatable;
+      continue;
+    }
     try {
       prepared[name] = wireFormatOf(name).prepare(request.body);
     } catch (err) {

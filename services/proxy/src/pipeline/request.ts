@@ -1,3 +1,5 @@
+import type { AppError } from '@tollgate/errors';
+
 type Json = Record<string, unknown>;
 
 /** One message of the canonical request (an OpenAI chat message; only what the gateway reads is typed). */
@@ -36,4 +38,18 @@ export interface CanonicalRequest {
    * translation of `body`. Absent for the chat door (its native format's request is `body` itself).
    */
   native?: Json;
+  /**
+   * Why a candidate of any format other than the door's native one cannot be sent this request (the
+   * door's 400 naming the field): such candidates are skipped, and the error answers when no other is
+   * left (plan.ts). Absent: every format can take it.
+   */
+  untranslatable?: AppError;
+  /** Request headers the caller's body depends on, sent on to candidates of the door's native format. */
+  nativeHeaders?: Record<string, string>;
+  /** The client's session id (Claude Code's `X-Claude-Code-Session-Id`), recorded with the usage. */
+  sessionId?: string | null;
+  /** The caller's end-user id (Anthropic `metadata.user_id`), recorded with the usage. */
+  endUser?: string | null;
+  /** Headers the door adds to its answer (set with `X-Generation-Id` at admission). */
+  answerHeaders?: ReadonlyArray<readonly [string, string]>;
 }

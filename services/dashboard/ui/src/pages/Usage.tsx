@@ -7,6 +7,7 @@ import { DataTable } from '../components/DataTable';
 import { Clip, ErrorBox, Page } from '../components/ui';
 import { int, usd, usdColumn } from '../format';
 import { displayZone, when } from '../time';
+import { LatencyTable } from './usage/Latency';
 
 type Metric = 'cost' | 'requests' | 'tokens';
 type GroupBy = 'none' | 'model' | 'app' | 'key' | 'provider';
@@ -63,7 +64,8 @@ export function UsagePage(props: { params: URLSearchParams }) {
 
   const usage = useQuery({
     queryKey: ['usage', query],
-    queryFn: async () => (await get<{ data: { rows: UsageRow[] } }>(`/api/usage?${query}`)).data.rows,
+    queryFn: async () =>
+      (await get<{ data: { rows: UsageRow[]; next_offset?: number | null } }>(`/api/usage?${query}`)).data,
     refetchInterval: 10_000,
   });
   const keys = useQuery({
@@ -86,7 +88,8 @@ export function UsagePage(props: { params: URLSearchParams }) {
     [groupBy, keyName],
   );
 
-  const rows = usage.data ?? [];
+  const rows = usage.data?.rows ?? [];
+  const truncated = (usage.data?.next_offset ?? null) !== null;
   const totals = useMemo(() => {
     const m = new Map<string, Totals>();
     for (const r of rows) {
@@ -259,6 +262,11 @@ export function UsagePage(props: { params: URLSearchParams }) {
           </ResponsiveContainer>
         </div>
       </div>
+      {truncated ? (
+        <p className="muted small" data-testid="top-groups">
+          The {int(totals.length)} groups with the most spend in this range; the CSV export has them all.
+        </p>
+      ) : null}
       <DataTable
         label="Usage by group"
         data={totals}
@@ -266,6 +274,11 @@ export function UsagePage(props: { params: URLSearchParams }) {
         loading={usage.isPending}
         empty="No usage in this range."
         rowTestId={(t) => `usage-${t.label}`}
+      />
+      <LatencyTable
+        from={new Date(Math.max(from.getTime(), to.getTime() - 31 * DAY)).toISOString()}
+        to={to.toISOString()}
+        groupBy={groupBy === 'provider' ? 'provider' : 'model'}
       />
     </Page>
   );

@@ -8,10 +8,10 @@ describe('responsesErrorBody (OpenAI error shape)', () => {
       status: 400,
       body: {
         error: {
+          code: 400,
           message: 'input.0.role: expected a role',
           type: 'invalid_request_error',
           param: 'input.0.role',
-          code: null,
           metadata: { error_type: 'bad_request' },
         },
       },
@@ -28,12 +28,12 @@ describe('responsesErrorBody (OpenAI error shape)', () => {
     expect(r.status).toBe(402);
     expect(r.body.error).toMatchObject({
       type: 'insufficient_quota',
-      code: 'insufficient_quota',
+      code: 402,
       param: null,
     });
     expect(responsesErrorBody(new AppError('rate_limited', 'slow down')).body.error).toMatchObject({
       type: 'rate_limit_error',
-      code: 'rate_limit_exceeded',
+      code: 429,
     });
   });
 });

@@ -2,29 +2,31 @@ import type { AppError, ErrorType } from '@tollgate/errors';
 
 /**
  * Errors on /responses in OpenAI's shape — `{"error": {"message", "type", "param", "code"}}` — which
- * the openai SDK, the AI SDK and the Agents SDK read (the SDKs raise by status and show `message`).
- * The gateway's own `metadata` (error_type, limits, provider name) rides along, as on the chat door.
+ * the openai SDK, the AI SDK and the Agents SDK read (they raise by status and show `message`; the
+ * openai SDK exposes `type`, `param` and `code`). It is also the gateway's envelope: `code` is the
+ * HTTP status (as OpenRouter answers OpenAI clients; the SDKs accept a number there) and `metadata`
+ * carries `error_type` and the rest, as on every other route; `type` and `param` are OpenAI's.
  */
 
 type Json = Record<string, unknown>;
 
-/** The gateway's error types → OpenAI's `type` and `code`. */
-const OPENAI_TYPE: Record<ErrorType, { type: string; code: string | null }> = {
-  bad_request: { type: 'invalid_request_error', code: null },
-  unauthorized: { type: 'authentication_error', code: 'invalid_api_key' },
-  payment_required: { type: 'insufficient_quota', code: 'insufficient_quota' },
-  forbidden: { type: 'permission_error', code: null },
-  key_limit_exceeded: { type: 'insufficient_quota', code: 'insufficient_quota' },
-  not_found: { type: 'invalid_request_error', code: 'not_found' },
-  method_not_allowed: { type: 'invalid_request_error', code: 'method_not_allowed' },
-  conflict: { type: 'invalid_request_error', code: 'conflict' },
-  payload_too_large: { type: 'invalid_request_error', code: 'request_too_large' },
-  unsupported_media_type: { type: 'invalid_request_error', code: 'unsupported_media_type' },
-  rate_limited: { type: 'rate_limit_error', code: 'rate_limit_exceeded' },
-  internal: { type: 'server_error', code: 'server_error' },
-  provider_error: { type: 'server_error', code: 'provider_error' },
-  service_unavailable: { type: 'server_error', code: 'service_unavailable' },
-  timeout: { type: 'server_error', code: 'timeout' },
+/** The gateway's error types → OpenAI's `type`. */
+const OPENAI_TYPE: Record<ErrorType, string> = {
+  bad_request: 'invalid_request_error',
+  unauthorized: 'authentication_error',
+  payment_required: 'insufficient_quota',
+  forbidden: 'permission_error',
+  key_limit_exceeded: 'insufficient_quota',
+  not_found: 'invalid_request_error',
+  method_not_allowed: 'invalid_request_error',
+  conflict: 'invalid_request_error',
+  payload_too_large: 'invalid_request_error',
+  unsupported_media_type: 'invalid_request_error',
+  rate_limited: 'rate_limit_error',
+  internal: 'server_error',
+  provider_error: 'server_error',
+  service_unavailable: 'server_error',
+  timeout: 'server_error',
 };
 
 /** The field a 400 names: its `field` metadata, else the path before the message's first colon. */
@@ -36,18 +38,27 @@ function paramOf(err: AppError): string | null {
 }
 
 /** The error object of an OpenAI error answer (and of a stream's `response.failed`). */
-function openAIError(err: AppError): Json {
-  const t = OPENAI_TYPE[err.type];
-  return {
-    message: err.message,
-    type: t.type,
-    param: paramOf(err),
-    code: t.code,
-    metadata: { ...err.metadata, error_type: err.type },
-  };
+export function openAIError(err: AppError): Json {
+  return { ...err.toBody(), type: OPENAI_TYPE[err.type], param: paramOf(err) };
 }
 
 /** An error before the head: its status and body. */
 export function responsesErrorBody(err: AppError): { status: number; body: Json } {
   return { status: err.status, body: { error: openAIError(err) } };
+}
+
+/**
+ * An error after the head, before any Response event: the stream's `error` event (the openai SDK
+ * raises it as an APIError).
+ */
+export function openAIErrorEvent(err: AppError): string {
+  const e = openAIError(err);
+  const data = JSON.stringify({
+    type: 'error',
+    sequence_number: 0,
+    code: e.type,
+    message: e.message,
+    param: e.param,
+  });
+  return `event: error\ndata: ${data}\n\n`;
 }

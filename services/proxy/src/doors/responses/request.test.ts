@@ -125,6 +125,13 @@ describe('parseResponsesRequest', () => {
       expect(r.chat).not.toHaveProperty(f);
     }
     expect(r.encryptedReasoning).toBe(true);
+    const routed = parseResponsesRequest({
+      model: 'm',
+      input: 'x',
+      models: ['a/b'],
+      provider: { order: ['sim'] },
+    });
+    expect(routed.chat).toMatchObject({ models: ['a/b'], provider: { order: ['sim'] } });
     expect(r.echo).toMatchObject({
       metadata: { a: 'b' },
       max_output_tokens: 300,

@@ -8,7 +8,8 @@ import { type ToolNames, translateToolChoice, translateTools } from './tools';
  *
  * Accepted and translated: `model`, `input`, `instructions`, `tools` (function, namespace), `tool_choice`,
  * `parallel_tool_calls`, `max_output_tokens`, `temperature`, `top_p`, `text.format` (→ `response_format`),
- * `text.verbosity`, `reasoning.effort` (→ `reasoning_effort`), `user` / `safety_identifier`, `stream`.
+ * `text.verbosity`, `reasoning.effort` (→ `reasoning_effort`), `user` / `safety_identifier`, `stream`,
+ * and OpenRouter's routing fields `models` and `provider` (as on chat completions).
  * Accepted, echoed, not forwarded: `metadata`, `include`, `reasoning.summary`, `prompt_cache_key`,
  * `prompt_cache_retention`, `client_metadata` (Codex), `store: false`, `background: false`,
  * `truncation: 'disabled'`, `service_tier: 'auto' | 'default'`, `stream_options`.
@@ -186,6 +187,9 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
   const user = body.user ?? body.safety_identifier;
   if (given(user) && typeof user !== 'string') throw badRequest('user: expected a string');
   if (typeof user === 'string') chat.user = user;
+  // OpenRouter's routing fields (fallback models, provider preferences), read by the plan, never forwarded.
+  if (given(body.models)) chat.models = body.models;
+  if (given(body.provider)) chat.provider = body.provider;
   if (isObject(body.sim)) chat.sim = body.sim;
   const include = includeOf(body.include);
   return {

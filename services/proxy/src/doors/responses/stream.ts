@@ -48,6 +48,8 @@ export class ResponsesEvents {
   /** Items done, with their output index. */
   readonly #done: { index: number; item: Json }[] = [];
   #callCount = 0;
+  /** Text of the items done (the estimate's input when the provider reports no usage). */
+  #doneText = '';
   #reasoning: OpenItem | null = null;
   #message: OpenItem | null = null;
   /** Open function calls by their chat `tool_calls` index. */
@@ -68,6 +70,15 @@ export class ResponsesEvents {
   #event(type: string, fields: Json): string {
     const data = JSON.stringify({ type, sequence_number: this.#seq++, ...fields });
     return `event: ${type}\ndata: ${data}\n\n`;
+  }
+
+  /** The text the answer produced so far (reasoning, message, call names and arguments): the estimate's input. */
+  producedText(): string {
+    let text = this.#doneText;
+    for (const open of [this.#reasoning, this.#message, ...this.#calls.values()]) {
+      if (open !== null) text += `${open.name ?? ''}${open.text}`;
+    }
+    return text;
   }
 
   /** response.created and response.in_progress (status `in_progress`, no output yet). */
@@ -172,6 +183,7 @@ export class ResponsesEvents {
     this.#reasoning = null;
     const item = reasoningItem(r.id, r.text);
     this.#done.push({ index: r.index, item });
+    this.#doneText += r.text;
     const at = { item_id: r.id, output_index: r.index, summary_index: 0 };
     return (
       this.#event('response.reasoning_summary_text.done', { ...at, text: r.text }) +
@@ -190,6 +202,7 @@ export class ResponsesEvents {
     const part = outputText(m.text);
     const item = messageItem(m.id, 'completed', [part]);
     this.#done.push({ index: m.index, item });
+    this.#doneText += m.text;
     const at = { item_id: m.id, output_index: m.index, content_index: 0 };
     return (
       this.#event('response.output_text.done', { ...at, text: m.text, logprobs: [] }) +
@@ -208,6 +221,7 @@ export class ResponsesEvents {
         'completed',
       );
       this.#done.push({ index: c.index, item });
+      this.#doneText += `${c.name ?? ''}${c.text}`;
       out += this.#event('response.function_call_arguments.done', {
         item_id: c.id,
         output_index: c.index,

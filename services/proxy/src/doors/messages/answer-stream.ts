@@ -1,0 +1,229 @@
+import { once } from 'node:events';
+import type { ServerResponse as Response } from 'node:http';
+import type { Completion, Outcome, UsageSource } from '../../pipeline/completion';
+import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
+import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
+import { classCode, classifyStreamError } from '../../providers/anthropic/errors';
+import { finishReason } from '../../providers/anthropic/response';
+import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
+import { SseReader } from '../../providers/sse';
+import type { TokenCounts } from '../../providers/wire-format';
+import { ProducedText } from '../chat/usage';
+import type { AnswerStream } from '../door';
+import { anthropicError, errorEventOf } from './errors';
+import { NativeStreamReader } from './native';
+import { MessagesEventWriter } from './stream';
+
+type Json = Record<string, unknown>;
+
+const KEEP_ALIVE = ': keep-alive\n\n';
+
+/**
+ * The Messages door's stream (`AnswerStream`). Two ways, fixed by `commitHead(native)`:
+ *
+ * - **native** (an Anthropic-format provider): the provider's bytes go to the client as they came;
+ *   a reader (native.ts) takes the usage from `message_start` / `message_delta`, the produced text
+ *   (bounded, for an estimate), the end and any `error` event (relayed as sent, then the stream stops).
+ * - **translated** (any other provider): the OpenAI chunks the pipeline hands over (the provider's own
+ *   or its wire format's bridge) are rendered as Anthropic's events (stream.ts); their usage chunk is
+ *   held for `message_delta`; an error becomes an Anthropic `error` event.
+ *
+ * Writes wait for a client that stops reading, up to `writeTimeoutMs` (then the stream is cut and the
+ * completion cancelled, billed for what was produced), as the chat door's relay does.
+ */
+export class MessagesStream implements AnswerStream {
+  private native = false;
+  private readonly nativeReader = new NativeStreamReader();
+  private readonly sse = new SseReader();
+  private readonly writer: MessagesEventWriter;
+  private readonly produced = new ProducedText();
+  private usage: unknown = null;
+  private sawEnd = false;
+  private upstreamId: string | null = null;
+  private finish_: string | null = null;
+  /** The provider's own error event reached the client (native): no second one is added. */
+  private relayedError = false;
+  private keepAliveTimer: NodeJS.Timeout | null = null;
+  private lastWriteAt = Date.now();
+  /** Bytes of the provider's last read, sent with the end of the answer in one write. */
+  private held = '';
+  terminated = false;
+
+  constructor(
+    private readonly c: Completion,
+    private readonly res: Response,
+    private readonly writeTimeoutMs = 30_000,
+  ) {
+    this.writer = new MessagesEventWriter(c.requestId, c.model.id);
+  }
+
+  startKeepAlive(intervalMs: number): void {
+    this.keepAliveTimer = setInterval(() => {
+      if (this.res.writableEnded || this.res.destroyed || Date.now() - this.lastWriteAt < intervalMs - 5)
+        return;
+      writeSseHead(this.res);
+      this.write(KEEP_ALIVE);
+    }, intervalMs);
+    this.keepAliveTimer.unref();
+  }
+
+  stopKeepAlive(): void {
+    if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
+    this.keepAliveTimer = null;
+  }
+
+  commitHead(native: boolean): void {
+    this.native = native;
+    if (this.c.cancelled) return;
+    if (!this.res.headersSent) this.res.writeHead(200, SSE_HEAD);
+    if (!native) this.write(this.writer.start());
+  }
+
+  async push(bytes: Buffer, last = false): Promise<void> {
+    const text = this.native ? this.passThrough(bytes) : this.translate(this.sse.push(bytes));
+    // A cancelled completion drains (pipeline/drain.ts): the bytes were read for the usage, and go nowhere.
+    if (text.length === 0 || this.c.cancelled) return;
+    if (last || this.held.length > 0) {
+      this.stopKeepAlive();
+      this.held += text;
+      return;
+    }
+    if (!this.write(text)) {
+      const timer = setTimeout(this.stalled, this.writeTimeoutMs);
+      try {
+        await once(this.res, 'drain', { signal: this.c.waitSignal });
+      } catch (err) {
+        // The client went away while its buffer was full: the provider's answer is drained.
+        if (!this.c.cancelled || this.c.abort.signal.aborted) throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  }
+
+  private readonly stalled = (): void => {
+    this.c.log.warn(
+      { writeTimeoutMs: this.writeTimeoutMs },
+      'client stopped reading: stream cut (the answer drains)',
+    );
+    this.c.cancel();
+    this.res.destroy();
+  };
+
+  private write(text: string): boolean {
+    if (this.c.cancelled) return true;
+    this.lastWriteAt = Date.now();
+    return this.res.write(text);
+  }
+
+  /** Native: the bytes as they came; the reader notes usage, text, the end and an error event. */
+  private passThrough(bytes: Buffer): string {
+    const r = this.nativeReader;
+    r.push(bytes);
+    if (r.error && !this.terminated) this.providerError(r.error.type, r.error.message);
+    return bytes.toString('utf8');
+  }
+
+  /** The provider's `error` event (relayed to the client as it came): recorded, and the stream stops. */
+  private providerError(type: string, message: string): void {
+    const code = classCode(classifyStreamError({ type: 'error', error: { type, message } }).errorClass);
+    const failure = midStreamError(code, message, this.c.provider.name);
+    this.c.fail(failure.error, failure.detail);
+    this.c.log.warn({ provider: this.c.provider.name, code, detail: message }, 'provider error mid-stream');
+    this.relayedError = true;
+    this.terminated = true;
+  }
+
+  /** Translated: OpenAI chunk events → Anthropic events. */
+  private translate(events: { type: string; data: string }[]): string {
+    let out = '';
+    for (const { data } of events) {
+      if (this.terminated) break;
+      if (data === '[DONE]') {
+        this.sawEnd = true;
+        continue;
+      }
+      let chunk: Json;
+      try {
+        chunk = JSON.parse(data) as Json;
+      } catch {
+        continue;
+      }
+      if (typeof chunk.error === 'object' && chunk.error !== null) {
+        const e = chunk.error as Json;
+        const code = [e.code, e.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as
+          | number
+          | undefined;
+        const failure = midStreamError(
+          code ?? 502,
+          typeof e.message === 'string' ? e.message : null,
+          this.c.provider.name,
+        );
+        this.c.fail(failure.error, failure.detail);
+        this.terminated = true;
+        break;
+      }
+      if (this.upstreamId === null && typeof chunk.id === 'string') this.upstreamId = chunk.id;
+      if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
+      this.produced.addChunk(data);
+      const choice = Array.isArray(chunk.choices) ? (chunk.choices[0] as Json | undefined) : undefined;
+      if (typeof choice?.finish_reason === 'string') this.finish_ = choice.finish_reason;
+      out += this.writer.chunk(chunk);
+    }
+    return out;
+  }
+
+  endOfInput(): void {
+    if (this.native) {
+      this.nativeReader.end();
+      if (this.nativeReader.error && !this.terminated)
+        this.providerError(this.nativeReader.error.type, this.nativeReader.error.message);
+      if (!this.terminated && !this.nativeReader.done) this.c.fail(streamEndedEarly(this.c.provider.name));
+      return;
+    }
+    const text = this.translate(this.sse.end());
+    if (text.length > 0) this.held += text;
+    if (!this.terminated && !this.sawEnd && this.finish_ === null)
+      this.c.fail(streamEndedEarly(this.c.provider.name));
+  }
+
+  private tokens(): { tokens: TokenCounts; source: UsageSource } {
+    const c = this.c;
+    if (this.native) {
+      const t = this.nativeReader.tokens();
+      if (t) return { tokens: t, source: 'provider' };
+      return {
+        tokens: c.estimate(this.nativeReader.text, this.nativeReader.extraChars),
+        source: 'estimated',
+      };
+    }
+    if (isProviderUsage(this.usage)) return { tokens: tokensFromUsage(this.usage), source: 'provider' };
+    const produced = this.produced.result();
+    return { tokens: c.estimate(produced.text, produced.overflowBytes), source: 'estimated' };
+  }
+
+  finish(): Outcome {
+    this.stopKeepAlive();
+    const c = this.c;
+    const { tokens, source } = this.tokens();
+    const cost = c.cost(tokens);
+    let lastBytes: string | null = null;
+    if (!c.cancelled && !this.res.writableEnded && !this.res.destroyed) {
+      lastBytes = this.held;
+      if (c.error) {
+        if (!this.relayedError) lastBytes += errorEventOf(anthropicError(c.error));
+      } else if (!this.native) lastBytes += this.writer.finish(tokens);
+    }
+    this.held = '';
+    const stop = this.native ? this.nativeReader.stopReason : null;
+    return {
+      kind: 'served',
+      tokens,
+      source,
+      costUnits: cost,
+      finishReason: this.native ? (stop === null ? null : finishReason(stop)) : this.finish_,
+      upstreamId: this.upstreamId,
+      lastBytes,
+    };
+  }
+}

@@ -1,0 +1,70 @@
+import { parseCatalog } from '@tollgate/catalog';
+import { describe, expect, it } from 'vitest';
+import { parseForDoor } from './door';
+
+const catalog = parseCatalog(`
+providers:
+  - { name: oa, base_url: "http://oa.test/v1", format: openai }
+  - { name: an, base_url: "http://an.test/v1", format: anthropic }
+models:
+  - id: openai/small
+    name: Small
+    context_length: 128000
+    max_output_tokens: 16384
+    created: 1
+    providers: [{ provider: oa, model: small }]
+    pricing: { prompt: "0.000001", completion: "0.000002" }
+  - id: openai/reasoner
+    name: Reasoner
+    context_length: 200000
+    max_output_tokens: 100000
+    created: 1
+    supported_parameters: [max_tokens, tools, reasoning]
+    providers: [{ provider: oa, model: reasoner }]
+    pricing: { prompt: "0.000001", completion: "0.000002" }
+`);
+
+const body = (model: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  max_tokens: 32000,
+  thinking: { type: 'enabled', budget_tokens: 31999 },
+  metadata: { user_id: '{"device_id":"d","session_id":"s"}' },
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
+
+describe('parseForDoor (the Messages door’s canonical request)', () => {
+  it('caps max_tokens at the model’s output cap and drops thinking for a model that does not reason', () => {
+    const r = parseForDoor(catalog, body('openai/small'));
+    expect(r.body.max_tokens).toBe(16384);
+    expect(r.maxTokens).toBe(16384);
+    expect(r.body).not.toHaveProperty('reasoning_effort');
+    expect(r.native).toMatchObject({ max_tokens: 32000, thinking: { budget_tokens: 31999 } });
+  });
+
+  it('maps thinking to reasoning_effort and max_completion_tokens for a reasoning model', () => {
+    const r = parseForDoor(catalog, body('openai/reasoner'));
+    expect(r.body).toMatchObject({ reasoning_effort: 'high', max_completion_tokens: 32000 });
+    expect(r.body).not.toHaveProperty('max_tokens');
+  });
+
+  it('records the session id and metadata.user_id, and passes anthropic-beta on for the native path', () => {
+    const r = parseForDoor(catalog, body('openai/small'), {
+      'x-claude-code-session-id': 'e1e64ac6-255c-4f70-b8a8-4b90caf5f347',
+      'anthropic-beta': 'claude-code-20250219,context-management-2025-06-27',
+    });
+    expect(r.sessionId).toBe('e1e64ac6-255c-4f70-b8a8-4b90caf5f347');
+    expect(r.endUser).toBe('{"device_id":"d","session_id":"s"}');
+    expect(r.nativeHeaders).toEqual({
+      'anthropic-beta': 'claude-code-20250219,context-management-2025-06-27',
+    });
+    expect(parseForDoor(catalog, body('openai/small')).nativeHeaders).toBeUndefined();
+  });
+
+  it('carries the first untranslatable field as the 400 an OpenAI-format candidate answers', () => {
+    const r = parseForDoor(catalog, body('openai/small', { top_k: 3 }));
+    expect(r.untranslatable?.status).toBe(400);
+    expect(r.untranslatable?.message).toMatch(/^top_k: /);
+    expect(parseForDoor(catalog, body('openai/small')).untranslatable).toBeUndefined();
+  });
+});

@@ -1,0 +1,116 @@
+import type { AppError } from '@tollgate/errors';
+import { isResponsesUsage, outputTextOf } from './native';
+
+/**
+ * A native provider's Responses events, relayed: each event passes as it came, except the lifecycle
+ * events (`response.created` … `response.completed`), whose `response` gets the request id, the
+ * catalog model and the provider's name; the terminal event (`response.completed` / `.incomplete` /
+ * `.failed`) is held back and sent last with the priced usage (`cost`) once the completion has ended
+ * (`end`). A stream that stops without one ends with a `response.failed` of the gateway's making.
+ */
+
+type Json = Record<string, unknown>;
+
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+export class NativeEvents {
+  readonly #requestId: string;
+  readonly #model: string;
+  readonly #provider: string;
+  /** The latest Response the provider sent (lifecycle events), rewritten. */
+  #response: Json | null = null;
+  #terminal: { type: string; event: Json } | null = null;
+  #lastSeq = -1;
+  #text = '';
+  usage: unknown = null;
+  upstreamId: string | null = null;
+
+  constructor(requestId: string, model: string, provider: string) {
+    this.#requestId = requestId;
+    this.#model = model;
+    this.#provider = provider;
+  }
+
+  /** The provider's own terminal event came (completed, incomplete or failed). */
+  get ended(): boolean {
+    return this.#terminal !== null;
+  }
+
+  /** The finish reason of the usage event: `stop`, `length` (incomplete) or `error`. */
+  get finishReason(): string | null {
+    const type = this.#terminal?.type;
+    return type === 'response.completed'
+      ? 'stop'
+      : type === 'response.incomplete'
+        ? 'length'
+        : type
+          ? 'error'
+          : null;
+  }
+
+  /** What was produced, for the estimate. */
+  producedText(): string {
+    return this.#response ? this.#text + outputTextOf(this.#response) : this.#text;
+  }
+
+  /** One provider event → the bytes to relay ('' when held or dropped); an `error` event → its message. */
+  event(
+    type: string,
+    data: string,
+  ): { out: string; error?: { code: number | null; message: string | null } } {
+    let e: Json;
+    try {
+      e = JSON.parse(data) as Json;
+    } catch {
+      return { out: '' };
+    }
+    const kind = typeof e.type === 'string' ? e.type : type;
+    if (typeof e.sequence_number === 'number') this.#lastSeq = e.sequence_number;
+    if (kind === 'error') {
+      const code = typeof e.code === 'number' ? e.code : null;
+      return { out: '', error: { code, message: typeof e.message === 'string' ? e.message : null } };
+    }
+    if (typeof e.delta === 'string') this.#text += e.delta;
+    const response = e.response;
+    if (typeof response === 'object' && response !== null) {
+      const r = response as Json;
+      if (this.upstreamId === null && typeof r.id === 'string') this.upstreamId = r.id;
+      r.id = this.#requestId;
+      r.model = this.#model;
+      r.provider = this.#provider;
+      this.#response = r;
+      if (TERMINAL.has(kind)) {
+        this.usage = r.usage;
+        this.#terminal = { type: kind, event: e };
+        return { out: '' };
+      }
+    }
+    return { out: `event: ${kind}\ndata: ${JSON.stringify(e)}\n\n` };
+  }
+
+  /**
+   * The last event: the provider's terminal one with `usage` priced (the provider's counts plus `cost`),
+   * or — the stream broke off, or failed after the head — `response.failed` with the error.
+   */
+  end(usage: Json, error: { code: string; message: string } | null, cause?: AppError): string {
+    const terminal = this.#terminal;
+    if (terminal !== null && error === null) {
+      const r = terminal.event.response as Json;
+      r.usage = isResponsesUsage(r.usage)
+        ? { ...(r.usage as Json), cost: usage.cost, is_byok: false }
+        : usage;
+      return `event: ${terminal.type}\ndata: ${JSON.stringify(terminal.event)}\n\n`;
+    }
+    const response: Json = {
+      ...(this.#response ?? { id: this.#requestId, object: 'response', model: this.#model, output: [] }),
+      status: 'failed',
+      error: error ?? {
+        code: 'server_error',
+        message: cause?.message ?? 'The provider ended the stream early',
+      },
+      usage,
+    };
+    const event = { type: 'response.failed', sequence_number: this.#lastSeq + 1, response };
+    return `event: response.failed\ndata: ${JSON.stringify(event)}\n\n`;
+  }
+}
