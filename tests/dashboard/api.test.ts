@@ -388,6 +388,10 @@ describe('keys, usage, generations and credits of the account (and only of it)',
     expect(g, gens.text).toMatchObject({ app: 'Isolation App', key_id: keyHash, model: MODEL });
     const detail = await ownerSession.call('GET', `/api/generations/${requestId}`);
     expect(detail.body.data).toMatchObject({ id: requestId, cost: g.cost });
+    // A session filter reaches billing (the request has no session: nothing matches, no 400).
+    const session = await ownerSession.call('GET', '/api/generations?session_id=e1e64ac6&limit=5');
+    expect(session.status, session.text).toBe(200);
+    expect(session.body.data).toEqual([]);
     const byApp = await ownerSession.call('GET', `/api/usage?${RANGE()}&granularity=total&group_by=app`);
     expect(byApp.body.data.rows).toContainEqual(
       expect.objectContaining({ group: 'Isolation App', cost: g.cost, requests: 1 }),

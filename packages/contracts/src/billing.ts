@@ -270,6 +270,8 @@ export const generationSchema = z.object({
   http_referer: z.string().nullable(),
   /** The client's session (Claude Code's X-Claude-Code-Session-Id), or null. */
   session_id: z.string().nullable(),
+  /** Hosted tools the request offered that were withheld from the provider (`POST /responses`). */
+  withheld_tools: z.array(z.string()),
   /** `completions` (chat), or the other door's name (`messages`, …). */
   api_type: z.string(),
   app_id: z.null(),
@@ -323,7 +325,7 @@ const prefix = z.string().min(1).max(300);
 /**
  * `GET /internal/accounts/:accountId/generations`: the request log. Newest first with keyset pages
  * (`before`) by default; any other `sort`/`order` pages by `offset` (`next_offset`). Filters: exact
- * `model`/`app`/`key_id`/`provider`/`usage_source`, prefixes `model_prefix`/`app_prefix`/`id_prefix`,
+ * `model`/`app`/`key_id`/`provider`/`usage_source`/`session_id`, prefixes `model_prefix`/`app_prefix`/`id_prefix`,
  * and the range [`from`, `to`) of `created_at`.
  */
 export const listAccountGenerations = {
@@ -354,6 +356,8 @@ export const listAccountGenerations = {
         usage_source: z
           .enum(['provider', 'estimated'], { error: 'expected provider or estimated' })
           .optional(),
+        /** One client session's records (Claude Code's or Codex's session id). */
+        session_id: z.string().min(1).max(128).optional(),
       },
       unknownParameter,
     )

@@ -50,7 +50,7 @@ export interface UsagePublisherOptions {
    * The durable disk spool: what the broker cannot take is fsync'd there and replayed, in order, when
    * it is back and by the next process started on the same directory. See `canAdmit()`.
    */
-  spool?: { dir: string; maxBytes: number };
+  spool?: { dir: string; maxBytes: number; instance?: string };
   /** Events sent and awaiting their confirm at any time (the confirm window). Default 10 000. */
   maxInFlight?: number;
   /**

@@ -1,4 +1,16 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
@@ -27,13 +39,26 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function start(options: { url?: string; maxBytes?: number; spoolDir?: string } = {}) {
+function start(
+  options: {
+    url?: string;
+    maxBytes?: number;
+    spoolDir?: string;
+    instance?: string;
+    maxBuffered?: number;
+  } = {},
+) {
   const publisher = createUsagePublisher({
     url: options.url ?? proxy.url(amqp.url),
     topology,
     logger: recordingLogger(),
     reconnect: { initialDelayMs: 20, maxDelayMs: 100 },
-    spool: { dir: options.spoolDir ?? dir, maxBytes: options.maxBytes ?? 10 * 1024 * 1024 },
+    maxBuffered: options.maxBuffered,
+    spool: {
+      dir: options.spoolDir ?? dir,
+      maxBytes: options.maxBytes ?? 10 * 1024 * 1024,
+      instance: options.instance,
+    },
   });
   publishers.push(publisher);
   return publisher;
@@ -145,5 +170,90 @@ describe('usage publisher disk spool', () => {
     publisher.publish(sampleEvent());
     await vi.waitFor(() => expect(publisher.canAdmit()).toBe(false));
     expect(publisher.stats()).toMatchObject({ dropped: 0, buffered: 1 });
+  });
+});
+
+describe('spool directory (issue 23)', () => {
+  const mode = (path: string) => statSync(path).mode & 0o777;
+
+  /** Spools `n` events of `instance` while the broker is away, then stops that publisher. */
+  async function leaveSpooled(instance: string | undefined, n: number) {
+    await proxy.stop();
+    const publisher = start({ instance });
+    for (let i = 0; i < n; i++) publisher.publish(sampleEvent());
+    await vi.waitFor(() => expect(publisher.stats().spooled).toBe(n));
+    expect((await publisher.close({ drainTimeoutMs: 0 })).remaining).toBe(0);
+    publishers.splice(publishers.indexOf(publisher), 1);
+    await proxy.start();
+  }
+
+  it('keeps the segments in a private (0700) directory of the instance, each file 0600', async () => {
+    const base = join(dir, 'state', 'spool');
+    await proxy.stop();
+    const publisher = start({ spoolDir: base, instance: 'tollgate' });
+    publisher.publish(sampleEvent());
+    await vi.waitFor(() => expect(publisher.stats().spooled).toBe(1));
+    const own = join(base, 'tollgate');
+    expect(mode(own)).toBe(0o700);
+    const files = readdirSync(own).filter((f) => f.endsWith('.spool'));
+    expect(files).toHaveLength(1);
+    expect(mode(join(own, files[0] as string))).toBe(0o600);
+    expect(readdirSync(base)).toEqual(['tollgate']); // nothing of the instance outside its directory
+  });
+
+  it('takes group and other permissions away from an existing directory of its own', async () => {
+    const own = join(dir, 'inst');
+    mkdirSync(own);
+    chmodSync(own, 0o777);
+    start({ instance: 'inst' });
+    expect(mode(own)).toBe(0o700);
+  });
+
+  it('replays only the configured instance’s segments', async () => {
+    await leaveSpooled('staging', 3);
+    const other = start({ url: amqp.url, instance: 'production' });
+    await vi.waitFor(() => expect(other.stats().connected).toBe(true));
+    expect(await other.flush(5_000)).toBe(true);
+    expect(await drainEvents(amqp.url, topology.queue)).toHaveLength(0);
+    expect(readdirSync(join(dir, 'staging')).filter((f) => f.endsWith('.spool'))).toHaveLength(1);
+    const same = start({ url: amqp.url, instance: 'staging' });
+    expect(await same.flush(15_000)).toBe(true);
+    expect(await drainEvents(amqp.url, topology.queue)).toHaveLength(3);
+  });
+
+  it('adopts the segments an older version left in the base directory (an upgrade loses nothing)', async () => {
+    await leaveSpooled(undefined, 2); // the old layout: segments straight in the base directory
+    expect(spoolFiles()).toHaveLength(1);
+    const upgraded = start({ url: amqp.url, instance: 'tollgate' });
+    expect(await upgraded.flush(15_000)).toBe(true);
+    expect(await drainEvents(amqp.url, topology.queue)).toHaveLength(2);
+    expect(spoolFiles()).toHaveLength(0);
+  });
+
+  it('refuses a spool directory that is a symlink (canAdmit false while the broker is away)', async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'tollgate-spool-elsewhere-'));
+    try {
+      symlinkSync(elsewhere, join(dir, 'linked'));
+      await proxy.stop();
+      const publisher = start({ instance: 'linked', maxBuffered: 1 });
+      publisher.publish(sampleEvent());
+      publisher.publish(sampleEvent());
+      await vi.waitFor(() => expect(publisher.canAdmit()).toBe(false));
+      expect(readdirSync(elsewhere)).toEqual([]);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('refuses a spool directory another user owns', async () => {
+    const theirs = join(dir, 'theirs');
+    mkdirSync(theirs, { mode: 0o700 });
+    chownSync(theirs, 12345, 12345);
+    await proxy.stop();
+    const publisher = start({ instance: 'theirs', maxBuffered: 1 });
+    publisher.publish(sampleEvent());
+    publisher.publish(sampleEvent());
+    await vi.waitFor(() => expect(publisher.canAdmit()).toBe(false));
+    expect(readdirSync(theirs)).toEqual([]);
   });
 });

@@ -1,7 +1,6 @@
 import {
   closeSync,
   fsyncSync,
-  mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -12,10 +11,20 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import type { EventsLogger } from './logger';
+import { adoptLegacySegments, ensurePrivateDir, instanceDirName } from './spool-dir';
 
 export interface SpoolOptions {
-  /** Directory of the spool files (created if missing). Several processes may share it. */
+  /**
+   * Base directory of the spool (created if missing). Several processes may share it: each instance
+   * keeps its segments in its own private subdirectory (spool-dir.ts).
+   */
   dir: string;
+  /**
+   * Which deployment the events belong to (the proxy passes its AMQP_PREFIX: the exchange they are
+   * replayed into). Segments live in `<dir>/<instance>/` (0700), and only those are replayed. Absent:
+   * `dir` itself is the private directory.
+   */
+  instance?: string;
   /** Most bytes on disk (every segment of the directory) before the spool refuses more. */
   maxBytes: number;
   logger: EventsLogger;
@@ -60,15 +69,32 @@ export class Spool {
   events = 0;
 
   constructor(options: SpoolOptions) {
-    this.dir = options.dir;
+    const { instance } = options;
+    this.dir = instance === undefined ? options.dir : join(options.dir, instanceDirName(instance));
     this.maxBytes = options.maxBytes;
     this.log = options.logger;
     try {
-      mkdirSync(this.dir, { recursive: true });
+      ensurePrivateDir(this.dir);
+      if (instance !== undefined) this.adoptLegacy(options.dir);
       for (const f of readdirSync(this.dir))
         if (SEGMENT.test(f)) this.totalBytes += statSync(join(this.dir, f)).size;
     } catch (err) {
       this.fail(err, 'spool directory is not usable');
+    }
+  }
+
+  /** Segments an older version wrote straight into the base directory: replayed as this process's. */
+  private adoptLegacy(base: string): void {
+    const names = adoptLegacySegments(
+      base,
+      this.dir,
+      () => `${this.prefix}${String(this.seq++).padStart(6, '0')}.spool`,
+      (pid) => pid !== process.pid && processAlive(pid),
+    );
+    for (const name of names) {
+      const n = this.countEvents(join(this.dir, name));
+      this.events += n;
+      this.log.warn({ segment: name, events: n }, 'adopted a usage spool segment of the old layout');
     }
   }
 
@@ -142,7 +168,7 @@ export class Spool {
 
   private openSegment(): void {
     this.currentFile = join(this.dir, `${this.prefix}${String(this.seq++).padStart(6, '0')}.spool`);
-    this.fd = openSync(this.currentFile, 'a');
+    this.fd = openSync(this.currentFile, 'a', 0o600);
     this.currentEvents = 0;
   }
 

@@ -56,6 +56,8 @@ export const usageEventV1 = z.object({
     completion: count,
     cached: count,
     cache_write: count,
+    /** The part of `cache_write` written for one hour (Anthropic `ttl: "1h"`); absent: none. */
+    cache_write_1h: count.optional(),
     reasoning: count,
   }),
   /** Total cost in USD. */
@@ -83,6 +85,11 @@ export const usageEventV1 = z.object({
         latency_ms: count,
       }),
     )
+    .max(32)
+    .optional(),
+  /** Hosted tools the request offered that were withheld from the provider (`POST /responses`). */
+  withheld_tools: z
+    .array(text.pipe(z.string().min(1).max(64)))
     .max(32)
     .optional(),
 });
@@ -113,7 +120,7 @@ export type ParseResult = { ok: true; event: UsageEvent } | { ok: false; reason:
 const UUID = z.regexes.uuid();
 const DATETIME = z.regexes.datetime({ precision: null, offset: false, local: false });
 const V1_KEYS = new Set(Object.keys(usageEventV1.shape));
-const TOKEN_KEYS = new Set(['prompt', 'completion', 'cached', 'cache_write', 'reasoning']);
+const TOKEN_KEYS = new Set(['prompt', 'completion', 'cached', 'cache_write', 'cache_write_1h', 'reasoning']);
 const ERROR_KEYS = new Set(['code', 'message']);
 const ATTEMPT_KEYS = new Set(['provider', 'model', 'status', 'outcome', 'latency_ms']);
 
@@ -131,6 +138,9 @@ const isText = (v: unknown): v is string => typeof v === 'string' && !v.includes
 const isNonEmptyText = (v: unknown) => isText(v) && v.length > 0;
 const isTextOrNull = (v: unknown) => v === null || isText(v);
 const matches = (v: unknown, re: RegExp) => typeof v === 'string' && re.test(v);
+
+const isToolList = (v: unknown) =>
+  Array.isArray(v) && v.length <= 32 && v.every((t) => isNonEmptyText(t) && (t as string).length <= 64);
 
 /**
  * True only for a v1 event that `usageEventV1` accepts and returns unchanged: every field present
@@ -178,6 +188,7 @@ export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
     !isCount(tokens.completion) ||
     !isCount(tokens.cached) ||
     !isCount(tokens.cache_write) ||
+    (Object.hasOwn(tokens, 'cache_write_1h') && !isCount(tokens.cache_write_1h)) ||
     !isCount(tokens.reasoning)
   )
     return false;
@@ -191,6 +202,7 @@ export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
     )
   )
     return false;
+  if (Object.hasOwn(o, 'withheld_tools') && !isToolList(o.withheld_tools)) return false;
   if (!Object.hasOwn(o, 'attempts')) return true;
   if (!Array.isArray(attempts) || attempts.length > 32) return false;
   for (const a of attempts as unknown[]) {

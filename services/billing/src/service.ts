@@ -40,10 +40,10 @@ export interface BillingOptions {
   clock?: () => Date;
   /** Who owns a key (default: the keys service at KEYS_URL). */
   owners?: KeyOwners;
-  /** The catalog events are priced with (default: CATALOG_PATH, prices only); the proxy's own. */
-  catalog?: Catalog;
   logger?: Logger;
   timings?: Partial<SpendTimings>;
+  /** The catalog events are priced with (default: CATALOG_PATH, prices only); tests pass the proxy's. */
+  catalog?: Catalog;
 }
 
 /** Starts billing in-process (migrates first): HTTP API + usage worker. `PORT=0` picks a free port. */

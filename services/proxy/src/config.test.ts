@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DEV_SERVICE_KEYS, generateServiceKeyPair } from '@tollgate/auth';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CATALOG_PATH, loadConfig } from './config';
+import { DEFAULT_CATALOG_PATH, loadConfig, spoolDir, stateDir } from './config';
 
 /** Server URLs with the service's own passwords, as production needs. */
 const servers = {
@@ -21,6 +23,14 @@ describe('proxy config', () => {
     expect(c.BILLING_URL).toBe('http://127.0.0.1:8082');
     expect(c.WORKERS).toBe(1);
     expect(c.LOG_PRETTY).toBe(false);
+  });
+
+  it('keeps the spool under the state directory, never in the shared temporary directory', () => {
+    expect(stateDir({}, { XDG_STATE_HOME: '/home/u/.state' })).toBe('/home/u/.state/tollgate/proxy');
+    expect(stateDir({}, {})).toBe(join(homedir(), '.local', 'state', 'tollgate', 'proxy'));
+    expect(spoolDir({ STATE_DIR: '/var/lib/tollgate' })).toBe('/var/lib/tollgate/spool');
+    expect(spoolDir({ STATE_DIR: '/var/lib/tollgate', SPOOL_DIR: '/mnt/spool' })).toBe('/mnt/spool');
+    expect(spoolDir(loadConfig({}))).not.toContain(tmpdir());
   });
 
   it('defaults the catalog to the repo dev catalog, whatever the cwd', () => {

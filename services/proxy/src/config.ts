@@ -1,3 +1,5 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   commonEnv,
@@ -51,8 +53,15 @@ export const proxyEnv = z
     /** How long an event waits for others to share its message, ms (0 = the current event-loop turn only). */
     PUBLISHER_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(5),
     /**
-     * Directory of the durable usage-event spool (events RabbitMQ cannot take are fsync'd here and
-     * replayed). Default `<os tmpdir>/tollgate-spool/<AMQP_PREFIX>`; in production a persistent volume.
+     * The service's state directory (what must outlive a restart: the usage spool). Default
+     * `$XDG_STATE_HOME/tollgate/proxy`, else `~/.local/state/tollgate/proxy`; the image sets
+     * /var/lib/tollgate.
+     */
+    STATE_DIR: z.string().min(1).optional(),
+    /**
+     * Base directory of the durable usage-event spool (events RabbitMQ cannot take are fsync'd here
+     * and replayed). Default `<STATE_DIR>/spool`; in production a persistent volume. The segments are
+     * in its private (0700) subdirectory `<AMQP_PREFIX>/`, and only those are replayed.
      */
     SPOOL_DIR: z.string().min(1).optional(),
     /** Size bound of the spool; beyond it (with RabbitMQ away) new billable requests get 503. */
@@ -98,6 +107,8 @@ export const proxyEnv = z
      * (discarded) this long for its usage, which is billed (0 = abort at once and bill the upper bound).
      */
     CANCEL_DRAIN_MS: z.coerce.number().int().min(0).default(30_000),
+    /** Most image parts one completion request may carry; more is a 400 naming this setting. */
+    MAX_IMAGES_PER_REQUEST: z.coerce.number().int().positive().default(100),
     /** Most providers tried for one request before its first byte (failover), the first included. */
     ROUTING_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(4),
     /** Failover stops trying new candidates this long after the request started. */
@@ -148,6 +159,20 @@ export const proxyEnv = z
   });
 
 export type ProxyConfig = z.output<typeof proxyEnv>;
+
+/** The proxy's state directory: STATE_DIR, else the user's XDG state directory (never a shared /tmp). */
+export function stateDir(
+  config: Pick<ProxyConfig, 'STATE_DIR'>,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  if (config.STATE_DIR) return config.STATE_DIR;
+  const base = env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
+  return join(base, 'tollgate', 'proxy');
+}
+
+/** The base directory of the usage spool (SPOOL_DIR, else `<state dir>/spool`). */
+export const spoolDir = (config: Pick<ProxyConfig, 'STATE_DIR' | 'SPOOL_DIR'>): string =>
+  config.SPOOL_DIR ?? join(stateDir(config), 'spool');
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProxyConfig {
   return load(proxyEnv, env);

@@ -49,6 +49,7 @@ export function generationsInternalRoutes(deps: { db: BillingDb; verifier: Servi
           keyId: q.key_id,
           provider: q.provider,
           usageSource: q.usage_source,
+          sessionId: q.session_id,
           modelPrefix: q.model_prefix,
           appPrefix: q.app_prefix,
           idPrefix: q.id_prefix,

@@ -19,6 +19,10 @@ const events = Array.from({ length: 60 }, (_, i) =>
     cost: i === 0 ? '9.5' : `0.00${(i % 9) + 1}`,
     tokens: { prompt: 10 + i, completion: 20, cached: 0, cache_write: 0, reasoning: 0 },
     latency_ms: i === 0 ? 9000 : 100 + i,
+    // Every fourth record belongs to one Claude Code session.
+    ...(i % 4 === 0
+      ? { api_type: 'messages' as const, session_id: 'e1e64ac6-255c-4f70-b8a8-4b90caf5f347' }
+      : {}),
     finished_at: new Date(Date.UTC(2026, 10, 20, 10, i)).toISOString(),
   }),
 );
@@ -75,6 +79,16 @@ describe('the request log', () => {
     const id = events[17]!.id;
     const byId = await list(`id_prefix=${id.slice(0, id.length - 2)}`);
     expect(byId.body.data.map((g: Json) => g.id)).toContain(id);
+  });
+
+  it('lists one client session’s records (session_id), with the session and the door on each', async () => {
+    const r = await list('session_id=e1e64ac6-255c-4f70-b8a8-4b90caf5f347&limit=200');
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data).toHaveLength(15);
+    for (const g of r.body.data)
+      expect(g).toMatchObject({ session_id: 'e1e64ac6-255c-4f70-b8a8-4b90caf5f347', api_type: 'messages' });
+    expect((await list('session_id=other&limit=200')).body.data).toHaveLength(0);
+    expect((await list(`session_id=${'x'.repeat(129)}`)).status).toBe(400);
   });
 
   it('keeps to a date range', async () => {

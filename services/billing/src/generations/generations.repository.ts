@@ -20,6 +20,7 @@ export interface GenerationRow {
   api_type: string | null;
   session_id: string | null;
   end_user: string | null;
+  withheld_tools: string[] | null;
   streamed: boolean;
   cancelled: boolean;
   finish_reason: string | null;
@@ -81,7 +82,7 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
   const { rows: inserted } = await sql<{ id: string }>`
     insert into billing.generations (
       id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
-      api_type, session_id, end_user, streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
+      api_type, session_id, end_user, withheld_tools, streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
       tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
       generation_time_ms, error, attempts, created_at, finished_at)
     select * from unnest(
@@ -97,6 +98,7 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
       ${text((r) => r.api_type)}::text[],
       ${text((r) => r.session_id)}::text[],
       ${text((r) => r.end_user)}::text[],
+      ${text((r) => (r.withheld_tools === null ? null : JSON.stringify(r.withheld_tools)))}::jsonb[],
       ${plain((r) => r.streamed)}::bool[],
       ${plain((r) => r.cancelled)}::bool[],
       ${text((r) => r.finish_reason)}::text[],
@@ -130,6 +132,8 @@ export interface GenerationFilters {
   keyId?: string;
   provider?: string;
   usageSource?: 'provider' | 'estimated';
+  /** One client session (served by the (account_id, session_id, created_at) index). */
+  sessionId?: string;
   modelPrefix?: string;
   appPrefix?: string;
   idPrefix?: string;
@@ -177,6 +181,7 @@ export async function listGenerations(
   if (f.keyId) query = query.where('key_id', '=', f.keyId);
   if (f.provider) query = query.where('provider_name', '=', f.provider);
   if (f.usageSource) query = query.where('usage_source', '=', f.usageSource);
+  if (f.sessionId) query = query.where('session_id', '=', f.sessionId);
   if (f.modelPrefix) query = query.where(sql<boolean>`model like ${startsWith(f.modelPrefix)}`);
   if (f.appPrefix) query = query.where(sql<boolean>`app like ${startsWith(f.appPrefix)}`);
   if (f.idPrefix) query = query.where(sql<boolean>`id like ${startsWith(f.idPrefix)}`);

@@ -102,7 +102,7 @@ describe('usage worker', () => {
         upstream_inference_cost: null,
       },
     });
-    expect(Object.keys(body.data)).toHaveLength(51);
+    expect(Object.keys(body.data)).toHaveLength(52);
     expect(await spendOf(e.key_id)).toEqual({
       'd2026-11-20': 0.0125,
       'w2026-W47': 0.0125,
@@ -129,6 +129,39 @@ describe('usage worker', () => {
       finish_reason: null,
       upstream_id: null,
     });
+  });
+
+  it('records the front door of each event as its api_type (chat when the event names none)', async () => {
+    const base = usageEvent();
+    const { api_type: _none, ...legacy } = base;
+    const messages = usageEvent({ key_id: base.key_id, account_id: base.account_id, api_type: 'messages' });
+    const embeddings = usageEvent({
+      key_id: base.key_id,
+      account_id: base.account_id,
+      api_type: 'embeddings',
+    });
+    await s.publish(legacy as typeof base, messages, embeddings);
+    await vi.waitFor(async () => expect(await countOf(embeddings.id)).toBe(1), { timeout: 5000 });
+    const rows = await s.billing.db
+      .selectFrom('billing.generations')
+      .select(['id', 'api_type'])
+      .where('id', 'in', [base.id, messages.id, embeddings.id])
+      .execute();
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.api_type]))).toEqual({
+      [base.id]: null,
+      [messages.id]: 'messages',
+      [embeddings.id]: 'embeddings',
+    });
+    // GET /generation: chat completions keep OpenRouter's `completions`, other doors say theirs.
+    const apiTypeOf = async (id: string) =>
+      (
+        (await (await getGeneration(id, { keyId: base.key_id, accountId: base.account_id })).json()) as {
+          data: { api_type: string };
+        }
+      ).data.api_type;
+    expect(await apiTypeOf(base.id)).toBe('completions');
+    expect(await apiTypeOf(messages.id)).toBe('messages');
+    expect(await apiTypeOf(embeddings.id)).toBe('embeddings');
   });
 
   it('records an event published twice once and charges it once', async () => {

@@ -56,6 +56,7 @@ const GENERATION_PARAMS = [
   'key_id',
   'provider',
   'usage_source',
+  'session_id',
 ] as const;
 
 const startOfDay = (d: Date) => new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS);

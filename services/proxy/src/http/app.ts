@@ -1,7 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createServiceSigner, parsePrivateKey, requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
@@ -30,7 +28,7 @@ import { createAuthenticator } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { authSteps } from '../auth/steps';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
-import type { ProxyConfig } from '../config';
+import { type ProxyConfig, spoolDir } from '../config';
 import { frontDoors } from '../doors';
 import { countTokensHandler, messagesErrorHandler } from '../doors/messages/routes';
 import { accountRead } from '../forward/account-read';
@@ -153,6 +151,7 @@ export function createProxyApp(deps: {
     streamWriteTimeoutMs: config.STREAM_WRITE_TIMEOUT_MS,
     maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
     cancelDrainMs: config.CANCEL_DRAIN_MS,
+    maxImages: config.MAX_IMAGES_PER_REQUEST,
     concurrency: new CompletionSlots(
       config.MAX_CONCURRENT_COMPLETIONS_PER_KEY,
       config.MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT,
@@ -361,7 +360,9 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       eventsPerMessage: config.PUBLISHER_EVENTS_PER_MESSAGE,
       lingerMs: config.PUBLISHER_LINGER_MS,
       spool: {
-        dir: config.SPOOL_DIR ?? join(tmpdir(), 'tollgate-spool', config.AMQP_PREFIX),
+        // A private (0700) directory per instance under the state directory (@tollgate/events spool-dir).
+        dir: spoolDir(config),
+        instance: config.AMQP_PREFIX,
         maxBytes: config.SPOOL_MAX_BYTES,
       },
       // Billing records only messages signed with the proxy's key (not merely its broker user's).

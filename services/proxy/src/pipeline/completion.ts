@@ -4,13 +4,17 @@ import { AppError } from '@tollgate/errors';
 import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import { toDecimal } from '@tollgate/money';
 import type { ApiType } from '../doors/door';
 import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
+import { upperBound } from './bound';
 import { DEFAULT_CANCEL_DRAIN_MS, Drain } from './drain';
+import { NO_MEDIA, type RequestMedia } from './media';
+import type { Outcome, UsageSource } from './outcome';
+
 import type { CanonicalRequest } from './request';
+import { type Billed, finishedLine, usageEventOf } from './usage-event';
 
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
 export interface UsageSink {
@@ -24,8 +28,6 @@ export interface TokenEstimator {
   estimatePromptTokens(messages: readonly unknown[], toolsJson: string | null): number;
   estimateCompletionTokens(text: string): number;
 }
-
-export type UsageSource = 'provider' | 'estimated';
 
 /** One try of one candidate: what a user debugging a failover needs. */
 export interface Attempt {
@@ -57,35 +59,9 @@ export interface CompletionInit {
   reservation: SpendReservation | null;
   /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
   cancelDrainMs?: number;
+  /** The request's media and cache asks (media.ts), priced into the upper bound per serving model. */
+  media?: RequestMedia;
 }
-
-/**
- * How a completion ended: what `Completion.finish` settles and records. Every terminal path of the
- * pipeline's relay stage (pipeline/relay.ts, the door's AnswerStream) produces exactly one.
- *
- * - `served`: the provider answered (JSON, or a stream to its end, cut mid-stream, timed out or
- *   stopped by a lapsed lease after the 200: then `fail` recorded why): billed from the provider's
- *   usage or the estimate of what was produced, one usage event;
- * - `refused`: nothing was consumed (the provider refused the request, no candidate could serve it,
- *   the duration cap or a lapsed lease stopped it before the answer): no charge, no event;
- * - `cancelled`: the client went away before the answer: the prompt was sent, its estimate is billed;
- * - `failed`: the provider accepted the request and broke off before the answer reached the client
- *   (broken or invalid body): its estimate is billed, with the error on the record.
- */
-export type Outcome =
-  | {
-      kind: 'served';
-      tokens: TokenCounts;
-      source: UsageSource;
-      costUnits: bigint;
-      finishReason: string | null;
-      upstreamId: string | null;
-      /** The end of the answer, written after the completion ended (null: the client is gone). */
-      lastBytes: string | Buffer | null;
-    }
-  | { kind: 'refused'; error: AppError }
-  | { kind: 'cancelled' }
-  | { kind: 'failed'; error: AppError };
 
 /**
  * One completion request after it was admitted (whatever its front door), as a use case: it owns its state (the candidate
@@ -102,6 +78,9 @@ export class Completion {
   readonly clientGone = new AbortController();
   private readonly drain: Drain;
   private _waitSignal: AbortSignal | null = null;
+  /** The client left, or the upstream request was aborted, while a provider held it (bound.ts: its answer may exist). */
+  private abortedAtProvider = false;
+  private readonly media: RequestMedia;
   firstByteAt = 0;
   /** performance.now() marks for the metrics (services/proxy/src/metrics): upstream time and first token. */
   upstreamStartedAt = 0;
@@ -111,7 +90,7 @@ export class Completion {
   private _timedOut = false;
   private _stopReason: AppError | null = null;
   private _error: AppError | null = null;
-  private errorDetail: string | null = null;
+  private _errorDetail: string | null = null;
   /** Releases the upstream slot of the attempt in flight. */
   private release: (() => void) | null = null;
   private ended = false;
@@ -126,8 +105,8 @@ export class Completion {
   private _provider: CatalogProvider;
   private _upstreamModel: string;
   private _upstreamBody: Record<string, unknown>;
-  /** Every attempt before the serving one (provider, model, outcome, latency), for the record. */
-  private readonly attempts: Attempt[] = [];
+  /** Every attempt, the serving one last (provider, model, outcome, latency), for the record. */
+  readonly attempts: Attempt[] = [];
   readonly app: string | null;
   readonly httpReferer: string | null;
   private readonly logger: Logger;
@@ -155,6 +134,7 @@ export class Completion {
     this.promptExact = init.promptEstimate;
     this.reservation = init.reservation;
     this.drain = new Drain(init.cancelDrainMs ?? DEFAULT_CANCEL_DRAIN_MS);
+    this.media = init.media ?? NO_MEDIA;
   }
 
   /** The candidate being tried, then the one that served (failover moves it, `aim`). */
@@ -182,6 +162,10 @@ export class Completion {
   /** Why the answer failed after the provider accepted the request (first failure wins; pipeline/errors.ts). */
   get error(): AppError | null {
     return this._error;
+  }
+  /** The provider's own text of `error`, for the record only. */
+  get errorDetail(): string | null {
+    return this._errorDetail;
   }
 
   /** Child logger carrying the request id (created lazily: most requests never log). */
@@ -257,6 +241,7 @@ export class Completion {
   cancel(): void {
     if (this._cancelled) return;
     this._cancelled = true;
+    if (this.atProvider) this.abortedAtProvider = true;
     this.clientGone.abort();
     if (!this.drain.start(this)) this.abort.abort();
   }
@@ -267,7 +252,7 @@ export class Completion {
       { provider: this._provider.name },
       'cancelled completion: no usage within the drain period',
     );
-    this.abort.abort();
+    this.abortUpstream();
   }
 
   /** Stops the request with `reason` (answered like the duration cap: HTTP error or error chunk). */
@@ -275,6 +260,23 @@ export class Completion {
     if (this.ended) return;
     this._stopReason = reason;
     this._timedOut = true;
+    this.abortUpstream();
+  }
+
+  /**
+   * A cancelled completion ended without reading an answer: may the provider have produced one? Yes
+   * when a provider held the request as the client left or as it was aborted, unless its last answer
+   * was an error (it refused the request).
+   */
+  private answerMayExist(): boolean {
+    const last = this.attempts.at(-1);
+    const refused = last !== undefined && last.status !== null && last.status >= 300;
+    return this.abortedAtProvider && !refused;
+  }
+
+  /** Aborts the upstream request, noting whether a provider held it (its work is then billed: bound.ts). */
+  private abortUpstream(): void {
+    if (this.atProvider) this.abortedAtProvider = true;
     this.abort.abort();
   }
 
@@ -283,7 +285,7 @@ export class Completion {
     this.maxDurationMs = ms;
     this.deadline = setTimeout(() => {
       this._timedOut = true;
-      this.abort.abort();
+      this.abortUpstream();
     }, ms);
     this.deadline.unref();
   }
@@ -295,7 +297,7 @@ export class Completion {
   fail(error: AppError, detail: string | null = null): void {
     if (this._error !== null) return;
     this._error = error;
-    this.errorDetail = detail;
+    this._errorDetail = detail;
   }
 
   /** True when `err` (a failed upstream call or read) means the client went away, not a failure. */
@@ -357,17 +359,18 @@ export class Completion {
         ({ tokens, source, costUnits, finishReason, upstreamId } = outcome);
         break;
       case 'failed':
+        // The provider accepted the request; its answer was never seen: the whole output budget.
         this.fail(outcome.error);
-        tokens = this.estimate('');
+        tokens = this.bound(0, 'none');
         costUnits = this.cost(tokens);
         break;
       case 'cancelled':
-        tokens = this.estimate('');
+        tokens = this.bound(0, this.answerMayExist() ? 'none' : 'prompt-only');
         costUnits = this.cost(tokens);
         break;
     }
     this.settle(costUnits);
-    this.publish(tokens, source, costUnits, finishReason, upstreamId);
+    this.publish({ tokens, source, costUnits, finishReason, upstreamId });
   }
 
   private settle(costUnits: bigint): void {
@@ -376,73 +379,15 @@ export class Completion {
     });
   }
 
-  private publish(
-    tokens: TokenCounts,
-    source: UsageSource,
-    costUnits: bigint,
-    finishReason: string | null,
-    upstreamId: string | null,
-  ): void {
-    const finishedAt = Date.now();
-    const error = this._error;
-    const event: UsageEvent = {
-      type: 'usage',
-      version: 1,
-      id: this.requestId,
-      account_id: this.key.accountId,
-      key_id: this.key.id,
-      model: this._model.id,
-      provider_name: this._provider.name,
-      upstream_model: this._upstreamModel,
-      upstream_id: upstreamId,
-      app: this.app,
-      http_referer: this.httpReferer,
-      api_type: this.api,
-      ...(this.request.sessionId ? { session_id: this.request.sessionId } : {}),
-      ...(this.request.endUser ? { end_user: this.request.endUser } : {}),
-      streamed: this.request.stream,
-      cancelled: this._cancelled,
-      finish_reason: error ? 'error' : finishReason,
-      usage_source: source,
-      tokens: {
-        prompt: tokens.prompt,
-        completion: tokens.completion,
-        cached: tokens.cached,
-        cache_write: tokens.cacheWrite,
-        reasoning: tokens.reasoning,
-      },
-      cost: toDecimal(costUnits),
-      is_byok: false,
-      error: error ? { code: error.status, message: this.errorDetail ?? error.message } : null,
-      started_at: new Date(this.startedAt).toISOString(),
-      finished_at: new Date(finishedAt).toISOString(),
-      latency_ms: Math.max(0, (this.firstByteAt || finishedAt) - this.startedAt),
-      generation_time_ms: Math.max(0, finishedAt - this.startedAt),
-      attempts: this.attempts,
-    };
+  private publish(billed: Billed): void {
+    const event = usageEventOf(this, billed, Date.now());
     try {
       this.sink.publish(event);
     } catch (err) {
       this.log.error({ err }, 'usage event publish failed');
     }
     // The usage event is the durable record of every completion; this line is for debugging only.
-    if (!this.logger.isLevelEnabled('debug')) return;
-    this.log.debug(
-      {
-        model: this._model.id,
-        provider: this._provider.name,
-        streamed: event.streamed,
-        cancelled: event.cancelled,
-        usageSource: source,
-        promptTokens: tokens.prompt,
-        completionTokens: tokens.completion,
-        cost: event.cost,
-        finishReason: event.finish_reason,
-        error: event.error?.code,
-        ms: event.generation_time_ms,
-      },
-      'completion finished',
-    );
+    if (this.logger.isLevelEnabled('debug')) this.log.debug(finishedLine(event), 'completion finished');
   }
 
   /** Conservative prompt estimate of the request messages (tokenized on first use only). */
@@ -452,19 +397,25 @@ export class Completion {
   }
 
   /**
-   * Estimated counts: prompt from the request messages, completion from the text actually produced
-   * (plus `overflowBytes`, UTF-8 bytes of produced text that was only counted, not kept: an upper
-   * bound of its tokens). The estimator's counts are linear-time and budgeted (@tollgate/tokens).
+   * The upper bound billed when the provider reported no usage (bound.ts): the prompt with its media
+   * at the serving model's bounds (and cache writes when asked), the text actually produced
+   * (`overflowBytes`: UTF-8 bytes of produced text only counted, an upper bound of its tokens) plus
+   * the reasoning budget the request allowed. The estimator's counts are linear-time and budgeted.
    */
   estimate(producedText: string, overflowBytes = 0): TokenCounts {
-    return {
-      prompt: this.promptEstimate(),
-      completion:
-        (producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText)) +
-        overflowBytes,
-      cached: 0,
-      cacheWrite: 0,
-      reasoning: 0,
-    };
+    const produced =
+      (producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText)) + overflowBytes;
+    return this.bound(produced, 'stream');
+  }
+
+  private bound(producedTokens: number, observed: 'stream' | 'none' | 'prompt-only'): TokenCounts {
+    return upperBound({
+      model: this._model,
+      request: this.request,
+      media: this.media,
+      promptTextTokens: this.promptEstimate(),
+      producedTokens,
+      observed,
+    });
   }
 }

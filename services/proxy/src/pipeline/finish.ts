@@ -1,7 +1,8 @@
 import type { FrontDoor } from '../doors/door';
 import type { ProxyResponse } from '../http/types';
 import type { Admitted } from './admit';
-import type { Completion, Outcome } from './completion';
+import type { Completion } from './completion';
+import type { Outcome } from './outcome';
 import { writeSseHead } from './sse-head';
 
 const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };

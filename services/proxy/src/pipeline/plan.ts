@@ -2,10 +2,12 @@ import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
 import { allowsModel, type CachedKey } from '@tollgate/key-cache';
 import type { FrontDoor } from '../doors/door';
-import { wireFormatOf } from '../providers';
+import { formatFor } from '../providers';
 import type { WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
 import { mediaCandidates } from '../routing/media-policy';
+import { promptBound } from './bound';
+import type { RequestMedia } from './media';
 import type { Parsed } from './parse';
 import type { CanonicalRequest } from './request';
 
@@ -64,7 +66,7 @@ function prepare(door: FrontDoor, request: CanonicalRequest, candidates: Candida
       continue;
     }
     try {
-      prepared[name] = wireFormatOf(name).prepare(request.body);
+      prepared[name] = formatFor(door, name).prepare(request.body);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       if (failed === null) failed = [];
@@ -79,13 +81,18 @@ function prepare(door: FrontDoor, request: CanonicalRequest, candidates: Candida
   return { door, request, candidates: rest, prepared };
 }
 
-/** The dearest candidate that may serve bounds what the request can cost (admission reserves it). */
-export function worstCase(p: Plan, promptTokens: number): bigint {
+/**
+ * The dearest candidate that may serve bounds what the request can cost (admission reserves it): its
+ * prompt is the text estimate plus the media at that model's bounds (bound.ts `promptBound`), priced
+ * at the dearest input price — the 1-hour cache-write price when the request asks for it.
+ */
+export function worstCase(p: Plan, textTokens: number, media: RequestMedia): bigint {
   let worst = 0n;
   for (const cand of p.candidates) {
-    const w = worstCaseCost(cand.model, promptTokens, {
+    const w = worstCaseCost(cand.model, promptBound(cand.model, textTokens, media), {
       maxTokens: p.request.maxTokens ?? undefined,
       n: p.request.n,
+      cacheWrite1h: media.cacheWrite1h,
     });
     if (w > worst) worst = w;
   }
@@ -102,6 +109,6 @@ export function upstreamBody(p: Plan, cand: Candidate): Json {
       simulator: cand.provider.simulator === true,
     });
   }
-  const format = wireFormatOf(name);
+  const format = formatFor(door, name);
   return format.requestBody(p.prepared[format.name] as Json, cand, request.body, request.stream);
 }

@@ -50,6 +50,13 @@ export interface CanonicalRequest {
   sessionId?: string | null;
   /** The caller's end-user id (Anthropic `metadata.user_id`), recorded with the usage. */
   endUser?: string | null;
+  /** Hosted tools the caller offered that no provider is given (the Responses door): the record's `withheld_tools`. */
+  withheldTools?: string[];
   /** Headers the door adds to its answer (set with `X-Generation-Id` at admission). */
   answerHeaders?: ReadonlyArray<readonly [string, string]>;
+  /**
+   * The exact input token count, when the door counted it itself (embeddings: every token is input);
+   * admission then reserves for it instead of estimating the chat prompt.
+   */
+  promptTokens?: number;
 }

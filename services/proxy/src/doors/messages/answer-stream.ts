@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import type { ServerResponse as Response } from 'node:http';
-import type { Completion, Outcome, UsageSource } from '../../pipeline/completion';
+import type { Completion } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
+import type { Outcome, UsageSource } from '../../pipeline/outcome';
 import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
 import { classCode, classifyStreamError } from '../../providers/anthropic/errors';
 import { finishReason } from '../../providers/anthropic/response';

@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import type { Completion, Outcome, UsageSource } from '../../pipeline/completion';
+import type { Completion } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
+import type { Outcome, UsageSource } from '../../pipeline/outcome';
 import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
 import { SseBytes, type SseEventSink } from '../../providers/sse';

@@ -1,5 +1,6 @@
-import type { Completion, Outcome } from '../../pipeline/completion';
+import type { Completion } from '../../pipeline/completion';
 import { finishReasonOf } from '../../pipeline/errors';
+import type { Outcome } from '../../pipeline/outcome';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
 import { messageText } from '../chat/usage';
 import type { FrontDoor } from '../door';
