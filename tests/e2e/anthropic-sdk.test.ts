@@ -169,6 +169,33 @@ describe.each([
   });
 });
 
+describe('what Claude Code sends, natively', () => {
+  it('forwards anthropic-beta: a system turn inside messages reaches the provider (which accepts it only with a beta)', async () => {
+    const body = {
+      model: 'anthropic/claude-sonnet-4.5',
+      max_tokens: 32,
+      thinking: { type: 'adaptive', display: 'omitted' },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      output_config: { effort: 'high' },
+      metadata: { user_id: '{"session_id":"s"}' },
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'system', content: 'a reminder' },
+        { role: 'user', content: 'again' },
+      ],
+    };
+    const withBeta = await stack.api('/messages', {
+      key: stack.inferenceKey,
+      body,
+      headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'context-management-2025-06-27' },
+    });
+    expect(withBeta.status, describeResponse(withBeta)).toBe(200);
+    // Without the header the provider refuses the system turn: the beta really went through above.
+    const without = await stack.api('/messages', { key: stack.inferenceKey, body });
+    expect(without.status, describeResponse(without)).toBe(400);
+  });
+});
+
 describe('errors in Anthropic’s shape', () => {
   it('401 authentication_error for an unknown key', async () => {
     const err = await apiError(
