@@ -7,7 +7,6 @@
  * The reference for each case is the same request read to its end: the simulator is deterministic, so
  * an abandoned request must be billed the very tokens of its completed twin.
  */
-import { parseCatalog } from '@tollgate/catalog';
 import { loadConfig, startProxy } from '@tollgate/proxy';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -49,7 +48,7 @@ let db: pg.Pool;
 
 beforeAll(async () => {
   stack = await startStack({
-    catalog: (simUrl) => parseCatalog(catalogYaml(simUrl), { format: 'yaml', env: {} }),
+    catalogYaml,
     proxyEnv: { CANCEL_DRAIN_MS: String(DRAIN_MS), MAX_CONCURRENT_COMPLETIONS_PER_KEY: '1' },
   });
   db = new pg.Pool({ connectionString: stack.infra.database.url, max: 2 });

@@ -13,8 +13,10 @@
  */
 
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   createServiceSigner,
@@ -144,6 +146,11 @@ export async function startStack(
     productionKeys?: boolean;
     /** The proxy's catalog, given the simulator's origin (default: the dev catalog). */
     catalog?: (simUrl: string) => Catalog;
+    /**
+     * The catalog of the proxy **and** billing (which prices every usage event with its own), as YAML
+     * given the simulator's origin; written to a temporary file for billing's CATALOG_PATH.
+     */
+    catalogYaml?: (simUrl: string) => string;
     /** More proxy settings (environment variable names, e.g. CANCEL_DRAIN_MS). */
     proxyEnv?: Record<string, string>;
     /** Options of this stack's simulator (its keys and AWS credentials). */
@@ -195,6 +202,14 @@ export async function startStack(
     const sim = await startProviderSim({ ...options.sim, port: 0, host: '127.0.0.1' });
     closers.push(() => sim.close());
 
+    let catalogPath = DEV_CATALOG_PATH;
+    if (options.catalogYaml) {
+      const dir = await mkdtemp(join(tmpdir(), 'tollgate-catalog-'));
+      catalogPath = join(dir, 'catalog.yaml');
+      await writeFile(catalogPath, options.catalogYaml(sim.url));
+      closers.push(() => rm(dir, { recursive: true, force: true }));
+    }
+
     // Billing asks keys who owns a key and keys asks billing for usage: keys' port is fixed first.
     const keysPort = await freePort();
     const billing = await startBilling(
@@ -205,6 +220,7 @@ export async function startStack(
         AMQP_PREFIX: amqp.prefix,
         BATCH_TIMEOUT_MS: '10',
         KEYS_URL: `http://127.0.0.1:${keysPort}`,
+        CATALOG_PATH: catalogPath,
         SERVICE_PRIVATE_KEY: serviceKeys.billing.privateKey,
         SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
       }),
@@ -240,7 +256,7 @@ export async function startStack(
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
     const catalog = options.catalog
       ? options.catalog(sim.url)
-      : loadCatalog(DEV_CATALOG_PATH, { PROVIDER_SIM_URL: sim.url });
+      : loadCatalog(catalogPath, { PROVIDER_SIM_URL: sim.url });
     const proxy = await startProxy(proxyConfig, { catalog });
     closers.push(() => proxy.close());
 

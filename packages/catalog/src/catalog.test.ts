@@ -62,6 +62,7 @@ describe('parseCatalog', () => {
       completion: '0.0000006',
       cacheRead: '0.000000075',
       cacheWrite: '0.00000015',
+      cacheWrite1h: '0.0000003',
       request: '0',
     });
     expect(m.priceUnits).toEqual({
@@ -69,8 +70,14 @@ describe('parseCatalog', () => {
       completion: 6000n,
       cacheRead: 750n,
       cacheWrite: 1500n,
+      cacheWrite1h: 3000n,
       request: 0n,
     });
+    // No declared media bounds or reasoning: the documented conservative defaults.
+    expect(m.imageTokens).toEqual({ low: 2_833, high: 48_169, auto: 48_169 });
+    expect(m.documentPageTokens).toBe(48_169 + 3_000);
+    expect(m.documentMaxPages).toBe(100);
+    expect(m.reasoning).toBeNull();
     expect(m.providers.map((p) => [p.provider.name, p.upstreamModel])).toEqual([
       ['sim', 'gpt-4o-mini'],
       ['local', 'llama'],
@@ -215,5 +222,45 @@ models:
     );
     expect(c.provider('multi')!.apiKeys).toEqual(['one', 'two', 'three']);
     expect(c.provider('multi')!.apiKey).toBe('one');
+  });
+});
+
+describe('media, reasoning and 1-hour cache-write fields (issue 22)', () => {
+  const yaml = (model: string) => `
+providers:
+  - { name: p, base_url: "http://127.0.0.1:1/v1" }
+models:
+  - id: a/m
+    name: m
+    context_length: 200000
+    max_output_tokens: 64000
+    created: 1
+    providers: [{ provider: p, model: m }]
+    pricing: { prompt: "0.000003", completion: "0.000015", cache_write: "0.00000375", cache_write_1h: "0.000006" }
+${model}`;
+
+  it('reads declared image, document and reasoning bounds and the 1-hour price', () => {
+    const m = parseCatalog(
+      yaml(`    image_tokens: { low: 100, high: 1600 }
+    document_page_tokens: 3200
+    document_max_pages: 20
+    reasoning: { max_tokens: 32000, effort: { low: 2000, high: 24000 } }`),
+      { env: {} },
+    ).model('a/m')!;
+    // `auto` not declared: the provider picks low or high, so it is bounded by the higher.
+    expect(m.imageTokens).toEqual({ low: 100, high: 1600, auto: 1600 });
+    expect(m.documentPageTokens).toBe(3200);
+    expect(m.documentMaxPages).toBe(20);
+    expect(m.reasoning).toEqual({ maxTokens: 32000, effort: { low: 2000, high: 24000 } });
+    expect(m.pricing.cacheWrite1h).toBe('0.000006');
+    expect(m.priceUnits.cacheWrite1h).toBe(60_000n);
+  });
+
+  it('reports bad bounds with the model and field', () => {
+    expect(() =>
+      parseCatalog(yaml(`    image_tokens: { low: 0, huge: 5 }\n    reasoning: { effort: { low: 10 } }`), {
+        env: {},
+      }),
+    ).toThrowError(/image_tokens[\s\S]*reasoning/);
   });
 });

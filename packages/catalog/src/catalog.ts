@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { toDecimal } from '@tollgate/money';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_DOCUMENT_MAX_PAGES, DEFAULT_IMAGE_TOKENS, DOCUMENT_PAGE_TEXT_TOKENS } from './bounds';
 import { substituteEnv } from './env';
 import {
   type CatalogFile,
@@ -52,7 +53,23 @@ export interface ModelPricing<T> {
   completion: T;
   cacheRead: T;
   cacheWrite: T;
+  /** 1-hour cache writes (Anthropic `cache_control.ttl: "1h"`). */
+  cacheWrite1h: T;
   request: T;
+}
+
+/** Prompt tokens one image counts at each OpenAI `detail` (an image without one is `auto`). */
+export interface ImageTokens {
+  low: number;
+  high: number;
+  auto: number;
+}
+
+/** A reasoning model's declared bound on the reasoning tokens of one completion. */
+export interface ReasoningBound {
+  maxTokens: number;
+  /** Per `reasoning_effort`, when the catalog declares it. */
+  effort: Partial<Record<'minimal' | 'low' | 'medium' | 'high', number>>;
 }
 
 export interface CatalogModel {
@@ -63,6 +80,13 @@ export interface CatalogModel {
   created: number;
   contextLength: number;
   maxOutputTokens: number | undefined;
+  /** What one image part can count as prompt tokens (declared, else the conservative default). */
+  imageTokens: ImageTokens;
+  /** What one document page can count as prompt tokens, and the most pages a document can have. */
+  documentPageTokens: number;
+  documentMaxPages: number;
+  /** A reasoning model's bound on hidden reasoning tokens; null for other models. */
+  reasoning: ReasoningBound | null;
   /** In order of preference. */
   providers: { provider: CatalogProvider; upstreamModel: string }[];
   /** Per-token USD decimal strings, normalized ("0.00000015"). */
@@ -253,6 +277,19 @@ function crossCheck(raw: unknown, env: Record<string, string | undefined>, check
   return problems;
 }
 
+/**
+ * A model's image bounds: the declared ones; `high` defaults to the conservative default, `auto` (the
+ * provider picks low or high) to `high`, `low` to the smaller of the default's and `high`.
+ */
+function resolveImageTokens(declared: { low?: number; high?: number; auto?: number } = {}): ImageTokens {
+  const high = declared.high ?? DEFAULT_IMAGE_TOKENS.high;
+  return {
+    low: declared.low ?? Math.min(DEFAULT_IMAGE_TOKENS.low, high),
+    high,
+    auto: declared.auto ?? Math.max(high, declared.low ?? 0),
+  };
+}
+
 /** The parameters an embedding model accepts (shown in /models). */
 const EMBEDDING_PARAMETERS = ['input', 'encoding_format', 'dimensions', 'user'] as const;
 
@@ -292,7 +329,9 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
     const completion = m.pricing.completion ?? { text: '0', units: 0n };
     const cacheRead = m.pricing.cache_read ?? prompt;
     const cacheWrite = m.pricing.cache_write ?? prompt;
+    const cacheWrite1hUnits = m.pricing.cache_write_1h?.units ?? prompt.units * 2n;
     const requestUnits = m.pricing.request?.units ?? 0n;
+    const imageTokens = resolveImageTokens(m.image_tokens);
     const model: CatalogModel = {
       id: m.id,
       name: m.name,
@@ -300,6 +339,15 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
       created: m.created,
       contextLength: m.context_length,
       maxOutputTokens: m.max_output_tokens,
+      imageTokens: Object.freeze(imageTokens),
+      documentPageTokens: m.document_page_tokens ?? imageTokens.high + DOCUMENT_PAGE_TEXT_TOKENS,
+      documentMaxPages: m.document_max_pages ?? DEFAULT_DOCUMENT_MAX_PAGES,
+      reasoning: m.reasoning
+        ? Object.freeze({
+            maxTokens: m.reasoning.max_tokens,
+            effort: Object.freeze({ ...m.reasoning.effort }),
+          })
+        : null,
       providers: m.providers.map((ref) => ({
         provider: providers.get(ref.provider)!,
         upstreamModel: ref.model,
@@ -309,6 +357,7 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
         completion: toDecimal(completion.units),
         cacheRead: toDecimal(cacheRead.units),
         cacheWrite: toDecimal(cacheWrite.units),
+        cacheWrite1h: toDecimal(cacheWrite1hUnits),
         request: toDecimal(requestUnits),
       },
       priceUnits: {
@@ -316,6 +365,7 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
         completion: completion.units,
         cacheRead: cacheRead.units,
         cacheWrite: cacheWrite.units,
+        cacheWrite1h: cacheWrite1hUnits,
         request: requestUnits,
       },
       supportedParameters:

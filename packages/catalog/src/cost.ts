@@ -6,6 +6,8 @@ export interface TokenCounts {
   completion: number;
   cached?: number;
   cacheWrite?: number;
+  /** The part of `cacheWrite` written for one hour (Anthropic `ttl: "1h"`), priced `cacheWrite1h`. */
+  cacheWrite1h?: number;
   reasoning?: number;
 }
 
@@ -13,7 +15,8 @@ const count = (n: number | undefined) => BigInt(Math.max(0, Math.trunc(n ?? 0)))
 
 /**
  * Exact cost in @tollgate/money units (1e-10 USD):
- * (prompt − cached − cacheWrite)·prompt + cached·cacheRead + cacheWrite·cacheWrite + completion·completion + request.
+ * (prompt − cached − cacheWrite)·prompt + cached·cacheRead + (cacheWrite − cacheWrite1h)·cacheWrite
+ * + cacheWrite1h·cacheWrite1h + completion·completion + request.
  * Reasoning tokens are already inside `completion` and are not charged twice. Cached/cache-write
  * counts larger than the prompt are clamped so the uncached part never goes negative.
  */
@@ -22,11 +25,13 @@ export function computeCost(model: CatalogModel, tokens: TokenCounts): bigint {
   const prompt = count(tokens.prompt);
   const cached = minBig(count(tokens.cached), prompt);
   const cacheWrite = minBig(count(tokens.cacheWrite), prompt - cached);
+  const cacheWrite1h = minBig(count(tokens.cacheWrite1h), cacheWrite);
   const uncached = prompt - cached - cacheWrite;
   return (
     uncached * p.prompt +
     cached * p.cacheRead +
-    cacheWrite * p.cacheWrite +
+    (cacheWrite - cacheWrite1h) * p.cacheWrite +
+    cacheWrite1h * p.cacheWrite1h +
     count(tokens.completion) * p.completion +
     p.request
   );
@@ -38,11 +43,13 @@ export interface OutputBound {
   maxTokens?: number | undefined;
   /** Number of completions (`n`), default 1: each can produce the whole output budget. */
   n?: number | undefined;
+  /** The request asks for 1-hour cache writes (`cache_control.ttl: "1h"`): its price bounds the prompt too. */
+  cacheWrite1h?: boolean | undefined;
 }
 
 /**
  * The most a request can cost, for reservations before forwarding:
- * promptTokens·max(prompt, cacheRead, cacheWrite) + n·budget·completion + request, where budget =
+ * promptTokens·max(prompt, cacheRead, cacheWrite[, cacheWrite1h]) + n·budget·completion + request, where budget =
  * maxTokens ?? maxOutputTokens ?? (contextLength − promptTokens). A maxTokens above what the model can
  * ever produce (maxOutputTokens, else contextLength) is capped there. Every prompt token is charged at
  * the dearest input price: whether the provider serves it from cache or writes it to cache is unknown
@@ -57,7 +64,8 @@ export function worstCaseCost(model: CatalogModel, promptTokens: number, bound: 
       ? (model.maxOutputTokens ?? Math.max(0, model.contextLength - Number(prompt)))
       : Math.min(Number(count(maxTokens)), model.maxOutputTokens ?? model.contextLength);
   const completions = BigInt(Math.max(1, Math.trunc(bound.n ?? 1)));
-  const inputPrice = maxBig(maxBig(p.prompt, p.cacheRead), p.cacheWrite);
+  let inputPrice = maxBig(maxBig(p.prompt, p.cacheRead), p.cacheWrite);
+  if (bound.cacheWrite1h) inputPrice = maxBig(inputPrice, p.cacheWrite1h);
   return prompt * inputPrice + completions * BigInt(budget) * p.completion + p.request;
 }
 
@@ -74,7 +82,8 @@ const MAX_COMPLETIONS = 128;
  */
 export function requestWorstCase(model: CatalogModel): bigint {
   const p = model.priceUnits;
-  const inputPrice = maxBig(maxBig(p.prompt, p.cacheRead), p.cacheWrite);
+  // 1-hour cache writes (issue 22) are the dearest input a request can ask for.
+  const inputPrice = maxBig(maxBig(maxBig(p.prompt, p.cacheRead), p.cacheWrite), p.cacheWrite1h);
   const output = BigInt(model.maxOutputTokens ?? model.contextLength);
   return (
     BigInt(model.contextLength) * inputPrice + BigInt(MAX_COMPLETIONS) * output * p.completion + p.request

@@ -1,12 +1,24 @@
+export {
+  DEFAULT_DOCUMENT_MAX_PAGES,
+  DEFAULT_IMAGE_TOKENS,
+  DOCUMENT_PAGE_TEXT_TOKENS,
+  emptyCensus,
+  type ImageDetail,
+  type MediaCensus,
+  mediaPromptTokens,
+  reasoningBudget,
+} from './bounds';
 export type {
   Catalog,
   CatalogFormat,
   CatalogModel,
   CatalogProvider,
   EmbeddingLimits,
+  ImageTokens,
   ModelPricing,
   OutputModality,
   ParseCatalogOptions,
+  ReasoningBound,
   WireFormatName,
 } from './catalog';
 export { CatalogError, loadCatalog, parseCatalog } from './catalog';

@@ -43,6 +43,26 @@ const priceString = z.unknown().transform((v, ctx) => {
 
 const positiveInt = z.number().int().positive();
 
+/** Prompt tokens one image counts at each `detail` (issue 22; defaults in bounds.ts). */
+const imageTokensSchema = z.strictObject({
+  low: positiveInt.optional(),
+  high: positiveInt.optional(),
+  auto: positiveInt.optional(),
+});
+
+/** A reasoning model: the most its hidden reasoning adds to one completion, overall and per effort. */
+const reasoningSchema = z.strictObject({
+  max_tokens: positiveInt,
+  effort: z
+    .strictObject({
+      minimal: positiveInt.optional(),
+      low: positiveInt.optional(),
+      medium: positiveInt.optional(),
+      high: positiveInt.optional(),
+    })
+    .optional(),
+});
+
 /** Provider wire formats (one adapter each in services/proxy/src/providers/). */
 export const WIRE_FORMATS = ['openai', 'anthropic', 'gemini', 'azure', 'bedrock'] as const;
 /** What a model produces: chat text, or embedding vectors (served by POST /embeddings only). */
@@ -121,6 +141,11 @@ const modelSchema = z.strictObject({
   description: z.string().default(''),
   context_length: positiveInt,
   max_output_tokens: positiveInt.optional(),
+  /** Token bounds of media parts (issue 22): what one image / one document page can count as prompt. */
+  image_tokens: imageTokensSchema.optional(),
+  document_page_tokens: positiveInt.optional(),
+  document_max_pages: positiveInt.optional(),
+  reasoning: reasoningSchema.optional(),
   created: z.number().int().nonnegative(),
   providers: z
     .array(z.strictObject({ provider: z.string().min(1), model: z.string().min(1) }))
@@ -131,6 +156,8 @@ const modelSchema = z.strictObject({
     completion: priceString.optional(),
     cache_read: priceString.optional(),
     cache_write: priceString.optional(),
+    /** Anthropic's 1-hour cache writes (`cache_control.ttl: "1h"`); default 2 × prompt. */
+    cache_write_1h: priceString.optional(),
     request: priceString.optional(),
   }),
   supported_parameters: z.array(z.string().min(1)).optional(),

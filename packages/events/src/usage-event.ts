@@ -56,6 +56,8 @@ export const usageEventV1 = z.object({
     completion: count,
     cached: count,
     cache_write: count,
+    /** The part of `cache_write` written for one hour (Anthropic `ttl: "1h"`); absent: none. */
+    cache_write_1h: count.optional(),
     reasoning: count,
   }),
   /** Total cost in USD. */
@@ -113,7 +115,7 @@ export type ParseResult = { ok: true; event: UsageEvent } | { ok: false; reason:
 const UUID = z.regexes.uuid();
 const DATETIME = z.regexes.datetime({ precision: null, offset: false, local: false });
 const V1_KEYS = new Set(Object.keys(usageEventV1.shape));
-const TOKEN_KEYS = new Set(['prompt', 'completion', 'cached', 'cache_write', 'reasoning']);
+const TOKEN_KEYS = new Set(['prompt', 'completion', 'cached', 'cache_write', 'cache_write_1h', 'reasoning']);
 const ERROR_KEYS = new Set(['code', 'message']);
 const ATTEMPT_KEYS = new Set(['provider', 'model', 'status', 'outcome', 'latency_ms']);
 
@@ -178,6 +180,7 @@ export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
     !isCount(tokens.completion) ||
     !isCount(tokens.cached) ||
     !isCount(tokens.cache_write) ||
+    (Object.hasOwn(tokens, 'cache_write_1h') && !isCount(tokens.cache_write_1h)) ||
     !isCount(tokens.reasoning)
   )
     return false;

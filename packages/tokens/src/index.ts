@@ -27,8 +27,19 @@ export const SAFETY_MARGIN_PERCENT = 5;
 export const TOKENS_PER_MESSAGE = 3;
 export const TOKENS_PER_NAME = 1;
 export const REPLY_PRIMING_TOKENS = 3;
-/** An image part counts as a high-detail 1024×1024 image (OpenAI: 85 + 4 tiles × 170). */
-export const TOKENS_PER_IMAGE = 765;
+/**
+ * Part types counted as media, not text: images and documents. What one counts depends on the model
+ * (its catalog bounds, @tollgate/catalog `mediaPromptTokens`), so the text count leaves them out and
+ * the proxy adds them per model (services/proxy/src/pipeline/bound.ts).
+ */
+export const MEDIA_PART_TYPES: ReadonlySet<string> = new Set([
+  'image_url',
+  'input_image',
+  'image',
+  'file',
+  'input_file',
+  'document',
+]);
 /** Longest run without whitespace handed to the tokenizer in one piece. */
 export const MAX_RUN_CHARS = 128;
 /** Longest piece handed to the tokenizer (split at whitespace): ≤ ~2.5 ms of tokenizing. */
@@ -180,7 +191,8 @@ function contentTokens(content: unknown, budget: CountBudget): number {
     if (part === null || typeof part !== 'object') continue;
     const p = part as ContentPart;
     if (typeof p.text === 'string') n += countTextTokens(p.text, budget);
-    else if (p.type === 'image_url' || p.type === 'input_image' || p.type === 'image') n += TOKENS_PER_IMAGE;
+    else if (typeof p.type === 'string' && MEDIA_PART_TYPES.has(p.type))
+      continue; // priced per model
     else n += countTextTokens(JSON.stringify(p), budget); // unknown part kinds: count their JSON
   }
   return n;

@@ -121,13 +121,20 @@ describe('estimatePromptTokens', () => {
     expect(estimatePromptTokens(messages)).toBe(exact + Math.ceil(exact * 0.05));
   });
 
-  it('reads content parts with text, names, tool calls and counts images generously', () => {
+  it('reads content parts with text, names and tool calls, and leaves media to the per-model bounds', () => {
     const parts = estimatePromptTokens([{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }]);
     expect(parts).toBe(estimatePromptTokens([{ role: 'user', content: 'Hello' }]));
-    const withImage = countPromptTokens([
-      { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] },
-    ]);
-    expect(withImage).toBeGreaterThanOrEqual(765);
+    // Images and documents count what the serving model's catalog bounds say (services/proxy
+    // pipeline/bound.ts), not a flat figure here: their base64 or URL text is not their price.
+    const empty = countPromptTokens([{ role: 'user', content: [] }]);
+    for (const part of [
+      { type: 'image_url', image_url: { url: 'https://x/y.png' } },
+      { type: 'input_image', image_url: 'data:image/png;base64,AAAA' },
+      { type: 'file', file: { file_data: `data:application/pdf;base64,${'A'.repeat(10_000)}` } },
+      { type: 'document', source: { type: 'base64', data: 'AAAA' } },
+    ]) {
+      expect(countPromptTokens([{ role: 'user', content: [part] }])).toBe(empty);
+    }
     expect(countPromptTokens([{ role: 'user', name: 'ann', content: 'x' }])).toBe(
       countPromptTokens([{ role: 'user', content: 'x' }]) + 1 + encode('ann').length,
     );

@@ -107,6 +107,8 @@ export const proxyEnv = z
      * (discarded) this long for its usage, which is billed (0 = abort at once and bill the upper bound).
      */
     CANCEL_DRAIN_MS: z.coerce.number().int().min(0).default(30_000),
+    /** Most image parts one completion request may carry; more is a 400 naming this setting. */
+    MAX_IMAGES_PER_REQUEST: z.coerce.number().int().positive().default(100),
     /** Most providers tried for one request before its first byte (failover), the first included. */
     ROUTING_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(4),
     /** Failover stops trying new candidates this long after the request started. */

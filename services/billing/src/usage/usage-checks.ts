@@ -58,6 +58,7 @@ export function createUsageChecks(options: UsageChecksOptions): UsageChecks {
       completion: e.tokens.completion,
       cached: e.tokens.cached,
       cacheWrite: e.tokens.cache_write,
+      cacheWrite1h: e.tokens.cache_write_1h,
       reasoning: e.tokens.reasoning,
     });
     let claimed: bigint | null;

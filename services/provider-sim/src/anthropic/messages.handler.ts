@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
+  type CompletionPlan,
   clientGone,
   errorHeaders,
   firstToken,
@@ -8,8 +9,10 @@ import {
   streamContent,
   usageDelay,
   wait,
+  withImageTokens,
 } from '../completion/completion.handler';
 import { PIECES } from '../completion/generator';
+import { type Charge, openCharge } from '../completion/ledger';
 import { countText } from '../completion/prompt-tokens';
 import { messagesScript } from '../script/messages-script';
 import { type ScriptedCall, scriptTokens, type ToolScript } from '../script/tool-script';
@@ -30,7 +33,20 @@ export interface MessagePlan {
   tool: { id: string; name: string; input: string } | undefined;
   stopReason: StopReason;
   stopSequence: string | null;
-  usage: { input: number; cacheRead: number; cacheWrite: number; output: number };
+  usage: { input: number; cacheRead: number; cacheWrite: number; cacheWrite1h: number; output: number };
+  /** The plan the figures come from (the charge ledger's). */
+  tokens: CompletionPlan;
+  images: number;
+}
+
+/** Image blocks of a Messages request. */
+function imageBlocks(req: MessagesRequest): number {
+  let n = 0;
+  for (const m of req.messages) {
+    if (typeof m.content === 'string') continue;
+    for (const b of m.content) if (b.type === 'image') n++;
+  }
+  return n;
 }
 
 /** Cuts the pieces before the first stop sequence; the match itself is not sent (like the API). */
@@ -56,12 +72,21 @@ function cutAtStop(pieces: string[], stops: string[]): { pieces: string[]; stop:
 
 export function planMessage(req: MessagesRequest): MessagePlan {
   const seed = messagesSeed(req);
-  const plan = planTokens(seed, countInputTokens(req), req.maxTokens, req.sim);
+  const images = imageBlocks(req);
+  const prompt = withImageTokens(countInputTokens(req), images, req.sim);
+  const plan = planTokens(seed, prompt, req.maxTokens, req.sim);
   const cacheRead = plan.cachedTokens;
-  const cacheWrite = plan.cacheWriteTokens ?? 0;
-  const usage = { input: plan.promptTokens - cacheRead - cacheWrite, cacheRead, cacheWrite, output: 0 };
+  const cacheWrite1h = plan.cacheWrite1hTokens;
+  const cacheWrite = (plan.cacheWriteTokens ?? 0) + cacheWrite1h;
+  const usage = {
+    input: plan.promptTokens - cacheRead - cacheWrite,
+    cacheRead,
+    cacheWrite,
+    cacheWrite1h,
+    output: 0,
+  };
   const script = messagesScript(req);
-  if (script !== null) return scriptedPlan(script, usage, plan.reasoningTokens);
+  if (script !== null) return scriptedPlan(script, usage, plan, images);
   const tool = toolToCall(req, seed);
   if (tool) {
     // Tool calls are not cut by max_tokens in the simulator (README).
@@ -73,6 +98,8 @@ export function planMessage(req: MessagesRequest): MessagePlan {
       stopReason: 'tool_use',
       stopSequence: null,
       usage,
+      tokens: plan,
+      images,
     };
   }
   const all =
@@ -83,15 +110,20 @@ export function planMessage(req: MessagesRequest): MessagePlan {
   usage.output = pieces.length + plan.reasoningTokens;
   const stopReason: StopReason =
     stop !== null ? 'stop_sequence' : plan.finishReason === 'length' ? 'max_tokens' : 'end_turn';
-  return { text: pieces, tool: undefined, stopReason, stopSequence: stop, usage };
+  return { text: pieces, tool: undefined, stopReason, stopSequence: stop, usage, tokens: plan, images };
 }
 
 /** A scripted answer (script/tool-script.ts): the first scripted call, or the text carrying the tool output. */
-function scriptedPlan(script: ToolScript, usage: MessagePlan['usage'], reasoning: number): MessagePlan {
-  usage.output = scriptTokens(script) + reasoning;
+function scriptedPlan(
+  script: ToolScript,
+  usage: MessagePlan['usage'],
+  plan: CompletionPlan,
+  images: number,
+): MessagePlan {
+  usage.output = scriptTokens(script) + plan.reasoningTokens;
   if (script.kind === 'answer') {
     const text = script.text.match(/[\s\S]{1,16}/g) ?? [];
-    return { text, tool: undefined, stopReason: 'end_turn', stopSequence: null, usage };
+    return { text, tool: undefined, stopReason: 'end_turn', stopSequence: null, usage, tokens: plan, images };
   }
   const call = script.calls[0] as ScriptedCall;
   return {
@@ -100,11 +132,29 @@ function scriptedPlan(script: ToolScript, usage: MessagePlan['usage'], reasoning
     stopReason: 'tool_use',
     stopSequence: null,
     usage,
+    tokens: plan,
+    images,
   };
 }
 
 const usageJson = (u: MessagePlan['usage'], output: number) =>
-  `{"input_tokens":${u.input},"cache_creation_input_tokens":${u.cacheWrite},"cache_read_input_tokens":${u.cacheRead},"output_tokens":${output}}`;
+  `{"input_tokens":${u.input},"cache_creation_input_tokens":${u.cacheWrite},"cache_read_input_tokens":${u.cacheRead},` +
+  `"cache_creation":{"ephemeral_5m_input_tokens":${u.cacheWrite - u.cacheWrite1h},"ephemeral_1h_input_tokens":${u.cacheWrite1h}},"output_tokens":${output}}`;
+
+/** The ledger's charge of an accepted Messages request (ledger.ts): its output is Anthropic's. */
+function chargeOf(body: MessagesRequest, plan: MessagePlan, stream: boolean): Charge | null {
+  const { sim } = body;
+  if (sim.errorStatus !== undefined || (!stream && sim.errorAfterChunks !== undefined)) return null;
+  const charge = openCharge(plan.tokens, {
+    model: body.model,
+    format: 'anthropic',
+    stream,
+    sim,
+    images: plan.images,
+  });
+  if (!stream) charge.completion = plan.usage.output;
+  return charge;
+}
 
 function writeError(res: ServerResponse, req: MessagesRequest, status: number): void {
   const body = JSON.stringify(simulatedError(status, req.sim.errorMessage).toJSON(anthropicId('req_')));
@@ -128,9 +178,14 @@ export async function messagesJson(
     (sim.ttftMs ?? defaults.ttftMs) +
     (sim.interTokenMs ?? defaults.interTokenMs) * Math.max(chunks - 1, 0) +
     (sim.usageDelayMs ?? 0);
-  if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
+  const charge = chargeOf(body, plan, false);
+  if (delay > 0 && !(await wait(delay, clientGone(req, res)))) {
+    if (charge) charge.state = 'client_gone';
+    return;
+  }
   if (sim.errorStatus !== undefined) return writeError(res, body, sim.errorStatus);
   if (sim.errorAfterChunks !== undefined) return writeError(res, body, 500);
+  if (charge) charge.state = sim.cutAfterChunks !== undefined ? 'cut' : 'complete';
   if (sim.cutAfterChunks !== undefined) {
     res.destroy();
     return;
@@ -175,8 +230,12 @@ export async function messagesStream(
 ): Promise<void> {
   const { sim } = body;
   const plan = planMessage(body);
+  const charge = chargeOf(body, plan, true);
   const pacing = await firstToken(req, res, sim, defaults);
-  if (!pacing) return;
+  if (!pacing) {
+    if (charge) charge.state = 'client_gone';
+    return;
+  }
   if (sim.errorStatus !== undefined) return writeError(res, body, sim.errorStatus);
 
   res.writeHead(200, {
@@ -216,6 +275,7 @@ export async function messagesStream(
     (i) => event('content_block_delta', `{"type":"content_block_delta","index":0,"delta":${deltas[i]}}`),
     sim,
     pacing,
+    charge,
   );
   if (!sent) return;
   out = sent.out;
@@ -225,8 +285,15 @@ export async function messagesStream(
     return;
   }
   const rest = await usageDelay(res, out, sim, req);
-  if (rest === null) return;
+  if (rest === null) {
+    if (charge) charge.state = 'client_gone';
+    return;
+  }
   out = rest;
+  if (charge) {
+    charge.completion = plan.usage.output;
+    charge.state = 'complete';
+  }
   if (hasBlock) out += event('content_block_stop', '{"type":"content_block_stop","index":0}');
   const endUsage = sim.omitUsage ? '' : `,"usage":${usageJson(plan.usage, plan.usage.output)}`;
   out += event(

@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { upstreamError } from '../http/openai-error';
 import { defaultCompletionLength, generatePieces, PIECES_JSON, piecesText, promptSeed } from './generator';
-import { countPromptTokens } from './prompt-tokens';
+import { type Charge, openCharge } from './ledger';
+import { countPromptTokens, TOKENS_PER_IMAGE } from './prompt-tokens';
 import type { CompletionRequest, SimOptions } from './request';
 import { writeToolCall } from './tool-call';
 
@@ -19,11 +20,28 @@ export interface CompletionPlan {
   completionTokens: number;
   cachedTokens: number;
   cacheWriteTokens: number | undefined;
+  /** Cache writes for one hour (`sim.cache_write_1h_tokens`), on top of `cacheWriteTokens`. */
+  cacheWrite1hTokens: number;
   reasoningTokens: number;
 }
 
+/** Image parts of an OpenAI chat request. */
+function imageCount(messages: readonly { content?: unknown }[]): number {
+  let n = 0;
+  for (const m of messages) {
+    if (!Array.isArray(m.content)) continue;
+    for (const part of m.content) if ((part as { type?: unknown } | null)?.type === 'image_url') n++;
+  }
+  return n;
+}
+
+/** Prompt tokens with `sim.image_tokens` per image instead of the count's own figure. */
+export const withImageTokens = (count: number, images: number, sim: SimOptions): number =>
+  sim.imageTokens === undefined ? count : count + images * (sim.imageTokens - TOKENS_PER_IMAGE);
+
 function planCompletion(req: CompletionRequest): CompletionPlan {
-  return planTokens(promptSeed(req.messages), countPromptTokens(req.messages), req.maxTokens, req.sim);
+  const prompt = withImageTokens(countPromptTokens(req.messages), imageCount(req.messages), req.sim);
+  return planTokens(promptSeed(req.messages), prompt, req.maxTokens, req.sim);
 }
 
 /** The plan of a completion whose prompt hashes to `seed` and counts `promptTokens` (both wire formats). */
@@ -50,6 +68,10 @@ export function planTokens(
     sim.cacheWriteTokens === undefined
       ? undefined
       : Math.min(sim.cacheWriteTokens, promptTokens - cachedTokens);
+  const cacheWrite1hTokens = Math.min(
+    sim.cacheWrite1hTokens ?? 0,
+    promptTokens - cachedTokens - (cacheWriteTokens ?? 0),
+  );
   return {
     pieces: generatePieces(seed, target),
     finishReason,
@@ -57,13 +79,16 @@ export function planTokens(
     completionTokens: target + reasoning,
     cachedTokens,
     cacheWriteTokens,
+    cacheWrite1hTokens,
     reasoningTokens: reasoning,
   };
 }
 
 export function usageJson(plan: CompletionPlan): string {
   const cacheWrite =
-    plan.cacheWriteTokens === undefined ? '' : `,"cache_write_tokens":${plan.cacheWriteTokens}`;
+    plan.cacheWriteTokens === undefined && plan.cacheWrite1hTokens === 0
+      ? ''
+      : `,"cache_write_tokens":${(plan.cacheWriteTokens ?? 0) + plan.cacheWrite1hTokens}`;
   return (
     `{"prompt_tokens":${plan.promptTokens},"completion_tokens":${plan.completionTokens},` +
     `"total_tokens":${plan.promptTokens + plan.completionTokens},` +
@@ -138,10 +163,25 @@ export async function completeJson(
   const ttft = sim.ttftMs ?? defaults.ttftMs;
   const inter = sim.interTokenMs ?? defaults.interTokenMs;
   const delay = ttft + inter * Math.max(plan.pieces.length - 1, 0) + (sim.usageDelayMs ?? 0);
-  if (delay > 0 && !(await wait(delay, clientGone(req, res)))) return;
+  // Accepted: generated whole, whether or not anyone waits for it (ledger.ts).
+  const charge =
+    sim.errorStatus === undefined && sim.errorAfterChunks === undefined
+      ? openCharge(plan, {
+          model: body.model,
+          format: 'openai',
+          stream: false,
+          sim,
+          images: imageCount(body.messages),
+        })
+      : null;
+  if (delay > 0 && !(await wait(delay, clientGone(req, res)))) {
+    if (charge) charge.state = 'client_gone';
+    return;
+  }
   if (sim.errorStatus !== undefined)
     return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
   if (sim.errorAfterChunks !== undefined) return writeError(res, 500, sim.errorMessage);
+  if (charge) charge.state = sim.cutAfterChunks !== undefined ? 'cut' : 'complete';
   if (sim.cutAfterChunks !== undefined) {
     res.destroy();
     return;
@@ -189,22 +229,32 @@ export async function streamContent(
   eventAt: (i: number) => string,
   sim: SimOptions,
   pacing: { inter: number; signal: AbortSignal | undefined },
+  charge: Charge | null = null,
 ): Promise<{ out: string; end: 'complete' | 'error' } | null> {
   const stopAt = Math.min(sim.errorAfterChunks ?? Infinity, sim.cutAfterChunks ?? Infinity, count);
   for (let i = 0; i < stopAt; i++) {
     if (i > 0 && pacing.inter > 0) {
       res.write(out);
       out = '';
-      if (!(await wait(pacing.inter, pacing.signal!))) return null;
+      if (!(await wait(pacing.inter, pacing.signal!))) {
+        if (charge) charge.state = 'client_gone';
+        return null;
+      }
     }
     out += eventAt(i);
+    // Each content event is one generated token (the tokens it stands for are written below).
+    if (charge) charge.completion++;
   }
   const errorFirst =
     sim.errorAfterChunks !== undefined &&
     (sim.cutAfterChunks === undefined || sim.errorAfterChunks <= sim.cutAfterChunks);
-  if (errorFirst) return { out, end: 'error' };
+  if (errorFirst) {
+    if (charge) charge.state = 'error';
+    return { out, end: 'error' };
+  }
   if (sim.cutAfterChunks !== undefined) {
     // Flush what was produced, then kill the socket: no finish, no usage, no end marker.
+    if (charge) charge.state = 'cut';
     res.write(out, () => res.destroy());
     return null;
   }
@@ -236,8 +286,22 @@ export async function completeStream(
 ): Promise<void> {
   const { sim } = body;
   const plan = planCompletion(body);
+  // Accepted: the prompt and the reasoning are charged at once, the content as it streams (ledger.ts).
+  const charge =
+    sim.errorStatus === undefined
+      ? openCharge(plan, {
+          model: body.model,
+          format: 'openai',
+          stream: true,
+          sim,
+          images: imageCount(body.messages),
+        })
+      : null;
   const pacing = await firstToken(req, res, sim, defaults);
-  if (!pacing) return;
+  if (!pacing) {
+    if (charge) charge.state = 'client_gone';
+    return;
+  }
   if (sim.errorStatus !== undefined)
     return writeError(res, sim.errorStatus, sim.errorMessage, sim.retryAfter);
   if (body.tool) return writeToolCall(res, body, body.tool, plan);
@@ -259,6 +323,7 @@ export async function completeStream(
     (i) => `${head}{"content":${pieceJson ?? PIECES_JSON[pieces[i]!]}}${tail}`,
     sim,
     pacing,
+    charge,
   );
   if (!sent) return;
   let out = sent.out;
@@ -267,7 +332,14 @@ export async function completeStream(
     return;
   }
   const rest = await usageDelay(res, out, sim, req);
-  if (rest === null) return;
+  if (rest === null) {
+    if (charge) charge.state = 'client_gone';
+    return;
+  }
+  if (charge) {
+    charge.completion = plan.completionTokens;
+    charge.state = 'complete';
+  }
   out = rest;
   out += `${head}{},"logprobs":null,"finish_reason":"${plan.finishReason}"}]${usageNull}}\n\n`;
   if (body.includeUsage && !sim.omitUsage) {

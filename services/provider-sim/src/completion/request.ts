@@ -21,6 +21,12 @@ export interface SimOptions {
   retryAfter?: number;
   /** Delay before the end of the answer that carries the usage (stream: the finish and usage chunks). */
   usageDelayMs?: number;
+  /** Prompt tokens of every image part (instead of 85). */
+  imageTokens?: number;
+  /** Cache-write tokens written for one hour (Anthropic `ttl: "1h"`), on top of `cacheWriteTokens`. */
+  cacheWrite1hTokens?: number;
+  /** A label the charge ledger (GET /sim/ledger) records the request under. */
+  tag?: string;
 }
 
 export interface CompletionRequest {
@@ -165,6 +171,13 @@ function parseMessages(raw: unknown): SimMessage[] {
   return raw as SimMessage[];
 }
 
+function tagParam(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.length === 0 || v.length > 200)
+    throw invalidType('sim.tag', 'a string of 1 to 200 characters', v);
+  return v;
+}
+
 /** The `sim` object of a request body (both wire formats); throws OpenAIError (400) naming the field. */
 export function parseSim(raw: unknown): SimOptions {
   if (raw === undefined || raw === null) return { omitUsage: false, cachedTokens: 0, reasoningTokens: 0 };
@@ -190,6 +203,9 @@ export function parseSim(raw: unknown): SimOptions {
     interTokenMs: intParam(raw, 'inter_token_ms', 'sim.inter_token_ms', 0, 60_000),
     retryAfter: intParam(raw, 'retry_after', 'sim.retry_after', 0, 86_400),
     usageDelayMs: intParam(raw, 'usage_delay_ms', 'sim.usage_delay_ms', 0, 600_000),
+    imageTokens: intParam(raw, 'image_tokens', 'sim.image_tokens', 0, 1_000_000),
+    cacheWrite1hTokens: intParam(raw, 'cache_write_1h_tokens', 'sim.cache_write_1h_tokens', 0),
+    tag: tagParam(raw.tag),
   };
 }
 

@@ -7,6 +7,7 @@ import { CloudError } from '../clouds/cloud-error';
 import { cloudRoute } from '../clouds/routes';
 import type { AwsCredentials } from '../clouds/sigv4';
 import { completeJson, completeStream, type SimDefaults } from '../completion/completion.handler';
+import { ledgerJson } from '../completion/ledger';
 import { parseCompletionRequest } from '../completion/request';
 import { responsesAnswer } from '../responses/responses.handler';
 import { parseResponsesRequest } from '../responses/responses.request';
@@ -169,6 +170,11 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     if (path === '/healthz' || path === '/readyz') return sendJson(res, 200, '{"status":"ok"}');
+    // What the simulator charged, per request (completion/ledger.ts): `?tag=` filters by `sim.tag`.
+    if (path === '/sim/ledger' && req.method === 'GET') {
+      const tag = q === -1 ? null : new URLSearchParams(url.slice(q + 1)).get('tag');
+      return sendJson(res, 200, ledgerJson(tag));
+    }
     const route = path.startsWith('/v1/') ? path.slice(3) : path;
     if (route === '/messages' && req.method === 'POST') return messages(req, res);
     const cloud = cloudRoute(req, res, path, new URLSearchParams(q === -1 ? '' : url.slice(q + 1)), {

@@ -151,6 +151,7 @@ export function createProxyApp(deps: {
     streamWriteTimeoutMs: config.STREAM_WRITE_TIMEOUT_MS,
     maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
     cancelDrainMs: config.CANCEL_DRAIN_MS,
+    maxImages: config.MAX_IMAGES_PER_REQUEST,
     concurrency: new CompletionSlots(
       config.MAX_CONCURRENT_COMPLETIONS_PER_KEY,
       config.MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT,

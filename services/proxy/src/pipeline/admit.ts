@@ -7,6 +7,7 @@ import type { ProxyRequest, ProxyResponse } from '../http/types';
 import type { SpendGuard } from '../spend/guard';
 import { Completion, type TokenEstimator, type UsageSink } from './completion';
 import type { CompletionSlots } from './concurrency';
+import { DEFAULT_MAX_IMAGES, requestMedia } from './media';
 import { type Plan, worstCase } from './plan';
 import { admissionPromptTokens } from './prompt-bound';
 
@@ -24,6 +25,8 @@ export interface AdmitDeps {
   maxDurationMs: number;
   /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
   cancelDrainMs?: number;
+  /** Most image parts one request may carry (MAX_IMAGES_PER_REQUEST; default DEFAULT_MAX_IMAGES). */
+  maxImages?: number;
   logger: Logger;
 }
 
@@ -60,6 +63,8 @@ export async function admit(
   key: CachedKey,
   recall: Recall | null,
 ): Promise<Admitted> {
+  // Its images and documents, priced per candidate by the catalog's bounds (400 past MAX_IMAGES_PER_REQUEST).
+  const media = requestMedia(p.request.messages, deps.maxImages ?? DEFAULT_MAX_IMAGES);
   // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
   if (deps.sink.canAdmit && !deps.sink.canAdmit()) {
     throw new AppError(
@@ -88,7 +93,7 @@ export async function admit(
     prompt = admissionPromptTokens(request.messages, request.toolsJson, deps.estimator);
     reservation = await deps.guard.admit({
       key,
-      worstCaseCostUnits: worstCase(p, prompt.tokens),
+      worstCaseCostUnits: worstCase(p, prompt.tokens, media),
       requestId,
       check: recall ? recall.check(key) : undefined,
     });
@@ -115,6 +120,7 @@ export async function admit(
       promptEstimate: prompt.exact,
       reservation,
       cancelDrainMs: deps.cancelDrainMs,
+      media,
     },
     deps.guard,
     deps.sink,

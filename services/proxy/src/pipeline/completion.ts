@@ -8,7 +8,9 @@ import type { ApiType } from '../doors/door';
 import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
+import { upperBound } from './bound';
 import { DEFAULT_CANCEL_DRAIN_MS, Drain } from './drain';
+import { NO_MEDIA, type RequestMedia } from './media';
 import type { Outcome, UsageSource } from './outcome';
 
 import type { CanonicalRequest } from './request';
@@ -57,6 +59,8 @@ export interface CompletionInit {
   reservation: SpendReservation | null;
   /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
   cancelDrainMs?: number;
+  /** The request's media and cache asks (media.ts), priced into the upper bound per serving model. */
+  media?: RequestMedia;
 }
 
 /**
@@ -74,6 +78,9 @@ export class Completion {
   readonly clientGone = new AbortController();
   private readonly drain: Drain;
   private _waitSignal: AbortSignal | null = null;
+  /** The client left, or the upstream request was aborted, while a provider held it (bound.ts: its answer may exist). */
+  private abortedAtProvider = false;
+  private readonly media: RequestMedia;
   firstByteAt = 0;
   /** performance.now() marks for the metrics (services/proxy/src/metrics): upstream time and first token. */
   upstreamStartedAt = 0;
@@ -127,6 +134,7 @@ export class Completion {
     this.promptExact = init.promptEstimate;
     this.reservation = init.reservation;
     this.drain = new Drain(init.cancelDrainMs ?? DEFAULT_CANCEL_DRAIN_MS);
+    this.media = init.media ?? NO_MEDIA;
   }
 
   /** The candidate being tried, then the one that served (failover moves it, `aim`). */
@@ -233,6 +241,7 @@ export class Completion {
   cancel(): void {
     if (this._cancelled) return;
     this._cancelled = true;
+    if (this.atProvider) this.abortedAtProvider = true;
     this.clientGone.abort();
     if (!this.drain.start(this)) this.abort.abort();
   }
@@ -243,7 +252,7 @@ export class Completion {
       { provider: this._provider.name },
       'cancelled completion: no usage within the drain period',
     );
-    this.abort.abort();
+    this.abortUpstream();
   }
 
   /** Stops the request with `reason` (answered like the duration cap: HTTP error or error chunk). */
@@ -251,6 +260,23 @@ export class Completion {
     if (this.ended) return;
     this._stopReason = reason;
     this._timedOut = true;
+    this.abortUpstream();
+  }
+
+  /**
+   * A cancelled completion ended without reading an answer: may the provider have produced one? Yes
+   * when a provider held the request as the client left or as it was aborted, unless its last answer
+   * was an error (it refused the request).
+   */
+  private answerMayExist(): boolean {
+    const last = this.attempts.at(-1);
+    const refused = last !== undefined && last.status !== null && last.status >= 300;
+    return this.abortedAtProvider && !refused;
+  }
+
+  /** Aborts the upstream request, noting whether a provider held it (its work is then billed: bound.ts). */
+  private abortUpstream(): void {
+    if (this.atProvider) this.abortedAtProvider = true;
     this.abort.abort();
   }
 
@@ -259,7 +285,7 @@ export class Completion {
     this.maxDurationMs = ms;
     this.deadline = setTimeout(() => {
       this._timedOut = true;
-      this.abort.abort();
+      this.abortUpstream();
     }, ms);
     this.deadline.unref();
   }
@@ -333,12 +359,13 @@ export class Completion {
         ({ tokens, source, costUnits, finishReason, upstreamId } = outcome);
         break;
       case 'failed':
+        // The provider accepted the request; its answer was never seen: the whole output budget.
         this.fail(outcome.error);
-        tokens = this.estimate('');
+        tokens = this.bound(0, 'none');
         costUnits = this.cost(tokens);
         break;
       case 'cancelled':
-        tokens = this.estimate('');
+        tokens = this.bound(0, this.answerMayExist() ? 'none' : 'prompt-only');
         costUnits = this.cost(tokens);
         break;
     }
@@ -370,19 +397,25 @@ export class Completion {
   }
 
   /**
-   * Estimated counts: prompt from the request messages, completion from the text actually produced
-   * (plus `overflowBytes`, UTF-8 bytes of produced text that was only counted, not kept: an upper
-   * bound of its tokens). The estimator's counts are linear-time and budgeted (@tollgate/tokens).
+   * The upper bound billed when the provider reported no usage (bound.ts): the prompt with its media
+   * at the serving model's bounds (and cache writes when asked), the text actually produced
+   * (`overflowBytes`: UTF-8 bytes of produced text only counted, an upper bound of its tokens) plus
+   * the reasoning budget the request allowed. The estimator's counts are linear-time and budgeted.
    */
   estimate(producedText: string, overflowBytes = 0): TokenCounts {
-    return {
-      prompt: this.promptEstimate(),
-      completion:
-        (producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText)) +
-        overflowBytes,
-      cached: 0,
-      cacheWrite: 0,
-      reasoning: 0,
-    };
+    const produced =
+      (producedText.length === 0 ? 0 : this.estimator.estimateCompletionTokens(producedText)) + overflowBytes;
+    return this.bound(produced, 'stream');
+  }
+
+  private bound(producedTokens: number, observed: 'stream' | 'none' | 'prompt-only'): TokenCounts {
+    return upperBound({
+      model: this._model,
+      request: this.request,
+      media: this.media,
+      promptTextTokens: this.promptEstimate(),
+      producedTokens,
+      observed,
+    });
   }
 }

@@ -6,6 +6,8 @@ import { wireFormatOf } from '../providers';
 import type { WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
 import { mediaCandidates } from '../routing/media-policy';
+import { promptBound } from './bound';
+import type { RequestMedia } from './media';
 import type { Parsed } from './parse';
 import type { CanonicalRequest } from './request';
 
@@ -79,13 +81,18 @@ function prepare(door: FrontDoor, request: CanonicalRequest, candidates: Candida
   return { door, request, candidates: rest, prepared };
 }
 
-/** The dearest candidate that may serve bounds what the request can cost (admission reserves it). */
-export function worstCase(p: Plan, promptTokens: number): bigint {
+/**
+ * The dearest candidate that may serve bounds what the request can cost (admission reserves it): its
+ * prompt is the text estimate plus the media at that model's bounds (bound.ts `promptBound`), priced
+ * at the dearest input price — the 1-hour cache-write price when the request asks for it.
+ */
+export function worstCase(p: Plan, textTokens: number, media: RequestMedia): bigint {
   let worst = 0n;
   for (const cand of p.candidates) {
-    const w = worstCaseCost(cand.model, promptTokens, {
+    const w = worstCaseCost(cand.model, promptBound(cand.model, textTokens, media), {
       maxTokens: p.request.maxTokens ?? undefined,
       n: p.request.n,
+      cacheWrite1h: media.cacheWrite1h,
     });
     if (w > worst) worst = w;
   }

@@ -1,7 +1,7 @@
 import {
+  MEDIA_PART_TYPES,
   REPLY_PRIMING_TOKENS,
   SAFETY_MARGIN_PERCENT,
-  TOKENS_PER_IMAGE,
   TOKENS_PER_MESSAGE,
   TOKENS_PER_NAME,
 } from '@tollgate/tokens';
@@ -67,8 +67,8 @@ export function promptTokenBound(messages: readonly MessageLike[], toolsJson: st
         if (part === null || typeof part !== 'object') continue;
         const p = part as { type?: unknown; text?: unknown };
         if (typeof p.text === 'string') n += bytes(p.text);
-        else if (p.type === 'image_url' || p.type === 'input_image' || p.type === 'image')
-          n += TOKENS_PER_IMAGE;
+        else if (typeof p.type === 'string' && MEDIA_PART_TYPES.has(p.type))
+          continue; // media.ts, per model
         else n += bytes(JSON.stringify(p));
       }
     }

@@ -60,6 +60,8 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
       completion: tokens.completion,
       cached: tokens.cached,
       cache_write: tokens.cacheWrite,
+      // The 1-hour share of the cache writes, priced apart (billing recomputes the cost with it).
+      ...(tokens.cacheWrite1h ? { cache_write_1h: tokens.cacheWrite1h } : {}),
       reasoning: tokens.reasoning,
     },
     cost: toDecimal(b.costUnits),

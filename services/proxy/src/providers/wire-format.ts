@@ -9,6 +9,8 @@ export interface TokenCounts {
   completion: number;
   cached: number;
   cacheWrite: number;
+  /** The part of `cacheWrite` written for one hour (Anthropic `ttl: "1h"`), priced apart; absent: 0. */
+  cacheWrite1h?: number;
   reasoning: number;
 }
 

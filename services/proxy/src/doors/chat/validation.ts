@@ -104,7 +104,12 @@ function unpricedFeatures(body: Record<string, unknown>): void {
   }
 }
 
-/** `tools` and `functions` (each an array when given) as one JSON text, or null when neither is given. */
+/**
+ * What the provider puts in the prompt besides the messages, as one JSON text (null when nothing):
+ * `tools` and `functions` (each an array when given), and — issue 22 — a `response_format` (its JSON
+ * schema is given to the model) and a `prediction` (its content is read as input). Providers bill all
+ * of it as prompt tokens, so the admission and the estimate count it.
+ */
 function definitionsJson(body: Record<string, unknown>): string | null {
   const defs: unknown[] = [];
   for (const field of ['tools', 'functions'] as const) {
@@ -112,6 +117,13 @@ function definitionsJson(body: Record<string, unknown>): string | null {
     if (v === undefined || v === null) continue;
     if (!Array.isArray(v)) throw badRequest(`${field}: expected an array`);
     if (v.length > 0) defs.push(v);
+  }
+  for (const field of ['response_format', 'prediction'] as const) {
+    const v = body[field];
+    if (v === undefined || v === null) continue;
+    if (!isObject(v)) throw badRequest(`${field}: expected an object`);
+    // A plain {type: "text"} / {type: "json_object"} adds a few tokens at most; anything else counts whole.
+    if (Object.keys(v).length > 1 || field === 'prediction') defs.push(v);
   }
   return defs.length === 0 ? null : JSON.stringify(defs.length === 1 ? defs[0] : defs);
 }

@@ -3,7 +3,8 @@
  * OpenAI shape the proxy meters (`tokensFromUsage`): Anthropic's `input_tokens` excludes cached and
  * cache-written tokens, so `prompt_tokens` = input + cache_read + cache_creation, with
  * `prompt_tokens_details.cached_tokens` = cache_read_input_tokens and `cache_write_tokens` =
- * cache_creation_input_tokens; `completion_tokens` = output_tokens.
+ * cache_creation_input_tokens (its 1-hour share, `cache_creation.ephemeral_1h_input_tokens`, as
+ * `cache_write_1h_tokens`); `completion_tokens` = output_tokens.
  */
 type Json = Record<string, unknown>;
 
@@ -18,13 +19,24 @@ export function openAiUsage(usage: unknown): Json | null {
   }
   const cached = count(usage.cache_read_input_tokens);
   const cacheWrite = count(usage.cache_creation_input_tokens);
+  // The 1-hour share of the cache writes (priced apart): `cache_creation.ephemeral_1h_input_tokens`,
+  // or the stream reader's flat copy of it.
+  const split = isObj(usage.cache_creation) ? usage.cache_creation : {};
+  const cacheWrite1h = Math.min(
+    cacheWrite,
+    count(split.ephemeral_1h_input_tokens ?? usage.cache_creation_1h_input_tokens),
+  );
   const prompt = count(usage.input_tokens) + cached + cacheWrite;
   const completion = count(usage.output_tokens);
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
-    prompt_tokens_details: { cached_tokens: cached, cache_write_tokens: cacheWrite },
+    prompt_tokens_details: {
+      cached_tokens: cached,
+      cache_write_tokens: cacheWrite,
+      ...(cacheWrite1h > 0 ? { cache_write_1h_tokens: cacheWrite1h } : {}),
+    },
     completion_tokens_details: { reasoning_tokens: 0 },
   };
 }

@@ -58,6 +58,11 @@ export class MessagesStreamReader {
   private keepUsage(u: unknown): void {
     if (typeof u !== 'object' || u === null) return;
     for (const [k, v] of Object.entries(u as Json)) if (typeof v === 'number') this.usage[k] = v;
+    // The 1-hour share of the cache writes, priced apart (response.ts `openAiUsage`).
+    const split = (u as Json).cache_creation;
+    const oneHour =
+      typeof split === 'object' && split !== null ? (split as Json).ephemeral_1h_input_tokens : undefined;
+    if (typeof oneHour === 'number') this.usage.cache_creation_1h_input_tokens = oneHour;
     this.sawUsage = true;
   }
 

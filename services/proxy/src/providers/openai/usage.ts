@@ -21,6 +21,7 @@ export function tokensFromUsage(usage: unknown): TokenCounts {
     completion: count(u.completion_tokens),
     cached: count(pd.cached_tokens),
     cacheWrite: count(pd.cache_write_tokens ?? u.cache_creation_input_tokens),
+    cacheWrite1h: count(pd.cache_write_1h_tokens),
     reasoning: count(cd.reasoning_tokens),
   };
 }
