@@ -221,6 +221,15 @@ describe('POST /responses: structured output and refusals', () => {
     expect(r.text?.format).toMatchObject({ type: 'json_schema', name: 'city' });
   });
 
+  it('withholds a hosted tool from the provider and says so in a header and the generation record', async () => {
+    const { data, response } = await client.responses
+      .create({ model: CLAUDE, input: 'Search the web', tools: [{ type: 'web_search' }, weatherTool] })
+      .withResponse();
+    expect(response.headers.get('x-tollgate-withheld-tools')).toBe('web_search');
+    const record = await stack.waitForGeneration(data.id);
+    expect(record.body.data).toMatchObject({ api_type: 'responses', withheld_tools: ['web_search'] });
+  });
+
   it("refuses what needs stored state with a 400 naming the field, in OpenAI's error shape", async () => {
     const err = await client.responses
       .create({ model: MODEL, input: 'x', previous_response_id: 'resp_1' })

@@ -270,6 +270,8 @@ export const generationSchema = z.object({
   http_referer: z.string().nullable(),
   /** The client's session (Claude Code's X-Claude-Code-Session-Id), or null. */
   session_id: z.string().nullable(),
+  /** Hosted tools the request offered that were withheld from the provider (`POST /responses`). */
+  withheld_tools: z.array(z.string()),
   /** `completions` (chat), or the other door's name (`messages`, …). */
   api_type: z.string(),
   app_id: z.null(),

@@ -87,6 +87,11 @@ export const usageEventV1 = z.object({
     )
     .max(32)
     .optional(),
+  /** Hosted tools the request offered that were withheld from the provider (`POST /responses`). */
+  withheld_tools: z
+    .array(text.pipe(z.string().min(1).max(64)))
+    .max(32)
+    .optional(),
 });
 
 export type UsageEventV1 = z.output<typeof usageEventV1>;
@@ -133,6 +138,9 @@ const isText = (v: unknown): v is string => typeof v === 'string' && !v.includes
 const isNonEmptyText = (v: unknown) => isText(v) && v.length > 0;
 const isTextOrNull = (v: unknown) => v === null || isText(v);
 const matches = (v: unknown, re: RegExp) => typeof v === 'string' && re.test(v);
+
+const isToolList = (v: unknown) =>
+  Array.isArray(v) && v.length <= 32 && v.every((t) => isNonEmptyText(t) && (t as string).length <= 64);
 
 /**
  * True only for a v1 event that `usageEventV1` accepts and returns unchanged: every field present
@@ -194,6 +202,7 @@ export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
     )
   )
     return false;
+  if (Object.hasOwn(o, 'withheld_tools') && !isToolList(o.withheld_tools)) return false;
   if (!Object.hasOwn(o, 'attempts')) return true;
   if (!Array.isArray(attempts) || attempts.length > 32) return false;
   for (const a of attempts as unknown[]) {

@@ -7,6 +7,7 @@ import * as generationApiSession from './2026_11_26_110000_generation_api_sessio
 import * as usageApps from './2026_11_26_120000_usage_apps';
 import * as usageLatency from './2026_11_26_130000_usage_latency';
 import * as generationSessionIndex from './2026_11_26_131000_generation_session_index';
+import * as generationWithheldTools from './2026_11_26_140000_generation_withheld_tools';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_120000_usage_apps': usageApps,
   '2026_11_26_130000_usage_latency': usageLatency,
   '2026_11_26_131000_generation_session_index': generationSessionIndex,
+  '2026_11_26_140000_generation_withheld_tools': generationWithheldTools,
 };

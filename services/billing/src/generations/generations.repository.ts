@@ -20,6 +20,7 @@ export interface GenerationRow {
   api_type: string | null;
   session_id: string | null;
   end_user: string | null;
+  withheld_tools: string[] | null;
   streamed: boolean;
   cancelled: boolean;
   finish_reason: string | null;
@@ -81,7 +82,7 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
   const { rows: inserted } = await sql<{ id: string }>`
     insert into billing.generations (
       id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
-      api_type, session_id, end_user, streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
+      api_type, session_id, end_user, withheld_tools, streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
       tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
       generation_time_ms, error, attempts, created_at, finished_at)
     select * from unnest(
@@ -97,6 +98,7 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
       ${text((r) => r.api_type)}::text[],
       ${text((r) => r.session_id)}::text[],
       ${text((r) => r.end_user)}::text[],
+      ${text((r) => (r.withheld_tools === null ? null : JSON.stringify(r.withheld_tools)))}::jsonb[],
       ${plain((r) => r.streamed)}::bool[],
       ${plain((r) => r.cancelled)}::bool[],
       ${text((r) => r.finish_reason)}::text[],

@@ -41,6 +41,7 @@ export function generationView(g: Generation): z.input<typeof generationSchema> 
     attempts: g.attempts ?? [],
     http_referer: g.http_referer,
     session_id: g.session_id,
+    withheld_tools: g.withheld_tools ?? [],
     // OpenRouter's record fields (@openrouter/sdk parses them). Concepts Tollgate does not have get a
     // neutral value (null, or `global` for the data region); docs/api.md lists them.
     // The door: chat completions keep OpenRouter's `completions`; other doors say theirs (`messages`).

@@ -22,6 +22,8 @@ export interface GenerationsTable {
   session_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** The caller's end-user id (Anthropic `metadata.user_id`). */
   end_user: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Hosted tools the request offered that were withheld from the provider (jsonb), null when none. */
+  withheld_tools: ColumnType<string[] | null, string | null | undefined, never>;
   streamed: boolean;
   cancelled: boolean;
   finish_reason: string | null;

@@ -58,6 +58,7 @@ function toGenerationRow(e: UsageEvent, totalCost: string): GenerationRow {
     api_type: e.api_type ?? null,
     session_id: e.session_id ?? null,
     end_user: e.end_user ?? null,
+    withheld_tools: e.withheld_tools && e.withheld_tools.length > 0 ? e.withheld_tools : null,
     streamed: e.streamed,
     cancelled: e.cancelled,
     finish_reason: e.finish_reason,

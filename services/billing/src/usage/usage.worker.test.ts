@@ -102,7 +102,7 @@ describe('usage worker', () => {
         upstream_inference_cost: null,
       },
     });
-    expect(Object.keys(body.data)).toHaveLength(51);
+    expect(Object.keys(body.data)).toHaveLength(52);
     expect(await spendOf(e.key_id)).toEqual({
       'd2026-11-20': 0.0125,
       'w2026-W47': 0.0125,

@@ -56,6 +56,8 @@ export interface CanonicalRequest {
   sessionId?: string | null;
   /** The caller's end-user id (Anthropic `metadata.user_id`), recorded with the usage. */
   endUser?: string | null;
+  /** Hosted tools the caller offered that no provider is given (the Responses door): the record's `withheld_tools`. */
+  withheldTools?: string[];
   /** Headers the door adds to its answer (set with `X-Generation-Id` at admission). */
   answerHeaders?: ReadonlyArray<readonly [string, string]>;
 }

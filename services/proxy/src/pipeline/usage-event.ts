@@ -50,6 +50,7 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
     http_referer: c.httpReferer,
     api_type: c.api,
     ...(c.request.sessionId ? { session_id: c.request.sessionId } : {}),
+    ...(c.request.withheldTools?.length ? { withheld_tools: c.request.withheldTools } : {}),
     ...(c.request.endUser ? { end_user: c.request.endUser } : {}),
     streamed: c.request.stream,
     cancelled: c.cancelled,

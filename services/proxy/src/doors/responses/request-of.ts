@@ -26,6 +26,7 @@ export function parseResponses(body: unknown, headers?: IncomingHttpHeaders): Re
     // Hosted tools are never given to a provider (no format here runs them, and the catalog does
     // not price their calls): the answer says which were left out.
     request.answerHeaders = [[WITHHELD_TOOLS_HEADER, responses.withheld.join(',')]];
+    request.withheldTools = responses.withheld;
   }
   return request;
 }
