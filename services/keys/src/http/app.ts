@@ -12,6 +12,8 @@ import { httpMetrics } from '@tollgate/metrics';
 import express from 'express';
 import type { Registry } from 'prom-client';
 import type { AccountService } from '../accounts/accounts.service';
+import { auditRoutes } from '../audit/audit.routes';
+import type { KeysDb } from '../database';
 import { accountKeysRoutes } from '../internal/account-keys.routes';
 import type { KeyPresenter } from '../keys/key-view';
 import { keysRoutes } from '../keys/keys.routes';
@@ -22,6 +24,8 @@ import { resolveRoutes } from '../resolve/resolve.routes';
 export interface KeysAppDeps {
   keys: KeyService;
   accounts: AccountService;
+  /** The audit log is read straight from the service's own schema. */
+  db: KeysDb;
   presenter: KeyPresenter;
   /** Checks the service tokens of internal and caller routes (this service's trusted callers). */
   verifier: ServiceVerifier;
@@ -43,6 +47,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
   app.use(ownersRoutes(deps));
   app.use(keysRoutes(deps));
   app.use(accountKeysRoutes(deps));
+  app.use(auditRoutes(deps));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;
