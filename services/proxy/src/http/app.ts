@@ -5,7 +5,6 @@ import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
 import type { UsagePublisher } from '@tollgate/events';
 import {
-  answerClientErrors,
   clientAddressResolver,
   errorHandler,
   healthRoutes,
