@@ -6,8 +6,8 @@ import type { KeysConfig } from './config';
 import { createKeysDb, type KeysDb, migrateKeysDb } from './database';
 import { createKeyPresenter, type KeyPresenter } from './keys/key-view';
 import { createKeyService, type KeyService } from './keys/keys.service';
-import { createTeamService, type TeamService } from './teams/teams.service';
 import { createLastUsedStore, type LastUsedStore } from './last-used/last-used.store';
+import { createTeamService, type TeamService } from './teams/teams.service';
 import { createUsageReader, type UsageReader } from './usage/usage-reader';
 
 /** Everything the HTTP service and the admin CLI share: connections and the use cases built on them. */

@@ -2,9 +2,9 @@ import { digestKey, generateKey, type KeyScope, keyLabel } from '@tollgate/auth'
 import { AppError, badRequest, notFound, unauthorized } from '@tollgate/errors';
 import { type CachedKey, expiredKeyMessage } from '@tollgate/key-cache';
 import { type LimitReset, toUnits } from '@tollgate/money';
+import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-cache-sync';
 import type { KeysDb } from '../database';
 import { lockTeam } from '../teams/teams.repository';
-import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-cache-sync';
 import {
   findKeyByDigest,
   findKeyInAccount,

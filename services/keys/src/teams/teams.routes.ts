@@ -3,8 +3,8 @@ import { createTeamBody, type TeamObject, updateTeamBody } from '@tollgate/contr
 import { badRequest } from '@tollgate/errors';
 import { Router } from 'express';
 import { callerOf, keyCaller } from '../http/caller';
-import type { KeyService } from '../keys/keys.service';
 import { parseBody, parseListQuery } from '../keys/keys.schemas';
+import type { KeyService } from '../keys/keys.service';
 import type { TeamWithKeys } from './teams.repository';
 import type { TeamService } from './teams.service';
 
