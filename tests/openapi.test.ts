@@ -35,6 +35,7 @@ const SPEC_ROUTES: Array<[HttpMethod, string]> = [
   ['get', '/key'],
   ['get', '/credits'],
   ['post', '/chat/completions'],
+  ['post', '/embeddings'],
   ['get', '/models'],
   ['get', '/models/{author}/{slug}/endpoints'],
   ['get', '/generation'],
@@ -407,6 +408,51 @@ describe('the running stack, checked against the document', () => {
       });
       conforms('post', '/chat/completions', res, 502);
       expect(res.body.error.metadata).toMatchObject({ error_type: 'provider_error', provider_name: 'sim' });
+    });
+  });
+
+  describe('POST /embeddings', () => {
+    const EMBEDDING_MODEL = 'openai/text-embedding-3-small';
+    const emb = (extra: Record<string, unknown> = {}) => ({
+      model: EMBEDDING_MODEL,
+      input: ['a', 'b'],
+      ...extra,
+    });
+
+    it('answers floats and base64 in the documented shape, and GET /models filters to it', async () => {
+      for (const encoding_format of ['float', 'base64']) {
+        const res = await stack.api('/embeddings', {
+          key: stack.inferenceKey,
+          body: emb({ encoding_format }),
+        });
+        conforms('post', '/embeddings', res, 200);
+      }
+      const list = await stack.api('/models?output_modalities=embeddings', { key: stack.inferenceKey });
+      conforms('get', '/models', list, 200);
+      expect(list.body.data.map((m: { id: string }) => m.id)).toEqual([EMBEDDING_MODEL]);
+      conforms(
+        'get',
+        '/models',
+        await stack.api('/models?output_modalities=audio', { key: stack.inferenceKey }),
+        400,
+      );
+    });
+
+    it('documents 400, 401, 402, 403 and 413', async () => {
+      const post = (body: unknown, key?: string) => stack.api('/embeddings', { key, body });
+      conforms('post', '/embeddings', await post(emb({ input: [] }), stack.inferenceKey), 400);
+      conforms('post', '/embeddings', await post(emb({ model: MODEL }), stack.inferenceKey), 400);
+      conforms('post', '/embeddings', await post(emb()), 401);
+      conforms('post', '/embeddings', await post(emb(), stack.account.managementKey), 403);
+      const broke = await stack.createAccount();
+      const { key } = await stack.createInferenceKey(broke.managementKey);
+      conforms('post', '/embeddings', await post(emb(), key), 402);
+      conforms(
+        'post',
+        '/embeddings',
+        await post(emb({ input: 'x'.repeat(11 * 1024 * 1024) }), stack.inferenceKey),
+        413,
+      );
     });
   });
 

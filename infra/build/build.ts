@@ -12,7 +12,7 @@
  *
  * Plain TypeScript run by Node's type stripping: node builtins and esbuild only.
  */
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,10 +25,14 @@ const extraEntries: Record<string, string> = {
   cli: 'src/cli/main.ts',
 };
 
-/** Files the bundled workspace code reads next to itself at run time (see packages/openapi/src/paths.ts). */
+/**
+ * Files (or folders) the bundled workspace code reads next to itself at run time (see
+ * packages/openapi/src/paths.ts, packages/spend/src/lua.ts): copied beside the bundle under their name.
+ */
 const assets: Array<{ from: string; usedBy: string }> = [
   { from: 'packages/openapi/openapi.json', usedBy: '@tollgate/openapi' },
   { from: 'packages/openapi/openapi.yaml', usedBy: '@tollgate/openapi' },
+  { from: 'packages/spend/lua', usedBy: '@tollgate/spend' },
 ];
 
 interface BuildResult {
@@ -151,7 +155,10 @@ export async function buildService(name: string): Promise<string[]> {
   const inputs = Object.keys(result.metafile.inputs).join('\n');
   for (const asset of assets) {
     if (inputs.includes(asset.usedBy.replace('@tollgate/', 'packages/'))) {
-      copyFileSync(join(root, asset.from), join(outdir, asset.from.split('/').pop() ?? asset.from));
+      const from = join(root, asset.from);
+      const to = join(outdir, asset.from.split('/').pop() ?? asset.from);
+      if (statSync(from).isDirectory()) cpSync(from, to, { recursive: true });
+      else copyFileSync(from, to);
     }
   }
   return Object.keys(entryPoints).map((e) => `services/${name}/dist/${e}.js`);

@@ -546,5 +546,37 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))(
       await page.setViewportSize({ width: 1280, height: 800 });
       expect(violations).toEqual([]);
     }, 180_000);
+
+    it('sessions: requests of a Claude Code session are grouped with their total cost, and filter the log', async () => {
+      const message = (session: string) =>
+        stack.api('/messages', {
+          key: stack.inferenceKey,
+          body: { model: MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] },
+          headers: { 'x-claude-code-session-id': session },
+        });
+      const ids: string[] = [];
+      for (const session of ['sess-browser-1', 'sess-browser-1', 'sess-browser-2']) {
+        const r = await message(session);
+        expect(r.status, r.text).toBe(200);
+        ids.push(r.body.id);
+      }
+      await expect
+        .poll(async () => (await ownerApi.call('GET', '/api/sessions')).body.data?.length ?? 0, {
+          timeout: 15_000,
+        })
+        .toBe(2);
+      const sessions = (await ownerApi.call('GET', '/api/sessions')).body.data;
+      const one = sessions.find((x: { session_id: string }) => x.session_id === 'sess-browser-1');
+      expect(one).toMatchObject({ requests: 2 });
+      await open(page, 'generations');
+      const row = page.getByTestId('session-sess-browser-1');
+      await row.waitFor();
+      expect(await row.textContent()).toContain('2');
+      await row.click();
+      await expect
+        .poll(() => page.locator('table[aria-label="Generations"] tbody tr[data-testid]').count())
+        .toBe(2);
+      await shoot(page, 'generations-session-1280');
+    });
   },
 );

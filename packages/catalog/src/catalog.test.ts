@@ -197,7 +197,7 @@ models:
 
   it('reads prices only (billing): no provider URL or API key needed, none kept', () => {
     const text = valid
-      .replace('${SIM_URL:-http://127.0.0.1:8090}', '${SIM_URL}')
+      .replace(':-http://127.0.0.1:8090}', '}') // SIM_URL without a default
       .replace('api_key_env: SIM_KEY', 'api_key_env: SIM_KEY\n    api_key_required: true');
     expect(problemsOf(text, {}).length).toBe(2);
     const c = parseCatalog(text, { env: { SIM_KEY: 'secret' }, pricesOnly: true });

@@ -32,18 +32,18 @@ export interface ModelsEntry {
   supported_parameters: string[];
 }
 
-/** Tollgate relays chat completions: text in, text out (the catalog records no other modality). */
+/** Text in; text out (chat models) or embeddings out (embedding models, catalog `output_modalities`). */
 export interface ModelArchitecture {
-  modality: 'text->text';
+  modality: 'text->text' | 'text->embeddings';
   input_modalities: ['text'];
-  output_modalities: ['text'];
+  output_modalities: Array<'text' | 'embeddings'>;
   instruct_type: null;
 }
 
-const architecture = (): ModelArchitecture => ({
-  modality: 'text->text',
+const architecture = (model: CatalogModel): ModelArchitecture => ({
+  modality: model.embeddings ? 'text->embeddings' : 'text->text',
   input_modalities: ['text'],
-  output_modalities: ['text'],
+  output_modalities: [...model.outputModalities],
   instruct_type: null,
 });
 
@@ -59,7 +59,7 @@ export function toModelsEntry(model: CatalogModel): ModelsEntry {
   return {
     id: model.id,
     canonical_slug: model.id,
-    architecture: architecture(),
+    architecture: architecture(model),
     default_parameters: null,
     links: { details: `/api/v1/models/${model.id}/endpoints` },
     per_request_limits: null,
@@ -91,7 +91,7 @@ export function toModelEndpoints(model: CatalogModel) {
     created: model.created,
     description: model.description,
     // The endpoints shape requires `tokenizer` (nullable); the catalog records none.
-    architecture: { ...architecture(), tokenizer: null },
+    architecture: { ...architecture(model), tokenizer: null },
     endpoints: model.providers.map(({ provider, upstreamModel }) => ({
       name: `${provider.name} | ${upstreamModel}`,
       model_id: model.id,

@@ -382,6 +382,46 @@ export const listAccountGenerations = {
 } as const;
 export type ListAccountGenerationsQuery = z.input<typeof listAccountGenerations.query>;
 
+/**
+ * `GET /internal/accounts/:accountId/sessions`: the client sessions (Claude Code's, Codex's) of the
+ * request log with their totals, most recently active first; `offset` pages.
+ */
+export const listAccountSessions = {
+  method: 'GET',
+  path: (accountId: string) => `${accountPath(accountId)}/sessions`,
+  query: z.strictObject(
+    {
+      from: isoDate('from').optional(),
+      to: isoDate('to').optional(),
+      limit: limitParam(20, 200),
+      offset: z.coerce
+        .number({ error: 'expected an integer' })
+        .int('expected an integer')
+        .min(0, 'must be at least 0')
+        .max(GENERATIONS_MAX_OFFSET, `must be at most ${GENERATIONS_MAX_OFFSET}`)
+        .default(0),
+    },
+    unknownParameter,
+  ),
+  response: z.object({
+    data: z.array(
+      z.object({
+        session_id: z.string(),
+        requests: z.number().int(),
+        cost: decimalString,
+        tokens_prompt: z.number().int(),
+        tokens_completion: z.number().int(),
+        first_at: z.string(),
+        last_at: z.string(),
+        /** Up to five of the session's models. */
+        models: z.array(z.string()),
+      }),
+    ),
+    next_offset: z.number().int().nullable(),
+  }),
+} as const;
+export type ListAccountSessionsQuery = z.input<typeof listAccountSessions.query>;
+
 /** `GET /internal/accounts/:accountId/generations/:id`: 404 unless the account's. */
 export const getAccountGeneration = {
   method: 'GET',

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createServiceSigner, createServiceVerifier, parsePublicKeys } from '@tollgate/auth';
-import { loadCatalog } from '@tollgate/catalog';
+import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
 import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgate/events';
 import { closeServer, listen } from '@tollgate/http';
@@ -42,6 +42,8 @@ export interface BillingOptions {
   owners?: KeyOwners;
   logger?: Logger;
   timings?: Partial<SpendTimings>;
+  /** The catalog events are priced with (default: CATALOG_PATH, prices only); tests pass the proxy's. */
+  catalog?: Catalog;
 }
 
 /** Starts billing in-process (migrates first): HTTP API + usage worker. `PORT=0` picks a free port. */
@@ -90,7 +92,7 @@ export async function startBilling(
   // Billing prices events itself: the proxy's catalog, prices only (no provider URL or key needed).
   const checks = createUsageChecks({
     checks: config.USAGE_CHECKS,
-    catalog: loadCatalog(config.CATALOG_PATH, {}, { pricesOnly: true }),
+    catalog: options.catalog ?? loadCatalog(config.CATALOG_PATH, {}, { pricesOnly: true }),
     signers: new Map([...parsePublicKeys(config.SERVICE_PUBLIC_KEYS)].filter(([name]) => name === 'proxy')),
     owners,
     maxSendDelayMs: config.USAGE_MAX_SEND_DELAY_MS,

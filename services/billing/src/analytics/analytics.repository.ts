@@ -13,8 +13,6 @@ export interface UsageQuery {
   granularity: Granularity;
   groupBy: GroupBy;
   filters?: { keyId?: string; model?: string; app?: string; provider?: string };
-  /** Only these groups (their roll-up values: '' is "no app"). */
-  groups?: readonly string[];
 }
 
 export interface UsageRow {
@@ -61,34 +59,15 @@ function filtersOf(q: UsageQuery) {
 }
 
 /**
- * The groups of a grouped query ranked by cost over the whole range (then requests, then value),
- * `limit` of them from `offset`: the top N an answer is bounded to (an X-Title per request would
- * otherwise make every answer as large as the records).
- */
-export async function rankGroups(
-  db: BillingDb,
-  q: UsageQuery & { limit: number; offset: number },
-): Promise<string[]> {
-  const s = source(q);
-  const group = GROUP_COLUMN[q.groupBy];
-  const { rows } = await sql<{ group: string }>`
-    select ${group}::text as "group"
-    from ${s.table}
-    where account_id = ${q.accountId} and ${s.time} >= ${s.lower} and ${s.time} < ${s.upper}
-      ${filtersOf(q)}
-    group by 1
-    order by sum(cost) desc, sum(requests) desc, 1
-    limit ${q.limit} offset ${q.offset}`.execute(db);
-  return rows.map((r) => r.group);
-}
-
-/**
  * Sums one account's roll-ups over [from, to): a range scan of a roll-up table's primary key
  * (account_id, hour|day, …). Hourly buckets read `usage_hourly`; daily buckets, and totals over whole
  * UTC days, read `usage_daily` (the caller aligns day queries to whole days). Never touches
  * billing.generations.
  */
-export async function queryUsage(db: BillingDb, q: UsageQuery): Promise<UsageRow[]> {
+export async function queryUsage(
+  db: BillingDb,
+  q: UsageQuery & { rank?: { limit: number; offset: number } },
+): Promise<{ rows: UsageRow[]; more: boolean }> {
   const { daily, table, time, lower, upper } = source(q);
   const bucket =
     q.granularity === 'total'
@@ -97,22 +76,33 @@ export async function queryUsage(db: BillingDb, q: UsageQuery): Promise<UsageRow
         ? sql`(day::timestamp at time zone 'UTC')`
         : sql`hour`;
   const group = GROUP_COLUMN[q.groupBy];
-  const only = q.groups ? sql`and ${group}::text = any(${[...q.groups]}::text[])` : sql``;
-  const { rows } = await sql<UsageRow>`
+  const base = sql`
     select ${bucket} as bucket, ${group}::text as "group",
-      sum(requests)::text as requests,
-      sum(tokens_prompt)::text as tokens_prompt,
-      sum(tokens_completion)::text as tokens_completion,
-      sum(tokens_cached)::text as tokens_cached,
-      sum(tokens_cache_write)::text as tokens_cache_write,
-      sum(tokens_reasoning)::text as tokens_reasoning,
-      sum(cost)::text as cost
+      sum(requests) as requests, sum(tokens_prompt) as tokens_prompt,
+      sum(tokens_completion) as tokens_completion, sum(tokens_cached) as tokens_cached,
+      sum(tokens_cache_write) as tokens_cache_write, sum(tokens_reasoning) as tokens_reasoning,
+      sum(cost) as cost
     from ${table}
     where account_id = ${q.accountId} and ${time} >= ${lower} and ${time} < ${upper}
-      ${filtersOf(q)} ${only}
-    group by 1, 2
-    order by 1 nulls first, sum(cost) desc, 2`.execute(db);
-  return rows;
+      ${filtersOf(q)}
+    group by 1, 2`;
+  // Grouped and bounded: the groups ranked by cost over the whole range, in the same statement (one
+  // scan of the roll-ups), `limit` of them from `offset`; `ranked` says whether more remain.
+  const rank = q.rank ?? { limit: 1_000_000, offset: 0 };
+  const { rows } = await sql<UsageRow & { ranked: number }>`
+    with base as (${base}), ranked as (
+      select "group", row_number() over (order by sum(cost) desc, sum(requests) desc, "group") as rn
+      from base group by "group"
+      order by rn limit ${rank.limit + 1} offset ${rank.offset}
+    )
+    select b.bucket, b."group", b.requests::text, b.tokens_prompt::text, b.tokens_completion::text,
+      b.tokens_cached::text, b.tokens_cache_write::text, b.tokens_reasoning::text, b.cost::text,
+      (select count(*) from ranked)::int as ranked
+    from base b
+    where exists (
+      select 1 from ranked r where r.rn <= ${rank.offset + rank.limit} and r."group" is not distinct from b."group")
+    order by 1 nulls first, b.cost desc, 2`.execute(db);
+  return { rows, more: (rows[0]?.ranked ?? 0) > rank.limit };
 }
 
 export interface ActivityRow {
@@ -160,9 +150,10 @@ export interface LatencyRow {
 }
 
 /**
- * Latency per model or provider over [from, to): sums and element-wise summed histograms of the
- * roll-ups (`billing.hist_sum`), the `limit` groups with the most requests. Percentiles are read from
- * the histograms by the caller (latency.ts).
+ * Latency per model or provider over [from, to): the sums per group, and the histograms summed
+ * bucket by bucket (`unnest … with ordinality`, one hash aggregate: an element-wise aggregate
+ * function per row was 20× slower), the `limit` groups with the most requests. Percentiles are read
+ * from the histograms by the caller (latency.ts).
  */
 export async function queryLatency(
   db: BillingDb,
@@ -170,20 +161,43 @@ export async function queryLatency(
 ): Promise<LatencyRow[]> {
   const s = source({ ...q, granularity: 'total' });
   const group = GROUP_COLUMN[q.groupBy];
-  const { rows } = await sql<LatencyRow>`
-    select ${group}::text as "group",
-      sum(requests)::text as requests,
-      sum(errors)::text as errors,
-      sum(tokens_completion)::text as tokens_completion,
-      sum(ttft_ms)::text as ttft_ms,
-      sum(total_ms)::text as total_ms,
-      billing.hist_sum(ttft_hist)::text[] as ttft_hist,
-      billing.hist_sum(total_hist)::text[] as total_hist
-    from ${s.table}
-    where account_id = ${q.accountId} and ${s.time} >= ${s.lower} and ${s.time} < ${s.upper}
-      ${filtersOf(q)}
-    group by 1
-    order by sum(requests) desc, 1
-    limit ${q.limit}`.execute(db);
-  return rows;
+  const { rows } = await sql<
+    Omit<LatencyRow, 'ttft_hist' | 'total_hist'> & { hists: [number, string, string][] }
+  >`
+    with base as (
+      select ${group}::text as g, requests, errors, tokens_completion, ttft_ms, total_ms, ttft_hist, total_hist
+      from ${s.table}
+      where account_id = ${q.accountId} and ${s.time} >= ${s.lower} and ${s.time} < ${s.upper}
+        ${filtersOf(q)}
+    ), sums as (
+      select g, sum(requests) as requests, sum(errors) as errors, sum(tokens_completion) as tokens_completion,
+        sum(ttft_ms) as ttft_ms, sum(total_ms) as total_ms
+      from base group by g
+      order by sum(requests) desc, g nulls first
+      limit ${q.limit}
+    ), buckets as (
+      select b.g, u.k, sum(u.t) as t, sum(u.n) as n
+      from base b, unnest(b.ttft_hist, b.total_hist) with ordinality as u(t, n, k)
+      where exists (select 1 from sums s where s.g is not distinct from b.g)
+      group by b.g, u.k
+    )
+    select s.g as "group", s.requests::text, s.errors::text, s.tokens_completion::text,
+      s.ttft_ms::text, s.total_ms::text,
+      coalesce((select json_agg(json_build_array(k, t::text, n::text)) from buckets x
+        where x.g is not distinct from s.g), '[]') as hists
+    from sums s
+    order by s.requests desc, s.g nulls first`.execute(db);
+  return rows.map(({ hists, ...r }) => {
+    const ttft: string[] = [];
+    const total: string[] = [];
+    for (const [k, t, n] of hists) {
+      ttft[k - 1] = t ?? '0';
+      total[k - 1] = n ?? '0';
+    }
+    return {
+      ...r,
+      ttft_hist: Array.from(ttft, (v) => v ?? '0'),
+      total_hist: Array.from(total, (v) => v ?? '0'),
+    };
+  });
 }

@@ -14,7 +14,6 @@ import {
   queryActivity,
   queryLatency,
   queryUsage,
-  rankGroups,
   type UsageRow,
 } from './analytics.repository';
 import { percentile } from './latency';
@@ -104,14 +103,11 @@ export function analyticsRoutes(deps: {
         filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
       };
       // Grouped answers hold the top `limit` groups by cost from `offset` (never every X-Title).
-      let nextOffset: number | null = null;
-      let groups: string[] | undefined;
-      if (q.group_by !== 'none') {
-        const ranked = await rankGroups(deps.db, { ...query, limit: q.limit + 1, offset: q.offset });
-        groups = ranked.slice(0, q.limit);
-        if (ranked.length > q.limit) nextOffset = q.offset + q.limit;
-      }
-      const rows = groups?.length === 0 ? [] : await queryUsage(deps.db, { ...query, groups });
+      const { rows, more } = await queryUsage(deps.db, {
+        ...query,
+        rank: q.group_by === 'none' ? undefined : { limit: q.limit, offset: q.offset },
+      });
+      const nextOffset = more ? q.offset + q.limit : null;
       const answer: z.input<typeof accountUsage.response> = {
         data: {
           from: from.toISOString(),

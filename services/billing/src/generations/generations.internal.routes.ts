@@ -1,5 +1,10 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { GENERATIONS_MAX_OFFSET, getAccountGeneration, listAccountGenerations } from '@tollgate/contracts';
+import {
+  GENERATIONS_MAX_OFFSET,
+  getAccountGeneration,
+  listAccountGenerations,
+  listAccountSessions,
+} from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { Router } from 'express';
@@ -7,7 +12,7 @@ import type { z } from 'zod';
 import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { serviceCaller } from '../http/caller';
-import { findGeneration, listGenerations } from './generations.repository';
+import { findGeneration, listGenerations, listSessions } from './generations.repository';
 import { generationView } from './generations.routes';
 import type { Generation } from './generations.table';
 
@@ -65,6 +70,36 @@ export function generationsInternalRoutes(deps: { db: BillingDb; verifier: Servi
         ...(byOffset
           ? { next_offset: more && offset + q.limit <= GENERATIONS_MAX_OFFSET ? offset + q.limit : null }
           : {}),
+      };
+      res.json(answer);
+    },
+  );
+
+  router.get(
+    '/internal/accounts/:accountId/sessions',
+    serviceCaller(deps.verifier, ['dashboard']),
+    async (req, res) => {
+      const accountId = accountIdOf(req);
+      const q = parseInput(listAccountSessions.query, singleQuery(req));
+      const rows = await listSessions(deps.db, {
+        accountId,
+        from: q.from,
+        to: q.to,
+        limit: q.limit + 1,
+        offset: q.offset,
+      });
+      const answer: z.input<typeof listAccountSessions.response> = {
+        data: rows.slice(0, q.limit).map((r) => ({
+          session_id: r.session_id,
+          requests: Number(r.requests),
+          cost: decimalOf(r.cost),
+          tokens_prompt: Number(r.tokens_prompt),
+          tokens_completion: Number(r.tokens_completion),
+          first_at: r.first_at.toISOString(),
+          last_at: r.last_at.toISOString(),
+          models: r.models,
+        })),
+        next_offset: rows.length > q.limit ? q.offset + q.limit : null,
       };
       res.json(answer);
     },

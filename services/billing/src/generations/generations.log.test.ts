@@ -112,3 +112,47 @@ describe('the request log', () => {
     }
   });
 });
+
+describe('sessions', () => {
+  const acct = randomUUID();
+  const at = (m: number) => new Date(Date.UTC(2026, 10, 21, 9, m)).toISOString();
+  beforeAll(async () => {
+    await s.billing.recorder.record([
+      usageEvent({ account_id: acct, session_id: 'sess-a', cost: '0.25', finished_at: at(1) }),
+      usageEvent({
+        account_id: acct,
+        session_id: 'sess-a',
+        cost: '0.5',
+        model: 'openai/gpt-4o',
+        finished_at: at(2),
+      }),
+      usageEvent({ account_id: acct, session_id: 'sess-b', cost: '1', finished_at: at(3) }),
+      usageEvent({ account_id: acct, cost: '7', finished_at: at(4) }),
+    ]);
+  });
+  const get = async (path: string) => {
+    const res = await fetch(`${s.billing.url}/internal/accounts/${acct}/${path}`, {
+      headers: serviceHeaders('dashboard'),
+    });
+    return (await res.json()) as Json;
+  };
+
+  it('lists sessions with their totals, most recently active first, and filters the log by session', async () => {
+    const r = await get('sessions');
+    expect(r.data).toEqual([
+      expect.objectContaining({ session_id: 'sess-b', requests: 1, cost: '1' }),
+      expect.objectContaining({
+        session_id: 'sess-a',
+        requests: 2,
+        cost: '0.75',
+        models: ['openai/gpt-4o', 'openai/gpt-4o-mini'],
+      }),
+    ]);
+    expect(r.next_offset).toBeNull();
+    expect((await get('sessions?limit=1')).next_offset).toBe(1);
+    expect((await get('generations?session_id=sess-a')).data).toHaveLength(2);
+    expect((await get('sessions?from=2026-11-21T09:03:00Z')).data.map((x: Json) => x.session_id)).toEqual([
+      'sess-b',
+    ]);
+  });
+});

@@ -200,3 +200,37 @@ export async function listGenerations(
   if (q.offset) query = query.offset(q.offset);
   return query.limit(q.limit).execute();
 }
+
+export interface SessionRow {
+  session_id: string;
+  requests: string;
+  cost: string;
+  tokens_prompt: string;
+  tokens_completion: string;
+  first_at: Date;
+  last_at: Date;
+  models: string[];
+}
+
+/**
+ * One account's sessions (records with a client session id) whose requests fall in [from, to): totals
+ * per session, the most recently active first, `limit` from `offset`.
+ */
+export async function listSessions(
+  db: Db,
+  q: { accountId: string; from?: Date; to?: Date; limit: number; offset: number },
+): Promise<SessionRow[]> {
+  const { rows } = await sql<SessionRow>`
+    select session_id, count(*)::text as requests, sum(total_cost)::text as cost,
+      sum(tokens_prompt)::text as tokens_prompt, sum(tokens_completion)::text as tokens_completion,
+      min(created_at) as first_at, max(created_at) as last_at,
+      (array_agg(distinct model order by model))[1:5] as models
+    from billing.generations
+    where account_id = ${q.accountId} and session_id is not null
+      ${q.from ? sql`and created_at >= ${q.from}` : sql``}
+      ${q.to ? sql`and created_at < ${q.to}` : sql``}
+    group by session_id
+    order by max(created_at) desc, session_id
+    limit ${q.limit} offset ${q.offset}`.execute(db);
+  return rows;
+}

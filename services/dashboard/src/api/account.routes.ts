@@ -4,6 +4,7 @@ import type {
   AccountLatencyQuery,
   AccountUsageQuery,
   ListAccountGenerationsQuery,
+  ListAccountSessionsQuery,
   UsageRowView,
 } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
@@ -211,6 +212,12 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
   router.get('/api/generations', requireUser, async (req, res) => {
     const query = plainQuery(req.query as Record<string, unknown>, GENERATION_PARAMS);
     res.json(await client.generations(userOf(res).accountId, query as ListAccountGenerationsQuery));
+  });
+
+  /** Client sessions (Claude Code's, Codex's) with their totals, most recently active first. */
+  router.get('/api/sessions', requireUser, async (req, res) => {
+    const query = plainQuery(req.query as Record<string, unknown>, ['from', 'to', 'limit', 'offset']);
+    res.json(await client.sessions(userOf(res).accountId, query as ListAccountSessionsQuery));
   });
 
   router.get('/api/generations/:id', requireUser, async (req, res) => {

@@ -12,8 +12,10 @@ import {
   getAccountGeneration,
   type KeyObject,
   type ListAccountGenerationsQuery,
+  type ListAccountSessionsQuery,
   listAccountGenerations,
   listAccountKeys,
+  listAccountSessions,
   queryString,
   revokeAccountKey,
   type UpdateAccountKeyRequest,
@@ -57,6 +59,10 @@ export interface InternalClient {
     accountId: string,
     query: ListAccountGenerationsQuery,
   ): Promise<z.output<typeof listAccountGenerations.response>>;
+  sessions(
+    accountId: string,
+    query: ListAccountSessionsQuery,
+  ): Promise<z.output<typeof listAccountSessions.response>>;
   generation(accountId: string, id: string): Promise<Data<typeof getAccountGeneration>>;
   credits(accountId: string, query: AccountCreditsQuery): Promise<Data<typeof accountCredits>>;
 }
@@ -162,6 +168,12 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
         method: listAccountGenerations.method,
         path: `${listAccountGenerations.path(id)}${queryString(query)}`,
         response: listAccountGenerations.response,
+      }),
+    sessions: (id, query) =>
+      billing.call({
+        method: listAccountSessions.method,
+        path: `${listAccountSessions.path(id)}${queryString(query)}`,
+        response: listAccountSessions.response,
       }),
     generation: (id, genId) =>
       dataOf(

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SimDefaults } from '../completion/completion.handler';
 import { bedrockConverse } from './bedrock';
 import { awsError, azureError } from './cloud-error';
+import { bedrockInvoke, geminiEmbeddings, openaiEmbeddings } from './embeddings';
 import { checkGeminiKey, geminiGenerate } from './gemini';
 import { type AwsCredentials, SIM_AWS_CREDENTIALS, verifySigV4 } from './sigv4';
 
@@ -24,9 +25,10 @@ export interface CloudOptions {
 /** Azure OpenAI's data-plane API versions the simulator knows (GA and preview). */
 const AZURE_API_VERSION = /^20\d\d-\d\d-\d\d(-preview)?$/;
 
-const GEMINI = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+const GEMINI =
+  /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent|embedContent|batchEmbedContents)$/;
 const AZURE = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings)$/;
-const BEDROCK = /^\/model\/([^/]+)\/(converse|converse-stream)$/;
+const BEDROCK = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/;
 
 const json = (body: Buffer): unknown => {
   try {
@@ -67,17 +69,19 @@ export function cloudRoute(
   if (m) {
     const [, , model, method] = m as unknown as string[];
     checkGeminiKey(req, o.apiKey);
+    const id = decodeURIComponent(model as string);
+    if (method === 'embedContent' || method === 'batchEmbedContents')
+      return o.readBody(req).then((b) => geminiEmbeddings(res, json(b), id, method === 'batchEmbedContents'));
     const stream = method === 'streamGenerateContent';
-    return o
-      .readBody(req)
-      .then((b) =>
-        geminiGenerate(req, res, json(b), decodeURIComponent(model as string), stream, o.defaults),
-      );
+    return o.readBody(req).then((b) => geminiGenerate(req, res, json(b), id, stream, o.defaults));
   }
   m = AZURE.exec(path);
   if (m) {
     checkAzure(req, query, o.apiKey);
     const operation = m[2] as string;
+    const deployment = decodeURIComponent(m[1] as string);
+    if (operation === 'embeddings')
+      return o.readBody(req).then((b) => openaiEmbeddings(res, json(b), deployment));
     return o.readBody(req).then((b) => o.openai(operation, req, res, b));
   }
   m = BEDROCK.exec(path);
@@ -87,6 +91,7 @@ export function cloudRoute(
       await verifySigV4(req, b, o.aws ?? SIM_AWS_CREDENTIALS);
       const id = decodeURIComponent(model as string);
       if (id.length === 0) throw awsError(400, 'model id is required');
+      if (operation === 'invoke') return bedrockInvoke(res, json(b), id);
       await bedrockConverse(req, res, json(b), id, operation === 'converse-stream', o.defaults);
     });
   }

@@ -4,6 +4,7 @@ import { AnthropicError, anthropicId } from '../anthropic/anthropic-error';
 import { messagesJson, messagesStream } from '../anthropic/messages.handler';
 import { parseMessagesRequest } from '../anthropic/messages.request';
 import { CloudError } from '../clouds/cloud-error';
+import { openaiEmbeddings } from '../clouds/embeddings';
 import { cloudRoute } from '../clouds/routes';
 import type { AwsCredentials } from '../clouds/sigv4';
 import { completeJson, completeStream, type SimDefaults } from '../completion/completion.handler';
@@ -205,6 +206,8 @@ export function createProviderSimHandler(options: ProviderSimOptions = {}) {
       );
     }
     if (route === '/chat/completions' && req.method === 'POST') return chatCompletions(req, res);
+    if (route === '/embeddings' && req.method === 'POST')
+      return readJson(req).then((raw) => openaiEmbeddings(res, raw));
     if (route === '/responses' && req.method === 'POST') return responses(req, res);
     if (route === '/models' && req.method === 'GET') return sendJson(res, 200, modelsJson);
     if (route.startsWith('/models/') && req.method === 'GET') {

@@ -170,7 +170,7 @@ describe('other routes', () => {
 
   it('answers health checks and 404s unknown routes in the OpenAI error shape', async () => {
     expect((await fetch(`${sim.url}/healthz`)).status).toBe(200);
-    const res = await fetch(`${sim.baseUrl}/embeddings`, { method: 'POST', body: '{}' });
+    const res = await fetch(`${sim.baseUrl}/images/generations`, { method: 'POST', body: '{}' });
     expect(res.status).toBe(404);
     expect(((await res.json()) as Json).error.type).toBe('invalid_request_error');
   });

@@ -1,11 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { CatalogProvider } from '@tollgate/catalog';
+import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
 import type { AppError } from '@tollgate/errors';
 import type { Handler, ProxyResponse } from '../http/types';
 import type { Completion } from '../pipeline/completion';
 import type { Outcome } from '../pipeline/outcome';
 import type { CanonicalRequest } from '../pipeline/request';
-import type { WireFormatName } from '../providers/wire-format';
+import type { WireFormat, WireFormatName } from '../providers/wire-format';
 
 type Json = Record<string, unknown>;
 
@@ -104,6 +104,16 @@ export interface FrontDoor {
    * while the first token is slow); `writeTimeoutMs`: a client that stops reading this long is cut.
    */
   stream(c: Completion, res: ProxyResponse, writeTimeoutMs: number): AnswerStream;
+  /**
+   * The wire formats this door reaches providers with (embeddings: each format's embeddings endpoint,
+   * providers/<format>/embeddings.ts). Absent: the chat-completion formats (providers/index.ts).
+   */
+  wireFormat?(name: WireFormatName): WireFormat;
+  /**
+   * The door's checks of a request against its catalog model (embeddings: an embeddings model, its
+   * input limits; 400/413 naming the limit). Absent: the model must be a text model.
+   */
+  check?(request: CanonicalRequest, model: CatalogModel): void;
   /** An error before the head: its status and body in this API's error envelope. */
   errorBody(err: AppError): { status: number; body: unknown };
   /** An error after the 200 (the head is committed): the last events of the stream, in this API's shape. */

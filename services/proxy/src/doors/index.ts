@@ -5,6 +5,7 @@
 import type { Catalog } from '@tollgate/catalog';
 import { chatDoor } from './chat/door';
 import type { FrontDoor } from './door';
+import { embeddingsDoor } from './embeddings/door';
 import { messagesDoor } from './messages/door';
 import { responsesDoor } from './responses/door';
 
@@ -13,4 +14,5 @@ export const frontDoors = (catalog: Catalog): readonly FrontDoor[] => [
   chatDoor,
   messagesDoor(catalog),
   responsesDoor,
+  embeddingsDoor,
 ];

@@ -90,7 +90,10 @@ export async function admit(
   let prompt: ReturnType<typeof admissionPromptTokens>;
   let reservation: Awaited<ReturnType<SpendGuard['admit']>>;
   try {
-    prompt = admissionPromptTokens(request.messages, request.toolsJson, deps.estimator);
+    prompt =
+      request.promptTokens === undefined
+        ? admissionPromptTokens(request.messages, request.toolsJson, deps.estimator)
+        : { tokens: request.promptTokens, exact: request.promptTokens };
     reservation = await deps.guard.admit({
       key,
       worstCaseCostUnits: worstCase(p, prompt.tokens, media),

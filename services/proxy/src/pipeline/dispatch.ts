@@ -2,7 +2,7 @@ import { AppError } from '@tollgate/errors';
 import type { Dispatcher } from 'undici';
 import { isNativeFor } from '../doors/door';
 import type { ProxyResponse } from '../http/types';
-import { attemptRequest, wireFormatOf } from '../providers';
+import { attemptRequest, formatFor } from '../providers';
 import { REQUEST_TOO_LARGE } from '../providers/provider-error';
 import type { ClassifiedHttpError } from '../providers/wire-format';
 import type { Candidate } from '../routing/candidates';
@@ -84,7 +84,7 @@ export async function dispatch(
     const record = (status: number | null, outcome: string) => c.recordAttempt(status, outcome, started);
     let up: UpstreamResponse;
     try {
-      up = await send(deps.upstreams, c, apiKey, extraHeaders(p, cand), nativePath(p, cand));
+      up = await send(deps.upstreams, c, apiKey, p, extraHeaders(p, cand), nativePath(p, cand));
     } catch (err) {
       c.releaseUpstream();
       if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
@@ -104,7 +104,7 @@ export async function dispatch(
     const classified =
       up.statusCode >= 200 && up.statusCode < 300
         ? null
-        : wireFormatOf(cand.provider.format).classifyHttpError(
+        : formatFor(p.door, cand.provider.format).classifyHttpError(
             up.statusCode,
             await readSome(up.body),
             cand.provider.name,
@@ -164,6 +164,7 @@ async function send(
   upstreams: Upstreams,
   c: Completion,
   apiKey: string | undefined,
+  p: Plan,
   extra: Record<string, string> | undefined,
   ownPath: string | null,
 ): Promise<UpstreamResponse> {
@@ -171,7 +172,7 @@ async function send(
   c.holdUpstream(acquireUpstream(target, c.provider.name));
   const body = JSON.stringify(c.upstreamBody);
   // The wire format's path and headers for this model and body (Gemini, Azure, Bedrock's signature).
-  const { path, headers } = await attemptRequest({
+  const { path, headers } = await attemptRequest(formatFor(p.door, c.provider.format), {
     provider: c.provider,
     upstreamModel: c.upstreamModel,
     stream: c.request.stream,

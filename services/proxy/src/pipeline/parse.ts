@@ -32,5 +32,8 @@ export function parse(
       { model: model.id },
     );
   }
+  if (door.check) door.check(request, model);
+  else if (!model.outputModalities.includes('text'))
+    throw badRequest(`model: '${model.id}' is an embeddings model; it answers POST /embeddings`);
   return { request, model };
 }

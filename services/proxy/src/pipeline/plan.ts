@@ -2,7 +2,7 @@ import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
 import { allowsModel, type CachedKey } from '@tollgate/key-cache';
 import { type FrontDoor, isNativeFor } from '../doors/door';
-import { wireFormatOf } from '../providers';
+import { formatFor } from '../providers';
 import type { WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
 import { mediaCandidates } from '../routing/media-policy';
@@ -65,7 +65,7 @@ function prepare(door: FrontDoor, request: CanonicalRequest, candidates: Candida
       continue;
     }
     try {
-      prepared[name] = wireFormatOf(name).prepare(request.body);
+      prepared[name] = formatFor(door, name).prepare(request.body);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       if (failed === null) failed = [];
@@ -108,6 +108,6 @@ export function upstreamBody(p: Plan, cand: Candidate): Json {
       simulator: cand.provider.simulator === true,
     });
   }
-  const format = wireFormatOf(name);
+  const format = formatFor(door, name);
   return format.requestBody(p.prepared[format.name] as Json, cand, request.body, request.stream);
 }

@@ -1,6 +1,6 @@
 import { isNativeFor } from '../doors/door';
 import type { ProxyResponse } from '../http/types';
-import { wireFormatOf } from '../providers';
+import { formatFor } from '../providers';
 import { isAbortError } from '../upstream/upstream';
 import type { Completion } from './completion';
 import { type DispatchDeps, dispatch, refusal, type UpstreamResponse } from './dispatch';
@@ -71,7 +71,7 @@ async function relayJson(deps: RelayDeps, c: Completion, p: Plan, res: ProxyResp
     // The wire format's answer → a chat.completion (OpenAI-shaped usage), unless the door speaks it.
     const read = native
       ? parsed
-      : wireFormatOf(c.provider.format).readResponse(parsed, {
+      : formatFor(p.door, c.provider.format).readResponse(parsed, {
           model: c.model.id,
           created: Math.floor(c.startedAt / 1000),
         });
@@ -104,7 +104,7 @@ async function relayStream(deps: RelayDeps, c: Completion, p: Plan, res: ProxyRe
   // A wire format other than the door's is translated into the OpenAI chunks the door reads.
   const bridge = native
     ? null
-    : wireFormatOf(c.provider.format).streamBridge({
+    : formatFor(p.door, c.provider.format).streamBridge({
         model: c.model.id,
         created: Math.floor(c.startedAt / 1000),
       });

@@ -54,4 +54,9 @@ export interface CanonicalRequest {
   withheldTools?: string[];
   /** Headers the door adds to its answer (set with `X-Generation-Id` at admission). */
   answerHeaders?: ReadonlyArray<readonly [string, string]>;
+  /**
+   * The exact input token count, when the door counted it itself (embeddings: every token is input);
+   * admission then reserves for it instead of estimating the chat prompt.
+   */
+  promptTokens?: number;
 }

@@ -25,7 +25,15 @@ export const wireFormatOf = (format: WireFormatName | undefined): WireFormat =>
  * One attempt's path and headers: the provider's (`input.base`, built once), or those its wire format
  * builds for the model, the stream flag and the body (WireFormat.attempt).
  */
-export function attemptRequest(input: AttemptInput): UpstreamRequest | Promise<UpstreamRequest> {
-  const format = wireFormatOf(input.provider.format);
+export function attemptRequest(
+  format: WireFormat,
+  input: AttemptInput,
+): UpstreamRequest | Promise<UpstreamRequest> {
   return format.attempt ? format.attempt(input) : input.base;
 }
+
+/** The wire format of `name` as `door` speaks it (its own registry, e.g. embeddings, else chat's). */
+export const formatFor = (
+  door: { wireFormat?(name: WireFormatName): WireFormat },
+  name: WireFormatName,
+): WireFormat => door.wireFormat?.(name) ?? wireFormatOf(name);

@@ -8,6 +8,7 @@ import { int, ms, usdColumn } from '../format';
 import { useDebounced } from '../hooks/useDebounced';
 import { displayZone, fromLocalInput, whenShort } from '../time';
 import { GenerationDetail } from './generations/Detail';
+import { SessionsPanel } from './generations/Sessions';
 
 const col = createColumnHelper<Generation>();
 /** Columns the server sorts by (every record of the filter, not the loaded rows). */
@@ -34,6 +35,7 @@ function useFilters(initialKey: string) {
   const [source, setSource] = useState('');
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
+  const [session, setSession] = useState('');
   const text = useDebounced({ id, model, app, from, to });
   const params = new URLSearchParams();
   if (text.id.trim().length >= 3) params.set('id_prefix', text.id.trim());
@@ -45,7 +47,14 @@ function useFilters(initialKey: string) {
   const toIso = fromLocalInput(text.to);
   if (fromIso) params.set('from', fromIso);
   if (toIso) params.set('to', toIso);
+  const range = new URLSearchParams();
+  if (fromIso) range.set('from', fromIso);
+  if (toIso) range.set('to', toIso);
+  if (session) params.set('session_id', session);
   const fields = {
+    session,
+    setSession,
+    range: range.toString(),
     id,
     setId,
     model,
@@ -222,6 +231,7 @@ export function GenerationsPage(props: { openId: string | null; params: URLSearc
       }
     >
       <Filters f={fields} keys={keys.data ?? []} />
+      <SessionsPanel range={fields.range} selected={fields.session} onSelect={fields.setSession} />
       <ErrorBox error={list.error} onRetry={() => list.refetch()} />
       <DataTable
         label="Generations"

@@ -16,7 +16,7 @@ import type { WireFormat } from '../wire-format';
 const basePath = (baseUrl: string): string => new URL(baseUrl).pathname.replace(/\/+$/, '');
 
 /** `<base>/openai/deployments/<deployment>/<operation>?api-version=<version>`. */
-function deploymentPath(
+export function deploymentPath(
   base: string,
   provider: Pick<CatalogProvider, 'apiVersion'>,
   deployment: string,
