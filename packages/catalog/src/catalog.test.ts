@@ -62,7 +62,7 @@ describe('parseCatalog', () => {
       completion: '0.0000006',
       cacheRead: '0.000000075',
       cacheWrite: '0.00000015',
-      cacheWrite1h: '0.0000003',
+      cacheWrite1h: '0.00000015',
       request: '0',
     });
     expect(m.priceUnits).toEqual({
@@ -70,7 +70,7 @@ describe('parseCatalog', () => {
       completion: 6000n,
       cacheRead: 750n,
       cacheWrite: 1500n,
-      cacheWrite1h: 3000n,
+      cacheWrite1h: 1500n,
       request: 0n,
     });
     // No declared media bounds or reasoning: the documented conservative defaults.
