@@ -240,6 +240,7 @@ export function createProxyApp(deps: {
     modelEndpointsHandler(deps.catalog),
   );
   api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys.handler());
+  api.all(['/teams', '/teams/{*rest}'], routeName('teams'), management, deps.forwarders.keys.handler());
   api.get('/activity', routeName('activity'), management, deps.forwarders.billing.handler());
   api.use(notFoundHandler);
 
