@@ -4,6 +4,7 @@ import { migrations } from '../migrations';
 import type { AccountsTable } from './accounts/accounts.table';
 import type { AuditLogTable } from './audit/audit.table';
 import type { ApiKeysTable } from './keys/keys.table';
+import type { TeamsTable } from './teams/teams.table';
 
 /** Postgres schema owned by the keys service. */
 const KEYS_SCHEMA = 'keys';
@@ -11,7 +12,11 @@ const KEYS_SCHEMA = 'keys';
 export interface Database {
   'keys.accounts': AccountsTable;
   'keys.api_keys': ApiKeysTable;
+<<<<<<< HEAD
   'keys.audit_log': AuditLogTable;
+=======
+  'keys.teams': TeamsTable;
+>>>>>>> main
 }
 
 export type KeysDb = Kysely<Database>;

@@ -43,6 +43,7 @@ export async function startKeysService(
     metrics,
     db: runtime.db,
     keys: runtime.keys,
+    teams: runtime.teams,
     accounts: runtime.accounts,
     presenter: runtime.presenter,
     verifier: createServiceVerifier('keys', config.SERVICE_PUBLIC_KEYS),

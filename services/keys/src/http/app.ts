@@ -20,9 +20,12 @@ import { keysRoutes } from '../keys/keys.routes';
 import type { KeyService } from '../keys/keys.service';
 import { ownersRoutes } from '../resolve/owners.routes';
 import { resolveRoutes } from '../resolve/resolve.routes';
+import { teamsRoutes } from '../teams/teams.routes';
+import type { TeamService } from '../teams/teams.service';
 
 export interface KeysAppDeps {
   keys: KeyService;
+  teams: TeamService;
   accounts: AccountService;
   /** The audit log is read straight from the service's own schema. */
   db: KeysDb;
@@ -46,6 +49,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
   app.use(resolveRoutes(deps));
   app.use(ownersRoutes(deps));
   app.use(keysRoutes(deps));
+  app.use(teamsRoutes(deps));
   app.use(accountKeysRoutes(deps));
   app.use(auditRoutes(deps));
   app.use(notFoundHandler);
