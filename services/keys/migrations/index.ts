@@ -1,19 +1,13 @@
 import type { Migration } from 'kysely/migration';
 import * as createKeys from './2026_11_20_120000_create_keys';
 import * as keyGovernance from './2026_11_23_090000_key_governance';
-<<<<<<< HEAD
-import * as auditLog from './2026_11_26_120000_audit_log';
-=======
 import * as teams from './2026_11_26_120000_teams';
->>>>>>> main
+import * as auditLog from './2026_11_26_130000_audit_log';
 
 /** Every migration of the `keys` schema, by name (names sort in the order they run). */
 export const migrations: Record<string, Migration> = {
   '2026_11_20_120000_create_keys': createKeys,
   '2026_11_23_090000_key_governance': keyGovernance,
-<<<<<<< HEAD
-  '2026_11_26_120000_audit_log': auditLog,
-=======
   '2026_11_26_120000_teams': teams,
->>>>>>> main
+  '2026_11_26_130000_audit_log': auditLog,
 };

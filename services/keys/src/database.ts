@@ -12,11 +12,8 @@ const KEYS_SCHEMA = 'keys';
 export interface Database {
   'keys.accounts': AccountsTable;
   'keys.api_keys': ApiKeysTable;
-<<<<<<< HEAD
   'keys.audit_log': AuditLogTable;
-=======
   'keys.teams': TeamsTable;
->>>>>>> main
 }
 
 export type KeysDb = Kysely<Database>;

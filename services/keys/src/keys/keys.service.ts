@@ -95,16 +95,10 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
         throw badRequest('limit: management keys carry no spend limit');
       }
       const key = generateKey();
-<<<<<<< HEAD
+      const teamId = input.governance?.teamId ?? null;
       const { row } = await applyKeyChange(deps, async (trx) => {
         const created = await insertKey(trx, {
-=======
-      const teamId = input.governance?.teamId ?? null;
-      const { row } = await applyKeyChange(deps, async (trx) => ({
-        changed: true,
-        row: await insertKey(trx, {
           team_id: await checkTeam(trx, accountId, input.scope, teamId),
->>>>>>> main
           account_id: accountId,
           name: input.name,
           label: keyLabel(key),
