@@ -1,4 +1,4 @@
-import type { ColumnType, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Selectable } from 'kysely';
 
 export type AuditActorKind = 'management_key' | 'user' | 'admin_cli';
 
@@ -21,4 +21,3 @@ export interface AuditLogTable {
 }
 
 export type AuditRow = Selectable<AuditLogTable>;
-export type NewAuditRow = Insertable<AuditLogTable>;

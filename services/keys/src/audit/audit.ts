@@ -18,7 +18,7 @@ export interface AuditActor {
 export const ADMIN_CLI_ACTOR: AuditActor = { kind: 'admin_cli', id: null, address: null };
 
 /** What the audit log keeps of a key: every managed field, never the digest. */
-export function keySnapshot(row: ApiKey): Record<string, unknown> {
+function keySnapshot(row: ApiKey): Record<string, unknown> {
   return {
     name: row.name,
     label: row.label,

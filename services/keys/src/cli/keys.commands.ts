@@ -1,7 +1,7 @@
-import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { badRequest, describeIssues, notFound } from '@tollgate/errors';
 import type { z } from 'zod';
+import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import type { KeyObject } from '../keys/key-view';
 import { governanceOf, parseHash } from '../keys/keys.schemas';
 import type { KeysRuntime } from '../runtime';

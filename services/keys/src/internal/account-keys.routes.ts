@@ -12,11 +12,11 @@ import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
 import type { AccountService } from '../accounts/accounts.service';
+import { dashboardActor } from '../http/caller';
 import type { KeyPresenter } from '../keys/key-view';
 import { PAGE_SIZE } from '../keys/keys.repository';
 import { governanceOf, parseBody, parseHash } from '../keys/keys.schemas';
 import type { KeyService } from '../keys/keys.service';
-import { dashboardActor } from '../http/caller';
 
 /** Query strings arrive as string | string[] | object: a repeated parameter is a 400, not a crash. */
 function singleQuery(query: Record<string, unknown>): Record<string, string> {
