@@ -265,6 +265,34 @@ describe('POST /responses: structured output and refusals', () => {
     });
   });
 
+  it("holds a key to its allowed models and its spend limit, in OpenAI's error shape", async () => {
+    const allowed = await stack.createInferenceKey(stack.account.managementKey, {
+      allowed_models: ['openai/*'],
+    });
+    const narrow = new OpenAI({ baseURL: stack.baseUrl, apiKey: allowed.key, maxRetries: 0 });
+    expect((await narrow.responses.create({ model: MODEL, input: 'x' })).status).toBe('completed');
+    const refused = await narrow.responses.create({ model: CLAUDE, input: 'x' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+      type: 'permission_error',
+      code: 403,
+    });
+    // The worst case (max_output_tokens at the model's price) does not fit a tiny limit.
+    const capped = await stack.createInferenceKey(stack.account.managementKey, {
+      limit: 0.000001,
+      limit_reset: 'daily',
+    });
+    const poor = new OpenAI({ baseURL: stack.baseUrl, apiKey: capped.key, maxRetries: 0 });
+    const over = await poor.responses
+      .create({ model: MODEL, input: 'x', max_output_tokens: 1000 })
+      .catch((e: unknown) => e);
+    expect(over).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((over as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+      type: 'insufficient_quota',
+      metadata: { error_type: 'key_limit_exceeded' },
+    });
+  });
+
   it('a key out of money gets an OpenAI-shaped 402 that the SDK raises', async () => {
     const broke = await stack.createAccount();
     const { key } = await stack.createInferenceKey(broke.managementKey);

@@ -50,6 +50,14 @@ describe('Gemini request', () => {
       tool_choice: { type: 'function', function: { name: 'get' } },
     }) as Json;
     expect(body.systemInstruction).toEqual({ parts: [{ text: 'Be brief.' }] });
+    const url = buildGenerateContentRequest({
+      messages: [
+        { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/a.webp?v=1' } }] },
+      ],
+    }) as Json;
+    expect(url.contents[0].parts[0]).toEqual({
+      fileData: { mimeType: 'image/webp', fileUri: 'https://x/a.webp?v=1' },
+    });
     expect(body.contents[0].parts[1]).toEqual({ inlineData: { mimeType: 'image/png', data: 'AAAA' } });
     expect(body.contents[1]).toEqual({
       role: 'model',
