@@ -133,7 +133,7 @@ export const keyLimitExceeded = (reset: LimitReset | null) => {
 };
 
 /** 429: this minute's tokens of the key plus the request's worst case exceed its `rate_limit_tpm`. */
-export const tokenRateLimited = (limit: number, nowMs: number) => {
+const tokenRateLimited = (limit: number, nowMs: number) => {
   const retryAfter = Math.max(1, Math.ceil((60_000 - (nowMs % 60_000)) / 1000));
   return new AppError(
     'rate_limited',

@@ -132,7 +132,7 @@ export interface AdmitArgs {
 }
 
 /** A tokens-per-minute charge (issue 29): the key's counter of the current minute. */
-export interface TokenRateCharge {
+interface TokenRateCharge {
   /** `tokenRateKey(keyId, now)`. */
   counterKey: string;
   limit: number;
