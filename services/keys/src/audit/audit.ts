@@ -32,6 +32,7 @@ function keySnapshot(row: ApiKey): Record<string, unknown> {
     include_byok_in_limit: row.include_byok_in_limit,
     allowed_models: row.allowed_models,
     rate_limit_rpm: row.rate_limit_rpm,
+    rate_limit_tpm: row.rate_limit_tpm,
     team_id: row.team_id,
   };
 }

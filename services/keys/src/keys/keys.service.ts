@@ -33,6 +33,8 @@ export interface KeyGovernanceInput {
   includeByokInLimit?: boolean;
   allowedModels?: string[];
   rateLimitRpm?: number | null;
+  /** Tokens per minute (worst case at admission), null = none. */
+  rateLimitTpm?: number | null;
   /** A team of the key's account, or null for none (inference keys only). */
   teamId?: string | null;
 }
@@ -110,6 +112,7 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
           include_byok_in_limit: input.governance?.includeByokInLimit ?? false,
           allowed_models: input.governance?.allowedModels ?? [],
           rate_limit_rpm: input.governance?.rateLimitRpm ?? null,
+          rate_limit_tpm: input.governance?.rateLimitTpm ?? null,
         });
         await recordKeyChange(trx, actor, 'key.create', null, created);
         return { changed: true, row: created };
@@ -213,6 +216,9 @@ function governanceChanges(current: ApiKey, g: KeyGovernanceInput | undefined, c
   }
   if (g.rateLimitRpm !== undefined && g.rateLimitRpm !== current.rate_limit_rpm) {
     changes.rate_limit_rpm = g.rateLimitRpm;
+  }
+  if (g.rateLimitTpm !== undefined && g.rateLimitTpm !== current.rate_limit_tpm) {
+    changes.rate_limit_tpm = g.rateLimitTpm;
   }
 }
 
