@@ -36,6 +36,7 @@ import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
 import pg from 'pg';
 import { processSettings } from '../services/proxy/src/runtime';
+import { createServiceLogins } from '../tests/support/logins';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The test kit's names (database, Redis prefix, RabbitMQ prefix) carry this run id.
@@ -317,6 +318,8 @@ try {
 }
 const redis = await createTestRedis();
 const amqp = createTestAmqp();
+// Production refuses shared or passwordless server logins: each service gets its own (issue 23).
+const logins = await createServiceLogins(db.url, redis, amqp);
 const spoolDir = mkdtempSync(join(os.tmpdir(), 'tollgate-bench-spool-'));
 const catalogDir = mkdtempSync(join(os.tmpdir(), 'tollgate-bench-catalog-'));
 
@@ -331,6 +334,7 @@ async function cleanup() {
   await amqp
     .cleanup({ queues: [t.queue, t.deadLetterQueue], exchanges: [t.exchange, t.deadLetterExchange] })
     .catch(() => {});
+  await logins.drop();
   rmSync(spoolDir, { recursive: true, force: true });
   rmSync(catalogDir, { recursive: true, force: true });
 }
@@ -371,8 +375,10 @@ try {
     billing: generateServiceKeyPair(),
     admin: generateServiceKeyPair(),
   };
+  /** A service's own identity: its Ed25519 key and its server logins. */
   const identity = (name: keyof typeof serviceKeys) => ({
     SERVICE_PRIVATE_KEY: serviceKeys[name].privateKey,
+    ...(name === 'admin' ? {} : logins.urls[name]),
   });
   const common = {
     NODE_ENV: 'production',
@@ -381,10 +387,7 @@ try {
     SERVICE_PUBLIC_KEYS: Object.entries(serviceKeys)
       .map(([name, k]) => `${name}=${k.publicKey}`)
       .join(','),
-    DATABASE_URL: db.url,
-    REDIS_URL: redis.url,
     REDIS_PREFIX: redis.prefix,
-    AMQP_URL: amqp.url,
     AMQP_PREFIX: amqp.prefix,
     HOST: '127.0.0.1',
     METRICS_HOST: '127.0.0.1',

@@ -4,7 +4,9 @@
  * variable its own config schema needs, talks to the others by compose service name and the right
  * port, waits for healthy dependencies, and the proxy is published on 8080.
  */
+
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -105,6 +107,22 @@ function resolvedEnvironment(name: string): Record<string, string> {
     const dir = mount && volumeDirs.get(mount.source);
     if (!dir) throw new Error(`${name} ${key}=${path} is not on a volume service-keys writes`);
     env[key] = join(dir, path.slice(mount.target.length + 1));
+  }
+  return env;
+}
+
+/**
+ * A service's environment as the service sees it: each server URL given as `<NAME>_URL_FILE` (its own
+ * login, generated on first start) read from the file service-keys wrote.
+ */
+function effectiveEnvironment(name: string): Record<string, string> {
+  const env = environment(name);
+  if (!Object.keys(env).some((k) => /_URL_FILE$/.test(k))) return env;
+  const resolved = resolvedEnvironment(name);
+  for (const [key, path] of Object.entries(resolved)) {
+    if (!/_URL_FILE$/.test(key)) continue;
+    env[key.slice(0, -'_FILE'.length)] = readFileSync(path, 'utf8').trim();
+    delete env[key];
   }
   return env;
 }
@@ -225,7 +243,7 @@ describe('docker-compose.yml', () => {
 
   describe.each(stack)('$name', (svc) => {
     const service = services[svc.name] as ComposeService;
-    const env = () => environment(svc.name);
+    const env = () => effectiveEnvironment(svc.name);
 
     it('is built from the repository root with its own Dockerfile', () => {
       expect(service, `compose service ${svc.name}`).toBeDefined();
@@ -338,7 +356,7 @@ describe('docker-compose.yml', () => {
     };
     for (const [name, vars] of Object.entries(wiring)) {
       for (const [key, host] of Object.entries(vars)) {
-        expect(urlHostPort(environment(name)[key] ?? '')?.host, `${name} ${key}`).toBe(host);
+        expect(urlHostPort(effectiveEnvironment(name)[key] ?? '')?.host, `${name} ${key}`).toBe(host);
       }
     }
   });
@@ -439,20 +457,78 @@ describe('docker-compose.yml', () => {
     expect(environment('billing').AMQP_PREFIX).toBe(environment('proxy').AMQP_PREFIX);
   });
 
-  it('connects to Postgres and RabbitMQ with the credentials those containers are given', () => {
-    const pg = environment('postgres');
-    for (const name of ['keys', 'billing']) {
-      const u = new URL(environment(name).DATABASE_URL ?? '');
-      expect(decodeURIComponent(u.username)).toBe(pg.POSTGRES_USER ?? 'postgres');
-      expect(decodeURIComponent(u.password)).toBe(pg.POSTGRES_PASSWORD);
-      expect(u.pathname.slice(1)).toBe(pg.POSTGRES_DB ?? pg.POSTGRES_USER ?? 'postgres');
+  it('gives each service its own login on each server, generated on first start and created by the server (issue 23)', () => {
+    generateComposeKeys();
+    const seen = new Map<string, string>();
+    for (const name of ['proxy', 'keys', 'billing', 'dashboard', 'admin']) {
+      const env = effectiveEnvironment(name);
+      for (const key of ['DATABASE_URL', 'REDIS_URL', 'AMQP_URL']) {
+        if (!env[key]) continue;
+        expect(environment(name)[key], `${name} ${key} is never written in the compose file`).toBeUndefined();
+        const u = new URL(env[key]!);
+        const password = decodeURIComponent(u.password);
+        expect(password.length, `${name} ${key} password`).toBeGreaterThanOrEqual(24);
+        // The admin CLI is the keys service's own tool: it uses keys' logins; no service shares one.
+        const owner = name === 'admin' ? 'keys' : name;
+        const prior = seen.get(password);
+        expect(prior === undefined || prior === `${owner} ${key}`, `${name} ${key} shares ${prior}`).toBe(
+          true,
+        );
+        seen.set(password, `${owner} ${key}`);
+      }
     }
-    const mq = environment('rabbitmq');
-    for (const name of ['billing', 'proxy']) {
-      const u = new URL(environment(name).AMQP_URL ?? '');
-      expect(decodeURIComponent(u.username)).toBe(mq.RABBITMQ_DEFAULT_USER ?? 'guest');
-      expect(decodeURIComponent(u.password)).toBe(mq.RABBITMQ_DEFAULT_PASS ?? 'guest');
+    const read = (volume: string, file: string) => readFileSync(join(volumeDirs.get(volume)!, file), 'utf8');
+    // Postgres creates each role, owner of its schema only, from the init volume on its first start.
+    expect(mountsOf('postgres')).toContainEqual({
+      source: 'postgres-init',
+      target: '/docker-entrypoint-initdb.d',
+      readOnly: true,
+    });
+    const sql = read('postgres-init', '10-tollgate-roles.sql');
+    for (const [service, schema] of [
+      ['keys', 'keys'],
+      ['billing', 'billing'],
+      ['dashboard', 'dashboard'],
+    ] as const) {
+      const u = new URL(effectiveEnvironment(service).DATABASE_URL!);
+      expect(sql).toContain(`create role ${u.username} login password '${decodeURIComponent(u.password)}';`);
+      expect(sql).toContain(`create schema if not exists ${schema} authorization ${u.username};`);
     }
+    // Redis: the ACL file names each user with its password; the default user may only PING.
+    expect((services.redis as { command?: string[] } | undefined)?.command).toEqual(
+      expect.arrayContaining(['--aclfile', '/etc/tollgate-redis/users.acl']),
+    );
+    const acl = read('redis-acl', 'users.acl');
+    expect(acl).toMatch(/^user default on nopass resetkeys resetchannels -@all \+ping$/m);
+    for (const service of ['proxy', 'keys', 'billing']) {
+      const u = new URL(effectiveEnvironment(service).REDIS_URL!);
+      expect(acl).toContain(`user ${u.username} on >${decodeURIComponent(u.password)} `);
+    }
+    expect(acl).toMatch(/user tollgate-proxy on >\S+ %R~tg:key:\* /);
+    // RabbitMQ imports its users at boot; each password hash verifies against the service's URL.
+    const defs = JSON.parse(read('rabbitmq-definitions', 'definitions.json')) as {
+      users: Array<{ name: string; password_hash: string }>;
+      permissions: Array<{ user: string; configure: string; write: string; read: string }>;
+    };
+    for (const service of ['proxy', 'billing']) {
+      const u = new URL(effectiveEnvironment(service).AMQP_URL!);
+      const user = defs.users.find((x) => x.name === u.username);
+      const raw = Buffer.from(user?.password_hash ?? '', 'base64');
+      const salt = raw.subarray(0, 4);
+      const hash = createHash('sha256')
+        .update(Buffer.concat([salt, Buffer.from(decodeURIComponent(u.password))]))
+        .digest();
+      expect(raw.subarray(4).equals(hash), `${service} RabbitMQ password hash`).toBe(true);
+    }
+    expect(defs.permissions.find((p) => p.user === 'tollgate-proxy')).toMatchObject({
+      configure: '^tollgate\\.usage$',
+      write: '^tollgate\\.usage$',
+      read: '^$',
+    });
+    expect(environment('rabbitmq').RABBITMQ_DEFAULT_PASS).toBeUndefined();
+    expect(read('rabbitmq-definitions', 'rabbitmq.conf')).toContain(
+      'load_definitions = /etc/tollgate-rabbitmq/definitions.json',
+    );
   });
 
   it('publishes the proxy on 8080 and no other Tollgate service', () => {

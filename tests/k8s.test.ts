@@ -16,6 +16,7 @@ import { createServiceSigner, createServiceVerifier, DEV_SERVICE_KEYS, SERVICE_N
 import * as appsV1 from 'kubernetes-models/apps/v1';
 import * as autoscalingV2 from 'kubernetes-models/autoscaling/v2';
 import * as batchV1 from 'kubernetes-models/batch/v1';
+import * as networkingV1 from 'kubernetes-models/networking.k8s.io/v1';
 import * as policyV1 from 'kubernetes-models/policy/v1';
 import * as coreV1 from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,17 +39,18 @@ const models: Record<string, Record<string, unknown>> = {
   'batch/v1': batchV1,
   'autoscaling/v2': autoscalingV2,
   'policy/v1': policyV1,
+  'networking.k8s.io/v1': networkingV1,
 };
 
 let work: string;
 const rendered = new Map<string, Obj[]>();
 
 function fillEnvFile(path: string) {
-  // What an operator does: copy the example and fill in every empty value (here: random secrets).
-  const text = readFileSync(`${path}.example`, 'utf8').replace(
-    /^([A-Z0-9_]+)=$/gm,
-    (_m, k: string) => `${k}=${randomBytes(32).toString('hex')}`,
-  );
+  // What an operator does: copy the example and fill in every empty value and every change-me
+  // password (here: random secrets, a different one each).
+  const text = readFileSync(`${path}.example`, 'utf8')
+    .replace(/^([A-Z0-9_]+)=$/gm, (_m, k: string) => `${k}=${randomBytes(32).toString('hex')}`)
+    .replace(/change-me/g, () => randomBytes(18).toString('hex'));
   writeFileSync(path, text);
 }
 
@@ -337,6 +339,180 @@ describe.each(overlays)('overlay %s', (overlay) => {
     const volume = pod.volumes.find((v: Obj) => v.name === mount?.name);
     const catalog = data(objs(), 'ConfigMap', volume?.configMap?.name);
     expect(catalog?.[catalogPath.slice(mount.mountPath.length + 1)]).toBeTruthy();
+  });
+});
+
+/** One end of a connection, as NetworkPolicies see it. */
+interface Endpoint {
+  name: string;
+  labels: Record<string, string>;
+  /** In another namespace (Prometheus, the cluster DNS). */
+  otherNamespace?: boolean;
+  /** Outside the cluster (clients, model providers, managed servers): matched by ipBlock only. */
+  external?: boolean;
+  /** Named container ports (a rule may name one). */
+  ports?: Record<string, number>;
+}
+
+function selects(selector: Obj | undefined, labels: Record<string, string>): boolean {
+  if (!selector) return true;
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector.matchExpressions ?? []) {
+    const has = e.key in labels;
+    if (e.operator === 'In' && !(has && e.values.includes(labels[e.key]))) return false;
+    if (e.operator === 'NotIn' && has && e.values.includes(labels[e.key])) return false;
+    if (e.operator === 'Exists' && !has) return false;
+    if (e.operator === 'DoesNotExist' && has) return false;
+  }
+  return true;
+}
+
+function peerMatches(peer: Obj, e: Endpoint): boolean {
+  if (peer.ipBlock) return Boolean(e.external); // 0.0.0.0/0 in these manifests: addresses outside the cluster
+  if (e.external) return false;
+  if (e.otherNamespace && !peer.namespaceSelector) return false;
+  return selects(peer.podSelector, e.labels);
+}
+
+function portMatches(ports: Obj[] | undefined, port: number, target: Endpoint): boolean {
+  if (!ports || ports.length === 0) return true;
+  return ports.some((p) => (typeof p.port === 'string' ? target.ports?.[p.port] === port : p.port === port));
+}
+
+/** Whether the NetworkPolicies let `from` open a TCP connection to `to`:`port` (egress and ingress). */
+function allowed(objs: Obj[], from: Endpoint, to: Endpoint, port: number): boolean {
+  const policies = objs.filter((o) => o.kind === 'NetworkPolicy');
+  /** `pod`'s policies of this type let `peer` through (a pod no such policy selects is open). */
+  const side = (type: 'Ingress' | 'Egress', pod: Endpoint, peer: Endpoint) => {
+    if (pod.external || pod.otherNamespace) return true; // not policed by these manifests
+    const applying = policies.filter(
+      (p) => (p.spec.policyTypes ?? ['Ingress']).includes(type) && selects(p.spec.podSelector, pod.labels),
+    );
+    if (applying.length === 0) return true;
+    return applying.some((p) =>
+      ((type === 'Ingress' ? p.spec.ingress : p.spec.egress) ?? []).some((rule: Obj) => {
+        const peers: Obj[] | undefined = type === 'Ingress' ? rule.from : rule.to;
+        return portMatches(rule.ports, port, to) && (!peers || peers.some((x) => peerMatches(x, peer)));
+      }),
+    );
+  };
+  return side('Egress', from, to) && side('Ingress', to, from);
+}
+
+describe.each(overlays)('overlay %s: NetworkPolicies', (overlay) => {
+  const objs = () => rendered.get(overlay) ?? [];
+  const pod = (name: string): Endpoint => {
+    const dep = find(objs(), 'Deployment', name);
+    const ports: Record<string, number> = {};
+    for (const c of dep?.spec.template.spec.containers ?? [])
+      for (const p of c.ports ?? []) if (p.name) ports[p.name] = p.containerPort;
+    return { name, labels: dep?.spec.template.metadata.labels ?? { 'app.kubernetes.io/name': name }, ports };
+  };
+  const external = (name: string): Endpoint => ({ name, labels: {}, external: true });
+  /** The servers: pods in the demo, managed (outside the cluster) in production. */
+  const server = (name: string) => (find(objs(), 'Deployment', name) ? pod(name) : external(name));
+  const client = external('client');
+  const prometheus: Endpoint = {
+    name: 'prometheus',
+    labels: { 'app.kubernetes.io/name': 'prometheus' },
+    otherNamespace: true,
+  };
+  const dns: Endpoint = { name: 'dns', labels: { 'k8s-app': 'kube-dns' }, otherNamespace: true };
+
+  it('deny by default, in both directions, for every pod', () => {
+    const deny = objs().find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'default-deny');
+    expect(deny?.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
+    expect(allowed(objs(), pod('proxy'), external('anywhere'), 22)).toBe(false);
+  });
+
+  it('opens exactly the paths each service needs', () => {
+    const [proxy, keys, billing, dashboard] = ['proxy', 'keys', 'billing', 'dashboard'].map(
+      pod,
+    ) as Endpoint[];
+    const [postgres, redis, rabbitmq] = ['postgres', 'redis', 'rabbitmq'].map(server) as Endpoint[];
+    const yes: Array<[Endpoint, Endpoint, number]> = [
+      [client, proxy!, 8080],
+      [client, dashboard!, 8083],
+      [proxy!, keys!, 8081],
+      [proxy!, billing!, 8082],
+      [dashboard!, keys!, 8081],
+      [dashboard!, billing!, 8082],
+      [keys!, billing!, 8082],
+      [billing!, keys!, 8081],
+      [proxy!, redis!, 6379],
+      [proxy!, rabbitmq!, 5672],
+      [keys!, postgres!, 5432],
+      [keys!, redis!, 6379],
+      [billing!, postgres!, 5432],
+      [billing!, redis!, 6379],
+      [billing!, rabbitmq!, 5672],
+      [dashboard!, postgres!, 5432],
+      [proxy!, external('provider'), 443],
+      [keys!, dns, 53],
+    ];
+    const no: Array<[Endpoint, Endpoint, number]> = [
+      [client, keys!, 8081],
+      [client, billing!, 8082],
+      [proxy!, postgres!, 5432],
+      [dashboard!, redis!, 6379],
+      [dashboard!, rabbitmq!, 5672],
+      [keys!, rabbitmq!, 5672],
+      [billing!, external('provider'), 443],
+      [dashboard!, external('anywhere'), 443],
+      [keys!, proxy!, 8080],
+      [proxy!, keys!, 9465],
+    ];
+    for (const [from, to, port] of yes)
+      expect(allowed(objs(), from, to, port), `${from.name} → ${to.name}:${port}`).toBe(true);
+    for (const [from, to, port] of no)
+      expect(allowed(objs(), from, to, port), `${from.name} → ${to.name}:${port}`).toBe(false);
+    if (find(objs(), 'Deployment', 'provider-sim')) {
+      expect(allowed(objs(), proxy!, pod('provider-sim'), 8090)).toBe(true);
+      expect(allowed(objs(), keys!, pod('provider-sim'), 8090)).toBe(false);
+      expect(allowed(objs(), client, postgres!, 5432)).toBe(false);
+    }
+  });
+
+  it('lets Prometheus reach each metrics port and nothing else; no one else reaches a metrics port', () => {
+    for (const name of deployed) {
+      const target = pod(name);
+      const metrics = target.ports?.metrics ?? 0;
+      expect(metrics, `${name} metrics port`).toBeGreaterThan(0);
+      expect(allowed(objs(), prometheus, target, metrics), `prometheus → ${name}`).toBe(true);
+      expect(allowed(objs(), client, target, metrics), `client → ${name} metrics`).toBe(false);
+      const api = Object.entries(target.ports ?? {}).find(([n]) => n === 'http')?.[1] ?? 0;
+      if (name !== 'proxy' && name !== 'dashboard')
+        expect(allowed(objs(), prometheus, target, api), `prometheus → ${name} api`).toBe(false);
+    }
+  });
+
+  it('gives no two services the same credential, and none an empty password', () => {
+    const seen = new Map<string, string>();
+    for (const name of deployed) {
+      const dep = find(objs(), 'Deployment', name);
+      const env = containerEnv(objs(), dep.spec.template.spec.containers[0]);
+      for (const key of ['DATABASE_URL', 'REDIS_URL', 'AMQP_URL', 'SERVICE_PRIVATE_KEY']) {
+        const value = env[key];
+        if (value === undefined) continue;
+        const credentials =
+          key === 'SERVICE_PRIVATE_KEY'
+            ? [value]
+            : (() => {
+                const u = new URL(value);
+                expect(u.password, `${name} ${key} password`).not.toBe('');
+                return [
+                  `${key} user ${decodeURIComponent(u.username)}`,
+                  `password ${decodeURIComponent(u.password)}`,
+                ];
+              })();
+        for (const c of credentials) {
+          expect(seen.get(c), `${name} ${key} shares a credential with ${seen.get(c)}`).toBeUndefined();
+          seen.set(c, `${name} ${key}`);
+        }
+      }
+    }
+    // Every service that talks to a server has its own login there.
+    expect([...seen.values()].filter((v) => v.endsWith('DATABASE_URL')).length).toBe(3 * 2);
   });
 });
 

@@ -32,6 +32,11 @@ const SPEC_ROUTES: Array<[HttpMethod, string]> = [
   ['get', '/keys/{hash}'],
   ['patch', '/keys/{hash}'],
   ['delete', '/keys/{hash}'],
+  ['get', '/teams'],
+  ['post', '/teams'],
+  ['get', '/teams/{id}'],
+  ['patch', '/teams/{id}'],
+  ['delete', '/teams/{id}'],
   ['get', '/key'],
   ['get', '/credits'],
   ['post', '/chat/completions'],
@@ -701,6 +706,57 @@ describe('the running stack, checked against the document', () => {
       conforms('delete', '/keys/{hash}', revoked, 200);
       expect(revoked.body.data).toEqual({ hash, deleted: true });
       conforms('patch', '/keys/{hash}', await patch({ name: 'again' }), 409);
+    });
+
+    it('walks every team route through its documented responses, through the proxy', async () => {
+      const m = stack.account.managementKey;
+      const created = await stack.api('/teams', { key: m, body: { name: 'doc team' } });
+      conforms('post', '/teams', created, 201);
+      const id: string = created.body.data.id;
+      conforms('post', '/teams', await stack.api('/teams', { key: m, body: { name: '' } }), 400);
+      conforms('post', '/teams', await stack.api('/teams', { body: { name: 'x' } }), 401);
+      conforms(
+        'post',
+        '/teams',
+        await stack.api('/teams', { key: stack.inferenceKey, body: { name: 'x' } }),
+        403,
+      );
+      conforms('get', '/teams', await stack.api('/teams?offset=0', { key: m }), 200);
+      conforms('get', '/teams', await stack.api('/teams?offset=-1', { key: m }), 400);
+      const one = `/teams/${id}`;
+      conforms('get', '/teams/{id}', await stack.api(one, { key: m }), 200);
+      const other = await stack.createAccount();
+      conforms('get', '/teams/{id}', await stack.api(one, { key: other.managementKey }), 404);
+      conforms('get', '/teams/{id}', await stack.api('/teams/nope', { key: m }), 400);
+      const key = await stack.api('/keys', { key: m, body: { name: 'in team', team_id: id } });
+      conforms('post', '/keys', key, 201);
+      expect(key.body.data.team_id).toBe(id);
+      const patch = (body: unknown, path = one) => stack.api(path, { key: m, method: 'PATCH', body });
+      conforms('patch', '/teams/{id}', await patch({ name: 'renamed' }), 200);
+      conforms('patch', '/teams/{id}', await patch({ name: 'x' }, `/teams/${randomUUID()}`), 404);
+      const del = (path = one) => stack.api(path, { key: m, method: 'DELETE' });
+      conforms('delete', '/teams/{id}', await del(), 409);
+      conforms(
+        'patch',
+        '/keys/{hash}',
+        await stack.api(`/keys/${key.body.data.hash}`, { key: m, method: 'PATCH', body: { team_id: null } }),
+        200,
+      );
+      conforms('delete', '/teams/{id}', await del(), 200);
+      conforms('delete', '/teams/{id}', await del(), 404);
+      conforms('delete', '/teams/{id}', await del('/teams/nope'), 400);
+      conforms('patch', '/teams/{id}', await patch({ name: '' }), 400);
+      conforms('get', '/teams', await stack.api('/teams', {}), 401);
+      conforms('get', '/teams', await stack.api('/teams', { key: stack.inferenceKey }), 403);
+      for (const [method, route] of [
+        ['get', '/teams/{id}'],
+        ['patch', '/teams/{id}'],
+        ['delete', '/teams/{id}'],
+      ] as const) {
+        const init = { method: method.toUpperCase(), body: method === 'patch' ? { name: 'x' } : undefined };
+        conforms(method, route, await stack.api(one, { ...init, key: generateKey() }), 401);
+        conforms(method, route, await stack.api(one, { ...init, key: stack.inferenceKey }), 403);
+      }
     });
 
     it('answers GET /key and GET /credits for both scopes in the documented shape', async () => {

@@ -11,6 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { devServiceLogins } from './logins';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** `--dist`: run each service's production build (`make start`; `make build` made it). */
@@ -94,6 +95,9 @@ function log(name: string, line: string, color = 37) {
   process.stdout.write(`\x1b[${color}m${name.padEnd(12)}\x1b[0m| ${line}\n`);
 }
 
+/** Each service's own server logins (infra/dev/logins.ts), set before the services start. */
+let logins: Record<string, Record<string, string>> = {};
+
 function start(spec: ServiceSpec): ChildProcess {
   const args = fromDist ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts'];
   if (fromDist && !existsSync(resolve(root, spec.dir, 'dist/main.js'))) {
@@ -101,7 +105,7 @@ function start(spec: ServiceSpec): ChildProcess {
   }
   const child = spawn(process.execPath, args, {
     cwd: resolve(root, spec.dir),
-    env: { ...inherited, ...env, PORT: String(spec.port) },
+    env: { ...inherited, ...env, ...logins[spec.name], PORT: String(spec.port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout, child.stderr]) {
@@ -154,6 +158,7 @@ process.on('SIGTERM', () => void stop(0));
 const started = Date.now();
 try {
   await ensureDatabase(env.DATABASE_URL);
+  logins = await devServiceLogins(env, (line) => log('dev', line, 33));
   for (const spec of services) {
     start(spec);
     await waitReady(spec);

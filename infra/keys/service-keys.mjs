@@ -6,13 +6,19 @@
 //   node infra/keys/service-keys.mjs --dir <dir>   files, for docker compose (kept if they exist):
 //       <dir>/<caller>/private.key        caller = proxy, keys, billing, dashboard, admin (base64 PKCS#8 DER)
 //       <dir>/public/<callee>.keys        callee = keys, billing, dashboard (SERVICE_PUBLIC_KEYS value)
+//     and each service's own login on each server it uses (issue 23; infra/credentials/policy.mjs):
+//       <dir>/<service>/{database,redis,amqp}.url   its URLs, with its own generated password
+//       <dir>/postgres/   admin.password, 10-tollgate-roles.sql (docker-entrypoint-initdb.d)
+//       <dir>/redis/users.acl                        (redis-server --aclfile)
+//       <dir>/rabbitmq/rabbitmq.conf, definitions.json  (load_definitions at boot)
 //   node infra/keys/service-keys.mjs --env <dir>   env files, for Kubernetes (refuses to overwrite):
 //       <dir>/service-keys.env            PROXY_PRIVATE_KEY, KEYS_PRIVATE_KEY, BILLING_PRIVATE_KEY, DASHBOARD_PRIVATE_KEY,
 //                                         and every caller's <NAME>_PUBLIC_KEY (admin's included)
 //       <dir>/admin.key                   the admin CLI's private key (ADMIN_PRIVATE_KEY): keep it off the cluster
-import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { rabbitmqPermissions, redisAclRules } from '../credentials/policy.mjs';
 
 /** Who calls whom: the callers each called service trusts (which routes each may use is in code). */
 export const TRUST = {
@@ -71,13 +77,136 @@ export function writeEnvFiles(dir) {
   write(adminPath, privateKeys.admin, 0o600);
 }
 
+// ---- server logins (docker compose) -------------------------------------------------------------
+/** Who logs in where (a service missing from a server never gets a login there). */
+const LOGINS = {
+  postgres: { keys: 'tollgate_keys', billing: 'tollgate_billing', dashboard: 'tollgate_dashboard' },
+  redis: { proxy: 'tollgate-proxy', keys: 'tollgate-keys', billing: 'tollgate-billing' },
+  rabbitmq: { proxy: 'tollgate-proxy', billing: 'tollgate-billing' },
+};
+const FILE = { postgres: 'database.url', redis: 'redis.url', rabbitmq: 'amqp.url' };
+const newPassword = () => randomBytes(24).toString('base64url');
+/** A password kept from an earlier start (in the service's URL file), or a new one. */
+function passwordOf(path) {
+  if (!existsSync(path)) return newPassword();
+  return decodeURIComponent(new URL(readFileSync(path, 'utf8').trim()).password) || newPassword();
+}
+const urlFor = (server, user, password) =>
+  ({
+    postgres: `postgres://${user}:${encodeURIComponent(password)}@postgres:5432/tollgate`,
+    redis: `redis://${user}:${encodeURIComponent(password)}@redis:6379`,
+    rabbitmq: `amqp://${user}:${encodeURIComponent(password)}@rabbitmq:5672`,
+  })[server];
+const sqlLiteral = (s) => `'${s.replaceAll("'", "''")}'`;
+/** RabbitMQ's rabbit_password_hashing_sha256: base64(salt ‖ sha256(salt ‖ password)). */
+function rabbitHash(password) {
+  const salt = randomBytes(4);
+  const hash = createHash('sha256')
+    .update(Buffer.concat([salt, Buffer.from(password, 'utf8')]))
+    .digest();
+  return Buffer.concat([salt, hash]).toString('base64');
+}
+function writeKept(path, make, mode) {
+  if (!existsSync(path)) write(path, make(), mode);
+  return readFileSync(path, 'utf8').trim();
+}
+
+/**
+ * Each service's own login per server (kept across restarts) and the files the servers read on
+ * start to create them. The servers' administrators get generated passwords too (never given to a
+ * service). Prefixes: REDIS_PREFIX and AMQP_PREFIX of the compose file.
+ */
+export function writeComposeLogins(dir, { redisPrefix = 'tg:', amqpPrefix = 'tollgate' } = {}) {
+  const logins = {};
+  for (const [server, services] of Object.entries(LOGINS)) {
+    logins[server] = {};
+    for (const [service, user] of Object.entries(services)) {
+      mkdirSync(join(dir, service), { recursive: true });
+      const path = join(dir, service, FILE[server]);
+      const password = passwordOf(path);
+      if (!existsSync(path)) write(path, urlFor(server, user, password), 0o400);
+      logins[server][service] = { user, password };
+    }
+  }
+  // PostgreSQL: the image runs these on its first start (an empty data directory).
+  const pg = join(dir, 'postgres');
+  mkdirSync(pg, { recursive: true });
+  writeKept(join(pg, 'admin.password'), newPassword, 0o444);
+  const roles = Object.entries(logins.postgres).flatMap(([schema, { user, password }]) => [
+    `create role ${user} login password ${sqlLiteral(password)};`,
+    `create schema if not exists ${schema} authorization ${user};`,
+    `revoke all on schema ${schema} from public;`,
+  ]);
+  writeServerFile(
+    join(pg, '10-tollgate-roles.sql'),
+    ['revoke create on schema public from public;', ...roles].join('\n'),
+  );
+  // Redis: the default user may only PING (the health check); an administrator; a user per service.
+  const redis = join(dir, 'redis');
+  mkdirSync(redis, { recursive: true });
+  const redisAdmin = writeKept(join(redis, 'admin.password'), newPassword, 0o444);
+  const rules = redisAclRules(redisPrefix);
+  writeServerFile(
+    join(redis, 'users.acl'),
+    [
+      'user default on nopass resetkeys resetchannels -@all +ping',
+      `user tollgate-admin on >${redisAdmin} ~* &* +@all`,
+      ...Object.entries(logins.redis).map(
+        ([s, { user, password }]) => `user ${user} on >${password} ${rules[s].join(' ')}`,
+      ),
+    ].join('\n'),
+  );
+  // RabbitMQ: definitions imported at boot (users, their permissions); an administrator.
+  const mq = join(dir, 'rabbitmq');
+  mkdirSync(mq, { recursive: true });
+  const mqAdmin = writeKept(join(mq, 'admin.password'), newPassword, 0o444);
+  const perms = rabbitmqPermissions(amqpPrefix);
+  const users = [
+    { name: 'tollgate-admin', password: mqAdmin, tags: ['administrator'] },
+    ...Object.entries(logins.rabbitmq).map(([, { user, password }]) => ({ name: user, password, tags: [] })),
+  ];
+  writeServerFile(
+    join(mq, 'definitions.json'),
+    JSON.stringify({
+      users: users.map((u) => ({
+        name: u.name,
+        password_hash: rabbitHash(u.password),
+        hashing_algorithm: 'rabbit_password_hashing_sha256',
+        tags: u.tags,
+      })),
+      vhosts: [{ name: '/' }],
+      permissions: [
+        { user: 'tollgate-admin', vhost: '/', configure: '.*', write: '.*', read: '.*' },
+        ...Object.entries(logins.rabbitmq).map(([s, { user }]) => ({ user, vhost: '/', ...perms[s] })),
+      ],
+    }),
+  );
+  writeServerFile(
+    join(mq, 'rabbitmq.conf'),
+    `load_definitions = ${'/etc/tollgate-rabbitmq/definitions.json'}`,
+  );
+  return logins;
+}
+
+/** Server configuration files: read by the server container's own user (uid 999 in the images). */
+function writeServerFile(path, text) {
+  rmSync(path, { force: true });
+  writeFileSync(path, `${text}\n`, { mode: 0o444 });
+  if (asRoot) chownSync(path, 999, 999);
+}
+
 const [mode, dir] = process.argv.slice(2);
 if (import.meta.url === `file://${process.argv[1]}`) {
   if ((mode !== '--dir' && mode !== '--env') || !dir) {
     process.stderr.write('usage: node infra/keys/service-keys.mjs --dir <dir> | --env <dir>\n');
     process.exit(2);
   }
-  if (mode === '--dir') writeComposeKeys(dir);
-  else writeEnvFiles(dir);
+  if (mode === '--dir') {
+    writeComposeKeys(dir);
+    writeComposeLogins(dir, {
+      redisPrefix: process.env.REDIS_PREFIX || 'tg:',
+      amqpPrefix: process.env.AMQP_PREFIX || 'tollgate',
+    });
+  } else writeEnvFiles(dir);
   process.stdout.write(`service keys in ${dir}\n`);
 }

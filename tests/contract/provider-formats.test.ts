@@ -242,6 +242,43 @@ describe.each(FORMATS)('provider format %s', (format) => {
     );
   });
 
+  it('is reached by every front door: Messages and Responses, streamed and not', async () => {
+    const key = stack.inferenceKey;
+    const message = await stack.api('/messages', {
+      key,
+      body: { model: modelId, max_tokens: 30, messages: [{ role: 'user', content: 'Hi' }] },
+    });
+    expect(message.status, describeResponse(message)).toBe(200);
+    expect(message.body.type).toBe('message');
+    expect(message.body.content[0].text.length).toBeGreaterThan(0);
+    expect(message.body.usage.input_tokens).toBeGreaterThan(0);
+    const messageStream = await stack.api('/messages', {
+      key,
+      body: { model: modelId, max_tokens: 30, stream: true, messages: [{ role: 'user', content: 'Hi' }] },
+    });
+    expect(messageStream.status).toBe(200);
+    expect(messageStream.text).toContain('event: message_stop');
+    const response = await stack.api('/responses', {
+      key,
+      body: { model: modelId, input: 'Hi', max_output_tokens: 30 },
+    });
+    expect(response.status, describeResponse(response)).toBe(200);
+    expect(response.body.object).toBe('response');
+    expect(response.body.output_text ?? JSON.stringify(response.body.output)).toBeTruthy();
+    expect(response.body.usage.input_tokens).toBeGreaterThan(0);
+    const responseStream = await stack.api('/responses', {
+      key,
+      body: { model: modelId, input: 'Hi', max_output_tokens: 30, stream: true },
+    });
+    expect(responseStream.status).toBe(200);
+    expect(responseStream.text).toContain('response.completed');
+    for (const r of [message, response]) {
+      const id = r.headers.get('x-generation-id') as string;
+      const record = await stack.waitForGeneration(id);
+      expect(record.body.data.provider_name).toBe(provider);
+    }
+  });
+
   it('a stream error after the first byte ends with the error chunk (no failover)', async () => {
     const res = await stack.api('/chat/completions', {
       key: stack.inferenceKey,

@@ -169,6 +169,87 @@ describe.each([
   });
 });
 
+describe('what Claude Code sends, natively', () => {
+  it('forwards anthropic-beta: a system turn inside messages reaches the provider (which accepts it only with a beta)', async () => {
+    const body = {
+      model: 'anthropic/claude-sonnet-4.5',
+      max_tokens: 32,
+      thinking: { type: 'adaptive', display: 'omitted' },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      output_config: { effort: 'high' },
+      metadata: { user_id: '{"session_id":"s"}' },
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'system', content: 'a reminder' },
+        { role: 'user', content: 'again' },
+      ],
+    };
+    const withBeta = await stack.api('/messages', {
+      key: stack.inferenceKey,
+      body,
+      headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'context-management-2025-06-27' },
+    });
+    expect(withBeta.status, describeResponse(withBeta)).toBe(200);
+    // Without the header the provider refuses the system turn: the beta really went through above.
+    const without = await stack.api('/messages', { key: stack.inferenceKey, body });
+    expect(without.status, describeResponse(without)).toBe(400);
+  });
+});
+
+describe('prompt caching on the native path', () => {
+  const model = 'anthropic/claude-sonnet-4.5';
+  /** ~1,600 prompt tokens: $0.006 at the 5-minute cache-write price ($3.75/M), $0.0096 at the 1-hour one ($6/M). */
+  const prompt = 'word '.repeat(1600);
+  const ask = (ttl: '5m' | '1h') => ({
+    model,
+    max_tokens: 1,
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: prompt, cache_control: { type: 'ephemeral', ttl } }] },
+    ],
+  });
+
+  it('reserves a 1-hour cache write at its price: a limit between the 5-minute and the 1-hour worst case admits only the former', async () => {
+    const { key } = await stack.createInferenceKey(stack.account.managementKey, {
+      name: 'cache',
+      limit: 0.008,
+    });
+    const fiveMinutes = await stack.api('/messages', { key, body: ask('5m') });
+    expect(fiveMinutes.status, describeResponse(fiveMinutes)).toBe(200);
+    const oneHour = await stack.api('/messages', {
+      key: (await stack.createInferenceKey(stack.account.managementKey, { name: 'cache1h', limit: 0.008 }))
+        .key,
+      body: ask('1h'),
+    });
+    expect(oneHour.status, describeResponse(oneHour)).toBe(402);
+    expect(oneHour.body.error.type).toBe('billing_error');
+  });
+
+  it('bills cache reads and both cache-write durations from the provider’s usage', async () => {
+    const res = await stack.api('/messages', {
+      key: stack.inferenceKey,
+      body: {
+        ...ask('1h'),
+        sim: { cached_tokens: 100, cache_write_tokens: 200, cache_write_1h_tokens: 300 },
+      },
+    });
+    expect(res.status, describeResponse(res)).toBe(200);
+    expect(res.body.usage).toMatchObject({
+      cache_read_input_tokens: 100,
+      cache_creation_input_tokens: 500,
+      cache_creation: { ephemeral_1h_input_tokens: 300 },
+    });
+    const record = await stack.waitForGeneration(res.headers.get('x-generation-id') as string);
+    const g = record.body.data;
+    expect(g.tokens_cached).toBe(100);
+    expect(g.tokens_cache_write).toBe(500);
+    // input × $3/M + 100 × $0.3/M + 200 × $3.75/M + 300 × $6/M + output × $15/M, exactly.
+    const input = res.body.usage.input_tokens as number;
+    const output = res.body.usage.output_tokens as number;
+    const expected = (input * 3 + 100 * 0.3 + 200 * 3.75 + 300 * 6 + output * 15) / 1e6;
+    expect(g.total_cost).toBeCloseTo(expected, 12);
+  });
+});
+
 describe('errors in Anthropic’s shape', () => {
   it('401 authentication_error for an unknown key', async () => {
     const err = await apiError(

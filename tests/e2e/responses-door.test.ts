@@ -7,6 +7,7 @@
  * spend entry per request, streamed or not, cost in the answer; a key out of money gets an
  * OpenAI-shaped error the SDK raises.
  */
+import type { IncomingMessage } from 'node:http';
 import { createOpenAI } from '@ai-sdk/openai';
 import { Agent, OpenAIProvider, Runner, tool } from '@openai/agents';
 import { tool as aiTool, generateText, jsonSchema, stepCountIs, streamText } from 'ai';
@@ -32,9 +33,11 @@ afterAll(async () => {
 });
 
 const CLAUDE = 'anthropic/claude-sonnet-4.5';
+const NATIVE = 'openai/gpt-5.1-codex';
 const MODELS = [
   ['an OpenAI-format model', MODEL],
   ['an Anthropic-format model', CLAUDE],
+  ['a provider serving the Responses API itself (native pass-through)', NATIVE],
 ] as const;
 const call = (name: string, args: object) => `<sim:call name="${name}">${JSON.stringify(args)}</sim:call>`;
 const weatherTool = {
@@ -173,14 +176,35 @@ describe.each(MODELS)('POST /responses with the openai SDK (%s)', (_label, model
   });
 
   it('the real Codex CLI completes a task with its shell tool', async () => {
+    // What reached the provider's /responses (the native path): Codex's reasoning items come back.
+    const bodies: string[] = [];
+    const capture = (req: IncomingMessage) => {
+      if (req.url !== '/v1/responses') return;
+      let body = '';
+      req.on('data', (d: Buffer) => {
+        body += d.toString('utf8');
+      });
+      req.on('end', () => bodies.push(body));
+    };
+    stack.services.sim.server.on('request', capture);
     const run = await runCodex({
       baseUrl: stack.baseUrl,
       apiKey: stack.inferenceKey,
       model,
       prompt: `Run the command. ${call('exec_command', { cmd: 'echo tollgate-codex-ok' })}`,
     });
+    stack.services.sim.server.off('request', capture);
     expect(run.code, `${run.stderr}\n${run.stdout}`).toBe(0);
     expect(run.lastMessage).toContain('tollgate-codex-ok');
+    if (model === NATIVE) {
+      // The second turn carried the first turn's reasoning item, encrypted content intact (the
+      // simulator verifies it and would have refused an altered one).
+      expect(bodies.length).toBeGreaterThanOrEqual(2);
+      const items = JSON.parse(bodies.at(-1) as string).input as Array<Record<string, unknown>>;
+      expect(
+        items.some((i) => i.type === 'reasoning' && String(i.encrypted_content).startsWith('sim1.')),
+      ).toBe(true);
+    } else expect(bodies).toEqual([]);
     // Its two turns (the call, then the answer with the output) are recorded under its session.
     await vi.waitFor(
       async () => {
@@ -238,6 +262,34 @@ describe('POST /responses: structured output and refusals', () => {
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({
       type: 'invalid_request_error',
       param: 'previous_response_id',
+    });
+  });
+
+  it("holds a key to its allowed models and its spend limit, in OpenAI's error shape", async () => {
+    const allowed = await stack.createInferenceKey(stack.account.managementKey, {
+      allowed_models: ['openai/*'],
+    });
+    const narrow = new OpenAI({ baseURL: stack.baseUrl, apiKey: allowed.key, maxRetries: 0 });
+    expect((await narrow.responses.create({ model: MODEL, input: 'x' })).status).toBe('completed');
+    const refused = await narrow.responses.create({ model: CLAUDE, input: 'x' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+      type: 'permission_error',
+      code: 403,
+    });
+    // The worst case (max_output_tokens at the model's price) does not fit a tiny limit.
+    const capped = await stack.createInferenceKey(stack.account.managementKey, {
+      limit: 0.000001,
+      limit_reset: 'daily',
+    });
+    const poor = new OpenAI({ baseURL: stack.baseUrl, apiKey: capped.key, maxRetries: 0 });
+    const over = await poor.responses
+      .create({ model: MODEL, input: 'x', max_output_tokens: 1000 })
+      .catch((e: unknown) => e);
+    expect(over).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((over as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+      type: 'insufficient_quota',
+      metadata: { error_type: 'key_limit_exceeded' },
     });
   });
 

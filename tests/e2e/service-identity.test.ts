@@ -35,8 +35,9 @@ async function cli(args: string[], env: NodeJS.ProcessEnv) {
     },
     env: {
       NODE_ENV: 'production',
-      DATABASE_URL: stack.infra.database.url,
-      REDIS_URL: stack.infra.redis.url,
+      // The keys service's own logins (the CLI is its tool).
+      DATABASE_URL: stack.logins?.keys.DATABASE_URL ?? '',
+      REDIS_URL: stack.logins?.keys.REDIS_URL ?? '',
       REDIS_PREFIX: stack.infra.redis.prefix,
       BILLING_URL: stack.services.billing.url,
       // The CLI works on the keys database as the keys service does: keys' own identity.

@@ -6,6 +6,7 @@
  */
 import { type CatalogModel, computeCost } from '@tollgate/catalog';
 import { toUnits } from '@tollgate/money';
+import { loadConfig, startProxy } from '@tollgate/proxy';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chargeUnits, simLedger } from '../support/sim-ledger';
 import { describeResponse, type Stack, startStack } from '../support/stack';
@@ -154,6 +155,41 @@ describe('no usage: the bill is the upper bound of what the provider can have ch
     const charge = await chargeOf(tag);
     expect(charge).toMatchObject({ state: 'client_gone', completion: 2_500 });
     expectCovers(record, model('test/reasoner'), charge);
+  });
+});
+
+describe('a provider that times out after the client left', () => {
+  it('bills the whole output budget: the provider may have generated the answer', async () => {
+    const base = Object.fromEntries(
+      Object.entries(stack.proxyConfig).map(([k, v]) => [k, v === undefined ? '' : String(v)]),
+    );
+    const proxy = await startProxy(
+      loadConfig({ ...base, PORT: '0', UPSTREAM_TIMEOUT_MS: '600', CANCEL_DRAIN_MS: '10000' }),
+      { catalog: stack.catalog },
+    );
+    try {
+      const tag = newTag();
+      const app = `ub-timeout-${tag}`;
+      const controller = new AbortController();
+      const pending = fetch(`${proxy.url}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${stack.inferenceKey}`,
+          'content-type': 'application/json',
+          'x-title': app,
+        },
+        body: JSON.stringify({ model: 'test/mini', messages, max_tokens: 700, sim: { ttft_ms: 3_000, tag } }),
+        signal: controller.signal,
+      }).catch(() => null);
+      await vi.waitFor(async () => expect((await simLedger(stack.services.sim.url, tag)).length).toBe(1));
+      controller.abort();
+      await pending;
+      const record = await recordByApp(app);
+      expect(record).toMatchObject({ cancelled: true, usage_source: 'estimated', tokens_completion: 700 });
+      expectCovers(record, model('test/mini'), await chargeOf(tag));
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

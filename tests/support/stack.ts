@@ -44,6 +44,7 @@ import {
   type TestRedis,
 } from '@tollgate/testkit';
 import { vi } from 'vitest';
+import { createServiceLogins, type ServiceLogins } from './logins';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 export const DEV_CATALOG_PATH = resolve(root, 'infra/catalog/dev.yaml');
@@ -91,6 +92,11 @@ export interface Stack {
    * caller (base64 DER), the services running with NODE_ENV=production.
    */
   serviceKeys: Record<'proxy' | 'keys' | 'dashboard' | 'admin', { privateKey: string; publicKey: string }>;
+  /**
+   * With `productionKeys`: each service's own server logins (tests/support/logins.ts) its URLs use
+   * (`DATABASE_URL`, `REDIS_URL`, `AMQP_URL` per service); otherwise null (the test kit's URLs).
+   */
+  logins: ServiceLogins['urls'] | null;
   /** A new account with a management key (the admin CLI's path) and optional credits. */
   createAccount(options?: { credits?: string; slug?: string }): Promise<StackAccount>;
   /** Adds (or with a negative amount removes) credits through billing's internal API. */
@@ -184,6 +190,9 @@ export async function startStack(
     HOST: '127.0.0.1',
     PORT: '0',
   };
+  // As in production, each service logs in with its own credential (issue 23).
+  const logins = options.productionKeys ? await createServiceLogins(database.url, redis, amqp) : null;
+  const own = (service: 'proxy' | 'keys' | 'billing') => logins?.urls[service] ?? {};
   const closers: Array<() => Promise<unknown>> = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch(() => {});
@@ -196,6 +205,7 @@ export async function startStack(
         exchanges: [topology.exchange, topology.deadLetterExchange],
       }),
     ]);
+    await logins?.drop();
   };
 
   try {
@@ -227,6 +237,7 @@ export async function startStack(
         CATALOG_PATH: catalogPath,
         SERVICE_PRIVATE_KEY: serviceKeys.billing.privateKey,
         SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
+        ...own('billing'),
       }),
       options.catalog ? { catalog } : {},
     );
@@ -241,6 +252,7 @@ export async function startStack(
         LAST_USED_FLUSH_MS: '200',
         SERVICE_PRIVATE_KEY: serviceKeys.keys.privateKey,
         SERVICE_PUBLIC_KEYS: trust('proxy', 'dashboard', 'billing'),
+        ...own('keys'),
       }),
     );
     closers.push(() => keys.close());
@@ -256,6 +268,7 @@ export async function startStack(
       UPSTREAM_TIMEOUT_MS: '10000',
       SHUTDOWN_TIMEOUT_MS: '2000',
       SERVICE_PRIVATE_KEY: serviceKeys.proxy.privateKey,
+      ...own('proxy'),
       ...options.proxyEnv,
     });
     // Spend limits and credits are enforced as in production (SPEND_GUARD defaults to redis).
@@ -339,6 +352,7 @@ export async function startStack(
       proxyConfig,
       infra: { database, redis, amqp },
       serviceKeys,
+      logins: logins?.urls ?? null,
       createAccount,
       addCredits,
       createInferenceKey,

@@ -62,7 +62,7 @@ describe('parseCatalog', () => {
       completion: '0.0000006',
       cacheRead: '0.000000075',
       cacheWrite: '0.00000015',
-      cacheWrite1h: '0.0000003',
+      cacheWrite1h: '0.00000015',
       request: '0',
     });
     expect(m.priceUnits).toEqual({
@@ -70,7 +70,7 @@ describe('parseCatalog', () => {
       completion: 6000n,
       cacheRead: 750n,
       cacheWrite: 1500n,
-      cacheWrite1h: 3000n,
+      cacheWrite1h: 1500n,
       request: 0n,
     });
     // No declared media bounds or reasoning: the documented conservative defaults.
@@ -197,7 +197,7 @@ models:
 
   it('reads prices only (billing): no provider URL or API key needed, none kept', () => {
     const text = valid
-      .replace('${SIM_URL:-http://127.0.0.1:8090}', '${SIM_URL}')
+      .replace(':-http://127.0.0.1:8090}', '}') // SIM_URL without a default
       .replace('api_key_env: SIM_KEY', 'api_key_env: SIM_KEY\n    api_key_required: true');
     expect(problemsOf(text, {}).length).toBe(2);
     const c = parseCatalog(text, { env: { SIM_KEY: 'secret' }, pricesOnly: true });

@@ -329,7 +329,9 @@ function build(file: CatalogFile, env: Record<string, string | undefined>): Cata
     const completion = m.pricing.completion ?? { text: '0', units: 0n };
     const cacheRead = m.pricing.cache_read ?? prompt;
     const cacheWrite = m.pricing.cache_write ?? prompt;
-    const cacheWrite1hUnits = m.pricing.cache_write_1h?.units ?? prompt.units * 2n;
+    // Undeclared: Anthropic's rule (2 × input) for a model with priced cache writes; else none apart.
+    const cacheWrite1hUnits =
+      m.pricing.cache_write_1h?.units ?? (m.pricing.cache_write ? prompt.units * 2n : cacheWrite.units);
     const requestUnits = m.pricing.request?.units ?? 0n;
     const imageTokens = resolveImageTokens(m.image_tokens);
     const model: CatalogModel = {

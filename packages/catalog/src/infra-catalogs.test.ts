@@ -13,6 +13,9 @@ describe('shipped catalogs', () => {
     expect(c.provider('sim-anthropic')!.format).toBe('anthropic');
     expect(c.provider('sim-anthropic')!.baseUrl).toBe(c.provider('sim')!.baseUrl);
     expect(c.model('anthropic/claude-sonnet-4.5')!.providers[0]!.provider.name).toBe('sim-anthropic');
+    // And serving OpenAI's Responses API (the Responses door's native path).
+    expect(c.provider('sim-responses')).toMatchObject({ format: 'openai', responses: true, simulator: true });
+    expect(c.model('openai/gpt-5.1-codex')!.providers[0]!.provider.name).toBe('sim-responses');
     expect(c.provider('sim')!.baseUrl).toBe('http://127.0.0.1:8090/v1');
     expect(
       loadCatalog(file('dev.yaml'), { PROVIDER_SIM_URL: 'http://sim:8090' }).provider('sim')!.baseUrl,

@@ -156,7 +156,7 @@ const modelSchema = z.strictObject({
     completion: priceString.optional(),
     cache_read: priceString.optional(),
     cache_write: priceString.optional(),
-    /** Anthropic's 1-hour cache writes (`cache_control.ttl: "1h"`); default 2 × prompt. */
+    /** Anthropic's 1-hour cache writes (`cache_control.ttl: "1h"`); default 2 × prompt when cache_write is declared, else cache_write. */
     cache_write_1h: priceString.optional(),
     request: priceString.optional(),
   }),

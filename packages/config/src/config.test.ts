@@ -139,6 +139,41 @@ describe('production secret check (issue 14)', () => {
   });
 });
 
+describe('production server URL check (issue 23)', () => {
+  const withUrls = z
+    .object({
+      ...commonEnv,
+      DATABASE_URL: z.string().url().optional(),
+      AMQP_URL: z.string().url().optional(),
+      REDIS_URL: z.string().url().optional(),
+    })
+    .superRefine(refuseDevSecretInProduction);
+  const urls = {
+    DATABASE_URL: 'postgres://tollgate_billing:@db:5432/tollgate',
+    AMQP_URL: 'amqp://tollgate-billing:@mq:5672',
+    REDIS_URL: 'redis://tollgate-billing:@redis:6379',
+  } as const;
+
+  it.each(Object.keys(urls) as Array<keyof typeof urls>)(
+    'refuses %s with an empty or default password in production, accepts the service’s own',
+    (name) => {
+      const at = (password: string) => urls[name].replace(':@', `:${encodeURIComponent(password)}@`);
+      for (const password of ['', 'tollgate', 'guest', 'Postgres', 'please-change-me'])
+        expect(
+          () => loadConfig(withUrls, { NODE_ENV: 'production', [name]: at(password) }),
+          password,
+        ).toThrow(new RegExp(`${name}: (has no password|holds a default password)`));
+      expect(() => loadConfig(withUrls, { NODE_ENV: 'production', [name]: 'redis://redis:6379' })).toThrow(
+        /has no password/,
+      );
+      const own = at('Xk9#q2v/8Lw0pZr4');
+      expect(loadConfig(withUrls, { NODE_ENV: 'production', [name]: own })[name]).toBe(own);
+      // Development and tests keep their local defaults.
+      expect(loadConfig(withUrls, { NODE_ENV: 'development', [name]: at('guest') })[name]).toBe(at('guest'));
+    },
+  );
+});
+
 describe('<NAME>_FILE settings (compose mounts the keys from volumes)', () => {
   it('reads SERVICE_PRIVATE_KEY and SERVICE_PUBLIC_KEYS from files, refuses both forms at once or an unreadable file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));

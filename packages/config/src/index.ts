@@ -104,7 +104,15 @@ export const adminPrivateKeyEnv = {
 };
 
 /** Settings that may instead be read from a file named by `<NAME>_FILE` (container secrets, volumes). */
-export const FILE_SETTINGS = ['SERVICE_PRIVATE_KEY', 'SERVICE_PUBLIC_KEYS', 'ADMIN_PRIVATE_KEY'] as const;
+export const FILE_SETTINGS = [
+  'SERVICE_PRIVATE_KEY',
+  'SERVICE_PUBLIC_KEYS',
+  'ADMIN_PRIVATE_KEY',
+  // Server URLs carry the service's own password (compose generates them on first start).
+  'DATABASE_URL',
+  'AMQP_URL',
+  'REDIS_URL',
+] as const;
 
 /** `env` with each FILE_SETTINGS entry read from its `<NAME>_FILE` when that is set instead. */
 function withFileSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -150,6 +158,39 @@ export const SHIPPED_DEFAULT_SECRETS: readonly string[] = [
 /** Shortest secret accepted in production (e.g. `openssl rand -hex 32` gives 64 characters). */
 export const MIN_PRODUCTION_SECRET_LENGTH = 32;
 
+/**
+ * Passwords refused in production inside a server URL: empty, or a default shipped here or by the
+ * servers' images (compose used `tollgate/tollgate`; RabbitMQ's `guest`). Each service logs in with
+ * its own generated password (docs/operations.md "Security").
+ */
+const DEFAULT_PASSWORDS = new Set([
+  'guest',
+  'postgres',
+  'tollgate',
+  'password',
+  'redis',
+  'rabbitmq',
+  'admin',
+  'secret',
+]);
+/** Settings holding a server URL whose password is checked in production. */
+const SERVER_URL_SETTINGS = new Set(['DATABASE_URL', 'AMQP_URL', 'REDIS_URL']);
+
+/** Why the password inside a server URL is not the operator's own, or null when it is. */
+function defaultPasswordProblem(value: string): string | null {
+  let password: string;
+  try {
+    password = decodeURIComponent(new URL(value).password);
+  } catch {
+    return null; // the setting's own schema reports the format
+  }
+  if (password === '')
+    return 'has no password: in production each service logs in with its own (docs/operations.md "Security")';
+  if (DEFAULT_PASSWORDS.has(password.toLowerCase()) || /change[-_ ]?me/i.test(password))
+    return 'holds a default password: set this service\'s own (docs/operations.md "Security")';
+  return null;
+}
+
 /** Settings holding private keys or trust lists: checked for development keys in production. */
 const KEY_SETTINGS = ['SERVICE_PRIVATE_KEY', 'ADMIN_PRIVATE_KEY', 'SERVICE_PUBLIC_KEYS'] as const;
 
@@ -168,12 +209,18 @@ function holdsDevKey(name: (typeof KEY_SETTINGS)[number], value: string): boolea
  * operator's own — not a secret shipped in this repository (or anything saying "change me"), and at
  * least MIN_PRODUCTION_SECRET_LENGTH characters — and no service key setting (`SERVICE_PRIVATE_KEY`,
  * `ADMIN_PRIVATE_KEY`, `SERVICE_PUBLIC_KEYS`) may hold a development key (they are public, in this
- * repository), so a deployment cannot accept tokens anyone can mint.
+ * repository), so a deployment cannot accept tokens anyone can mint; and no server URL
+ * (`DATABASE_URL`, `AMQP_URL`, `REDIS_URL`) may carry an empty or default password.
  */
 export function refuseDevSecretInProduction(c: { NODE_ENV: string }, ctx: z.RefinementCtx): void {
   if (c.NODE_ENV !== 'production') return;
   for (const [name, value] of Object.entries(c as Record<string, unknown>)) {
     if (typeof value !== 'string') continue;
+    if (SERVER_URL_SETTINGS.has(name)) {
+      const problem = defaultPasswordProblem(value);
+      if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+      continue;
+    }
     if ((KEY_SETTINGS as readonly string[]).includes(name)) {
       if (holdsDevKey(name as (typeof KEY_SETTINGS)[number], value)) {
         ctx.addIssue({

@@ -2,3 +2,4 @@ export * from './billing';
 export * from './common';
 export * from './dashboard';
 export * from './keys';
+export * from './teams';

@@ -24,6 +24,8 @@ export const cachedKeySchema = z.object({
   expiresAt: z.number().int().nullable().optional(),
   allowedModels: z.array(z.string()).optional(),
   rateLimitRpm: z.number().int().nullable().optional(),
+  /** The key's team (issue 29); absent or null = none. */
+  teamId: z.string().nullable().optional(),
   version: z.number().int(),
 });
 
@@ -139,6 +141,12 @@ const rateLimitRpm = z
 
 const includeByok = z.boolean({ error: 'expected true or false' });
 
+/** A team of the key's account (`GET /teams`), or null for none. */
+const teamId = z
+  .string({ error: 'expected a team id (uuid) or null' })
+  .uuid({ error: 'must be a team id (uuid)' })
+  .transform((s) => s.toLowerCase());
+
 export const createKeyBody = z.strictObject({
   name,
   limit: limit.nullable().optional(),
@@ -147,6 +155,7 @@ export const createKeyBody = z.strictObject({
   include_byok_in_limit: includeByok.optional(),
   allowed_models: allowedModels.optional(),
   rate_limit_rpm: rateLimitRpm.nullable().optional(),
+  team_id: teamId.nullable().optional(),
 });
 
 export const updateKeyBody = z.strictObject({
@@ -158,6 +167,7 @@ export const updateKeyBody = z.strictObject({
   include_byok_in_limit: includeByok.optional(),
   allowed_models: allowedModels.optional(),
   rate_limit_rpm: rateLimitRpm.nullable().optional(),
+  team_id: teamId.nullable().optional(),
 });
 
 /** Create body of the dashboard's route: the public body plus the management-key option. */
@@ -191,6 +201,8 @@ export const keyObjectSchema = z.object({
   include_byok_in_limit: z.boolean(),
   allowed_models: z.array(z.string()),
   rate_limit_rpm: z.number().int().nullable(),
+  /** The key's team (issue 29), null = none. */
+  team_id: z.string().nullable(),
   // OpenRouter's fields for concepts Tollgate does not have (neutral values, docs/api.md).
   byok_usage: z.literal(0),
   byok_usage_daily: z.literal(0),

@@ -72,7 +72,12 @@ export async function migrateToLatest(
 ): Promise<MigrateResult> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+      // Only when missing: a service's own role (docs/operations.md "Security") owns its schema but
+      // may not create schemas, and CREATE SCHEMA checks that right even with IF NOT EXISTS.
+      const exists = await sql<{
+        one: number;
+      }>`select 1 as one from pg_namespace where nspname = ${schema}`.execute(db);
+      if (exists.rows.length === 0) await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
       break;
     } catch (err) {
       const code = (err as { code?: string }).code;

@@ -153,9 +153,10 @@ export async function replayDeadLetters(
         headers: { ...rest, 'x-tollgate-replayed': true },
         persistent: true,
       });
-      // A batch message's invalid lines stay in the dead-letter queue, as a message of their own.
+      // A batch message's invalid lines stay in the dead-letter queue, as a message of their own
+      // (through the dead-letter exchange: billing's broker user may not write to the default one).
       if (bad.length > 0) {
-        ch.sendToQueue(topology.deadLetterQueue, usageBatchBody(bad), {
+        ch.publish(topology.deadLetterExchange, '', usageBatchBody(bad), {
           ...props,
           type: USAGE_BATCH_MESSAGE_TYPE,
           headers: rest,

@@ -457,10 +457,34 @@ export function createUsagePublisher(options: UsagePublisherOptions): UsagePubli
     emit({ type: 'connection', connected: false });
   }
 
+  /**
+   * The whole topology when the broker user may declare it (development, tests); else only the usage
+   * exchange: the proxy's own user (docs/operations.md "Security") may write to that exchange and
+   * nothing else, and billing (or the provisioning) declares its queues and their binding.
+   */
+  async function declareAllowed(conn: ChannelModel): Promise<void> {
+    const probe = await conn.createChannel();
+    probe.on('error', () => {});
+    try {
+      await declareUsageTopology(probe, topology);
+      await probe.close().catch(() => {});
+    } catch (err) {
+      if (!/ACCESS_REFUSED/.test(errorMessage(err))) throw err;
+      const ch = await conn.createChannel();
+      ch.on('error', () => {});
+      await ch.assertExchange(topology.exchange, 'topic', { durable: true });
+      await ch.close().catch(() => {});
+      log.info(
+        { exchange: topology.exchange },
+        'broker user may declare the usage exchange only; declared it',
+      );
+    }
+  }
+
   async function setupChannel(conn: ChannelModel): Promise<ConfirmChannel> {
+    if (declare) await declareAllowed(conn);
     const ch = await conn.createConfirmChannel();
     ch.on('error', () => {});
-    if (declare) await declareUsageTopology(ch, topology);
     ch.on('close', () => {
       if (channel === ch) channelLost(new Error('channel closed'), 'channel closed');
     });

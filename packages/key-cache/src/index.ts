@@ -32,6 +32,8 @@ export interface CachedKey {
   expiresAt?: number | null;
   allowedModels?: string[];
   rateLimitRpm?: number | null;
+  /** The key's team (issue 29); absent or null = none. */
+  teamId?: string | null;
   version: number;
 }
 

@@ -3,6 +3,13 @@ import { ConfigError, defaults } from '@tollgate/config';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
 
+/** Server URLs with the service's own passwords, as production needs. */
+const servers = {
+  DATABASE_URL: 'postgres://tollgate_x:pw-9fQ2zL7rT4vN1x@db.internal:5432/tollgate',
+  REDIS_URL: 'redis://tollgate-x:pw-3kW8sD5mB2cH7y@redis.internal:6379',
+  AMQP_URL: 'amqp://tollgate-x:pw-6jP1gV9nR3tM5w@mq.internal:5672',
+};
+
 describe('billing config', () => {
   it('defaults to the local services', () => {
     expect(loadConfig({})).toMatchObject({
@@ -62,8 +69,12 @@ describe('billing config', () => {
     // Billing asks the keys service who owns a key: it has an identity of its own.
     const SERVICE_PRIVATE_KEY = generateServiceKeyPair().privateKey;
     expect(
-      loadConfig({ NODE_ENV: 'production', SERVICE_PUBLIC_KEYS: own.join(','), SERVICE_PRIVATE_KEY })
-        .NODE_ENV,
+      loadConfig({
+        NODE_ENV: 'production',
+        ...servers,
+        SERVICE_PUBLIC_KEYS: own.join(','),
+        SERVICE_PRIVATE_KEY,
+      }).NODE_ENV,
     ).toBe('production');
     const withDev = [...own.slice(1), `proxy=${DEV_SERVICE_KEYS.proxy.publicKey}`].join(',');
     expect(() =>
@@ -77,6 +88,7 @@ describe('billing config', () => {
     expect(() => loadConfig({ USAGE_CHECKS: 'signature,vibes' })).toThrow(/unknown check vibes/);
     const own = {
       NODE_ENV: 'production',
+      ...servers,
       SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey,
       SERVICE_PUBLIC_KEYS: `proxy=${generateServiceKeyPair().publicKey}`,
     };

@@ -3,6 +3,13 @@ import { ConfigError, defaults } from '@tollgate/config';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
 
+/** Server URLs with the service's own passwords, as production needs. */
+const servers = {
+  DATABASE_URL: 'postgres://tollgate_x:pw-9fQ2zL7rT4vN1x@db.internal:5432/tollgate',
+  REDIS_URL: 'redis://tollgate-x:pw-3kW8sD5mB2cH7y@redis.internal:6379',
+  AMQP_URL: 'amqp://tollgate-x:pw-6jP1gV9nR3tM5w@mq.internal:5672',
+};
+
 describe('dashboard config', () => {
   it('defaults to the make dev services, a 12 h session and secure cookies outside development', () => {
     const c = loadConfig({});
@@ -55,7 +62,7 @@ describe('dashboard config', () => {
       SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey,
       SERVICE_PUBLIC_KEYS: `admin=${generateServiceKeyPair().publicKey}`,
     };
-    expect(() => loadConfig({ NODE_ENV: 'production', ...own })).not.toThrow();
+    expect(() => loadConfig({ NODE_ENV: 'production', ...own, ...servers })).not.toThrow();
     expect(() =>
       loadConfig({
         NODE_ENV: 'production',

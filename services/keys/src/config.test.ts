@@ -3,6 +3,13 @@ import { ConfigError, defaults } from '@tollgate/config';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
 
+/** Server URLs with the service's own passwords, as production needs. */
+const servers = {
+  DATABASE_URL: 'postgres://tollgate_x:pw-9fQ2zL7rT4vN1x@db.internal:5432/tollgate',
+  REDIS_URL: 'redis://tollgate-x:pw-3kW8sD5mB2cH7y@redis.internal:6379',
+  AMQP_URL: 'amqp://tollgate-x:pw-6jP1gV9nR3tM5w@mq.internal:5672',
+};
+
 describe('keys config', () => {
   it('defaults to the local services', () => {
     const c = loadConfig({});
@@ -57,9 +64,14 @@ describe('keys config', () => {
       SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey,
       SERVICE_PUBLIC_KEYS: `proxy=${generateServiceKeyPair().publicKey},dashboard=${generateServiceKeyPair().publicKey}`,
     };
-    expect(loadConfig({ NODE_ENV: 'production', ...own }).NODE_ENV).toBe('production');
+    expect(loadConfig({ NODE_ENV: 'production', ...own, ...servers }).NODE_ENV).toBe('production');
     expect(() =>
-      loadConfig({ NODE_ENV: 'production', ...own, SERVICE_PRIVATE_KEY: DEV_SERVICE_KEYS.keys.privateKey }),
+      loadConfig({
+        NODE_ENV: 'production',
+        ...own,
+        ...servers,
+        SERVICE_PRIVATE_KEY: DEV_SERVICE_KEYS.keys.privateKey,
+      }),
     ).toThrow(/development key/);
   });
 });

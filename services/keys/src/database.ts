@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { migrations } from '../migrations';
 import type { AccountsTable } from './accounts/accounts.table';
 import type { ApiKeysTable } from './keys/keys.table';
+import type { TeamsTable } from './teams/teams.table';
 
 /** Postgres schema owned by the keys service. */
 const KEYS_SCHEMA = 'keys';
@@ -10,6 +11,7 @@ const KEYS_SCHEMA = 'keys';
 export interface Database {
   'keys.accounts': AccountsTable;
   'keys.api_keys': ApiKeysTable;
+  'keys.teams': TeamsTable;
 }
 
 export type KeysDb = Kysely<Database>;

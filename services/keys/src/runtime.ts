@@ -7,6 +7,7 @@ import { createKeysDb, type KeysDb, migrateKeysDb } from './database';
 import { createKeyPresenter, type KeyPresenter } from './keys/key-view';
 import { createKeyService, type KeyService } from './keys/keys.service';
 import { createLastUsedStore, type LastUsedStore } from './last-used/last-used.store';
+import { createTeamService, type TeamService } from './teams/teams.service';
 import { createUsageReader, type UsageReader } from './usage/usage-reader';
 
 /** Everything the HTTP service and the admin CLI share: connections and the use cases built on them. */
@@ -21,6 +22,7 @@ export interface KeysRuntime {
   keys: KeyService;
   accounts: AccountService;
   presenter: KeyPresenter;
+  teams: TeamService;
   close(): Promise<void>;
 }
 
@@ -88,6 +90,7 @@ export async function createKeysRuntime(
     lastUsed,
     usage,
     keys,
+    teams: createTeamService(db),
     accounts: createAccountService(db),
     presenter: createKeyPresenter({ usage, lastUsed, logger }),
     async close() {

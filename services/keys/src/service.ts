@@ -42,6 +42,7 @@ export async function startKeysService(
   const app = createKeysApp({
     metrics,
     keys: runtime.keys,
+    teams: runtime.teams,
     accounts: runtime.accounts,
     presenter: runtime.presenter,
     verifier: createServiceVerifier('keys', config.SERVICE_PUBLIC_KEYS),

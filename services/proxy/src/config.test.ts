@@ -5,6 +5,13 @@ import { DEV_SERVICE_KEYS, generateServiceKeyPair } from '@tollgate/auth';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CATALOG_PATH, loadConfig, spoolDir, stateDir } from './config';
 
+/** Server URLs with the service's own passwords, as production needs. */
+const servers = {
+  DATABASE_URL: 'postgres://tollgate_x:pw-9fQ2zL7rT4vN1x@db.internal:5432/tollgate',
+  REDIS_URL: 'redis://tollgate-x:pw-3kW8sD5mB2cH7y@redis.internal:6379',
+  AMQP_URL: 'amqp://tollgate-x:pw-6jP1gV9nR3tM5w@mq.internal:5672',
+};
+
 describe('proxy config', () => {
   it('works with no env at all, against local services', () => {
     const c = loadConfig({});
@@ -56,8 +63,11 @@ describe('proxy config', () => {
       loadConfig({ NODE_ENV: 'production', SERVICE_PRIVATE_KEY: DEV_SERVICE_KEYS.proxy.privateKey }),
     ).toThrow(/development key/);
     expect(
-      loadConfig({ NODE_ENV: 'production', SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey })
-        .NODE_ENV,
+      loadConfig({
+        NODE_ENV: 'production',
+        ...servers,
+        SERVICE_PRIVATE_KEY: generateServiceKeyPair().privateKey,
+      }).NODE_ENV,
     ).toBe('production');
     // Nothing calls the proxy with a service token: it trusts no service key.
     expect('SERVICE_PUBLIC_KEYS' in loadConfig({})).toBe(false);

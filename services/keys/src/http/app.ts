@@ -18,9 +18,12 @@ import { keysRoutes } from '../keys/keys.routes';
 import type { KeyService } from '../keys/keys.service';
 import { ownersRoutes } from '../resolve/owners.routes';
 import { resolveRoutes } from '../resolve/resolve.routes';
+import { teamsRoutes } from '../teams/teams.routes';
+import type { TeamService } from '../teams/teams.service';
 
 export interface KeysAppDeps {
   keys: KeyService;
+  teams: TeamService;
   accounts: AccountService;
   presenter: KeyPresenter;
   /** Checks the service tokens of internal and caller routes (this service's trusted callers). */
@@ -42,6 +45,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
   app.use(resolveRoutes(deps));
   app.use(ownersRoutes(deps));
   app.use(keysRoutes(deps));
+  app.use(teamsRoutes(deps));
   app.use(accountKeysRoutes(deps));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

@@ -126,6 +126,7 @@ describe('§3 state table', () => {
         'revoked',
         'last_used_at',
         'created_at',
+        'team_id',
         'updated_at',
         'usage',
         'limit_remaining',

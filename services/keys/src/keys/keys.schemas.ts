@@ -50,11 +50,13 @@ export function governanceOf(body: {
   include_byok_in_limit?: boolean;
   allowed_models?: string[];
   rate_limit_rpm?: number | null;
+  team_id?: string | null;
 }): KeyGovernanceInput {
   return {
     expiresAt: body.expires_at,
     includeByokInLimit: body.include_byok_in_limit,
     allowedModels: body.allowed_models,
     rateLimitRpm: body.rate_limit_rpm,
+    teamId: body.team_id,
   };
 }

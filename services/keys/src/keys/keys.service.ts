@@ -3,6 +3,8 @@ import { AppError, badRequest, notFound, unauthorized } from '@tollgate/errors';
 import { type CachedKey, expiredKeyMessage } from '@tollgate/key-cache';
 import { type LimitReset, toUnits } from '@tollgate/money';
 import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-cache-sync';
+import type { KeysDb } from '../database';
+import { lockTeam } from '../teams/teams.repository';
 import {
   findKeyByDigest,
   findKeyInAccount,
@@ -30,6 +32,8 @@ export interface KeyGovernanceInput {
   includeByokInLimit?: boolean;
   allowedModels?: string[];
   rateLimitRpm?: number | null;
+  /** A team of the key's account, or null for none (inference keys only). */
+  teamId?: string | null;
 }
 
 interface UpdateKeyInput {
@@ -82,9 +86,11 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
         throw badRequest('limit: management keys carry no spend limit');
       }
       const key = generateKey();
+      const teamId = input.governance?.teamId ?? null;
       const { row } = await applyKeyChange(deps, async (trx) => ({
         changed: true,
         row: await insertKey(trx, {
+          team_id: await checkTeam(trx, accountId, input.scope, teamId),
           account_id: accountId,
           name: input.name,
           label: keyLabel(key),
@@ -137,6 +143,10 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
           changes.limit_reset = input.limitReset;
         }
         governanceChanges(current, input.governance, changes);
+        const teamId = input.governance?.teamId;
+        if (teamId !== undefined && teamId !== current.team_id) {
+          changes.team_id = await checkTeam(trx, accountId, current.scope, teamId);
+        }
         if (Object.keys(changes).length === 0) return { row: current, changed: false };
         return { row: await updateKey(trx, current.id, changes), changed: true };
       });
@@ -190,6 +200,22 @@ function governanceChanges(current: ApiKey, g: KeyGovernanceInput | undefined, c
   if (g.rateLimitRpm !== undefined && g.rateLimitRpm !== current.rate_limit_rpm) {
     changes.rate_limit_rpm = g.rateLimitRpm;
   }
+}
+
+/** The team a key may join: one of the key's account (locked until commit: its deletion waits), inference keys only. */
+async function checkTeam(
+  trx: KeysDb,
+  accountId: string,
+  scope: KeyScope,
+  teamId: string | null,
+): Promise<string | null> {
+  if (teamId === null) return null;
+  if (scope === 'management')
+    throw badRequest('team_id: management keys belong to no team', { field: 'team_id' });
+  if (!(await lockTeam(trx, accountId, teamId))) {
+    throw badRequest('team_id: no such team in this account (GET /teams)', { field: 'team_id' });
+  }
+  return teamId;
 }
 
 function sameDecimal(a: string | null, b: string | null): boolean {

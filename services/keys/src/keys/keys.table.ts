@@ -22,6 +22,8 @@ export interface ApiKeysTable {
   include_byok_in_limit: Generated<boolean>;
   /** Model ids or `vendor/*` patterns the key may call; empty = every model. */
   allowed_models: ColumnType<string[], string[] | undefined, string[]>;
+  /** The key's team (a team of the same account); null = none. */
+  team_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** Requests per minute; null = no per-key rate limit. */
   rate_limit_rpm: number | null;
   /** Bumped by every change; the key cache compares it (CAS). */

@@ -82,7 +82,12 @@ export function cloudRoute(
     const deployment = decodeURIComponent(m[1] as string);
     if (operation === 'embeddings')
       return o.readBody(req).then((b) => openaiEmbeddings(res, json(b), deployment));
-    return o.readBody(req).then((b) => o.openai(operation, req, res, b));
+    // Azure takes the model from the URL: a body without `model` is the deployment's.
+    return o.readBody(req).then((b) => {
+      const raw = json(b) as Record<string, unknown> | undefined;
+      if (raw && typeof raw === 'object' && raw.model === undefined) raw.model = deployment;
+      return o.openai(operation, req, res, Buffer.from(JSON.stringify(raw ?? null)));
+    });
   }
   m = BEDROCK.exec(path);
   if (m) {

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { CatalogModel } from '@tollgate/catalog';
+import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
 import type { AppError } from '@tollgate/errors';
 import type { Handler, ProxyResponse } from '../http/types';
 import type { Completion } from '../pipeline/completion';
@@ -76,6 +76,14 @@ export interface FrontDoor {
   /** The provider wire format this API is, if any (its requests and answers pass through). */
   readonly native: WireFormatName | null;
   /**
+   * Which providers speak this API natively, when that is not simply every provider of the `native`
+   * format: the Responses door's are the OpenAI-format providers the catalog marks `responses: true`
+   * (their chat-completions path stays for the other doors). Absent: `provider.format === native`.
+   */
+  nativeFor?(provider: CatalogProvider): boolean;
+  /** The path of the native API under a provider's base URL, when not its format's (`<base>/responses`). */
+  nativePath?(baseUrl: string): string;
+  /**
    * Parse: the request body (and its headers, for what the door passes on natively) → the canonical
    * request; a bad request is a 400 AppError naming the field.
    */
@@ -111,3 +119,7 @@ export interface FrontDoor {
   /** An error after the 200 (the head is committed): the last events of the stream, in this API's shape. */
   streamError(err: AppError, providerName: string): string;
 }
+
+/** The provider speaks the door's API itself: the caller's body and the provider's answer pass through. */
+export const isNativeFor = (door: FrontDoor, provider: CatalogProvider): boolean =>
+  door.nativeFor ? door.nativeFor(provider) : provider.format === door.native;

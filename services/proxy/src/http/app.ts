@@ -1,16 +1,10 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createServiceSigner, parsePrivateKey, requestIdSource } from '@tollgate/auth';
+import { createServiceSigner, requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
+import type { UsagePublisher } from '@tollgate/events';
 import {
-  createMessageSigner,
-  createUsagePublisher,
-  type UsagePublisher,
-  usageTopology,
-} from '@tollgate/events';
-import {
-  answerClientErrors,
   clientAddressResolver,
   errorHandler,
   healthRoutes,
@@ -20,15 +14,14 @@ import {
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';
-import { createRedisSpendGuard } from '@tollgate/spend';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
 import express, { type Response } from 'express';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { createAuthenticator } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { authSteps } from '../auth/steps';
 import { UnknownKeyLimiter } from '../auth/unknown-keys';
-import { type ProxyConfig, spoolDir } from '../config';
+import type { ProxyConfig } from '../config';
 import { frontDoors } from '../doors';
 import { countTokensHandler, messagesErrorHandler } from '../doors/messages/routes';
 import { accountRead } from '../forward/account-read';
@@ -43,6 +36,8 @@ import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
 import { createDoorDispatch, type DoorDispatch, type EdgeState } from './doors';
 import { jsonBodyReader, parseByteLimit } from './json-body';
+import { connectRedis, redisSpendGuard, usagePublisher } from './resources';
+import { listenWithLimits } from './server';
 
 /** What tests (and main.ts) may inject; everything else is built from the config. */
 export interface ProxyDeps {
@@ -71,7 +66,7 @@ export interface ProxyHandle {
 
 export const defaultEstimator: TokenEstimator = { estimatePromptTokens, estimateCompletionTokens };
 
-interface ProxyAppParts {
+export interface ProxyAppParts {
   app: express.Express;
   /** The front doors, served before express (http/doors.ts). */
   doors: DoorDispatch;
@@ -240,6 +235,7 @@ export function createProxyApp(deps: {
     modelEndpointsHandler(deps.catalog),
   );
   api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys.handler());
+  api.all(['/teams', '/teams/{*rest}'], routeName('teams'), management, deps.forwarders.keys.handler());
   api.get('/activity', routeName('activity'), management, deps.forwarders.billing.handler());
   api.use(notFoundHandler);
 
@@ -263,58 +259,6 @@ export function createProxyApp(deps: {
   };
 }
 
-/**
- * The public server with its edge deadlines and connection cap (docs/operations.md "Security"):
- * headers and whole-request deadlines (checked every quarter of the headers deadline, ≥ 250 ms),
- * keep-alive idle time, socket inactivity while a request is open, at most SERVER_MAX_CONNECTIONS.
- */
-async function listenWithLimits(
-  parts: Pick<ProxyAppParts, 'app' | 'doors'>,
-  config: ProxyConfig,
-  logger: Logger,
-): Promise<Server> {
-  const { app, doors } = parts;
-  const server = createServer(
-    {
-      headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
-      requestTimeout: config.SERVER_REQUEST_TIMEOUT_MS,
-      keepAliveTimeout: config.SERVER_KEEPALIVE_TIMEOUT_MS,
-      connectionsCheckingInterval: Math.max(250, Math.floor(config.SERVER_HEADERS_TIMEOUT_MS / 4)),
-    },
-    (req: IncomingMessage, res: ServerResponse) => {
-      const route = doors.match(req);
-      if (route !== null) doors.serve(route, req, res);
-      else app(req, res);
-    },
-  );
-  server.setTimeout(config.SERVER_SOCKET_TIMEOUT_MS);
-  answerClientErrors(server, logger);
-  if (config.SERVER_MAX_CONNECTIONS > 0) server.maxConnections = config.SERVER_MAX_CONNECTIONS;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.PORT, config.HOST, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return server;
-}
-
-function waitReady(redis: Redis, timeoutMs: number, logger: Logger): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      redis.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      logger.warn('redis not ready at start: authenticating through the keys service until it is');
-      done();
-    }, timeoutMs);
-    redis.once('ready', done);
-  });
-}
-
 /** Starts the proxy in-process (tests, bench, main.ts). PORT=0 picks a free port. */
 export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Promise<ProxyHandle> {
   const logger =
@@ -323,23 +267,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
   const ownsRedis = !deps.redis;
   // The proxy's own identity: it signs its calls to keys and billing, and nothing else trusts it more.
   const signer = createServiceSigner('proxy', config.SERVICE_PRIVATE_KEY);
-  const redis =
-    deps.redis ??
-    new Redis(config.REDIS_URL, {
-      enableAutoPipelining: true,
-      // Fail fast when Redis is down: auth then falls back to the keys service.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      commandTimeout: 1_000,
-      lazyConnect: false,
-      // Reconnect at most 500 ms apart (ioredis' default backs off to 2 s): every admission needs
-      // Redis, so each second of backoff after Redis is back is a second of 503s (fault suite 3).
-      retryStrategy: (times) => Math.min(times * 50, 500),
-    });
-  redis.on('error', (err: unknown) => logger.debug({ err }, 'redis error'));
-  // Without an offline queue, commands sent before the connection is ready fail: wait for it
-  // (bounded; if Redis is down the proxy starts anyway and authenticates through the keys service).
-  if (redis.status !== 'ready') await waitReady(redis, 5_000, logger);
+  const redis = deps.redis ?? (await connectRedis(config, logger));
   const resolver =
     deps.resolver ??
     createKeyResolver({
@@ -350,24 +278,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
       logger,
     });
   const metrics = createMetrics({ defaultMetrics: true });
-  const publisher =
-    deps.publisher ??
-    createUsagePublisher({
-      url: config.AMQP_URL,
-      topology: usageTopology(config.AMQP_PREFIX),
-      logger,
-      maxBuffered: config.PUBLISHER_MAX_BUFFERED,
-      eventsPerMessage: config.PUBLISHER_EVENTS_PER_MESSAGE,
-      lingerMs: config.PUBLISHER_LINGER_MS,
-      spool: {
-        // A private (0700) directory per instance under the state directory (@tollgate/events spool-dir).
-        dir: spoolDir(config),
-        instance: config.AMQP_PREFIX,
-        maxBytes: config.SPOOL_MAX_BYTES,
-      },
-      // Billing records only messages signed with the proxy's key (not merely its broker user's).
-      signer: createMessageSigner('proxy', parsePrivateKey(config.SERVICE_PRIVATE_KEY)),
-    });
+  const publisher = deps.publisher ?? usagePublisher(config, logger);
   metrics.watchPublisher(publisher);
   const upstreams = new Upstreams({
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
@@ -385,16 +296,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
   const guard = metrics.instrumentGuard(
     deps.guard ??
       (config.SPEND_GUARD === 'redis'
-        ? createRedisSpendGuard({
-            redis,
-            prefix: config.REDIS_PREFIX,
-            billingUrl: config.BILLING_URL,
-            signer,
-            rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
-            logger,
-            onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
-            onExpiredPending: (count) => metrics.pendingHoldsExpired(count),
-          })
+        ? redisSpendGuard(config, { redis, signer, logger, metrics })
         : allowAllSpendGuard),
   );
   const parts = createProxyApp({

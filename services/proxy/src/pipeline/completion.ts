@@ -219,16 +219,6 @@ export class Completion {
     return this._waitSignal;
   }
 
-  /** The client went away and the provider's answer is still being read for its usage (drain.ts). */
-  get draining(): boolean {
-    return this._cancelled && !this.ended && this.drain.active;
-  }
-
-  /** The drain's grace period ran out before the provider's usage arrived. */
-  get drainExpired(): boolean {
-    return this.drain.expired;
-  }
-
   /** An attempt is at a provider (its upstream slot is held): what the provider does is billed. */
   get atProvider(): boolean {
     return this.release !== null && !this.ended;

@@ -1,5 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import type { Dispatcher } from 'undici';
+import { isNativeFor } from '../doors/door';
 import type { ProxyResponse } from '../http/types';
 import { attemptRequest, formatFor } from '../providers';
 import { REQUEST_TOO_LARGE } from '../providers/provider-error';
@@ -83,7 +84,7 @@ export async function dispatch(
     const record = (status: number | null, outcome: string) => c.recordAttempt(status, outcome, started);
     let up: UpstreamResponse;
     try {
-      up = await send(deps.upstreams, c, apiKey, p, extraHeaders(p, cand));
+      up = await send(deps.upstreams, c, apiKey, p, extraHeaders(p, cand), nativePath(p, cand));
     } catch (err) {
       c.releaseUpstream();
       if (c.cancelled || isAbortError(err) || c.timedOut) throw err;
@@ -149,7 +150,13 @@ export async function dispatch(
 /** The caller's headers a native body depends on (`anthropic-beta`), for a candidate of the door's format. */
 function extraHeaders(p: Plan, cand: Candidate): Record<string, string> | undefined {
   const extra = p.request.nativeHeaders;
-  return extra && cand.provider.format === p.door.native ? extra : undefined;
+  return extra && isNativeFor(p.door, cand.provider) ? extra : undefined;
+}
+
+/** The native API's own path for a candidate that speaks it (`<base>/responses`), else null (its format's). */
+function nativePath(p: Plan, cand: Candidate): string | null {
+  const { door } = p;
+  return door.nativePath && isNativeFor(door, cand.provider) ? door.nativePath(cand.provider.baseUrl) : null;
 }
 
 /** One attempt: request start → provider response headers. */
@@ -159,6 +166,7 @@ async function send(
   apiKey: string | undefined,
   p: Plan,
   extra: Record<string, string> | undefined,
+  ownPath: string | null,
 ): Promise<UpstreamResponse> {
   const target = upstreams.target(c.provider, apiKey);
   c.holdUpstream(acquireUpstream(target, c.provider.name));
@@ -174,7 +182,7 @@ async function send(
   });
   return target.pool.request({
     method: 'POST',
-    path,
+    path: ownPath ?? path,
     headers: extra ? { ...headers, ...extra } : headers,
     body,
     signal: c.abort.signal,

@@ -30,26 +30,14 @@ interface Drainable {
  */
 export class Drain {
   private timer: NodeJS.Timeout | null = null;
-  private _expired = false;
 
   constructor(private readonly graceMs: number) {}
-
-  /** The grace period ran out (the upstream request was aborted). */
-  get expired(): boolean {
-    return this._expired;
-  }
-
-  /** The drain is running (started and not stopped). */
-  get active(): boolean {
-    return this.timer !== null;
-  }
 
   start(c: Drainable): boolean {
     if (!c.atProvider || this.graceMs <= 0) return false;
     if (this.timer !== null) return true;
     this.timer = setTimeout(() => {
       this.timer = null;
-      this._expired = true;
       c.expireDrain();
     }, this.graceMs);
     this.timer.unref();

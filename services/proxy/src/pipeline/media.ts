@@ -41,8 +41,17 @@ function cacheAsk(v: unknown, media: RequestMedia): void {
  * Reads the media parts and cache requests of `messages`; more images than `maxImages`
  * (MAX_IMAGES_PER_REQUEST) is a 400 naming the setting.
  */
-export function requestMedia(messages: readonly CanonicalMessage[], maxImages: number): RequestMedia {
-  const media: RequestMedia = { census: emptyCensus(), cacheWrite: false, cacheWrite1h: false };
+export function requestMedia(
+  messages: readonly CanonicalMessage[],
+  maxImages: number,
+  /** The cache writes a door's native body asks for beyond the canonical messages (`CanonicalRequest.cacheWrite`). */
+  asked?: '5m' | '1h',
+): RequestMedia {
+  const media: RequestMedia = {
+    census: emptyCensus(),
+    cacheWrite: asked !== undefined,
+    cacheWrite1h: asked === '1h',
+  };
   let images = 0;
   for (const m of messages) {
     cacheAsk(m.cache_control, media);

@@ -1,7 +1,7 @@
 import { type Catalog, worstCaseCost } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
 import { allowsModel, type CachedKey } from '@tollgate/key-cache';
-import type { FrontDoor } from '../doors/door';
+import { type FrontDoor, isNativeFor } from '../doors/door';
 import { formatFor } from '../providers';
 import type { WireFormatName } from '../providers/wire-format';
 import { type Candidate, routeOf } from '../routing/candidates';
@@ -52,13 +52,12 @@ function prepare(door: FrontDoor, request: CanonicalRequest, candidates: Candida
   // Allocated only when a format cannot express the request (rare).
   let failed: WireFormatName[] | null = null;
   let error: unknown = null;
+  // A native candidate is sent the caller's body as it came (upstreamBody): nothing to prepare.
+  const native = (cand: Candidate) =>
+    door.nativeBody !== undefined && !!request.native && isNativeFor(door, cand.provider);
   for (const cand of candidates) {
     const name = cand.provider.format;
-    if (prepared[name] !== undefined || failed?.includes(name)) continue;
-    if (name === door.native && door.nativeBody && request.native) {
-      prepared[name] = request.native;
-      continue;
-    }
+    if (native(cand) || prepared[name] !== undefined || failed?.includes(name)) continue;
     if (request.untranslatable) {
       if (failed === null) failed = [];
       failed.push(name);
@@ -76,7 +75,7 @@ function prepare(door: FrontDoor, request: CanonicalRequest, candidates: Candida
   }
   if (failed === null) return { door, request, candidates, prepared };
   const skip = failed;
-  const rest = candidates.filter((cand) => !skip.includes(cand.provider.format));
+  const rest = candidates.filter((cand) => native(cand) || !skip.includes(cand.provider.format));
   if (rest.length === 0) throw error;
   return { door, request, candidates: rest, prepared };
 }
@@ -103,7 +102,7 @@ export function worstCase(p: Plan, textTokens: number, media: RequestMedia): big
 export function upstreamBody(p: Plan, cand: Candidate): Json {
   const { door, request } = p;
   const name = cand.provider.format;
-  if (name === door.native && door.nativeBody && request.native) {
+  if (door.nativeBody && request.native && isNativeFor(door, cand.provider)) {
     return door.nativeBody(request, {
       upstreamModel: cand.upstreamModel,
       simulator: cand.provider.simulator === true,

@@ -1,3 +1,4 @@
+import { isNativeFor } from '../doors/door';
 import type { ProxyResponse } from '../http/types';
 import { formatFor } from '../providers';
 import { isAbortError } from '../upstream/upstream';
@@ -29,7 +30,7 @@ function endedWith(body: unknown): boolean {
 }
 
 /** The serving candidate speaks the door's own format: its answer passes through the door as it came. */
-const nativeFor = (c: Completion, p: Plan): boolean => c.provider.format === p.door.native;
+const nativeFor = (c: Completion, p: Plan): boolean => isNativeFor(p.door, c.provider);
 
 /**
  * Stage 5, relay: dispatch (stage 4), then the provider's answer through its wire format to the door,

@@ -46,6 +46,12 @@ export interface CanonicalRequest {
   untranslatable?: AppError;
   /** Request headers the caller's body depends on, sent on to candidates of the door's native format. */
   nativeHeaders?: Record<string, string>;
+  /**
+   * The longest prompt-cache write the caller's native body asks for (`cache_control`, Anthropic:
+   * `5m` by default, `1h` with `ttl: "1h"`), for the admission's cache-write bound: the canonical
+   * messages do not carry `cache_control` (other formats must not get it). Absent: none asked.
+   */
+  cacheWrite?: '5m' | '1h';
   /** The client's session id (Claude Code's `X-Claude-Code-Session-Id`), recorded with the usage. */
   sessionId?: string | null;
   /** The caller's end-user id (Anthropic `metadata.user_id`), recorded with the usage. */

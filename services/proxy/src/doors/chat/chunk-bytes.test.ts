@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ByteOut } from './byte-out';
-import { ChunkBytes, rewriteChunk, stripNullUsage } from './chunk';
+import { ChunkBytes, ChunkRewriter, NOT_JSON, rewriteChunk, stripNullUsage } from './chunk';
 
 const ID = 'gen-1700000000-abcdefghijklmnopqrst';
 const MODEL = 'vendor/model';
@@ -114,5 +114,51 @@ describe('ByteOut', () => {
     expect(out.take().toString('utf8')).toBe('abcé€!');
     expect(out.length).toBe(0);
     expect(out.take().length).toBe(0);
+  });
+});
+
+describe('ChunkRewriter (the one rewriter: byte path, else string path)', () => {
+  const rewrite = (data: string, asciiId = true, wantId = true) => {
+    const out = new ByteOut();
+    const read = Buffer.from(`data: ${data}\n\n`);
+    const id = asciiId ? ID : 'gen-é';
+    const r = new ChunkRewriter().content(
+      read,
+      6,
+      read.length - 2,
+      data,
+      { id, model: MODEL, asciiId },
+      wantId,
+      out,
+    );
+    return { upstreamId: r, text: out.take().toString('utf8') };
+  };
+
+  it('gives the same event on both paths, with the provider id when asked', () => {
+    const data = '{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[],"usage":null}';
+    const viaByte = rewrite(data);
+    expect(viaByte).toEqual({ upstreamId: 'c1', text: viaStrings(data) });
+    // A layout only the string path takes: same text.
+    const spaced = '{ "id": "c1", "model": "m", "usage" : null }';
+    expect(rewrite(spaced)).toEqual({ upstreamId: 'c1', text: viaStrings(spaced) });
+    // A non-ASCII request id never takes the byte path.
+    expect(JSON.parse(rewrite(data, false).text.slice(6)).id).toBe('gen-é');
+    expect(rewrite(data, true, false).upstreamId).toBeNull();
+  });
+
+  it('relays what is not JSON as it came, one data line per line', () => {
+    expect(rewrite('not json\nsecond')).toEqual({
+      upstreamId: NOT_JSON,
+      text: 'data: not json\ndata: second\n\n',
+    });
+  });
+
+  it('rewrites the content part of a usage chunk without its usage', () => {
+    const text = new ChunkRewriter().usageContent(
+      { id: 'c1', model: 'm', choices: [{ index: 0 }], usage: { prompt_tokens: 1 } },
+      ID,
+      MODEL,
+    );
+    expect(JSON.parse(text)).toEqual({ id: ID, model: MODEL, choices: [{ index: 0 }] });
   });
 });

@@ -118,6 +118,7 @@ interface ByteSink {
   whole(buf: Buffer): void;
   /** A string the caller knows is ASCII. */
   ascii(s: string): void;
+  text(s: string): void;
 }
 
 /** First index in [from, end) where `needle[0, n)` occurs in buf, or -1 (a JS loop: no native call). */
@@ -242,5 +243,67 @@ export class ChunkBytes {
     out.bytes(buf, at, e);
     out.whole(EVENT_END);
     return true;
+  }
+}
+
+/** Bytes [start, end) of buf as UTF-8 text: Buffer#toString's own binding, without its argument checks. */
+export const utf8: (buf: Buffer, start: number, end: number) => string =
+  typeof (Buffer.prototype as { utf8Slice?: unknown }).utf8Slice === 'function'
+    ? (buf, start, end) =>
+        (buf as unknown as { utf8Slice(s: number, e: number): string }).utf8Slice(start, end)
+    : (buf, start, end) => buf.toString('utf8', start, end);
+
+const DATA = 'data: ';
+const DATA_END = '\n\n';
+
+/** `content`'s answer for an event that is not JSON (relayed as it came). */
+export const NOT_JSON = false;
+
+/**
+ * The chat relay's one chunk rewriter: what the client gets of a provider chunk — `id` → the request
+ * id, `model` → the catalog id, a `"usage": null` member dropped — appended to `out` as one SSE event.
+ * A content chunk takes the byte path (`ChunkBytes`, no string made) when it has the layout that path
+ * covers and the request id is ASCII, else the string path (`rewriteChunk` on its text): the same text
+ * either way (chunk-bytes.test.ts). The usage chunk's content part (`usageContent`) is rewritten here too.
+ */
+export class ChunkRewriter {
+  private readonly bytes = new ChunkBytes();
+
+  /**
+   * One content chunk, [start, end) of `buf` (`data`: the same bytes as text). Returns the provider's
+   * id of the chunk when `wantId` (null when it has none), null otherwise, or NOT_JSON when the event
+   * is not JSON (then relayed as it came, one data line per line).
+   */
+  content(
+    buf: Buffer,
+    start: number,
+    end: number,
+    data: string,
+    ids: { id: string; model: string; asciiId: boolean },
+    wantId: boolean,
+    out: ByteSink,
+  ): string | null | typeof NOT_JSON {
+    const b = this.bytes;
+    if (ids.asciiId && b.rewrite(buf, start, end, ids.id, ids.model, out)) {
+      return wantId ? utf8(buf, b.idStart, b.idEnd) : null;
+    }
+    const rewritten = rewriteChunk(stripNullUsage(data), ids.id, ids.model);
+    if (rewritten === null) {
+      out.text(DATA);
+      out.text(data.replaceAll('\n', '\ndata: '));
+      out.text(DATA_END);
+      return NOT_JSON;
+    }
+    out.text(DATA);
+    out.text(rewritten.text);
+    out.text(DATA_END);
+    return wantId ? rewritten.upstreamId : null;
+  }
+
+  /** The content part of a usage chunk that also carries choices: its text with our ids, without usage. */
+  usageContent(chunk: Record<string, unknown>, id: string, model: string): string {
+    const content: Record<string, unknown> = { ...chunk, id, model };
+    delete content.usage;
+    return JSON.stringify(content);
   }
 }

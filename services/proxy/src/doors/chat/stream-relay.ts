@@ -9,7 +9,7 @@ import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
 import type { AnswerStream } from '../door';
 import { ByteOut } from './byte-out';
-import { ChunkBytes, hasFinishReason, hasUsage, mayHaveError, rewriteChunk, stripNullUsage } from './chunk';
+import { ChunkRewriter, hasFinishReason, hasUsage, mayHaveError, NOT_JSON, utf8 } from './chunk';
 import { DONE_EVENT, errorEvent } from './events';
 import { completeUsage, ProducedText } from './usage';
 
@@ -24,16 +24,10 @@ function flushHead(relay: StreamRelay): void {
 
 /** Shared by every stream: each write is gathered and taken before anything awaits (byte-out.ts). */
 const out = new ByteOut();
-const chunkBytes = new ChunkBytes();
+const rewriter = new ChunkRewriter();
 const DATA = 'data: ';
 const EVENT_END = '\n\n';
 const DONE_BYTES = Buffer.from(DONE_EVENT);
-/** Bytes [start, end) of buf as UTF-8 text: Buffer#toString's own binding, without its argument checks. */
-const utf8: (buf: Buffer, start: number, end: number) => string =
-  typeof (Buffer.prototype as { utf8Slice?: unknown }).utf8Slice === 'function'
-    ? (buf, start, end) =>
-        (buf as unknown as { utf8Slice(s: number, e: number): string }).utf8Slice(start, end)
-    : (buf, start, end) => buf.toString('utf8', start, end);
 
 /**
  * The chat door's stream (`AnswerStream`): relays one provider event stream to the client as it arrives. Content chunks are forwarded the
@@ -64,6 +58,8 @@ export class StreamRelay implements SseEventSink, AnswerStream {
   private keepAliveTimer: NodeJS.Timeout | null = null;
   /** The request id is ASCII (always, as the proxy makes them): the byte path writes it as such. */
   private readonly asciiId: boolean;
+  /** The ids the rewriter puts in every chunk (made on the first one: the candidate is final by then). */
+  private chunkIds: { id: string; model: string; asciiId: boolean } | null = null;
 
   constructor(
     private readonly c: Completion,
@@ -197,23 +193,12 @@ export class StreamRelay implements SseEventSink, AnswerStream {
       }
       return;
     }
-    if (this.asciiId && chunkBytes.rewrite(buf, start, end, c.requestId, c.model.id, out)) {
-      if (this.upstreamId === null) this.upstreamId = utf8(buf, chunkBytes.idStart, chunkBytes.idEnd);
-    } else {
-      // The string path: `"usage": null` stripped from the provider's text, then the id/model rewrite.
-      const rewritten = rewriteChunk(stripNullUsage(data), c.requestId, c.model.id);
-      if (rewritten === null) {
-        // Not JSON: relayed as it came (one data line per line).
-        out.text(DATA);
-        out.text(data.replaceAll('\n', '\ndata: '));
-        out.text(EVENT_END);
-        return;
-      }
-      if (this.upstreamId === null) this.upstreamId = rewritten.upstreamId;
-      out.text(DATA);
-      out.text(rewritten.text);
-      out.text(EVENT_END);
-    }
+    const wantId = this.upstreamId === null;
+    this.chunkIds ??= { id: c.requestId, model: c.model.id, asciiId: this.asciiId };
+    const upstreamId = rewriter.content(buf, start, end, data, this.chunkIds, wantId, out);
+    // Not JSON: relayed as it came, and not content.
+    if (upstreamId === NOT_JSON) return;
+    if (wantId) this.upstreamId = upstreamId;
     this.produced.addChunk(data);
     if (hasFinishReason(data)) this.lastFinishChunk = data;
   }
@@ -255,9 +240,7 @@ export class StreamRelay implements SseEventSink, AnswerStream {
     this.usageChunk = chunk;
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     if (choices.length === 0) return null;
-    const content: Json = { ...chunk, id: c.requestId, model: c.model.id };
-    delete content.usage;
-    const text = JSON.stringify(content);
+    const text = rewriter.usageContent(chunk, c.requestId, c.model.id);
     this.produced.addChunk(text);
     if (hasFinishReason(text)) this.lastFinishChunk = text;
     return text;

@@ -1,6 +1,6 @@
 import { parseCatalog } from '@tollgate/catalog';
 import { describe, expect, it } from 'vitest';
-import { parseForDoor } from './door';
+import { cacheWriteOf, parseForDoor } from './door';
 
 const catalog = parseCatalog(`
 providers:
@@ -31,6 +31,35 @@ const body = (model: string, extra: Record<string, unknown> = {}) => ({
   metadata: { user_id: '{"device_id":"d","session_id":"s"}' },
   messages: [{ role: 'user', content: 'hi' }],
   ...extra,
+});
+
+describe('cacheWriteOf (the cache writes a native body asks for)', () => {
+  it('finds cache_control in system, tools and (nested) content, 1h winning', () => {
+    expect(cacheWriteOf({ messages: [{ role: 'user', content: 'x' }] })).toBeUndefined();
+    expect(
+      cacheWriteOf({ system: [{ type: 'text', text: 's', cache_control: { type: 'ephemeral' } }] }),
+    ).toBe('5m');
+    expect(cacheWriteOf({ tools: [{ name: 't', cache_control: { type: 'ephemeral', ttl: '1h' } }] })).toBe(
+      '1h',
+    );
+    const nested = {
+      system: [{ type: 'text', text: 's', cache_control: { type: 'ephemeral' } }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 't',
+              content: [{ type: 'text', text: 'r', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+            },
+          ],
+        },
+      ],
+    };
+    expect(cacheWriteOf(nested)).toBe('1h');
+    expect(parseForDoor(catalog, { ...body('openai/small'), ...nested }).cacheWrite).toBe('1h');
+  });
 });
 
 describe('parseForDoor (the Messages door’s canonical request)', () => {

@@ -51,6 +51,28 @@ function nativeHeaders(headers: IncomingHttpHeaders | undefined): Record<string,
   return { 'anthropic-beta': Array.isArray(beta) ? beta.join(',') : beta };
 }
 
+/**
+ * The longest cache write the body asks for: any `cache_control` in system blocks, content blocks
+ * (tool results and their content included) or tools; `ttl: "1h"` anywhere makes it `1h`.
+ */
+export function cacheWriteOf(body: Json): '5m' | '1h' | undefined {
+  let found: '5m' | '1h' | undefined;
+  const visit = (v: unknown, depth: number): void => {
+    if (found === '1h' || depth > 4 || typeof v !== 'object' || v === null) return;
+    if (Array.isArray(v)) {
+      for (const x of v) visit(x, depth + 1);
+      return;
+    }
+    const o = v as Json;
+    if (isObj(o.cache_control)) found = o.cache_control.ttl === '1h' ? '1h' : (found ?? '5m');
+    if (Array.isArray(o.content)) visit(o.content, depth + 1);
+  };
+  visit(body.system, 0);
+  visit(body.tools, 0);
+  if (Array.isArray(body.messages)) for (const m of body.messages) visit(m, 0);
+  return found;
+}
+
 /** The Messages request as the canonical request, with what the pipeline needs for the native path. */
 export function parseForDoor(
   catalog: Catalog,
@@ -72,6 +94,8 @@ export function parseForDoor(
   canonical.sessionId =
     typeof session === 'string' && session.length > 0 ? safeText(session, SESSION_ID_MAX) : null;
   canonical.endUser = m.userId;
+  const cache = cacheWriteOf(m.body);
+  if (cache) canonical.cacheWrite = cache;
   return canonical;
 }
 

@@ -75,8 +75,10 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
   commitHead(native: boolean): void {
     if (this.#c.cancelled) return;
     if (!this.#res.headersSent) this.#res.writeHead(200, SSE_HEAD);
-    if (native) this.#native = new NativeEvents(this.#c.requestId, this.#c.model.id, this.#c.provider.name);
-    else this.#write(this.#events.start());
+    if (native) {
+      const { requestId, model, provider } = this.#c;
+      this.#native = new NativeEvents(requestId, model.id, provider.name, contextOf(this.#c).echo);
+    } else this.#write(this.#events.start());
   }
 
   #write(text: string): boolean {

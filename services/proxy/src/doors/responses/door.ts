@@ -6,7 +6,13 @@ import { messageText } from '../chat/usage';
 import type { FrontDoor } from '../door';
 import { ResponsesStream } from './answer-stream';
 import { openAIErrorEvent, responsesErrorBody } from './errors';
-import { isResponsesUsage, nativeResponsesBody, outputTextOf, tokensFromResponsesUsage } from './native';
+import {
+  isResponsesUsage,
+  nativeResponsesBody,
+  outputTextOf,
+  tokensFromResponsesUsage,
+  withEcho,
+} from './native';
 import { contextOf, parseResponses, type ResponsesCanonical } from './request-of';
 import { responseOfCompletion, responsesUsage } from './response';
 
@@ -20,6 +26,7 @@ function readNative(c: Completion, json: Json): Outcome | null {
   const cost = c.cost(tokens);
   const upstreamId = typeof json.id === 'string' ? json.id : null;
   const priced = responsesUsage(tokens, cost);
+  withEcho(json, (c.request as ResponsesCanonical).responses.echo);
   json.id = c.requestId;
   json.model = c.model.id;
   json.provider = c.provider.name;
@@ -37,7 +44,9 @@ function readNative(c: Completion, json: Json): Outcome | null {
 
 /**
  * The OpenAI Responses door (`POST /responses`): what Codex, the OpenAI Agents SDK and the AI SDK's
- * OpenAI provider speak. Stateless. The request is translated into the canonical chat request
+ * OpenAI provider speak. Stateless. To an OpenAI-format provider the catalog marks `responses: true`
+ * the caller's body passes through natively (native.ts: reasoning items round-trip); for every other
+ * provider the request is translated into the canonical chat request
  * (request.ts, input.ts, tools.ts), so every provider format serves it (OpenAI chat completions,
  * Anthropic Messages, …) through the one pipeline; the answer (a `chat.completion` or OpenAI chunks,
  * bridged by the provider's wire format) is rendered as a Response object (response.ts) or the
@@ -47,6 +56,9 @@ export const responsesDoor: FrontDoor = {
   api: 'responses',
   path: '/responses',
   native: null,
+  // OpenAI-format providers the catalog marks as serving the Responses API get the caller's body (native.ts).
+  nativeFor: (provider) => provider.format === 'openai' && provider.responses === true,
+  nativePath: (baseUrl) => `${new URL(baseUrl).pathname.replace(/\/+$/, '')}/responses`,
   parse: parseResponses,
 
   /**

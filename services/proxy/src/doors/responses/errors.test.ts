@@ -31,6 +31,15 @@ describe('responsesErrorBody (OpenAI error shape)', () => {
       code: 402,
       param: null,
     });
+    const relayed = new AppError('provider_error', 'The provider refused the request', {}, 400);
+    expect(responsesErrorBody(relayed).body.error).toMatchObject({
+      code: 400,
+      type: 'invalid_request_error',
+    });
+    expect(responsesErrorBody(new AppError('provider_error', 'down')).body.error).toMatchObject({
+      code: 502,
+      type: 'server_error',
+    });
     expect(responsesErrorBody(new AppError('rate_limited', 'slow down')).body.error).toMatchObject({
       type: 'rate_limit_error',
       code: 429,

@@ -39,7 +39,16 @@ function paramOf(err: AppError): string | null {
 
 /** The error object of an OpenAI error answer (and of a stream's `response.failed`). */
 export function openAIError(err: AppError): Json {
-  return { ...err.toBody(), type: OPENAI_TYPE[err.type], param: paramOf(err) };
+  return { ...err.toBody(), type: typeOf(err), param: paramOf(err) };
+}
+
+/** OpenAI's `type`; a provider's own 4xx relayed (`provider_error` with its status) is typed by that status. */
+function typeOf(err: AppError): string {
+  if (err.type !== 'provider_error' || err.status >= 500) return OPENAI_TYPE[err.type];
+  if (err.status === 401) return 'authentication_error';
+  if (err.status === 403) return 'permission_error';
+  if (err.status === 429) return 'rate_limit_error';
+  return 'invalid_request_error';
 }
 
 /** An error before the head: its status and body. */

@@ -1,5 +1,6 @@
 import type { AppError } from '@tollgate/errors';
-import { isResponsesUsage, outputTextOf } from './native';
+import { isResponsesUsage, outputTextOf, withEcho } from './native';
+import type { ResponseEcho } from './request';
 
 /**
  * A native provider's Responses events, relayed: each event passes as it came, except the lifecycle
@@ -25,10 +26,13 @@ export class NativeEvents {
   usage: unknown = null;
   upstreamId: string | null = null;
 
-  constructor(requestId: string, model: string, provider: string) {
+  readonly #echo: ResponseEcho;
+
+  constructor(requestId: string, model: string, provider: string, echo: ResponseEcho) {
     this.#requestId = requestId;
     this.#model = model;
     this.#provider = provider;
+    this.#echo = echo;
   }
 
   /** The provider's own terminal event came (completed, incomplete or failed). */
@@ -75,6 +79,7 @@ export class NativeEvents {
     if (typeof response === 'object' && response !== null) {
       const r = response as Json;
       if (this.upstreamId === null && typeof r.id === 'string') this.upstreamId = r.id;
+      withEcho(r, this.#echo);
       r.id = this.#requestId;
       r.model = this.#model;
       r.provider = this.#provider;

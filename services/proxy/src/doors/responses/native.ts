@@ -1,4 +1,5 @@
 import type { TokenCounts } from '../../providers/wire-format';
+import type { ResponseEcho } from './request';
 
 /**
  * The native path of the Responses door: an OpenAI-format provider the catalog marks `responses: true`
@@ -96,4 +97,17 @@ export function outputTextOf(response: Json): string {
     }
   }
   return text;
+}
+
+/**
+ * A native provider's Response with what the gateway kept from it filled in from the request (the
+ * fields OpenAI's Response repeats): `metadata` is never sent to the provider, so the request's is
+ * shown; the others only where the provider left them out.
+ */
+export function withEcho(response: Json, echo: ResponseEcho): Json {
+  for (const [key, value] of Object.entries(echo)) {
+    if (key === 'metadata' || response[key] === undefined) response[key] = value;
+  }
+  response.store = false;
+  return response;
 }

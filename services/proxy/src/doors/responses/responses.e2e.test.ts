@@ -1,6 +1,6 @@
 import { parseCatalog } from '@tollgate/catalog';
 import { loadConfig, type ProxyHandle, startProxy } from '@tollgate/proxy';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse } from '../../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
 
@@ -10,6 +10,9 @@ import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
  * a provider failing mid-stream (`response.failed`, billed), failover before the first byte, and the
  * session of an agent client (Codex's `session-id` header) on the event.
  */
+
+// biome-ignore lint/suspicious/noExplicitAny: test assertions walk response JSON
+type Json = Record<string, any>;
 
 let stack: ProxyStack;
 beforeAll(async () => {
@@ -148,5 +151,95 @@ models:
       expect(event.attempts?.map((a) => a.provider)).toEqual(['dead', 'sim-anthropic']);
       expect(text).toContain(stream ? 'response.completed' : '"status":"completed"');
     }
+  });
+});
+
+describe('POST /responses to a provider that serves the Responses API (native)', () => {
+  const NATIVE = 'openai/gpt-5.1-codex';
+  const call = '<sim:call name="exec_command">{"cmd":"ls"}</sim:call>';
+  const tools = [
+    { type: 'function', name: 'exec_command', parameters: { type: 'object' } },
+    { type: 'web_search' },
+  ];
+
+  it('passes the body through to <base>/responses; reasoning items round-trip with their encrypted content', async () => {
+    const paths: string[] = [];
+    const seen = (req: { url?: string }) => paths.push(String(req.url));
+    stack.sim.server.on('request', seen);
+    try {
+      const first = await post({
+        model: NATIVE,
+        input: [{ role: 'user', content: `List files. ${call}` }],
+        tools,
+        reasoning: { effort: 'low', summary: 'auto' },
+        include: ['reasoning.encrypted_content'],
+        store: false,
+        metadata: { kept: 'here' },
+      });
+      const r1 = (await first.json()) as Json;
+      expect(first.status, JSON.stringify(r1)).toBe(200);
+      expect(first.headers.get('x-tollgate-withheld-tools')).toBe('web_search');
+      expect(r1.id).toBe(first.headers.get('x-generation-id'));
+      expect(r1.model).toBe(NATIVE);
+      const [reasoning, fc] = r1.output as Json[];
+      expect(reasoning).toMatchObject({
+        type: 'reasoning',
+        encrypted_content: expect.stringMatching(/^sim1\./),
+      });
+      expect(fc).toMatchObject({ type: 'function_call', name: 'exec_command', arguments: '{"cmd":"ls"}' });
+      expect(r1.usage).toMatchObject({
+        output_tokens_details: { reasoning_tokens: expect.any(Number) },
+        cost: expect.any(Number),
+      });
+      const e1 = await stack.waitForEvent(r1.id as string);
+      expect(e1).toMatchObject({
+        api_type: 'responses',
+        usage_source: 'provider',
+        withheld_tools: ['web_search'],
+      });
+      expect(e1.tokens.reasoning).toBeGreaterThan(0);
+      expect(Number(e1.cost)).toBe((r1.usage as Json).cost);
+
+      // The second turn sends the reasoning item back as it came: the provider verifies it.
+      const second = await post({
+        model: NATIVE,
+        tools,
+        stream: true,
+        input: [
+          { role: 'user', content: `List files. ${call}` },
+          reasoning,
+          fc,
+          { type: 'function_call_output', call_id: fc?.call_id, output: 'a.txt' },
+        ],
+      });
+      const text = await second.text();
+      expect(second.status, text).toBe(200);
+      const events = text
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => JSON.parse(l.slice(6)) as Json);
+      const done = events.at(-1) as Json;
+      expect(done.type).toBe('response.completed');
+      const response = done.response as Json;
+      expect(response).toMatchObject({ id: second.headers.get('x-generation-id'), model: NATIVE });
+      expect(JSON.stringify(response.output)).toContain('Tool output: a.txt');
+      expect((response.usage as Json).cost).toBeGreaterThan(0);
+      expect(paths.filter((u) => u === '/v1/responses')).toHaveLength(2);
+    } finally {
+      stack.sim.server.off('request', seen);
+    }
+  });
+
+  it('relays the provider refusing an altered reasoning item as a 400', async () => {
+    const res = await post({
+      model: NATIVE,
+      input: [
+        { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'sim1.AAAA.0000000000000000' },
+        { role: 'user', content: 'x' },
+      ],
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as Json;
+    expect(body.error).toMatchObject({ type: 'invalid_request_error' });
   });
 });

@@ -39,6 +39,23 @@ function schemaForGemini(schema: unknown): unknown {
   return out;
 }
 
+const MIME_TYPES: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  heic: 'image/heic',
+  heif: 'image/heif',
+  pdf: 'application/pdf',
+};
+
+/** `fileData` requires a MIME type: the URL's extension names it (JPEG when it does not). */
+function mimeTypeOf(url: string): string {
+  const ext = /\.([a-z0-9]+)(?:[?#]|$)/i.exec(new URL(url).pathname)?.[1]?.toLowerCase();
+  return (ext && MIME_TYPES[ext]) || 'image/jpeg';
+}
+
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
@@ -52,7 +69,7 @@ function part(block: Json, toolNames: Map<string, string>, at: string): Json {
     case 'image': {
       const src = block.source as Json;
       if (src.type === 'base64') return { inlineData: { mimeType: src.media_type, data: src.data } };
-      return { fileData: { fileUri: src.url } };
+      return { fileData: { mimeType: mimeTypeOf(src.url as string), fileUri: src.url } };
     }
     case 'tool_use':
       toolNames.set(block.id as string, block.name as string);

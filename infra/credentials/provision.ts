@@ -1,0 +1,162 @@
+/**
+ * Creates each service's own login on Postgres, Redis and RabbitMQ (issue 23, "One credential per
+ * service"), as infra/credentials/policy.mjs says, using the servers' administrative logins:
+ * a Postgres superuser URL, a Redis user allowed ACL SETUSER, and `rabbitmqctl` on the broker's host.
+ * Idempotent (a second run sets the same passwords and rules again). Tests create logins with
+ * unique names for their run and drop them afterwards; nothing here touches an existing user.
+ */
+import { execFileSync } from 'node:child_process';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { rabbitmqPermissions, redisAclRules } from './policy.mjs';
+
+export interface Login {
+  user: string;
+  password: string;
+}
+
+/** `url` with this login's user and password. */
+export function withLogin(url: string, login: Login): string {
+  const u = new URL(url);
+  u.username = encodeURIComponent(login.user);
+  u.password = encodeURIComponent(login.password);
+  return u.toString();
+}
+
+const ident = (s: string) => `"${s.replaceAll('"', '""')}"`;
+const literal = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * In the database of `adminUrl` (a superuser's): a LOGIN role per service, owning its own schema
+ * (created if missing; tables already there are handed over), nothing granted on any other schema,
+ * and no CREATE on the public schema. The service's migrations then run as that role.
+ */
+export async function provisionPostgres(
+  adminUrl: string,
+  roles: Partial<Record<'keys' | 'billing' | 'dashboard', Login>>,
+): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const database =
+      (await client.query<{ db: string }>('select current_database() as db')).rows[0]?.db ?? '';
+    await client.query('revoke create on schema public from public');
+    for (const [schema, login] of Object.entries(roles)) {
+      if (!login) continue;
+      const role = ident(login.user);
+      await client.query(`do $$ begin
+        if not exists (select from pg_roles where rolname = ${literal(login.user)}) then
+          create role ${role} login;
+        end if;
+      end $$`);
+      await client.query(
+        `alter role ${role} with login nosuperuser nocreatedb nocreaterole password ${literal(login.password)}`,
+      );
+      await client.query(`grant connect on database ${ident(database)} to ${role}`);
+      await client.query(`create schema if not exists ${ident(schema)} authorization ${role}`);
+      await client.query(`alter schema ${ident(schema)} owner to ${role}`);
+      await client.query(`revoke all on schema ${ident(schema)} from public`);
+      // A database migrated before the roles existed: its tables, sequences and types change hands.
+      await client.query(`do $$ declare r record; begin
+        for r in select c.relname, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace
+                 where n.nspname = ${literal(schema)} and c.relkind in ('r', 'p', 'S', 'v', 'm') loop
+          execute format(case when r.relkind = 'S' then 'alter sequence %I.%I owner to %I'
+                              when r.relkind = 'v' then 'alter view %I.%I owner to %I'
+                              when r.relkind = 'm' then 'alter materialized view %I.%I owner to %I'
+                              else 'alter table %I.%I owner to %I' end,
+                         ${literal(schema)}, r.relname, ${literal(login.user)});
+        end loop;
+      end $$`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops roles made by provisionPostgres once their databases are gone (tests). */
+export async function dropPostgresRoles(adminUrl: string, users: string[]): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    for (const user of users) await client.query(`drop role if exists ${ident(user)}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** An ACL user per service, limited to its key patterns under `prefix` (policy.mjs). */
+export async function provisionRedis(
+  adminUrl: string,
+  prefix: string,
+  users: Partial<Record<'proxy' | 'keys' | 'billing', Login>>,
+): Promise<void> {
+  const redis = new Redis(adminUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  try {
+    const rules = redisAclRules(prefix) as Record<string, string[]>;
+    for (const [service, login] of Object.entries(users)) {
+      if (!login) continue;
+      await redis.call(
+        'ACL',
+        'SETUSER',
+        login.user,
+        'reset',
+        'on',
+        `>${login.password}`,
+        ...(rules[service] ?? []),
+      );
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export async function dropRedisUsers(adminUrl: string, users: string[]): Promise<void> {
+  const redis = new Redis(adminUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  try {
+    if (users.length > 0) await redis.call('ACL', 'DELUSER', ...users);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+const rabbitmqctl = (...args: string[]) =>
+  execFileSync(process.env.RABBITMQCTL ?? 'rabbitmqctl', args, { encoding: 'utf8', stdio: 'pipe' });
+
+/**
+ * A RabbitMQ user per service with its permissions on `vhost` for the names of `prefix` (policy.mjs),
+ * through `rabbitmqctl` on the broker's host (compose and Kubernetes: docs/operations.md "Security").
+ */
+export function provisionRabbitmq(
+  prefix: string,
+  users: Partial<Record<'proxy' | 'billing', Login>>,
+  vhost = '/',
+): void {
+  const permissions = rabbitmqPermissions(prefix) as Record<
+    string,
+    { configure: string; write: string; read: string }
+  >;
+  const existing = new Set(
+    rabbitmqctl('list_users', '--quiet', '--no-table-headers')
+      .split('\n')
+      .map((l) => l.split('\t')[0]),
+  );
+  for (const [service, login] of Object.entries(users)) {
+    const p = permissions[service];
+    if (!login || !p) continue;
+    if (existing.has(login.user)) rabbitmqctl('change_password', login.user, login.password);
+    else rabbitmqctl('add_user', login.user, login.password);
+    rabbitmqctl('set_permissions', '-p', vhost, login.user, p.configure, p.write, p.read);
+  }
+}
+
+export function dropRabbitmqUsers(users: string[]): void {
+  for (const user of users) {
+    try {
+      rabbitmqctl('delete_user', user);
+    } catch {
+      // already gone
+    }
+  }
+}

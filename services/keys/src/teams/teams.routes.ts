@@ -1,0 +1,66 @@
+import type { ServiceVerifier } from '@tollgate/auth';
+import { createTeamBody, type TeamObject, updateTeamBody } from '@tollgate/contracts';
+import { badRequest } from '@tollgate/errors';
+import { Router } from 'express';
+import { callerOf, keyCaller } from '../http/caller';
+import { parseBody, parseListQuery } from '../keys/keys.schemas';
+import type { KeyService } from '../keys/keys.service';
+import type { TeamWithKeys } from './teams.repository';
+import type { TeamService } from './teams.service';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function parseTeamId(value: unknown): string {
+  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('id: must be a uuid', { field: 'id' });
+  return value.toLowerCase();
+}
+
+const toTeamObject = (t: TeamWithKeys): TeamObject => ({
+  id: t.id,
+  name: t.name,
+  key_count: t.key_count,
+  created_at: t.created_at.toISOString(),
+  updated_at: t.updated_at.toISOString(),
+});
+
+/** `/teams` of the management API (issue 29), as forwarded by the proxy: management keys, the caller's account only. */
+export function teamsRoutes(deps: {
+  keys: KeyService;
+  teams: TeamService;
+  verifier: ServiceVerifier;
+}): Router {
+  const { teams } = deps;
+  const management = keyCaller(deps, 'management');
+  const router = Router();
+
+  router.post('/teams', management, async (req, res) => {
+    const body = parseBody(createTeamBody, req.body);
+    const team = await teams.create(callerOf(res).account_id, body);
+    res.status(201).json({ data: toTeamObject(team) });
+  });
+
+  router.get('/teams', management, async (req, res) => {
+    const { offset } = parseListQuery(req.query as Record<string, unknown>);
+    const rows = await teams.list(callerOf(res).account_id, offset);
+    res.json({ data: rows.map(toTeamObject) });
+  });
+
+  router.get('/teams/:id', management, async (req, res) => {
+    const team = await teams.get(callerOf(res).account_id, parseTeamId(req.params.id));
+    res.json({ data: toTeamObject(team) });
+  });
+
+  router.patch('/teams/:id', management, async (req, res) => {
+    const id = parseTeamId(req.params.id);
+    const body = parseBody(updateTeamBody, req.body);
+    res.json({ data: toTeamObject(await teams.update(callerOf(res).account_id, id, body)) });
+  });
+
+  router.delete('/teams/:id', management, async (req, res) => {
+    const id = parseTeamId(req.params.id);
+    await teams.remove(callerOf(res).account_id, id);
+    res.json({ data: { id, deleted: true } });
+  });
+
+  return router;
+}

@@ -1,0 +1,92 @@
+import { parsePrivateKey, type ServiceSigner } from '@tollgate/auth';
+import {
+  createMessageSigner,
+  createUsagePublisher,
+  type UsagePublisher,
+  usageTopology,
+} from '@tollgate/events';
+import type { Logger } from '@tollgate/logger';
+import { createRedisSpendGuard } from '@tollgate/spend';
+import { Redis } from 'ioredis';
+import { type ProxyConfig, spoolDir } from '../config';
+import type { ProxyMetrics } from '../metrics/metrics';
+import type { SpendGuard } from '../spend/guard';
+
+// The proxy's connections, built once at start-up (http/app.ts startProxy): Redis, the usage
+// publisher, the Redis spend guard.
+
+function waitReady(redis: Redis, timeoutMs: number, logger: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      logger.warn('redis not ready at start: authenticating through the keys service until it is');
+      done();
+    }, timeoutMs);
+    redis.once('ready', done);
+  });
+}
+
+/**
+ * The proxy's Redis client, connected (or, after 5 s, left connecting: the proxy then authenticates
+ * through the keys service until Redis is ready).
+ */
+export async function connectRedis(config: ProxyConfig, logger: Logger): Promise<Redis> {
+  const redis = new Redis(config.REDIS_URL, {
+    enableAutoPipelining: true,
+    // Fail fast when Redis is down: auth then falls back to the keys service.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 1_000,
+    lazyConnect: false,
+    // Reconnect at most 500 ms apart (ioredis' default backs off to 2 s): every admission needs
+    // Redis, so each second of backoff after Redis is back is a second of 503s (fault suite 3).
+    retryStrategy: (times) => Math.min(times * 50, 500),
+  });
+  redis.on('error', (err: unknown) => logger.debug({ err }, 'redis error'));
+  // Without an offline queue, commands sent before the connection is ready fail: wait for it
+  // (bounded; if Redis is down the proxy starts anyway and authenticates through the keys service).
+  if (redis.status !== 'ready') await waitReady(redis, 5_000, logger);
+  return redis;
+}
+
+/** The usage publisher on AMQP_URL / AMQP_PREFIX, spooling to disk while the broker is away. */
+export function usagePublisher(config: ProxyConfig, logger: Logger): UsagePublisher {
+  return createUsagePublisher({
+    url: config.AMQP_URL,
+    topology: usageTopology(config.AMQP_PREFIX),
+    logger,
+    maxBuffered: config.PUBLISHER_MAX_BUFFERED,
+    eventsPerMessage: config.PUBLISHER_EVENTS_PER_MESSAGE,
+    lingerMs: config.PUBLISHER_LINGER_MS,
+    spool: {
+      // A private (0700) directory per instance under the state directory (@tollgate/events spool-dir).
+      dir: spoolDir(config),
+      instance: config.AMQP_PREFIX,
+      maxBytes: config.SPOOL_MAX_BYTES,
+    },
+    // Billing records only messages signed with the proxy's key (not merely its broker user's).
+    signer: createMessageSigner('proxy', parsePrivateKey(config.SERVICE_PRIVATE_KEY)),
+  });
+}
+
+/** The spend guard on the shared Redis counters (@tollgate/spend). */
+export function redisSpendGuard(
+  config: ProxyConfig,
+  deps: { redis: Redis; signer: ServiceSigner; logger: Logger; metrics: ProxyMetrics },
+): SpendGuard {
+  const { redis, signer, logger, metrics } = deps;
+  return createRedisSpendGuard({
+    redis,
+    prefix: config.REDIS_PREFIX,
+    billingUrl: config.BILLING_URL,
+    signer,
+    rebuildTimeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+    onBackgroundError: (err) => logger.warn({ err }, 'spend counter refresh failed'),
+    onExpiredPending: (count) => metrics.pendingHoldsExpired(count),
+  });
+}
