@@ -70,6 +70,20 @@ export function worstCaseCost(model: CatalogModel, promptTokens: number, bound: 
 }
 
 /**
+ * The most tokens a request to `model` can use (issue 29's tokens-per-minute limit): its prompt
+ * bound plus `n` output budgets (`max_tokens`, else the model's output limit), as worstCaseCost.
+ */
+export function worstCaseTokens(model: CatalogModel, promptTokens: number, bound: OutputBound = {}): number {
+  const prompt = Number(count(promptTokens));
+  const { maxTokens } = bound;
+  const budget =
+    maxTokens === undefined
+      ? (model.maxOutputTokens ?? Math.max(0, model.contextLength - prompt))
+      : Math.min(Number(count(maxTokens)), model.maxOutputTokens ?? model.contextLength);
+  return prompt + Math.max(1, Math.trunc(bound.n ?? 1)) * budget;
+}
+
+/**
  * Most completions one request may ask for (`n`; OpenAI's own limit, the proxy's `MAX_N`). Only
  * bounds `requestWorstCase`.
  */

@@ -23,7 +23,7 @@ export type {
 } from './catalog';
 export { CatalogError, loadCatalog, parseCatalog } from './catalog';
 export type { TokenCounts } from './cost';
-export { computeCost, type OutputBound, requestWorstCase, worstCaseCost } from './cost';
+export { computeCost, type OutputBound, requestWorstCase, worstCaseCost, worstCaseTokens } from './cost';
 export { substituteEnv } from './env';
 export type { ModelsEntry } from './models-entry';
 export { toModelEndpoints, toModelsEntry } from './models-entry';

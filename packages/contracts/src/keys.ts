@@ -24,6 +24,7 @@ export const cachedKeySchema = z.object({
   expiresAt: z.number().int().nullable().optional(),
   allowedModels: z.array(z.string()).optional(),
   rateLimitRpm: z.number().int().nullable().optional(),
+  rateLimitTpm: z.number().int().nullable().optional(),
   /** The key's team (issue 29); absent or null = none. */
   teamId: z.string().nullable().optional(),
   version: z.number().int(),
@@ -139,6 +140,13 @@ const rateLimitRpm = z
   .min(1, { error: 'must be at least 1 (null removes the limit)' })
   .max(MAX_RATE_LIMIT_RPM, { error: `must be at most ${MAX_RATE_LIMIT_RPM}` });
 
+const MAX_RATE_LIMIT_TPM = 1_000_000_000;
+const rateLimitTpm = z
+  .number({ error: 'expected a positive integer (tokens per minute) or null' })
+  .int({ error: 'must be an integer' })
+  .min(1, { error: 'must be at least 1 (null removes the limit)' })
+  .max(MAX_RATE_LIMIT_TPM, { error: `must be at most ${MAX_RATE_LIMIT_TPM}` });
+
 const includeByok = z.boolean({ error: 'expected true or false' });
 
 /** A team of the key's account (`GET /teams`), or null for none. */
@@ -155,6 +163,7 @@ export const createKeyBody = z.strictObject({
   include_byok_in_limit: includeByok.optional(),
   allowed_models: allowedModels.optional(),
   rate_limit_rpm: rateLimitRpm.nullable().optional(),
+  rate_limit_tpm: rateLimitTpm.nullable().optional(),
   team_id: teamId.nullable().optional(),
 });
 
@@ -167,6 +176,7 @@ export const updateKeyBody = z.strictObject({
   include_byok_in_limit: includeByok.optional(),
   allowed_models: allowedModels.optional(),
   rate_limit_rpm: rateLimitRpm.nullable().optional(),
+  rate_limit_tpm: rateLimitTpm.nullable().optional(),
   team_id: teamId.nullable().optional(),
 });
 
@@ -201,6 +211,8 @@ export const keyObjectSchema = z.object({
   include_byok_in_limit: z.boolean(),
   allowed_models: z.array(z.string()),
   rate_limit_rpm: z.number().int().nullable(),
+  /** Tokens per minute (worst case at admission), null = none. */
+  rate_limit_tpm: z.number().int().nullable(),
   /** The key's team (issue 29), null = none. */
   team_id: z.string().nullable(),
   // OpenRouter's fields for concepts Tollgate does not have (neutral values, docs/api.md).

@@ -32,6 +32,8 @@ export interface CachedKey {
   expiresAt?: number | null;
   allowedModels?: string[];
   rateLimitRpm?: number | null;
+  /** Tokens per minute across all proxies, charged with the admission's worst case (issue 29). */
+  rateLimitTpm?: number | null;
   /** The key's team (issue 29); absent or null = none. */
   teamId?: string | null;
   version: number;

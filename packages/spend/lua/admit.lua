@@ -1,7 +1,9 @@
--- KEYS: key hash, account hash [, key-cache record hash, rate-limit window counter].
+-- KEYS: key hash, account hash [, key-cache record hash, rate-limit window counter] [, token-rate counter].
 -- ARGV: now, request id, worst case units, limit units ('' = no limit), period field,
 --       reservation ttl ms, key refresh ms, account refresh ms, gc interval ms, hash ttl s
---       [, record version, counter ttl ms, rate limit ('' = none)].
+--       [, record version, counter ttl ms, rate limit ('' = none)
+--       [, tokens-per-minute limit ('' = none), worst-case tokens, token counter ttl ms]]
+--       (without a check the three record arguments are '' and the check keys are absent).
 -- Returns {code, keyTracked, accountTracked, keyFlag, accountFlag, expiredPending, count}:
 --   code 0 admitted (flags = stale, refresh in background), 1 key limit reached,
 --   2 credits exhausted, 3 rebuild needed (flags = which hash is missing, or was unbuilt by its
@@ -11,11 +13,15 @@
 -- key's cached record must still be at the caller's version in state ok — else code 4 (stale, nothing
 -- counted or held) — then the request is counted in the key's window (count), code 5 when that is
 -- over the rate limit (nothing held), and only then the admission above.
+-- With a tokens-per-minute limit (issue 29): the key's token counter of the current minute (last KEY)
+-- plus this request's worst-case tokens must fit under the limit — else code 6, nothing charged or
+-- held — and an admitted request (code 0) adds its worst-case tokens to the counter in this call.
 --#include arith
 --#include holds
 
 local count = 0
-if #KEYS > 2 then
+local checked = (ARGV[11] or '') ~= ''
+if checked then
   local rec = redis.call('HMGET', KEYS[3], 'v', 's')
   if rec[1] ~= ARGV[11] or rec[2] ~= 'ok' then return {4, 0, 0, 0, 0, 0, 0} end
   count = redis.call('INCR', KEYS[4])
@@ -97,6 +103,16 @@ if not postpaid then
 end
 return {0, limited and 1 or 0, postpaid and 0 or 1, staleKey, staleAcct, expired}
 end
+local tpmKey = false
+if (ARGV[14] or '') ~= '' then
+  tpmKey = KEYS[checked and 5 or 3]
+  local used = tonumber(redis.call('GET', tpmKey) or '0')
+  if used + ARGV[15] > ARGV[14] + 0 then return {6, 0, 0, 0, 0, 0, count} end
+end
 local r = decide()
 r[7] = count
+if tpmKey and r[1] == 0 then
+  local tokens = ARGV[15] + 0
+  if redis.call('INCRBY', tpmKey, tokens) == tokens then redis.call('PEXPIRE', tpmKey, ARGV[16]) end
+end
 return r

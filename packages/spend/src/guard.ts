@@ -13,6 +13,7 @@ import {
   type Lease,
   type SettleArgs,
   type SpendTimings,
+  spendTokenRateKey,
 } from './store';
 
 /** Settles sent at once without waiting for the linger (one settle script call covers them). */
@@ -70,6 +71,11 @@ export interface SpendGuard {
     worstCaseCostUnits: bigint;
     requestId: string;
     check?: SpendCheck;
+    /**
+     * The request's worst-case tokens (prompt bound + output budget): charged against the key's
+     * `rateLimitTpm` in the same script call (429 `rate_limited`, reason `tpm`, when over it).
+     */
+    worstCaseTokens?: number;
   }): Promise<SpendReservation | null>;
   /** Whether `admit` takes a `check` (the Redis guard; not `SPEND_GUARD=off`). */
   readonly checks?: boolean;
@@ -123,6 +129,16 @@ export const keyLimitExceeded = (reset: LimitReset | null) => {
       limit_reset: reset,
       period: word,
     },
+  );
+};
+
+/** 429: this minute's tokens of the key plus the request's worst case exceed its `rate_limit_tpm`. */
+const tokenRateLimited = (limit: number, nowMs: number) => {
+  const retryAfter = Math.max(1, Math.ceil((60_000 - (nowMs % 60_000)) / 1000));
+  return new AppError(
+    'rate_limited',
+    `This key is limited to ${limit} tokens per minute (rate_limit_tpm, counted with each request's worst case: prompt + max_tokens); retry in ${retryAfter} s or lower max_tokens`,
+    { limit, interval: '1m', reason: 'tpm', retry_after_seconds: retryAfter },
   );
 };
 
@@ -296,7 +312,9 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
 
   return {
     checks: true,
-    async admit({ key, worstCaseCostUnits, requestId, check }) {
+    async admit({ key, worstCaseCostUnits, requestId, check, worstCaseTokens }) {
+      const tpm =
+        key.scope === 'inference' && worstCaseTokens !== undefined ? (key.rateLimitTpm ?? null) : null;
       // Management keys carry no spend limit (spec §8.2).
       const limitUnits = key.limit !== null && key.scope !== 'management' ? limitUnitsOf(key.limit) : null;
       // The check runs once: after a rebuild the request is already counted (and its record checked).
@@ -314,6 +332,15 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
             period,
             now: at.getTime(),
             check: pendingCheck,
+            tokenRate:
+              tpm === null
+                ? undefined
+                : {
+                    counterKey: spendTokenRateKey(options.prefix, key.id, at.getTime()),
+                    limit: tpm,
+                    tokens: Math.max(0, Math.ceil(worstCaseTokens ?? 0)),
+                    counterTtlMs: 120_000,
+                  },
           })
           .catch(() => {
             // Redis unreachable: refuse (503) rather than admit unchecked spend.
@@ -325,6 +352,7 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           pendingCheck = undefined;
         }
         if (outcome.code === 'rate_limited') throw new KeyRateLimited();
+        if (outcome.code === 'token_rate_limited') throw tokenRateLimited(tpm ?? 0, at.getTime());
         if (outcome.code === 'rebuild') {
           if (outcome.expiredPending > 0) options.onExpiredPending?.(outcome.expiredPending);
           if (attempt >= 2)

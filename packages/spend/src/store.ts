@@ -3,6 +3,9 @@ import { scripts } from './scripts';
 
 /** Redis key of a key's spend hash and of an account's hash. Everything lives under the prefix. */
 export const spendKeyHash = (prefix: string, keyId: string) => `${prefix}spend:key:${keyId}`;
+/** The key's tokens-per-minute counter of the minute holding `nowMs` (a fixed one-minute window). */
+export const spendTokenRateKey = (prefix: string, keyId: string, nowMs: number) =>
+  `${prefix}spend:tpm:${keyId}:${Math.floor(nowMs / 60_000)}`;
 export const spendAccountHash = (prefix: string, accountId: string) => `${prefix}spend:acct:${accountId}`;
 
 export interface SpendTimings {
@@ -92,7 +95,9 @@ export type AdmitOutcome =
   /** With a `check`: the key's cached record changed (or is pending); nothing counted or held. */
   | { code: 'stale' }
   /** With a `check`: the request is over the key's rate limit (counted, nothing held). */
-  | { code: 'rate_limited' };
+  | { code: 'rate_limited' }
+  /** With a `tokenRate`: this minute's tokens plus the request's worst case exceed the limit (nothing charged or held). */
+  | { code: 'token_rate_limited' };
 
 /**
  * The proxy's checked admission (docs/architecture.md, "Round trips"): the key-cache record check and
@@ -122,6 +127,18 @@ export interface AdmitArgs {
   now: number;
   /** Verify the caller's key record and count the request first (code `stale` / `rate_limited`). */
   check?: AdmitCheck;
+  /** The key's tokens-per-minute limit: charged with `tokens` when admitted (code `token_rate_limited` when over). */
+  tokenRate?: TokenRateCharge;
+}
+
+/** A tokens-per-minute charge (issue 29): the key's counter of the current minute. */
+interface TokenRateCharge {
+  /** `tokenRateKey(keyId, now)`. */
+  counterKey: string;
+  limit: number;
+  /** The request's worst-case tokens (prompt bound + output budget). */
+  tokens: number;
+  counterTtlMs: number;
 }
 
 export interface SettleArgs {
@@ -252,6 +269,8 @@ export function createSpendStore(
       const c = a.check;
       const keys = [keyHash(a.keyId), acctHash(a.accountId)];
       if (c) keys.push(c.recordKey, c.counterKey);
+      const tr = a.tokenRate;
+      if (tr) keys.push(tr.counterKey);
       const r = (await scripts.admit.run(redis, keys, [
         a.now,
         a.requestId,
@@ -263,7 +282,12 @@ export function createSpendStore(
         t.accountRefreshMs,
         t.gcIntervalMs,
         t.hashTtlSeconds,
-        ...(c ? [c.version, c.counterTtlMs, c.rateLimit === null ? '' : c.rateLimit] : []),
+        ...(c
+          ? [c.version, c.counterTtlMs, c.rateLimit === null ? '' : c.rateLimit]
+          : tr
+            ? ['', '', '']
+            : []),
+        ...(tr ? [tr.limit, tr.tokens, tr.counterTtlMs] : []),
       ])) as number[];
       const outcome = admitOutcome(r);
       return c ? Object.assign(outcome, { count: Number(r[6] ?? 0) }) : outcome;
@@ -408,6 +432,8 @@ function admitOutcome(r: number[]): AdmitOutcome {
       return { code: 'stale' };
     case 5:
       return { code: 'rate_limited' };
+    case 6:
+      return { code: 'token_rate_limited' };
     case 0:
       return {
         code: 'admitted',

@@ -30,6 +30,7 @@ export function toCachedKey(row: ApiKey): CachedKey {
     expiresAt: row.expires_at === null ? null : row.expires_at.getTime(),
     allowedModels: row.allowed_models,
     rateLimitRpm: row.rate_limit_rpm,
+    rateLimitTpm: row.rate_limit_tpm,
     teamId: row.team_id,
     version: row.version,
   };

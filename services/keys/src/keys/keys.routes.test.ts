@@ -137,6 +137,7 @@ describe('§3 state table', () => {
         'include_byok_in_limit',
         'allowed_models',
         'rate_limit_rpm',
+        'rate_limit_tpm',
         'byok_usage',
         'byok_usage_daily',
         'byok_usage_weekly',

@@ -50,6 +50,7 @@ export function governanceOf(body: {
   include_byok_in_limit?: boolean;
   allowed_models?: string[];
   rate_limit_rpm?: number | null;
+  rate_limit_tpm?: number | null;
   team_id?: string | null;
 }): KeyGovernanceInput {
   return {
@@ -57,6 +58,7 @@ export function governanceOf(body: {
     includeByokInLimit: body.include_byok_in_limit,
     allowedModels: body.allowed_models,
     rateLimitRpm: body.rate_limit_rpm,
+    rateLimitTpm: body.rate_limit_tpm,
     teamId: body.team_id,
   };
 }

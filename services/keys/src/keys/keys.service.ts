@@ -32,6 +32,8 @@ export interface KeyGovernanceInput {
   includeByokInLimit?: boolean;
   allowedModels?: string[];
   rateLimitRpm?: number | null;
+  /** Tokens per minute (worst case at admission), null = none. */
+  rateLimitTpm?: number | null;
   /** A team of the key's account, or null for none (inference keys only). */
   teamId?: string | null;
 }
@@ -102,6 +104,7 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
           include_byok_in_limit: input.governance?.includeByokInLimit ?? false,
           allowed_models: input.governance?.allowedModels ?? [],
           rate_limit_rpm: input.governance?.rateLimitRpm ?? null,
+          rate_limit_tpm: input.governance?.rateLimitTpm ?? null,
         }),
       }));
       return { row, key };
@@ -199,6 +202,9 @@ function governanceChanges(current: ApiKey, g: KeyGovernanceInput | undefined, c
   }
   if (g.rateLimitRpm !== undefined && g.rateLimitRpm !== current.rate_limit_rpm) {
     changes.rate_limit_rpm = g.rateLimitRpm;
+  }
+  if (g.rateLimitTpm !== undefined && g.rateLimitTpm !== current.rate_limit_tpm) {
+    changes.rate_limit_tpm = g.rateLimitTpm;
   }
 }
 

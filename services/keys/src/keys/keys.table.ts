@@ -26,6 +26,8 @@ export interface ApiKeysTable {
   team_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** Requests per minute; null = no per-key rate limit. */
   rate_limit_rpm: number | null;
+  /** Tokens per minute (worst case at admission); null = none. */
+  rate_limit_tpm: ColumnType<number | null, number | null | undefined, number | null>;
   /** Bumped by every change; the key cache compares it (CAS). */
   version: Generated<number>;
   last_used_at: ColumnType<Date | null, never, Date | null>;

@@ -32,6 +32,7 @@ describe('POST /internal/keys/resolve', () => {
       expiresAt: null,
       allowedModels: [],
       rateLimitRpm: null,
+      rateLimitTpm: null,
       teamId: null,
       version: 1,
     };

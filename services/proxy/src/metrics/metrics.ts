@@ -309,7 +309,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
                   ? 'key_limit'
                   : type === 'payment_required'
                     ? 'credits'
-                    : 'unavailable',
+                    : type === 'rate_limited'
+                      ? 'token_rate'
+                      : 'unavailable',
               )
               .inc();
             throw err;

@@ -8,7 +8,7 @@ import type { SpendGuard } from '../spend/guard';
 import { Completion, type TokenEstimator, type UsageSink } from './completion';
 import type { CompletionSlots } from './concurrency';
 import { DEFAULT_MAX_IMAGES, requestMedia } from './media';
-import { type Plan, worstCase } from './plan';
+import { type Plan, worstCase, worstTokens } from './plan';
 import { admissionPromptTokens } from './prompt-bound';
 
 const X_TITLE_MAX = 200;
@@ -97,6 +97,7 @@ export async function admit(
     reservation = await deps.guard.admit({
       key,
       worstCaseCostUnits: worstCase(p, prompt.tokens, media),
+      worstCaseTokens: key.rateLimitTpm == null ? undefined : worstTokens(p, prompt.tokens, media),
       requestId,
       check: recall ? recall.check(key) : undefined,
     });

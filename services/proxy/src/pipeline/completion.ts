@@ -9,6 +9,7 @@ import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
 import { upperBound } from './bound';
+import type { Attempt, CompletionInit } from './completion-init';
 import { DEFAULT_CANCEL_DRAIN_MS, Drain } from './drain';
 import { NO_MEDIA, type RequestMedia } from './media';
 import type { Outcome, UsageSource } from './outcome';
@@ -27,40 +28,6 @@ export interface UsageSink {
 export interface TokenEstimator {
   estimatePromptTokens(messages: readonly unknown[], toolsJson: string | null): number;
   estimateCompletionTokens(text: string): number;
-}
-
-/** One try of one candidate: what a user debugging a failover needs. */
-export interface Attempt {
-  provider: string;
-  model: string;
-  /** HTTP status of the provider's answer, or null for a transport failure. */
-  status: number | null;
-  /** `ok`, `http_<status>`, `timeout`, `unreachable`, `circuit_open`. */
-  outcome: string;
-  latency_ms: number;
-}
-
-export interface CompletionInit {
-  requestId: string;
-  key: CachedKey;
-  /** The front door the request came in by (the usage event's `api_type`). */
-  api: ApiType;
-  request: CanonicalRequest;
-  model: CatalogModel;
-  provider: CatalogProvider;
-  upstreamModel: string;
-  app: string | null;
-  /** HTTP-Referer of the request. */
-  httpReferer: string | null;
-  /** The service logger; the request's child logger (with requestId and keyId) is made on first use. */
-  logger: Logger;
-  /** The exact prompt estimate when admission already computed it (short prompts), else null. */
-  promptEstimate: number | null;
-  reservation: SpendReservation | null;
-  /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
-  cancelDrainMs?: number;
-  /** The request's media and cache asks (media.ts), priced into the upper bound per serving model. */
-  media?: RequestMedia;
 }
 
 /**

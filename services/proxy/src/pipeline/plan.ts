@@ -1,4 +1,4 @@
-import { type Catalog, worstCaseCost } from '@tollgate/catalog';
+import { type Catalog, worstCaseCost, worstCaseTokens } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
 import { allowsModel, type CachedKey } from '@tollgate/key-cache';
 import { type FrontDoor, isNativeFor } from '../doors/door';
@@ -92,6 +92,19 @@ export function worstCase(p: Plan, textTokens: number, media: RequestMedia): big
       maxTokens: p.request.maxTokens ?? undefined,
       n: p.request.n,
       cacheWrite1h: media.cacheWrite1h,
+    });
+    if (w > worst) worst = w;
+  }
+  return worst;
+}
+
+/** The request's worst-case tokens over its candidates (the key's tokens-per-minute charge). */
+export function worstTokens(p: Plan, textTokens: number, media: RequestMedia): number {
+  let worst = 0;
+  for (const cand of p.candidates) {
+    const w = worstCaseTokens(cand.model, promptBound(cand.model, textTokens, media), {
+      maxTokens: p.request.maxTokens ?? undefined,
+      n: p.request.n,
     });
     if (w > worst) worst = w;
   }

@@ -16,6 +16,24 @@ function errorOf(fn: () => unknown): AppError {
   throw new Error('expected an AppError');
 }
 
+describe('parseMessagesRequest: server tools billed beyond tokens', () => {
+  it.each([
+    ['web_search_20250305', 'web_search'],
+    ['code_execution_20250825', 'code_execution'],
+  ])('refuses %s on every path (the catalog does not price it)', (type, name) => {
+    for (const options of [REASONING, PLAIN]) {
+      const err = errorOf(() =>
+        parseMessagesRequest(
+          { ...base, messages: [{ role: 'user', content: 'x' }], tools: [{ type, name }] },
+          options,
+        ),
+      );
+      expect(err.status).toBe(400);
+      expect(err.metadata).toMatchObject({ field: 'tools.0.type' });
+    }
+  });
+});
+
 describe('parseMessagesRequest: shape checks (400 naming the field)', () => {
   it.each([
     [{ max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }, 'model'],
@@ -302,7 +320,7 @@ describe('parseMessagesRequest: the canonical (OpenAI chat) request', () => {
         top_k: 5,
         mcp_servers: [{ type: 'url', url: 'https://m.test' }],
         tools: [
-          { type: 'web_search_20250305', name: 'web_search' },
+          { type: 'web_fetch_20250910', name: 'web_fetch' },
           { name: 'T', input_schema: { type: 'object' }, input_examples: [{}] },
         ],
         messages: [

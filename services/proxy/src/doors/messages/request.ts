@@ -193,6 +193,13 @@ const TOOL_FIELDS = new Set([
   'strict',
 ]);
 
+/**
+ * Anthropic's server tools billed beyond tokens (web search per search, code execution per container
+ * hour): the catalog prices tokens only, so they are refused on every path, the native one included
+ * (as the chat door refuses `web_search_options` and the Responses door withholds hosted tools).
+ */
+const PER_CALL_TOOL = /^(web_search|code_execution)_/;
+
 function translateTools(body: Json, chat: Json, out: Untranslatable[]): void {
   const tools = body.tools;
   if (tools !== undefined && tools !== null) {
@@ -202,6 +209,11 @@ function translateTools(body: Json, chat: Json, out: Untranslatable[]): void {
       const at = `tools.${i}`;
       if (!isObj(t) || typeof t.name !== 'string')
         throw badRequest(`${at}: expected a tool with a name`, { field: at });
+      if (typeof t.type === 'string' && PER_CALL_TOOL.test(t.type))
+        throw badRequest(
+          `${at}.type: Anthropic's server tool '${t.type}' is not offered by this gateway (Anthropic bills it per call or per container hour, which the catalog does not price)`,
+          { field: `${at}.type` },
+        );
       if (t.type !== undefined && t.type !== null && t.type !== 'custom') {
         out.push({
           field: `${at}.type`,

@@ -1,0 +1,43 @@
+import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
+import type { CachedKey } from '@tollgate/key-cache';
+import type { Logger } from '@tollgate/logger';
+import type { ApiType } from '../doors/door';
+import type { SpendReservation } from '../spend/guard';
+import type { RequestMedia } from './media';
+import type { CanonicalRequest } from './request';
+
+// What a Completion (completion.ts) is made of by the admit stage, and what it records per attempt.
+
+/** One try of one candidate: what a user debugging a failover needs. */
+export interface Attempt {
+  provider: string;
+  model: string;
+  /** HTTP status of the provider's answer, or null for a transport failure. */
+  status: number | null;
+  /** `ok`, `http_<status>`, `timeout`, `unreachable`, `circuit_open`. */
+  outcome: string;
+  latency_ms: number;
+}
+
+export interface CompletionInit {
+  requestId: string;
+  key: CachedKey;
+  /** The front door the request came in by (the usage event's `api_type`). */
+  api: ApiType;
+  request: CanonicalRequest;
+  model: CatalogModel;
+  provider: CatalogProvider;
+  upstreamModel: string;
+  app: string | null;
+  /** HTTP-Referer of the request. */
+  httpReferer: string | null;
+  /** The service logger; the request's child logger (with requestId and keyId) is made on first use. */
+  logger: Logger;
+  /** The exact prompt estimate when admission already computed it (short prompts), else null. */
+  promptEstimate: number | null;
+  reservation: SpendReservation | null;
+  /** How long a completion whose client went away keeps reading the provider for its usage (drain.ts). */
+  cancelDrainMs?: number;
+  /** The request's media and cache asks (media.ts), priced into the upper bound per serving model. */
+  media?: RequestMedia;
+}
