@@ -84,4 +84,29 @@ describe('admit with a tokens-per-minute limit', () => {
     expect(admitted).toBe(14); // floor(1000 / 70)
     expect(Number(await r.client.get(counter()))).toBe(admitted * 70);
   });
+
+  it('works with the checked admission of a recalled record: the request is counted in its rate window either way', async () => {
+    const recordKey = `${r.prefix}key:test-${keyId}`;
+    const rpmKey = `${r.prefix}rate:test-${keyId}`;
+    await r.client.hset(recordKey, 'v', '3', 's', 'ok');
+    const checked = (tokens: number) =>
+      store.admit({
+        keyId,
+        accountId,
+        requestId: `gen-${randomUUID()}`,
+        worstCaseUnits: toUnits('0.01'),
+        limitUnits: null,
+        period: DAY,
+        now: NOW,
+        check: { recordKey, version: 3, counterKey: rpmKey, counterTtlMs: 60_000, rateLimit: null },
+        tokenRate: { counterKey: counter(), limit: 1000, tokens, counterTtlMs: 120_000 },
+      });
+    expect(await checked(800)).toMatchObject({ code: 'admitted', count: 1 });
+    expect(await checked(300)).toMatchObject({ code: 'token_rate_limited', count: 2 });
+    expect(await r.client.get(counter())).toBe('800');
+    // A stale record: nothing counted, nothing charged.
+    await r.client.hset(recordKey, 'v', '4');
+    expect((await checked(100)).code).toBe('stale');
+    expect(await r.client.get(counter())).toBe('800');
+  });
 });
