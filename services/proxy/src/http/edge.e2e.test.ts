@@ -152,6 +152,36 @@ describe('per-key concurrency and provider capacity', () => {
     expect((await post(key, {})).status).toBe(200);
   });
 
+  it('counts a completion draining after its client went away against the key cap (no cancel-and-resend past it)', async () => {
+    const key = await newKey('cancel-spam');
+    const before = stack.upstreamRequests;
+    const aborts = [new AbortController(), new AbortController()];
+    const gone = aborts.map((a) =>
+      fetch(`${stack.api}/chat/completions`, {
+        method: 'POST',
+        headers: bearer(key),
+        body: JSON.stringify({ model, messages, sim: { ttft_ms: 1_500 } }),
+        signal: a.signal,
+      }).catch(() => null),
+    );
+    // Both reached the provider (a drain, not an abort, follows the client's going away).
+    await vi.waitFor(() => expect(stack.upstreamRequests - before).toBeGreaterThanOrEqual(2));
+    for (const a of aborts) a.abort();
+    await Promise.all(gone);
+    // The proxy has seen both clients go (their drains are under way; ttft is 1.5 s).
+    await new Promise((r) => setTimeout(r, 300));
+    const third = await post(key, {});
+    expect(third.status).toBe(429);
+    expect(third.json).toMatchObject({
+      error: { metadata: { error_type: 'rate_limited', reason: 'concurrency', scope: 'key' } },
+    });
+    // The drains end with the provider's answer; their slots come back.
+    await vi.waitFor(async () => expect((await post(key, {})).status).toBe(200), {
+      timeout: 5_000,
+      interval: 200,
+    });
+  });
+
   it('answers 429 when an account has too many completions in flight, whatever its number of keys', async () => {
     // Keys are free to mint: three keys of one account may not hold more than the account cap (3).
     const [x, y, z] = await Promise.all([newKey('acct-x'), newKey('acct-y'), newKey('acct-z')]);

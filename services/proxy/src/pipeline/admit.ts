@@ -88,7 +88,7 @@ export async function admit(
       { limit: slot.limit, reason: 'concurrency', scope: slot.scope },
     );
   }
-  // Released by `finish`, or here when the response closes before the completion existed.
+  // Released here when the response closes before the completion exists, else by `finish`.
   res.once('close', slot);
 
   const requestId = requestIdOf(res);
@@ -142,6 +142,10 @@ export async function admit(
   // The client going away cancels the completion (a drain, or an abort when no provider holds it); the
   // metrics read the completion's timings when the response closes (metrics/metrics.ts).
   (res.locals as CompletionLocals).completion = c;
+  // From here `finish` releases the slot: a completion draining after its client went away (drain.ts)
+  // still holds a provider connection, so it keeps counting against its key's and account's caps
+  // (else cancel-and-resend would hold every connection of a provider with a few slots).
+  res.off('close', slot);
   res.once('close', onResponseClose);
   c.startDeadline(deps.maxDurationMs);
   // A lease that lapsed and no longer fits the limit stops the request (packages/spend, Leases).

@@ -7,9 +7,10 @@
  * period (CANCEL_DRAIN_MS) and the completion's duration cap (COMPLETION_MAX_DURATION_MS); past it
  * the upstream request is aborted and the upper bound of what the provider can have charged is billed.
  *
- * A draining completion holds no client socket (the client closed it) and no concurrency slot of its
- * key (released when the client's response closed, chat.routes.ts); it keeps its upstream slot (the
- * provider connection is still in use) and its spend reservation, settled once the usage is known.
+ * A draining completion holds no client socket (the client closed it); it keeps its concurrency slot
+ * of its key and account (released by `finish`: cancel-and-resend must not multiply the connections
+ * one key holds), its upstream slot (the provider connection is still in use) and its spend
+ * reservation, settled once the usage is known.
  */
 
 /** The default grace period of a drain (CANCEL_DRAIN_MS). */
