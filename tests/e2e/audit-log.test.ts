@@ -164,6 +164,17 @@ describe('audit log', () => {
     expect(JSON.stringify(entries)).not.toMatch(/digest|sk-tg-v1-[0-9a-f]{64}/);
   });
 
+  it("a client's own x-tollgate-client-address header is not believed", async () => {
+    const spoofed = await stack.api('/keys', {
+      key: management,
+      body: { name: 'spoofed' },
+      headers: { 'x-forwarded-for': API_CLIENT, 'x-tollgate-client-address': '192.0.2.66' },
+    });
+    expect(spoofed.status, describeResponse(spoofed)).toBe(201);
+    const entries = await api(`/audit?target_id=${spoofed.body.data.hash}`);
+    expect(entries.body.data.map((e: Entry) => e.client_address)).toEqual([API_CLIENT]);
+  });
+
   it('filters and pages; an inference key may not read it', async () => {
     const users = await api('/audit?actor_kind=user');
     expect(users.status).toBe(200);
