@@ -784,6 +784,19 @@ describe('the running stack, checked against the document', () => {
       conforms('get', '/activity', await stack.api('/activity', { key: stack.inferenceKey }), 403);
       conforms('get', '/activity', await stack.api('/activity', { key: generateKey() }), 401);
     });
+
+    it('answers GET /audit for a management key in the documented shape', async () => {
+      const key = stack.account.managementKey;
+      const made = await stack.createInferenceKey(key, { name: 'openapi audited' });
+      const ok = await stack.api(`/audit?target_id=${made.hash}`, { key });
+      conforms('get', '/audit', ok, 200);
+      expect(ok.body.data, describeResponse(ok)).toEqual([
+        expect.objectContaining({ action: 'key.create', target: { kind: 'key', id: made.hash } }),
+      ]);
+      conforms('get', '/audit', await stack.api('/audit?limit=0', { key }), 400);
+      conforms('get', '/audit', await stack.api('/audit', { key: stack.inferenceKey }), 403);
+      conforms('get', '/audit', await stack.api('/audit', { key: generateKey() }), 401);
+    });
   });
 
   it('documents 429 and the X-RateLimit-* headers of a key over its request rate limit, on every secured route', async () => {

@@ -45,6 +45,9 @@ describe('rate_limit_tpm', () => {
         reason: 'tpm',
         limit: LIMIT,
       });
+      const retryAfter = Number(r.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
     }
     // Each admitted request was charged at least its max_tokens: at most 5 fit under 1000.
     expect(ok.length).toBeGreaterThanOrEqual(1);

@@ -131,3 +131,22 @@ function isTrusted(list: BlockList, address: string): boolean {
   const family = isIP(address);
   return family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
+
+/**
+ * Internal calls made on a client's behalf (the proxy's forwarder, the dashboard's upstream client)
+ * carry the client's address as resolved at the edge in this header; the owner trusts it only on a
+ * request whose service token it verified (a client's own header never passes the edge: the
+ * forwarder builds its headers from scratch).
+ */
+export const CLIENT_ADDRESS_HEADER = 'x-tollgate-client-address';
+/** The dashboard user a dashboard call acts for (the audit log's actor). */
+export const ACTOR_USER_HEADER = 'x-tollgate-actor-user';
+
+const MAX_ADDRESS_LENGTH = 64;
+
+/** The forwarded client address of an internal call, or null when absent or not an address. */
+export function forwardedClientAddress(req: Pick<IncomingMessage, 'headers'>): string | null {
+  const value = req.headers[CLIENT_ADDRESS_HEADER];
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ADDRESS_LENGTH) return null;
+  return normalize(value) ?? null;
+}

@@ -13,8 +13,11 @@ import type { z } from 'zod';
 import { answerClientErrors } from './client-error';
 
 export {
+  ACTOR_USER_HEADER,
+  CLIENT_ADDRESS_HEADER,
   type ClientAddress,
   clientAddressResolver,
+  forwardedClientAddress,
   parseTrustedProxies,
   type TrustedProxies,
   trustedProxiesEnv,

@@ -70,6 +70,8 @@ export interface CallOptions<S extends z.ZodType> {
   nullOn404?: boolean;
   /** Overrides the client's deadline for this call. */
   timeoutMs?: number;
+  /** Extra headers (e.g. the acting user and client address of a dashboard call). */
+  headers?: Record<string, string>;
 }
 
 export interface StreamOptions {
@@ -142,7 +144,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
   };
 
   async function call<S extends z.ZodType>(o: CallOptions<S>): Promise<z.output<S> | null> {
-    const headers = headersFor({ accept: 'application/json' });
+    const headers = headersFor({ ...o.headers, accept: 'application/json' });
     if (o.body !== undefined) headers['content-type'] = 'application/json';
     const deadline = o.timeoutMs ?? timeoutMs;
     let status: number;

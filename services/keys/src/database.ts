@@ -2,6 +2,7 @@ import { createDb, migrateToLatest } from '@tollgate/db';
 import type { Kysely } from 'kysely';
 import { migrations } from '../migrations';
 import type { AccountsTable } from './accounts/accounts.table';
+import type { AuditLogTable } from './audit/audit.table';
 import type { ApiKeysTable } from './keys/keys.table';
 import type { TeamsTable } from './teams/teams.table';
 
@@ -11,6 +12,7 @@ const KEYS_SCHEMA = 'keys';
 export interface Database {
   'keys.accounts': AccountsTable;
   'keys.api_keys': ApiKeysTable;
+  'keys.audit_log': AuditLogTable;
   'keys.teams': TeamsTable;
 }
 

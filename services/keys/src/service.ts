@@ -41,6 +41,7 @@ export async function startKeysService(
   const metrics = serviceRegistry('keys');
   const app = createKeysApp({
     metrics,
+    db: runtime.db,
     keys: runtime.keys,
     teams: runtime.teams,
     accounts: runtime.accounts,

@@ -21,9 +21,10 @@ export async function api(
     body?: unknown;
     raw?: string;
     contentType?: string;
+    headers?: Record<string, string>;
   } = {},
 ): Promise<ApiResponse> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   const token =
     options.token ?? (options.as === null ? undefined : t.callerToken(options.as ?? t.account.managementKey));
   if (token !== undefined) headers[SERVICE_TOKEN_HEADER] = token;

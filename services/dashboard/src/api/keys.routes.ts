@@ -1,8 +1,9 @@
 import type { CreateAccountKeyRequest, UpdateAccountKeyRequest } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import { Router } from 'express';
+import type { ClientAddress } from '@tollgate/http';
+import { type Request, type Response, Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
-import type { InternalClient } from '../upstream/internal-client';
+import type { Acting, InternalClient } from '../upstream/internal-client';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const hashOf = (value: unknown) => {
@@ -21,8 +22,13 @@ const objectBody = <T>(body: unknown): T => {
  * Every key of the signed-in user's account (management keys included). The keys service validates
  * bodies (its 400 messages name the field); the account always comes from the session.
  */
-export function keysRoutes(deps: { client: InternalClient }): Router {
+export function keysRoutes(deps: { client: InternalClient; clientAddress: ClientAddress }): Router {
   const router = Router();
+  // The keys service writes the audit entry: the signed-in user and the client's address.
+  const acting = (req: Request, res: Response): Acting => ({
+    userId: userOf(res).id,
+    address: deps.clientAddress(req),
+  });
   router.get('/api/keys', requireUser, async (req, res) => {
     const include = req.query.include_revoked;
     if (include !== undefined && include !== 'true' && include !== 'false') {
@@ -32,7 +38,11 @@ export function keysRoutes(deps: { client: InternalClient }): Router {
   });
   router.post('/api/keys', requireUser, requireOwner, async (req, res) => {
     res.status(201).json({
-      data: await deps.client.createKey(userOf(res).accountId, objectBody<CreateAccountKeyRequest>(req.body)),
+      data: await deps.client.createKey(
+        userOf(res).accountId,
+        objectBody<CreateAccountKeyRequest>(req.body),
+        acting(req, res),
+      ),
     });
   });
   router.patch('/api/keys/:hash', requireUser, requireOwner, async (req, res) => {
@@ -40,11 +50,17 @@ export function keysRoutes(deps: { client: InternalClient }): Router {
       userOf(res).accountId,
       hashOf(req.params.hash),
       objectBody<UpdateAccountKeyRequest>(req.body),
+      acting(req, res),
     );
     res.json({ data });
   });
   router.delete('/api/keys/:hash', requireUser, requireOwner, async (req, res) => {
-    res.json({ data: await deps.client.revokeKey(userOf(res).accountId, hashOf(req.params.hash)) });
+    const data = await deps.client.revokeKey(
+      userOf(res).accountId,
+      hashOf(req.params.hash),
+      acting(req, res),
+    );
+    res.json({ data });
   });
   return router;
 }

@@ -18,6 +18,7 @@ import compression from 'compression';
 import express from 'express';
 import type { Registry } from 'prom-client';
 import { accountRoutes } from '../api/account.routes';
+import { auditRoutes } from '../api/audit.routes';
 import { keysRoutes } from '../api/keys.routes';
 import { authRoutes } from '../auth/auth.routes';
 import type { AuthService } from '../auth/auth.service';
@@ -96,7 +97,8 @@ export function createDashboardApp(deps: DashboardAppDeps): express.Express {
     }),
   );
   api.use(usersRoutes(deps));
-  api.use(keysRoutes({ client: deps.client }));
+  api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
+  api.use(auditRoutes({ client: deps.client }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
   api.use(notFoundHandler);
   // The routers carry full paths; only /api and /internal requests enter them (static files never

@@ -13,6 +13,7 @@ import { createInternalClient, type InternalClient } from './internal-client';
 
 let billing: TestBillingStack;
 let keys: TestKeysService;
+const acting = { userId: randomUUID(), address: '203.0.113.7' };
 let client: InternalClient & { close(): Promise<void> };
 
 beforeAll(async () => {
@@ -42,14 +43,18 @@ describe("the dashboard's internal client (callers' side of the contracts)", () 
       name: expect.any(String),
     });
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
-    const created = await client.createKey(accountId, {
-      name: 'dash',
-      limit: 1.5,
-      limit_reset: 'weekly',
-      expires_at: expiresAt,
-      allowed_models: ['openai/gpt-4o-mini'],
-      rate_limit_rpm: 30,
-    });
+    const created = await client.createKey(
+      accountId,
+      {
+        name: 'dash',
+        limit: 1.5,
+        limit_reset: 'weekly',
+        expires_at: expiresAt,
+        allowed_models: ['openai/gpt-4o-mini'],
+        rate_limit_rpm: 30,
+      },
+      acting,
+    );
     expect(created).toMatchObject({
       name: 'dash',
       limit: 1.5,
@@ -58,17 +63,37 @@ describe("the dashboard's internal client (callers' side of the contracts)", () 
       rate_limit_rpm: 30,
       key: expect.stringMatching(/^sk-tg-v1-/),
     });
-    const updated = await client.updateKey(accountId, created.hash, { disabled: true, rate_limit_rpm: null });
+    const updated = await client.updateKey(
+      accountId,
+      created.hash,
+      { disabled: true, rate_limit_rpm: null },
+      acting,
+    );
     expect(updated).toMatchObject({ disabled: true, rate_limit_rpm: null });
     expect((await client.listKeys(accountId, false)).map((k) => k.hash)).toContain(created.hash);
-    expect(await client.revokeKey(accountId, created.hash)).toEqual({ hash: created.hash, deleted: true });
+    expect(await client.revokeKey(accountId, created.hash, acting)).toEqual({
+      hash: created.hash,
+      deleted: true,
+    });
     expect((await client.listKeys(accountId, false)).map((k) => k.hash)).not.toContain(created.hash);
     expect((await client.listKeys(accountId, true)).map((k) => k.hash)).toContain(created.hash);
+    // Each change once in the keys service's audit log, acted by the dashboard user from the client's address.
+    const audit = await client.audit(accountId, { target_id: created.hash });
+    expect(audit.data.map((e) => [e.action, e.actor.kind, e.actor.id, e.client_address])).toEqual([
+      ['key.revoke', 'user', acting.userId, acting.address],
+      ['key.update', 'user', acting.userId, acting.address],
+      ['key.create', 'user', acting.userId, acting.address],
+    ]);
+    expect(audit.data[1]).toMatchObject({
+      before: { disabled: false, rate_limit_rpm: 30 },
+      after: { disabled: true, rate_limit_rpm: null },
+    });
+    expect(audit.next_before).toBeNull();
   });
 
   it('keys: the owner’s 4xx is relayed as the same error', async () => {
     await expect(client.account(randomUUID())).rejects.toMatchObject({ status: 404, type: 'not_found' });
-    await expect(client.createKey(keys.account.id, { name: '' })).rejects.toMatchObject({
+    await expect(client.createKey(keys.account.id, { name: '' }, acting)).rejects.toMatchObject({
       status: 400,
       message: expect.stringMatching(/^name:/),
     });

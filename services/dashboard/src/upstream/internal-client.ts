@@ -3,6 +3,7 @@ import {
   type AccountCreditsQuery,
   type AccountLatencyQuery,
   type AccountUsageQuery,
+  accountAudit,
   accountCredits,
   accountLatency,
   accountUsage,
@@ -21,7 +22,7 @@ import {
   type UpdateAccountKeyRequest,
   updateAccountKey,
 } from '@tollgate/contracts';
-import { createServiceClient } from '@tollgate/http';
+import { ACTOR_USER_HEADER, CLIENT_ADDRESS_HEADER, createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { z } from 'zod';
 
@@ -46,13 +47,35 @@ export interface InternalClientOptions {
 
 type Data<C extends { response: z.ZodType }> = z.output<C['response']> extends { data: infer D } ? D : never;
 
+/** Who a key change acts for: the signed-in user and the client's address (the keys service's audit log). */
+export interface Acting {
+  userId: string;
+  address: string;
+}
+
+const actingHeaders = (a: Acting): Record<string, string> => ({
+  [ACTOR_USER_HEADER]: a.userId,
+  [CLIENT_ADDRESS_HEADER]: a.address,
+});
+
 export interface InternalClient {
   account(accountId: string): Promise<Data<typeof getAccount>>;
   /** Every key of the account (all pages). */
   listKeys(accountId: string, includeRevoked: boolean): Promise<KeyObject[]>;
-  createKey(accountId: string, body: CreateAccountKeyRequest): Promise<Data<typeof createAccountKey>>;
-  updateKey(accountId: string, hash: string, body: UpdateAccountKeyRequest): Promise<KeyObject>;
-  revokeKey(accountId: string, hash: string): Promise<Data<typeof revokeAccountKey>>;
+  createKey(
+    accountId: string,
+    body: CreateAccountKeyRequest,
+    acting: Acting,
+  ): Promise<Data<typeof createAccountKey>>;
+  updateKey(
+    accountId: string,
+    hash: string,
+    body: UpdateAccountKeyRequest,
+    acting: Acting,
+  ): Promise<KeyObject>;
+  revokeKey(accountId: string, hash: string, acting: Acting): Promise<Data<typeof revokeAccountKey>>;
+  /** One page of the account's audit log (keys service), newest first. */
+  audit(accountId: string, query: Record<string, string>): Promise<z.output<typeof accountAudit.response>>;
   usage(accountId: string, query: AccountUsageQuery): Promise<Data<typeof accountUsage>>;
   latency(accountId: string, query: AccountLatencyQuery): Promise<Data<typeof accountLatency>>;
   generations(
@@ -121,32 +144,41 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
       }
       return all;
     },
-    createKey: (id, body) =>
+    createKey: (id, body, acting) =>
       dataOf(
         keys.call({
           method: createAccountKey.method,
           path: createAccountKey.path(id),
+          headers: actingHeaders(acting),
           body,
           response: createAccountKey.response,
         }),
       ),
-    updateKey: (id, hash, body) =>
+    updateKey: (id, hash, body, acting) =>
       dataOf(
         keys.call({
           method: updateAccountKey.method,
           path: updateAccountKey.path(id, hash),
+          headers: actingHeaders(acting),
           body,
           response: updateAccountKey.response,
         }),
       ),
-    revokeKey: (id, hash) =>
+    revokeKey: (id, hash, acting) =>
       dataOf(
         keys.call({
           method: revokeAccountKey.method,
           path: revokeAccountKey.path(id, hash),
+          headers: actingHeaders(acting),
           response: revokeAccountKey.response,
         }),
       ),
+    audit: (id, query) =>
+      keys.call({
+        method: accountAudit.method,
+        path: `${accountAudit.path(id)}${queryString(query)}`,
+        response: accountAudit.response,
+      }),
     usage: (id, query) =>
       dataOf(
         billing.call({

@@ -1,6 +1,7 @@
 import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { badRequest, describeIssues, notFound } from '@tollgate/errors';
 import type { z } from 'zod';
+import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import type { KeyObject } from '../keys/key-view';
 import { governanceOf, parseHash } from '../keys/keys.schemas';
 import type { KeysRuntime } from '../runtime';
@@ -100,7 +101,7 @@ const setDisabled = (disabled: boolean) =>
     options: keyOptions,
     async run({ runtime }, o) {
       const { account, hash } = await managementKey(runtime, o.account, o.hash);
-      const updated = await runtime.keys.update(account.id, hash, { disabled });
+      const updated = await runtime.keys.update(account.id, hash, { disabled }, ADMIN_CLI_ACTOR);
       const [object] = await runtime.presenter.present([updated], 'zero');
       return { data: object, text: `${disabled ? 'disabled' : 'enabled'} ${updated.id}` };
     },
@@ -124,11 +125,11 @@ export const keysCommands: CommandGroup = {
         if (!name || name.length > 200) throw badRequest('name: must be 1-200 characters');
         const body = parseFlags(createKeyBody, { name, ...governanceBody(o) });
         const account = await runtime.accounts.requireBySlug(o.account);
-        const { row: created, key } = await runtime.keys.create(account.id, {
-          name,
-          scope: 'management',
-          governance: governanceOf(body),
-        });
+        const { row: created, key } = await runtime.keys.create(
+          account.id,
+          { name, scope: 'management', governance: governanceOf(body) },
+          ADMIN_CLI_ACTOR,
+        );
         const [object] = await runtime.presenter.present([created], 'zero');
         return {
           data: { ...object, key },
@@ -177,10 +178,12 @@ export const keysCommands: CommandGroup = {
         }
         const hash = parseHash(o.hash);
         const account = await runtime.accounts.requireBySlug(o.account);
-        const updated = await runtime.keys.update(account.id, hash, {
-          name: body.name,
-          governance: governanceOf(body),
-        });
+        const updated = await runtime.keys.update(
+          account.id,
+          hash,
+          { name: body.name, governance: governanceOf(body) },
+          ADMIN_CLI_ACTOR,
+        );
         const [object] = await runtime.presenter.present([updated], 'zero');
         return { data: object, text: `updated ${updated.id}` };
       },
@@ -191,7 +194,7 @@ export const keysCommands: CommandGroup = {
       options: keyOptions,
       async run({ runtime }, o) {
         const { account, hash } = await managementKey(runtime, o.account, o.hash);
-        const revoked = await runtime.keys.revoke(account.id, hash);
+        const revoked = await runtime.keys.revoke(account.id, hash, { actor: ADMIN_CLI_ACTOR });
         return { data: { hash: revoked.id, deleted: true }, text: `revoked ${revoked.id}` };
       },
     }),

@@ -12,6 +12,8 @@ import { httpMetrics } from '@tollgate/metrics';
 import express from 'express';
 import type { Registry } from 'prom-client';
 import type { AccountService } from '../accounts/accounts.service';
+import { auditRoutes } from '../audit/audit.routes';
+import type { KeysDb } from '../database';
 import { accountKeysRoutes } from '../internal/account-keys.routes';
 import type { KeyPresenter } from '../keys/key-view';
 import { keysRoutes } from '../keys/keys.routes';
@@ -25,6 +27,8 @@ export interface KeysAppDeps {
   keys: KeyService;
   teams: TeamService;
   accounts: AccountService;
+  /** The audit log is read straight from the service's own schema. */
+  db: KeysDb;
   presenter: KeyPresenter;
   /** Checks the service tokens of internal and caller routes (this service's trusted callers). */
   verifier: ServiceVerifier;
@@ -47,6 +51,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
   app.use(keysRoutes(deps));
   app.use(teamsRoutes(deps));
   app.use(accountKeysRoutes(deps));
+  app.use(auditRoutes(deps));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return app;

@@ -1,7 +1,8 @@
 import type { KeyScope, ServiceVerifier } from '@tollgate/auth';
-import { forbiddenScope } from '@tollgate/errors';
-import { keyCallerClaims } from '@tollgate/http';
-import type { RequestHandler, Response } from 'express';
+import { badRequest, forbiddenScope } from '@tollgate/errors';
+import { ACTOR_USER_HEADER, forwardedClientAddress, keyCallerClaims } from '@tollgate/http';
+import type { Request, RequestHandler, Response } from 'express';
+import type { AuditActor } from '../audit/audit';
 import type { KeyService } from '../keys/keys.service';
 import type { ApiKey } from '../keys/keys.table';
 
@@ -25,3 +26,21 @@ export function keyCaller(
 }
 
 export const callerOf = (res: Response): ApiKey => res.locals.caller as ApiKey;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The audit actor of a public route: the management key `keyCaller` authenticated, and the client's address. */
+export const managementActor = (req: Request, res: Response): AuditActor => ({
+  kind: 'management_key',
+  id: callerOf(res).id,
+  address: forwardedClientAddress(req),
+});
+
+/** The audit actor of a dashboard call (service token checked): the signed-in user it names. */
+export function dashboardActor(req: Request): AuditActor {
+  const user = req.headers[ACTOR_USER_HEADER];
+  if (typeof user !== 'string' || !UUID.test(user)) {
+    throw badRequest(`${ACTOR_USER_HEADER}: the dashboard user acting (a uuid) is required`);
+  }
+  return { kind: 'user', id: user, address: forwardedClientAddress(req) };
+}

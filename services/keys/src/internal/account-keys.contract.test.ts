@@ -11,6 +11,7 @@ import {
   revokeAccountKey,
   updateAccountKey,
 } from '@tollgate/contracts';
+import { ACTOR_USER_HEADER } from '@tollgate/http';
 import { expectContract } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus } from '../../test/test-client';
@@ -24,8 +25,10 @@ afterAll(async () => {
   await t?.close();
 });
 
+// The dashboard names the user acting (the keys service's audit log).
+const acting = { [ACTOR_USER_HEADER]: '6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f' };
 const call = (method: string, path: string, body?: unknown) =>
-  api(t, method, path, { token: t.serviceToken('dashboard'), body });
+  api(t, method, path, { token: t.serviceToken('dashboard'), body, headers: acting });
 
 describe("keys' dashboard contracts (owner side)", () => {
   it('getAccount', async () => {

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createServiceSigner, devServiceSigner } from '@tollgate/auth';
+import { ACTOR_USER_HEADER } from '@tollgate/http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus, isActive, proxyLookup } from '../../test/test-client';
 import { startTestKeysService, type TestAccount, type TestKeysService } from '../../test/testing';
@@ -18,9 +19,20 @@ afterAll(async () => {
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
 const svc = () => t.serviceToken('dashboard');
 const base = (accountId = t.account.id) => `/internal/accounts/${accountId}`;
-const call = (method: string, path: string, body?: unknown) => api(t, method, path, { token: svc(), body });
+// The dashboard names the user acting (the keys service's audit log).
+const ACTOR = '6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f';
+const call = (method: string, path: string, body?: unknown) =>
+  api(t, method, path, { token: svc(), body, headers: { [ACTOR_USER_HEADER]: ACTOR } });
 
 describe('dashboard key management (internal, service token)', () => {
+  it('refuses a change that names no acting user (400; nothing changes, nothing is audited)', async () => {
+    const r = await api(t, 'POST', `${base()}/keys`, { token: svc(), body: { name: 'anonymous' } });
+    expectError(r, 400, 'bad_request');
+    expect(r.body.error.message).toMatch(/x-tollgate-actor-user/);
+    const keys = await call('GET', `${base()}/keys`);
+    expect((keys.body.data as Array<{ name: string }>).map((k) => k.name)).not.toContain('anonymous');
+  });
+
   it.each([
     ['GET', ''],
     ['GET', '/keys'],

@@ -12,6 +12,7 @@ import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
 import type { AccountService } from '../accounts/accounts.service';
+import { dashboardActor } from '../http/caller';
 import type { KeyPresenter } from '../keys/key-view';
 import { PAGE_SIZE } from '../keys/keys.repository';
 import { governanceOf, parseBody, parseHash } from '../keys/keys.schemas';
@@ -66,13 +67,17 @@ export function accountKeysRoutes(deps: {
     const { accountId } = parseInput(accountParams, req.params);
     const body = parseBody(createAccountKey.request, req.body);
     await accounts.requireById(accountId);
-    const { row, key } = await keys.create(accountId, {
-      name: body.name,
-      scope: body.management ? 'management' : 'inference',
-      limit: body.limit,
-      limitReset: body.limit_reset,
-      governance: governanceOf(body),
-    });
+    const { row, key } = await keys.create(
+      accountId,
+      {
+        name: body.name,
+        scope: body.management ? 'management' : 'inference',
+        limit: body.limit,
+        limitReset: body.limit_reset,
+        governance: governanceOf(body),
+      },
+      dashboardActor(req),
+    );
     const [object] = await presenter.present([row], 'zero');
     const answer: z.input<typeof createAccountKey.response> = { data: { ...object!, key } };
     res.status(201).json(answer);
@@ -82,13 +87,18 @@ export function accountKeysRoutes(deps: {
     const { accountId } = parseInput(accountParams, req.params);
     const hash = parseHash(req.params.hash);
     const body = parseBody(updateAccountKey.request, req.body);
-    const row = await keys.update(accountId, hash, {
-      name: body.name,
-      disabled: body.disabled,
-      limit: body.limit,
-      limitReset: body.limit_reset,
-      governance: governanceOf(body),
-    });
+    const row = await keys.update(
+      accountId,
+      hash,
+      {
+        name: body.name,
+        disabled: body.disabled,
+        limit: body.limit,
+        limitReset: body.limit_reset,
+        governance: governanceOf(body),
+      },
+      dashboardActor(req),
+    );
     const [object] = await presenter.present([row], 'best-effort');
     const answer: z.input<typeof updateAccountKey.response> = { data: object! };
     res.json(answer);
@@ -96,7 +106,7 @@ export function accountKeysRoutes(deps: {
 
   router.delete('/internal/accounts/:accountId/keys/:hash', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const row = await keys.revoke(accountId, parseHash(req.params.hash));
+    const row = await keys.revoke(accountId, parseHash(req.params.hash), { actor: dashboardActor(req) });
     const answer: z.input<typeof revokeAccountKey.response> = { data: { hash: row.id, deleted: true } };
     res.json(answer);
   });

@@ -3,7 +3,7 @@ import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { keyCallerClaims } from '@tollgate/http';
 import { Router } from 'express';
-import { callerOf, keyCaller } from '../http/caller';
+import { callerOf, keyCaller, managementActor } from '../http/caller';
 import type { KeyPresenter } from './key-view';
 import { governanceOf, parseBody, parseHash, parseListQuery } from './keys.schemas';
 import type { KeyService } from './keys.service';
@@ -20,13 +20,17 @@ export function keysRoutes(deps: {
 
   router.post('/keys', management, async (req, res) => {
     const body = parseBody(createKeyBody, req.body);
-    const { row, key } = await keys.create(callerOf(res).account_id, {
-      name: body.name,
-      scope: 'inference',
-      limit: body.limit,
-      limitReset: body.limit_reset,
-      governance: governanceOf(body),
-    });
+    const { row, key } = await keys.create(
+      callerOf(res).account_id,
+      {
+        name: body.name,
+        scope: 'inference',
+        limit: body.limit,
+        limitReset: body.limit_reset,
+        governance: governanceOf(body),
+      },
+      managementActor(req, res),
+    );
     const [object] = await presenter.present([row], 'zero');
     // `data.key` (the spec) and top-level `key` (OpenRouter's create response).
     res.status(201).json({ data: { ...object, key }, key });
@@ -58,20 +62,28 @@ export function keysRoutes(deps: {
         'A management key cannot disable itself; disable it in the dashboard (pnpm tollgate keys disable-management)',
       );
     }
-    const row = await keys.update(caller.account_id, hash, {
-      name: body.name,
-      disabled: body.disabled,
-      limit: body.limit,
-      limitReset: body.limit_reset,
-      governance: governanceOf(body),
-    });
+    const row = await keys.update(
+      caller.account_id,
+      hash,
+      {
+        name: body.name,
+        disabled: body.disabled,
+        limit: body.limit,
+        limitReset: body.limit_reset,
+        governance: governanceOf(body),
+      },
+      managementActor(req, res),
+    );
     const [object] = await presenter.present([row], 'best-effort');
     res.json({ data: object });
   });
 
   router.delete('/keys/:hash', management, async (req, res) => {
     const caller = callerOf(res);
-    const row = await keys.revoke(caller.account_id, parseHash(req.params.hash), { callerKeyId: caller.id });
+    const row = await keys.revoke(caller.account_id, parseHash(req.params.hash), {
+      callerKeyId: caller.id,
+      actor: managementActor(req, res),
+    });
     // `data` (the spec's revocation result) and top-level `deleted` (OpenRouter's delete response).
     res.json({ data: { hash: row.id, deleted: true }, deleted: true });
   });

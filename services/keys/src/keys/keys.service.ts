@@ -2,6 +2,7 @@ import { digestKey, generateKey, type KeyScope, keyLabel } from '@tollgate/auth'
 import { AppError, badRequest, notFound, unauthorized } from '@tollgate/errors';
 import { type CachedKey, expiredKeyMessage } from '@tollgate/key-cache';
 import { type LimitReset, toUnits } from '@tollgate/money';
+import { ADMIN_CLI_ACTOR, type AuditActor, recordKeyChange } from '../audit/audit';
 import { applyKeyChange, type KeyChangeDeps, toCachedKey } from '../cache/key-cache-sync';
 import type { KeysDb } from '../database';
 import { lockTeam } from '../teams/teams.repository';
@@ -50,15 +51,23 @@ export interface KeyService {
   /** The caller named by a proxy-issued identity; 401 unless that key exists, is usable, and matches. */
   authenticateCaller(claims: { keyId: string; accountId: string; scope: KeyScope }): Promise<ApiKey>;
   /** Returns the row and the plaintext key (the only time it exists outside the caller). */
-  create(accountId: string, input: CreateKeyInput): Promise<{ row: ApiKey; key: string }>;
+  /**
+   * `actor`: who asks, written to the audit log in the same transaction (as for update and revoke);
+   * omitted = an in-process caller, i.e. the admin CLI (and the test kit, which stands in for it).
+   */
+  create(accountId: string, input: CreateKeyInput, actor?: AuditActor): Promise<{ row: ApiKey; key: string }>;
   get(accountId: string, id: string): Promise<ApiKey>;
   list(
     accountId: string,
     q: { includeRevoked: boolean; offset?: number; scope?: KeyScope },
   ): Promise<ApiKey[]>;
-  update(accountId: string, id: string, input: UpdateKeyInput): Promise<ApiKey>;
+  update(accountId: string, id: string, input: UpdateKeyInput, actor?: AuditActor): Promise<ApiKey>;
   /** Idempotent. `callerKeyId`: the management key asking (it may not revoke itself); omitted for the dashboard. */
-  revoke(accountId: string, id: string, options?: { callerKeyId?: string }): Promise<ApiKey>;
+  revoke(
+    accountId: string,
+    id: string,
+    options?: { callerKeyId?: string; actor?: AuditActor },
+  ): Promise<ApiKey>;
   /** The proxy's cache miss: the record (also cached with the version CAS), or null (negative cache). */
   resolve(digest: string): Promise<CachedKey | null>;
   /** The keys of these ids that exist, any account (billing's key → account checks). */
@@ -83,15 +92,14 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
       return row;
     },
 
-    async create(accountId, input) {
+    async create(accountId, input, actor = ADMIN_CLI_ACTOR) {
       if (input.scope === 'management' && (input.limit != null || input.limitReset != null)) {
         throw badRequest('limit: management keys carry no spend limit');
       }
       const key = generateKey();
       const teamId = input.governance?.teamId ?? null;
-      const { row } = await applyKeyChange(deps, async (trx) => ({
-        changed: true,
-        row: await insertKey(trx, {
+      const { row } = await applyKeyChange(deps, async (trx) => {
+        const created = await insertKey(trx, {
           team_id: await checkTeam(trx, accountId, input.scope, teamId),
           account_id: accountId,
           name: input.name,
@@ -105,8 +113,10 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
           allowed_models: input.governance?.allowedModels ?? [],
           rate_limit_rpm: input.governance?.rateLimitRpm ?? null,
           rate_limit_tpm: input.governance?.rateLimitTpm ?? null,
-        }),
-      }));
+        });
+        await recordKeyChange(trx, actor, 'key.create', null, created);
+        return { changed: true, row: created };
+      });
       return { row, key };
     },
 
@@ -126,7 +136,7 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
       });
     },
 
-    async update(accountId, id, input) {
+    async update(accountId, id, input, actor = ADMIN_CLI_ACTOR) {
       const { row } = await applyKeyChange(deps, async (trx) => {
         const current = await lockKeyInAccount(trx, accountId, id);
         if (!current) throw keyNotFound();
@@ -151,7 +161,9 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
           changes.team_id = await checkTeam(trx, accountId, current.scope, teamId);
         }
         if (Object.keys(changes).length === 0) return { row: current, changed: false };
-        return { row: await updateKey(trx, current.id, changes), changed: true };
+        const updated = await updateKey(trx, current.id, changes);
+        await recordKeyChange(trx, actor, 'key.update', current, updated);
+        return { row: updated, changed: true };
       });
       return row;
     },
@@ -167,7 +179,9 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
           );
         }
         if (current.revoked) return { row: current, changed: false };
-        return { row: await updateKey(trx, current.id, { revoked: true, disabled: true }), changed: true };
+        const revoked = await updateKey(trx, current.id, { revoked: true, disabled: true });
+        await recordKeyChange(trx, options.actor ?? ADMIN_CLI_ACTOR, 'key.revoke', current, revoked);
+        return { row: revoked, changed: true };
       });
       return row;
     },

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { keyTokenSource, SERVICE_TOKEN_HEADER, type ServiceSigner } from '@tollgate/auth';
-import { createServiceClient } from '@tollgate/http';
+import { CLIENT_ADDRESS_HEADER, type ClientAddress, createServiceClient } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { Request, RequestHandler, Response } from 'express';
@@ -34,6 +34,8 @@ export function createForwarder(options: {
   signer: ServiceSigner;
   timeoutMs: number;
   logger?: Logger;
+  /** The client's address (TRUSTED_PROXIES), handed to the owner for its audit log; default the TCP peer. */
+  clientAddress?: ClientAddress;
 }): Forwarder {
   // The shared service client: its pool, deadline, request id and 503 mapping; the token is the caller's.
   const owner = createServiceClient({
@@ -48,10 +50,15 @@ export function createForwarder(options: {
   // One token per key, re-signed every 30 s (not one signature per call, nor one verification in the
   // owner, which caches verified tokens by their string): it names the key, for this owner only.
   const tokenFor = keyTokenSource(options.signer, options.service);
+  const clientOf = options.clientAddress ?? ((req: ProxyRequest) => req.socket.remoteAddress ?? 'unknown');
 
   function send(req: ProxyRequest, key: CachedKey): Promise<Dispatcher.ResponseData> {
     const token = tokenFor({ kind: 'key', keyId: key.id, accountId: key.accountId, scope: key.scope });
-    const headers: Record<string, string> = { [SERVICE_TOKEN_HEADER]: token, accept: 'application/json' };
+    const headers: Record<string, string> = {
+      [SERVICE_TOKEN_HEADER]: token,
+      accept: 'application/json',
+      [CLIENT_ADDRESS_HEADER]: clientOf(req),
+    };
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
     if (hasBody) {
       const type = req.headers['content-type'];

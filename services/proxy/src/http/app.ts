@@ -236,6 +236,7 @@ export function createProxyApp(deps: {
   );
   api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys.handler());
   api.all(['/teams', '/teams/{*rest}'], routeName('teams'), management, deps.forwarders.keys.handler());
+  api.get('/audit', routeName('audit'), management, deps.forwarders.keys.handler());
   api.get('/activity', routeName('activity'), management, deps.forwarders.billing.handler());
   api.use(notFoundHandler);
 
@@ -285,7 +286,12 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     connections: config.UPSTREAM_CONNECTIONS,
     maxQueued: config.UPSTREAM_MAX_QUEUED,
   });
-  const forwardOptions = { signer, timeoutMs: config.SERVICE_TIMEOUT_MS, logger };
+  const forwardOptions = {
+    signer,
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+    clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
+  };
   const keysForwarder = createForwarder({ service: 'keys', url: config.KEYS_URL, ...forwardOptions });
   const billingForwarder = createForwarder({
     service: 'billing',

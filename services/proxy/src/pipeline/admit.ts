@@ -1,4 +1,12 @@
 import { AppError, headerText } from '@tollgate/errors';
+
+/** A key over its `rate_limit_tpm` (429, reason tpm): `Retry-After` like the request rate limit's. */
+function tokenRateRetryAfter(res: ProxyResponse, err: unknown): void {
+  if (!(err instanceof AppError) || err.type !== 'rate_limited' || err.metadata.reason !== 'tpm') return;
+  const seconds = err.metadata.retry_after_seconds;
+  if (typeof seconds === 'number' && !res.headersSent) res.setHeader('Retry-After', String(seconds));
+}
+
 import { requestIdOf } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
@@ -107,6 +115,7 @@ export async function admit(
       check: recall ? recall.check(key) : undefined,
     });
   } catch (err) {
+    tokenRateRetryAfter(res, err);
     throw recall ? recall.admissionFailed(err, slot) : err;
   }
 

@@ -1,0 +1,198 @@
+/**
+ * The audit log through the real stack: key changes made by a management key (through the proxy),
+ * a dashboard user (through the dashboard API) and the admin CLI each appear exactly once, with the
+ * right actor, the client's address as TRUSTED_PROXIES resolves it, and the record before and after;
+ * `GET /audit` (management keys), the dashboard's filters and CSV export; the table is append-only.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../services/keys/src/cli/command';
+import { commandGroups } from '../../services/keys/src/cli/main';
+import {
+  type DashboardSession,
+  startTestDashboard,
+  type TestDashboard,
+  type TestUser,
+} from '../support/dashboard';
+import { describeResponse, type Stack, startStack } from '../support/stack';
+
+let stack: Stack;
+let dash: TestDashboard;
+let owner: TestUser;
+let ownerId: string;
+let session: DashboardSession;
+let management: string;
+let managementId: string;
+
+const API_CLIENT = '198.51.100.9';
+const DASHBOARD_CLIENT = '203.0.113.5';
+
+beforeAll(async () => {
+  stack = await startStack({ proxyEnv: { TRUSTED_PROXIES: '1' } });
+  dash = await startTestDashboard(stack, { env: { TRUSTED_PROXIES: '1' } });
+  owner = await dash.createUser(stack.account.id, 'owner');
+  session = await dash.signIn(owner);
+  ownerId = (await session.call('GET', '/api/me')).body.data.user.id;
+  management = stack.account.managementKey;
+  managementId = stack.account.managementKeyId;
+});
+afterAll(async () => {
+  await dash?.close();
+  await stack?.close();
+});
+
+const api = (path: string, method = 'GET', body?: unknown) =>
+  stack.api(path, { key: management, method, body, headers: { 'x-forwarded-for': API_CLIENT } });
+
+const dashboard = (method: string, path: string, body?: unknown) =>
+  session.call(method, path, body, { headers: { 'x-forwarded-for': DASHBOARD_CLIENT } });
+
+async function cli(args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli([...args, '--json'], commandGroups, {
+    stdout: (s) => {
+      stdout += s;
+    },
+    stderr: (s) => {
+      stderr += s;
+    },
+    env: {
+      DATABASE_URL: stack.infra.database.url,
+      REDIS_URL: stack.infra.redis.url,
+      REDIS_PREFIX: stack.infra.redis.prefix,
+      BILLING_URL: stack.services.billing.url,
+    },
+  });
+  expect(code, stderr).toBe(0);
+  return JSON.parse(stdout);
+}
+
+interface Entry {
+  id: string;
+  action: string;
+  actor: { kind: string; id: string | null };
+  client_address: string | null;
+  target: { kind: string; id: string };
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+}
+
+describe('audit log', () => {
+  let apiKey: string;
+  let dashKey: string;
+  let cliKey: string;
+
+  it('records every key change once, with its actor, address, before and after', async () => {
+    // A management key, through the proxy.
+    const created = await api('/keys', 'POST', { name: 'api made', limit: 5, limit_reset: 'monthly' });
+    expect(created.status, describeResponse(created)).toBe(201);
+    apiKey = created.body.data.hash;
+    expect((await api(`/keys/${apiKey}`, 'PATCH', { limit: 7, rate_limit_rpm: 60 })).status).toBe(200);
+    // A change that changes nothing is not a change: no entry.
+    expect((await api(`/keys/${apiKey}`, 'PATCH', { limit: 7 })).status).toBe(200);
+    expect((await api(`/keys/${apiKey}`, 'DELETE')).status).toBe(200);
+
+    // A dashboard user, through the dashboard API.
+    const made = await dashboard('POST', '/api/keys', { name: 'dashboard made' });
+    expect(made.status, made.text).toBe(201);
+    dashKey = made.body.data.hash;
+    expect((await dashboard('PATCH', `/api/keys/${dashKey}`, { disabled: true })).status).toBe(200);
+    expect((await dashboard('DELETE', `/api/keys/${dashKey}`)).status).toBe(200);
+
+    // The admin CLI.
+    const cliMade = await cli([
+      'keys',
+      'create-management',
+      '--account',
+      stack.account.slug,
+      '--name',
+      'cli made',
+    ]);
+    cliKey = cliMade.data.hash;
+    await cli(['keys', 'disable-management', '--account', stack.account.slug, '--hash', cliKey]);
+    await cli(['keys', 'revoke-management', '--account', stack.account.slug, '--hash', cliKey]);
+
+    const listed = await api('/audit?limit=500');
+    expect(listed.status, describeResponse(listed)).toBe(200);
+    const entries = listed.body.data as Entry[];
+    const of = (hash: string) =>
+      entries
+        .filter((e) => e.target.id === hash)
+        .map((e) => [e.action, e.actor.kind, e.actor.id, e.client_address])
+        .reverse();
+    expect(of(apiKey)).toEqual([
+      ['key.create', 'management_key', managementId, API_CLIENT],
+      ['key.update', 'management_key', managementId, API_CLIENT],
+      ['key.revoke', 'management_key', managementId, API_CLIENT],
+    ]);
+    expect(of(dashKey)).toEqual([
+      ['key.create', 'user', ownerId, DASHBOARD_CLIENT],
+      ['key.update', 'user', ownerId, DASHBOARD_CLIENT],
+      ['key.revoke', 'user', ownerId, DASHBOARD_CLIENT],
+    ]);
+    expect(of(cliKey)).toEqual([
+      ['key.create', 'admin_cli', null, null],
+      ['key.update', 'admin_cli', null, null],
+      ['key.revoke', 'admin_cli', null, null],
+    ]);
+    // The stack's own management key was made through the same in-process path as the CLI.
+    expect(of(managementId)).toEqual([['key.create', 'admin_cli', null, null]]);
+
+    const update = entries.find((e) => e.target.id === apiKey && e.action === 'key.update')!;
+    expect(update.before).toMatchObject({ name: 'api made', limit: '5', rate_limit_rpm: null });
+    expect(update.after).toMatchObject({ name: 'api made', limit: '7', rate_limit_rpm: 60 });
+    const create = entries.find((e) => e.target.id === apiKey && e.action === 'key.create')!;
+    expect(create.before).toBeNull();
+    // Never the digest nor a plaintext key (the label is the public, shortened form).
+    expect(JSON.stringify(entries)).not.toMatch(/digest|sk-tg-v1-[0-9a-f]{64}/);
+  });
+
+  it('filters and pages; an inference key may not read it', async () => {
+    const users = await api('/audit?actor_kind=user');
+    expect(users.status).toBe(200);
+    expect((users.body.data as Entry[]).map((e) => e.action)).toEqual([
+      'key.revoke',
+      'key.update',
+      'key.create',
+    ]);
+    const first = await api('/audit?limit=2');
+    expect(first.body.data).toHaveLength(2);
+    const next = await api(`/audit?limit=2&before=${first.body.next_before}`);
+    expect(Number(next.body.data[0].id)).toBeLessThan(Number(first.body.data[1].id));
+    const bad = await api('/audit?actor_kind=robot');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/actor_kind/);
+
+    const inference = await stack.api('/audit', { key: stack.inferenceKey });
+    expect(inference.status).toBe(403);
+  });
+
+  it('dashboard: filters and a formula-guarded CSV export', async () => {
+    const json = await dashboard('GET', `/api/audit?target_id=${dashKey}`);
+    expect(json.status, json.text).toBe(200);
+    expect(json.body.data).toHaveLength(3);
+    const csv = await dashboard('GET', `/api/audit?format=csv&target_id=${apiKey}`);
+    expect(csv.status, csv.text).toBe(200);
+    expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
+    const lines = csv.text.trim().split('\r\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toMatch(/^"id","at","actor_kind"/);
+    expect(lines[1]).toContain(`"key.revoke","key","${apiKey}"`);
+    expect((await dashboard('GET', '/api/audit?colour=red')).status).toBe(400);
+  });
+
+  it('is append-only: the table refuses UPDATE and DELETE', async () => {
+    const db = new pg.Client({ connectionString: stack.infra.database.url });
+    await db.connect();
+    try {
+      await expect(db.query(`update keys.audit_log set actor_kind = 'admin_cli'`)).rejects.toThrow(
+        /append-only/,
+      );
+      await expect(db.query('delete from keys.audit_log')).rejects.toThrow(/append-only/);
+      await expect(db.query('truncate keys.audit_log')).rejects.toThrow(/append-only/);
+    } finally {
+      await db.end();
+    }
+  });
+});
