@@ -82,6 +82,7 @@ describe('audit log', () => {
   let apiKey: string;
   let dashKey: string;
   let cliKey: string;
+  let teamId: string;
 
   it('records every key change once, with its actor, address, before and after', async () => {
     // A management key, through the proxy.
@@ -113,6 +114,14 @@ describe('audit log', () => {
     await cli(['keys', 'disable-management', '--account', stack.account.slug, '--hash', cliKey]);
     await cli(['keys', 'revoke-management', '--account', stack.account.slug, '--hash', cliKey]);
 
+    // Teams, by the management key.
+    const team = await api('/teams', 'POST', { name: 'platform' });
+    expect(team.status, describeResponse(team)).toBe(201);
+    teamId = team.body.data.id;
+    expect((await api(`/teams/${teamId}`, 'PATCH', { name: 'platform team' })).status).toBe(200);
+    expect((await api(`/teams/${teamId}`, 'PATCH', { name: 'platform team' })).status).toBe(200);
+    expect((await api(`/teams/${teamId}`, 'DELETE')).status).toBe(200);
+
     const listed = await api('/audit?limit=500');
     expect(listed.status, describeResponse(listed)).toBe(200);
     const entries = listed.body.data as Entry[];
@@ -136,6 +145,13 @@ describe('audit log', () => {
       ['key.update', 'admin_cli', null, null],
       ['key.revoke', 'admin_cli', null, null],
     ]);
+    expect(of(teamId)).toEqual([
+      ['team.create', 'management_key', managementId, API_CLIENT],
+      ['team.update', 'management_key', managementId, API_CLIENT],
+      ['team.delete', 'management_key', managementId, API_CLIENT],
+    ]);
+    const renamed = entries.find((e) => e.target.id === teamId && e.action === 'team.update')!;
+    expect([renamed.before, renamed.after]).toEqual([{ name: 'platform' }, { name: 'platform team' }]);
     // The stack's own management key was made through the same in-process path as the CLI.
     expect(of(managementId)).toEqual([['key.create', 'admin_cli', null, null]]);
 
@@ -146,6 +162,17 @@ describe('audit log', () => {
     expect(create.before).toBeNull();
     // Never the digest nor a plaintext key (the label is the public, shortened form).
     expect(JSON.stringify(entries)).not.toMatch(/digest|sk-tg-v1-[0-9a-f]{64}/);
+  });
+
+  it("a client's own x-tollgate-client-address header is not believed", async () => {
+    const spoofed = await stack.api('/keys', {
+      key: management,
+      body: { name: 'spoofed' },
+      headers: { 'x-forwarded-for': API_CLIENT, 'x-tollgate-client-address': '192.0.2.66' },
+    });
+    expect(spoofed.status, describeResponse(spoofed)).toBe(201);
+    const entries = await api(`/audit?target_id=${spoofed.body.data.hash}`);
+    expect(entries.body.data.map((e: Entry) => e.client_address)).toEqual([API_CLIENT]);
   });
 
   it('filters and pages; an inference key may not read it', async () => {

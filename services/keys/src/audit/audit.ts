@@ -38,28 +38,47 @@ function keySnapshot(row: ApiKey): Record<string, unknown> {
 }
 
 /** Appends one entry; call it inside the transaction that commits the change. */
-export async function recordKeyChange(
+export async function recordChange(
+  trx: Db,
+  actor: AuditActor,
+  change: {
+    accountId: string;
+    action: string;
+    target: { kind: string; id: string };
+    before: Record<string, unknown> | null;
+    after: Record<string, unknown> | null;
+  },
+): Promise<void> {
+  await trx
+    .insertInto('keys.audit_log')
+    .values({
+      account_id: change.accountId,
+      actor_kind: actor.kind,
+      actor_id: actor.id,
+      client_address: actor.address,
+      action: change.action,
+      target_kind: change.target.kind,
+      target_id: change.target.id,
+      before: change.before ? JSON.stringify(change.before) : null,
+      after: change.after ? JSON.stringify(change.after) : null,
+    })
+    .execute();
+}
+
+export const recordKeyChange = (
   trx: Db,
   actor: AuditActor,
   action: 'key.create' | 'key.update' | 'key.revoke',
   before: ApiKey | null,
   after: ApiKey,
-): Promise<void> {
-  await trx
-    .insertInto('keys.audit_log')
-    .values({
-      account_id: after.account_id,
-      actor_kind: actor.kind,
-      actor_id: actor.id,
-      client_address: actor.address,
-      action,
-      target_kind: 'key',
-      target_id: after.id,
-      before: before ? JSON.stringify(keySnapshot(before)) : null,
-      after: JSON.stringify(keySnapshot(after)),
-    })
-    .execute();
-}
+): Promise<void> =>
+  recordChange(trx, actor, {
+    accountId: after.account_id,
+    action,
+    target: { kind: 'key', id: after.id },
+    before: before ? keySnapshot(before) : null,
+    after: keySnapshot(after),
+  });
 
 export interface AuditQuery {
   accountId: string;

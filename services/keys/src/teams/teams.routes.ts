@@ -2,7 +2,7 @@ import type { ServiceVerifier } from '@tollgate/auth';
 import { createTeamBody, type TeamObject, updateTeamBody } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { Router } from 'express';
-import { callerOf, keyCaller } from '../http/caller';
+import { callerOf, keyCaller, managementActor } from '../http/caller';
 import { parseBody, parseListQuery } from '../keys/keys.schemas';
 import type { KeyService } from '../keys/keys.service';
 import type { TeamWithKeys } from './teams.repository';
@@ -35,7 +35,7 @@ export function teamsRoutes(deps: {
 
   router.post('/teams', management, async (req, res) => {
     const body = parseBody(createTeamBody, req.body);
-    const team = await teams.create(callerOf(res).account_id, body);
+    const team = await teams.create(callerOf(res).account_id, body, managementActor(req, res));
     res.status(201).json({ data: toTeamObject(team) });
   });
 
@@ -53,12 +53,13 @@ export function teamsRoutes(deps: {
   router.patch('/teams/:id', management, async (req, res) => {
     const id = parseTeamId(req.params.id);
     const body = parseBody(updateTeamBody, req.body);
-    res.json({ data: toTeamObject(await teams.update(callerOf(res).account_id, id, body)) });
+    const team = await teams.update(callerOf(res).account_id, id, body, managementActor(req, res));
+    res.json({ data: toTeamObject(team) });
   });
 
   router.delete('/teams/:id', management, async (req, res) => {
     const id = parseTeamId(req.params.id);
-    await teams.remove(callerOf(res).account_id, id);
+    await teams.remove(callerOf(res).account_id, id, managementActor(req, res));
     res.json({ data: { id, deleted: true } });
   });
 
