@@ -72,7 +72,12 @@ export async function admit(
   recall: Recall | null,
 ): Promise<Admitted> {
   // Its images and documents, priced per candidate by the catalog's bounds (400 past MAX_IMAGES_PER_REQUEST).
-  const media = requestMedia(p.request.messages, deps.maxImages ?? DEFAULT_MAX_IMAGES, p.request.cacheWrite);
+  const media = requestMedia(
+    p.request.messages,
+    deps.maxImages ?? DEFAULT_MAX_IMAGES,
+    p.request.cacheWrite,
+    p.request.nativeMedia,
+  );
   // Never serve a request whose usage event could be neither confirmed nor spooled to disk.
   if (deps.sink.canAdmit && !deps.sink.canAdmit()) {
     throw new AppError(

@@ -46,13 +46,17 @@ export function requestMedia(
   maxImages: number,
   /** The cache writes a door's native body asks for beyond the canonical messages (`CanonicalRequest.cacheWrite`). */
   asked?: '5m' | '1h',
+  /** Media of a door's native body the canonical messages do not carry (`CanonicalRequest.nativeMedia`). */
+  native?: { images: number; documents: number },
 ): RequestMedia {
   const media: RequestMedia = {
     census: emptyCensus(),
     cacheWrite: asked !== undefined,
     cacheWrite1h: asked === '1h',
   };
-  let images = 0;
+  let images = native?.images ?? 0;
+  media.census.images.auto += images;
+  media.census.documents += native?.documents ?? 0;
   for (const m of messages) {
     cacheAsk(m.cache_control, media);
     const content = m.content;

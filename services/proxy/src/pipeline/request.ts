@@ -52,6 +52,11 @@ export interface CanonicalRequest {
    * messages do not carry `cache_control` (other formats must not get it). Absent: none asked.
    */
   cacheWrite?: '5m' | '1h';
+  /**
+   * Images and documents of the door's native body that the canonical messages do not carry (the
+   * Messages door's file and URL sources): a native provider reads them, so admission reserves them.
+   */
+  nativeMedia?: { images: number; documents: number };
   /** The client's session id (Claude Code's `X-Claude-Code-Session-Id`), recorded with the usage. */
   sessionId?: string | null;
   /** The caller's end-user id (Anthropic `metadata.user_id`), recorded with the usage. */

@@ -33,7 +33,11 @@ function imagePart(b: Json, at: string, out: Untranslatable[]): Json | null {
     return { type: 'image_url', image_url: { url: `data:${s.media_type};base64,${s.data}` } };
   if (isObj(s) && s.type === 'url' && typeof s.url === 'string')
     return { type: 'image_url', image_url: { url: s.url } };
-  out.push({ field: `${at}.source`, reason: 'only base64 and url image sources have an OpenAI form' });
+  out.push({
+    field: `${at}.source`,
+    reason: 'only base64 and url image sources have an OpenAI form',
+    media: 'image',
+  });
   return null;
 }
 
@@ -56,6 +60,7 @@ function documentParts(b: Json, at: string, out: Untranslatable[]): Json[] {
   out.push({
     field: `${at}.source`,
     reason: 'only text, content and base64 PDF documents have an OpenAI form',
+    media: 'document',
   });
   return [];
 }

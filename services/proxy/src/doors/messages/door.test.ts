@@ -1,5 +1,6 @@
 import { parseCatalog } from '@tollgate/catalog';
 import { describe, expect, it } from 'vitest';
+import { requestMedia } from '../../pipeline/media';
 import { cacheWriteOf, parseForDoor } from './door';
 
 const catalog = parseCatalog(`
@@ -95,5 +96,34 @@ describe('parseForDoor (the Messages door’s canonical request)', () => {
     expect(r.untranslatable?.status).toBe(400);
     expect(r.untranslatable?.message).toMatch(/^top_k: /);
     expect(parseForDoor(catalog, body('openai/small')).untranslatable).toBeUndefined();
+  });
+});
+
+describe('parseForDoor: media only the native body carries is reserved', () => {
+  it('counts URL and file documents and file images (dropped from the canonical messages) in the census', () => {
+    const request = parseForDoor(
+      catalog,
+      body('openai/small', {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'document', source: { type: 'url', url: 'https://x.test/a.pdf' } },
+              { type: 'document', source: { type: 'file', file_id: 'file_1' } },
+              { type: 'image', source: { type: 'file', file_id: 'file_2' } },
+              { type: 'image', source: { type: 'url', url: 'https://x.test/a.png' } },
+              { type: 'text', text: 'read these' },
+            ],
+          },
+        ],
+      }),
+    );
+    const media = requestMedia(request.messages, 100, request.cacheWrite, request.nativeMedia);
+    // Two documents and the file image from the native body, the URL image from the canonical messages.
+    expect(media.census).toEqual({ images: { low: 0, high: 0, auto: 2 }, documents: 2 });
+    // They count against MAX_IMAGES_PER_REQUEST too.
+    expect(() => requestMedia(request.messages, 1, request.cacheWrite, request.nativeMedia)).toThrow(
+      /MAX_IMAGES_PER_REQUEST/,
+    );
   });
 });

@@ -94,6 +94,10 @@ export function parseForDoor(
   canonical.sessionId =
     typeof session === 'string' && session.length > 0 ? safeText(session, SESSION_ID_MAX) : null;
   canonical.endUser = m.userId;
+  // Images and documents only the native body carries (file or URL sources): reserved for all the same.
+  const images = m.untranslatable.filter((u) => u.media === 'image').length;
+  const documents = m.untranslatable.filter((u) => u.media === 'document').length;
+  if (images + documents > 0) canonical.nativeMedia = { images, documents };
   const cache = cacheWriteOf(m.body);
   if (cache) canonical.cacheWrite = cache;
   return canonical;

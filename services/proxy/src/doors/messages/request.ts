@@ -19,6 +19,8 @@ export interface Untranslatable {
   /** The field's path in the caller's body (`messages.2.content.0`, `top_k`, …). */
   field: string;
   reason: string;
+  /** The field is an image or a document: still read by the provider on the native path (media census). */
+  media?: 'image' | 'document';
 }
 
 export interface MessagesRequest {
