@@ -244,15 +244,32 @@ describe('audit log', () => {
     expect(page.status, page.text).toBe(200);
     const mine = (page.body.data as Entry[]).filter((e) => e.target.id === memberId).reverse();
     expect(mine.map((e) => [e.action, e.actor.kind, e.actor.id, e.client_address])).toEqual([
+      // dash.createUser invites through the admin CLI's internal route.
+      ['user.invite', 'admin_cli', null, null],
       ['user.role', 'user', ownerId, DASHBOARD_CLIENT],
       ['user.password_reset', 'user', ownerId, DASHBOARD_CLIENT],
       ['user.remove', 'user', ownerId, DASHBOARD_CLIENT],
     ]);
-    expect([mine[0]!.before, mine[0]!.after]).toEqual([
+    expect(mine[0]!.after).toEqual({ email: member.email, role: 'viewer' });
+    expect([mine[1]!.before, mine[1]!.after]).toEqual([
       { email: member.email, role: 'viewer' },
       { email: member.email, role: 'owner' },
     ]);
     expect((await dashboard('GET', '/api/audit?source=dashboard&action=x')).status).toBe(400);
+    // An owner's invitation: the owner and their address.
+    const invited = await dashboard('POST', '/api/users', {
+      email: `audited-${Date.now()}@example.test`,
+      display_name: 'Audited',
+      role: 'viewer',
+    });
+    expect(invited.status, invited.text).toBe(201);
+    const latest = await dashboard('GET', '/api/audit?source=dashboard&limit=1');
+    expect(latest.body.data[0]).toMatchObject({
+      action: 'user.invite',
+      actor: { kind: 'user', id: ownerId },
+      client_address: DASHBOARD_CLIENT,
+      target: { kind: 'user', id: invited.body.data.id },
+    });
   });
 
   it('is append-only: the table refuses UPDATE and DELETE', async () => {

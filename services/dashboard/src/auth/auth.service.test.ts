@@ -58,6 +58,7 @@ describe('accepting an invitation', () => {
   it('hashes once for a valid link, which then works only once', async () => {
     const service = auth();
     const { token } = await service.invite({
+      actor: null,
       accountId: randomUUID(),
       email: `u-${randomUUID()}@example.test`,
       displayName: 'U',
@@ -81,6 +82,7 @@ describe('signing in', () => {
     const service = auth();
     const email = `p-${randomUUID()}@example.test`;
     const { token } = await service.invite({
+      actor: null,
       accountId: randomUUID(),
       email,
       displayName: 'P',
@@ -126,6 +128,7 @@ describe('sign-in throttle: (email, address) with backoff', () => {
   async function owner(service: ReturnType<typeof clocked>) {
     const email = `b-${randomUUID()}@example.test`;
     const { token } = await service.invite({
+      actor: null,
       accountId: randomUUID(),
       email,
       displayName: 'B',

@@ -1,5 +1,6 @@
 import { AppError, badRequest, unauthorized } from '@tollgate/errors';
 import type { DashboardDb, Role } from '../database';
+import { recordUserChange, type UserActor } from '../users/users-audit';
 import {
   consumeInvite,
   deleteExpiredSessions,
@@ -60,7 +61,14 @@ export interface AuthService {
   session(token: string): Promise<SessionUser | null>;
   signOut(sessionDigest: string): Promise<void>;
   /** Creates a user without a password and a one-time sign-in link token. 409 if the email is taken in the account. */
-  invite(input: { accountId: string; email: string; displayName: string; role: Role }): Promise<{
+  /** `actor`: the owner inviting (audited in the same transaction); null = the admin CLI. */
+  invite(input: {
+    accountId: string;
+    email: string;
+    displayName: string;
+    role: Role;
+    actor: UserActor | null;
+  }): Promise<{
     userId: string;
     token: string;
     expiresAt: Date;
@@ -184,6 +192,13 @@ export function createAuthService(o: AuthOptions): AuthService {
             passwordHash: null,
           });
           await insertInvite(trx, { digest: digestToken(token), userId: user.id, createdAt: now, expiresAt });
+          await recordUserChange(trx, input.actor, {
+            accountId: input.accountId,
+            action: 'user.invite',
+            userId: user.id,
+            before: null,
+            after: { email, role: input.role },
+          });
           return user.id;
         });
         return { userId, token, expiresAt };

@@ -22,19 +22,19 @@ export interface UserActor {
   address: string;
 }
 
-/** Appends one entry; call it inside the transaction of the change. */
+/** Appends one entry; call it inside the transaction of the change. `actor` null: the admin CLI. */
 export async function recordUserChange(
   trx: Kysely<Database>,
-  actor: UserActor,
+  actor: UserActor | null,
   change: { accountId: string; action: string; userId: string; before: object | null; after: object | null },
 ): Promise<void> {
   await trx
     .insertInto('dashboard.audit_log')
     .values({
       account_id: change.accountId,
-      actor_kind: 'user',
-      actor_id: actor.userId,
-      client_address: actor.address,
+      actor_kind: actor ? 'user' : 'admin_cli',
+      actor_id: actor?.userId ?? null,
+      client_address: actor?.address ?? null,
       action: change.action,
       target_kind: 'user',
       target_id: change.userId,

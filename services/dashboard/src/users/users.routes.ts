@@ -10,6 +10,7 @@ import type { DashboardDb, Role } from '../database';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
 import type { UsersService } from './users.service';
+import type { UserActor } from './users-audit';
 
 /** An owner's invitation into their own account: the CLI's body without the account. */
 const inviteBody = createUser.request.omit({ account_id: true });
@@ -59,8 +60,10 @@ export function usersRoutes(deps: {
   const invite = async (
     accountId: string,
     body: z.output<typeof inviteBody>,
+    actor: UserActor | null,
   ): Promise<z.input<typeof invitedUserSchema>> => {
     const created = await deps.auth.invite({
+      actor,
       accountId,
       email: body.email,
       displayName: body.display_name,
@@ -79,7 +82,7 @@ export function usersRoutes(deps: {
   /** An owner invites a user into their own account. */
   router.post('/api/users', requireUser, requireOwner, async (req, res) => {
     const body = parseInput(inviteBody, req.body);
-    res.status(201).json({ data: await invite(userOf(res).accountId, body) });
+    res.status(201).json({ data: await invite(userOf(res).accountId, body, actor(req, res)) });
   });
 
   /** Owners change a user's role (never leaving the account without an owner). */
@@ -124,7 +127,7 @@ export function usersRoutes(deps: {
   router.post('/internal/users', serviceCaller(deps.verifier, ['admin']), async (req, res) => {
     const body = parseInput(createUser.request, req.body);
     await deps.client.account(body.account_id); // 404 unless the account exists
-    const answer: z.input<typeof createUser.response> = { data: await invite(body.account_id, body) };
+    const answer: z.input<typeof createUser.response> = { data: await invite(body.account_id, body, null) };
     res.status(201).json(answer);
   });
 
