@@ -4,6 +4,7 @@
  * right actor, the client's address as TRUSTED_PROXIES resolves it, and the record before and after;
  * `GET /audit` (management keys), the dashboard's filters and CSV export; the table is append-only.
  */
+import { createServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../services/keys/src/cli/command';
@@ -209,6 +210,25 @@ describe('audit log', () => {
     expect((await dashboard('GET', '/api/audit?colour=red')).status).toBe(400);
   });
 
+  it('billing audits credit grants and the postpaid setting (admin CLI) in its own log', async () => {
+    await stack.addCredits(stack.account.id, '3.25');
+    const dashboard = createServiceSigner('dashboard', stack.serviceKeys.dashboard.privateKey);
+    const res = await fetch(`${stack.services.billing.url}/internal/accounts/${stack.account.id}/audit`, {
+      headers: { [SERVICE_TOKEN_HEADER]: dashboard.sign('billing') },
+    });
+    expect(res.status).toBe(200);
+    const entries = ((await res.json()) as { data: Entry[] }).data.filter(
+      (e) => e.action === 'credits.grant',
+    );
+    expect(entries[0]).toMatchObject({
+      actor: { kind: 'admin_cli', id: null },
+      target: { kind: 'account', id: stack.account.id },
+      after: { amount: '3.25', note: 'test stack' },
+    });
+    const after = Number(entries[0]!.after!.total_credits);
+    expect(after - Number(entries[0]!.before!.total_credits)).toBeCloseTo(3.25, 10);
+  });
+
   it('is append-only: the table refuses UPDATE and DELETE', async () => {
     const db = new pg.Client({ connectionString: stack.infra.database.url });
     await db.connect();
@@ -218,6 +238,7 @@ describe('audit log', () => {
       );
       await expect(db.query('delete from keys.audit_log')).rejects.toThrow(/append-only/);
       await expect(db.query('truncate keys.audit_log')).rejects.toThrow(/append-only/);
+      await expect(db.query('delete from billing.audit_log')).rejects.toThrow(/append-only/);
     } finally {
       await db.end();
     }

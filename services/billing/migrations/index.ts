@@ -8,6 +8,7 @@ import * as usageApps from './2026_11_26_120000_usage_apps';
 import * as usageLatency from './2026_11_26_130000_usage_latency';
 import * as generationSessionIndex from './2026_11_26_131000_generation_session_index';
 import * as generationWithheldTools from './2026_11_26_140000_generation_withheld_tools';
+import * as auditLog from './2026_11_26_150000_audit_log';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_130000_usage_latency': usageLatency,
   '2026_11_26_131000_generation_session_index': generationSessionIndex,
   '2026_11_26_140000_generation_withheld_tools': generationWithheldTools,
+  '2026_11_26_150000_audit_log': auditLog,
 };

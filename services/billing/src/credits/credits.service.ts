@@ -1,6 +1,7 @@
 import type { Logger } from '@tollgate/logger';
 import { toDecimal, toUnits } from '@tollgate/money';
 import type { SpendStore } from '@tollgate/spend';
+import { currentPostpaid, recordAdminChange } from '../audit/audit';
 import type { BillingDb } from '../database';
 import { bumpSettings, creditBalance, creditTotal, insertCredit } from './credits.repository';
 
@@ -35,8 +36,15 @@ export function createCreditsService(deps: {
     async addCredits(accountId, amountUnits, note) {
       const result = await deps.db.transaction().execute(async (trx) => {
         const settings = await bumpSettings(trx, accountId); // row lock: concurrent adds serialise here
+        const before = await creditTotal(trx, accountId);
         await insertCredit(trx, accountId, toDecimal(amountUnits), note);
         const total = toUnits(await creditTotal(trx, accountId));
+        await recordAdminChange(trx, {
+          accountId,
+          action: 'credits.grant',
+          before: { total_credits: toDecimal(toUnits(before)) },
+          after: { total_credits: toDecimal(total), amount: toDecimal(amountUnits), note },
+        });
         return { total, postpaid: settings.postpaid, version: Number(settings.version) };
       });
       await publish(accountId, {
@@ -49,7 +57,16 @@ export function createCreditsService(deps: {
 
     async setPostpaid(accountId, postpaid) {
       const result = await deps.db.transaction().execute(async (trx) => {
+        const was = await currentPostpaid(trx, accountId);
         const settings = await bumpSettings(trx, accountId, postpaid);
+        if (was !== settings.postpaid) {
+          await recordAdminChange(trx, {
+            accountId,
+            action: 'settings.postpaid',
+            before: { postpaid: was },
+            after: { postpaid: settings.postpaid },
+          });
+        }
         const total = toUnits(await creditTotal(trx, accountId));
         return { total, postpaid: settings.postpaid, version: Number(settings.version) };
       });

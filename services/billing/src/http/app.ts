@@ -13,6 +13,7 @@ import { httpMetrics } from '@tollgate/metrics';
 import express from 'express';
 import type { Registry } from 'prom-client';
 import { analyticsRoutes } from '../analytics/analytics.routes';
+import { billingAuditRoutes } from '../audit/audit';
 import { creditsRoutes } from '../credits/credits.routes';
 import type { CreditsService } from '../credits/credits.service';
 import { ledgerRoutes } from '../credits/ledger.routes';
@@ -55,6 +56,7 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
   app.use(analyticsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, clock: deps.clock }));
   app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier }));
   app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, verifier: deps.verifier }));
+  app.use(billingAuditRoutes({ db: deps.db, verifier: deps.verifier }));
   if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier: deps.verifier }));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

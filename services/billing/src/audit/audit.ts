@@ -1,0 +1,90 @@
+import type { ServiceVerifier } from '@tollgate/auth';
+import { accountParams } from '@tollgate/contracts';
+import { parseInput, serviceCaller } from '@tollgate/http';
+import { Router } from 'express';
+import { type ColumnType, type Kysely, sql } from 'kysely';
+import type { Database } from '../database';
+
+type Db = Kysely<Database>;
+
+/** billing.audit_log: append-only (a trigger refuses UPDATE, DELETE and TRUNCATE). Same shape as keys'. */
+export interface BillingAuditTable {
+  id: ColumnType<string, never, never>;
+  at: ColumnType<Date, never, never>;
+  account_id: string;
+  actor_kind: 'management_key' | 'user' | 'admin_cli';
+  actor_id: string | null;
+  client_address: string | null;
+  action: string;
+  target_kind: string;
+  target_id: string;
+  before: ColumnType<unknown, string | null, never> | null;
+  after: ColumnType<unknown, string | null, never> | null;
+}
+
+/**
+ * Appends one entry in the transaction of the change. Credits and postpaid are changed only by the
+ * admin CLI (billing's CREDIT_WRITERS), so the actor is the admin CLI.
+ */
+export async function recordAdminChange(
+  trx: Db,
+  change: { accountId: string; action: string; before: object | null; after: object | null },
+): Promise<void> {
+  await trx
+    .insertInto('billing.audit_log')
+    .values({
+      account_id: change.accountId,
+      actor_kind: 'admin_cli',
+      actor_id: null,
+      client_address: null,
+      action: change.action,
+      target_kind: 'account',
+      target_id: change.accountId,
+      before: change.before ? JSON.stringify(change.before) : null,
+      after: change.after ? JSON.stringify(change.after) : null,
+    })
+    .execute();
+}
+
+/** The account's postpaid flag before a change (false when never set). */
+export async function currentPostpaid(trx: Db, accountId: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('billing.account_settings')
+    .select('postpaid')
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.postpaid ?? false;
+}
+
+/** `GET /internal/accounts/:accountId/audit` (dashboard): billing's entries, newest first (at most 500). */
+export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }): Router {
+  const router = Router();
+  router.get(
+    '/internal/accounts/:accountId/audit',
+    serviceCaller(deps.verifier, ['dashboard']),
+    async (req, res) => {
+      const { accountId } = parseInput(accountParams, req.params);
+      const rows = await deps.db
+        .selectFrom('billing.audit_log')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .orderBy(sql`id`, 'desc')
+        .limit(500)
+        .execute();
+      res.json({
+        data: rows.map((r) => ({
+          id: r.id,
+          at: r.at.toISOString(),
+          actor: { kind: r.actor_kind, id: r.actor_id },
+          client_address: r.client_address,
+          action: r.action,
+          target: { kind: r.target_kind, id: r.target_id },
+          before: r.before ?? null,
+          after: r.after ?? null,
+        })),
+        next_before: null,
+      });
+    },
+  );
+  return router;
+}
