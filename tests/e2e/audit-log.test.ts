@@ -229,6 +229,32 @@ describe('audit log', () => {
     expect(after - Number(entries[0]!.before!.total_credits)).toBeCloseTo(3.25, 10);
   });
 
+  it('dashboard: role changes, removals and sign-in links are audited once, as the acting owner', async () => {
+    const member = await dash.createUser(stack.account.id, 'viewer');
+    const users = await dashboard('GET', '/api/users');
+    const memberId = (users.body.data as Array<{ id: string; email: string }>).find(
+      (u) => u.email === member.email,
+    )!.id;
+    expect((await dashboard('PATCH', `/api/users/${memberId}`, { role: 'owner' })).status).toBe(204);
+    // Already an owner: no change, no entry.
+    expect((await dashboard('PATCH', `/api/users/${memberId}`, { role: 'owner' })).status).toBe(204);
+    expect((await dashboard('POST', `/api/users/${memberId}/sign-in-link`)).status).toBe(201);
+    expect((await dashboard('DELETE', `/api/users/${memberId}`)).status).toBe(204);
+    const page = await dashboard('GET', '/api/audit?source=dashboard');
+    expect(page.status, page.text).toBe(200);
+    const mine = (page.body.data as Entry[]).filter((e) => e.target.id === memberId).reverse();
+    expect(mine.map((e) => [e.action, e.actor.kind, e.actor.id, e.client_address])).toEqual([
+      ['user.role', 'user', ownerId, DASHBOARD_CLIENT],
+      ['user.password_reset', 'user', ownerId, DASHBOARD_CLIENT],
+      ['user.remove', 'user', ownerId, DASHBOARD_CLIENT],
+    ]);
+    expect([mine[0]!.before, mine[0]!.after]).toEqual([
+      { email: member.email, role: 'viewer' },
+      { email: member.email, role: 'owner' },
+    ]);
+    expect((await dashboard('GET', '/api/audit?source=dashboard&action=x')).status).toBe(400);
+  });
+
   it('is append-only: the table refuses UPDATE and DELETE', async () => {
     const db = new pg.Client({ connectionString: stack.infra.database.url });
     await db.connect();
@@ -239,6 +265,7 @@ describe('audit log', () => {
       await expect(db.query('delete from keys.audit_log')).rejects.toThrow(/append-only/);
       await expect(db.query('truncate keys.audit_log')).rejects.toThrow(/append-only/);
       await expect(db.query('delete from billing.audit_log')).rejects.toThrow(/append-only/);
+      await expect(db.query('delete from dashboard.audit_log')).rejects.toThrow(/append-only/);
     } finally {
       await db.end();
     }

@@ -1,6 +1,7 @@
 import { createDb, migrateToLatest } from '@tollgate/db';
 import type { ColumnType, Generated, Kysely, Selectable } from 'kysely';
 import { migrations } from '../migrations';
+import type { DashboardAuditTable } from './users/users-audit';
 
 /** Postgres schema owned by the dashboard. */
 const DASHBOARD_SCHEMA = 'dashboard';
@@ -52,6 +53,7 @@ export interface Database {
   'dashboard.sessions': SessionsTable;
   'dashboard.invites': InvitesTable;
   'dashboard.sign_in_failures': SignInFailuresTable;
+  'dashboard.audit_log': DashboardAuditTable;
 }
 
 export type User = Selectable<UsersTable>;

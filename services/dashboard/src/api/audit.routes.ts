@@ -1,19 +1,23 @@
 import type { AuditEntry } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { Router } from 'express';
+import type { DashboardDb } from '../database';
 import { requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
+import { listUserChanges } from '../users/users-audit';
 import { csvCell } from './csv';
 
 /** The filters the keys service's audit listing takes; anything else is a 400 here. */
 const FILTERS = ['actor_kind', 'actor_id', 'action', 'target_id', 'since', 'until', 'before', 'limit'];
+/** `source=dashboard`: the dashboard's own entries (user roles, removals, sign-in links), paged with `before`. */
+const DASHBOARD_FILTERS = ['before', 'limit'];
 /** CSV export: at most this many entries (pages of 500 read from the keys service). */
 const CSV_MAX_ENTRIES = 10_000;
 
 function filtersOf(query: Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(query)) {
-    if (k === 'format') continue;
+    if (k === 'format' || k === 'source') continue;
     if (!FILTERS.includes(k)) throw badRequest(`${k}: unknown parameter`, { field: k });
     if (typeof v !== 'string') throw badRequest(`${k}: must be given once, as a plain value`, { field: k });
     out[k] = v;
@@ -53,22 +57,43 @@ const csvRow = (e: AuditEntry) =>
  * `before`) and `?format=csv` (every entry matching the filters, up to CSV_MAX_ENTRIES, formula-guarded).
  * The entries are read from their owner (the keys service's internal API).
  */
-export function auditRoutes(deps: { client: InternalClient }): Router {
+async function pageOf(
+  deps: { client: InternalClient; db: DashboardDb },
+  accountId: string,
+  source: 'keys' | 'dashboard',
+  filters: Record<string, string>,
+) {
+  if (source === 'keys') return deps.client.audit(accountId, filters);
+  for (const k of Object.keys(filters)) {
+    if (!DASHBOARD_FILTERS.includes(k))
+      throw badRequest(`${k}: not a filter of source=dashboard`, { field: k });
+  }
+  const limit = filters.limit === undefined ? 100 : Number(filters.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+    throw badRequest('limit: 1 to 500', { field: 'limit' });
+  if (filters.before !== undefined && !/^[1-9][0-9]{0,17}$/.test(filters.before))
+    throw badRequest('before: an entry id', { field: 'before' });
+  return listUserChanges(deps.db, accountId, { before: filters.before, limit });
+}
+
+export function auditRoutes(deps: { client: InternalClient; db: DashboardDb }): Router {
   const router = Router();
   router.get('/api/audit', requireUser, async (req, res) => {
     const format = req.query.format;
     if (format !== undefined && format !== 'json' && format !== 'csv')
       throw badRequest('format: expected json or csv');
+    const source = req.query.source ?? 'keys';
+    if (source !== 'keys' && source !== 'dashboard') throw badRequest('source: expected keys or dashboard');
     const filters = filtersOf(req.query as Record<string, unknown>);
     const accountId = userOf(res).accountId;
     if (format !== 'csv') {
-      res.json(await deps.client.audit(accountId, filters));
+      res.json(await pageOf(deps, accountId, source, filters));
       return;
     }
     const lines = [[...CSV_COLUMNS, 'before', 'after'].map(csvCell).join(',')];
     let before: string | null | undefined = filters.before;
     for (let n = 0; n < CSV_MAX_ENTRIES; ) {
-      const page = await deps.client.audit(accountId, {
+      const page = await pageOf(deps, accountId, source, {
         ...filters,
         ...(before ? { before } : {}),
         limit: '500',

@@ -98,7 +98,7 @@ export function createDashboardApp(deps: DashboardAppDeps): express.Express {
   );
   api.use(usersRoutes(deps));
   api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
-  api.use(auditRoutes({ client: deps.client }));
+  api.use(auditRoutes({ client: deps.client, db: deps.db }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
   api.use(notFoundHandler);
   // The routers carry full paths; only /api and /internal requests enter them (static files never

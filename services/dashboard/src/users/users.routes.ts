@@ -1,8 +1,8 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { createUser, type invitedUserSchema } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import { parseInput, serviceCaller } from '@tollgate/http';
-import { Router } from 'express';
+import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
+import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { listUsers } from '../auth/auth.repository';
 import type { AuthService } from '../auth/auth.service';
@@ -32,8 +32,14 @@ export function usersRoutes(deps: {
   users: UsersService;
   publicUrl: string;
   verifier: ServiceVerifier;
+  /** The client's address (TRUSTED_PROXIES), for the audit log. */
+  clientAddress: ClientAddress;
 }): Router {
   const router = Router();
+  const actor = (req: Request, res: Response) => ({
+    userId: userOf(res).id,
+    address: deps.clientAddress(req),
+  });
 
   router.get('/api/users', requireUser, async (_req, res) => {
     const users = await listUsers(deps.db, userOf(res).accountId);
@@ -79,13 +85,13 @@ export function usersRoutes(deps: {
   /** Owners change a user's role (never leaving the account without an owner). */
   router.patch('/api/users/:id', requireUser, requireOwner, async (req, res) => {
     const { role } = parseInput(roleBody, req.body);
-    await deps.users.setRole(userOf(res).accountId, userIdOf(req.params.id), role);
+    await deps.users.setRole(userOf(res).accountId, userIdOf(req.params.id), role, actor(req, res));
     res.status(204).end();
   });
 
   /** Removes a user, or cancels an invitation; their sessions end with them. */
   router.delete('/api/users/:id', requireUser, requireOwner, async (req, res) => {
-    await deps.users.remove(userOf(res).accountId, userIdOf(req.params.id));
+    await deps.users.remove(userOf(res).accountId, userIdOf(req.params.id), actor(req, res));
     res.status(204).end();
   });
 
@@ -100,7 +106,11 @@ export function usersRoutes(deps: {
    * active one (the password stops working and their sessions end). Older links stop working.
    */
   router.post('/api/users/:id/sign-in-link', requireUser, requireOwner, async (req, res) => {
-    const link = await deps.users.newSignInLink(userOf(res).accountId, userIdOf(req.params.id));
+    const link = await deps.users.newSignInLink(
+      userOf(res).accountId,
+      userIdOf(req.params.id),
+      actor(req, res),
+    );
     res.status(201).json({
       data: {
         kind: link.kind,

@@ -11,6 +11,7 @@ import {
   lockUser,
   setRole,
 } from './users.repository';
+import { recordUserChange, type UserActor } from './users-audit';
 
 /**
  * What an owner does to the users of their account: change a role, remove a user (or cancel an
@@ -19,13 +20,15 @@ import {
  * transaction with the user (and the account's owners) locked.
  */
 export interface UsersService {
-  setRole(accountId: string, userId: string, role: Role): Promise<void>;
-  remove(accountId: string, userId: string): Promise<void>;
+  /** `actor` (setRole, remove, newSignInLink): written to dashboard.audit_log in the change's transaction. */
+  setRole(accountId: string, userId: string, role: Role, actor: UserActor): Promise<void>;
+  remove(accountId: string, userId: string, actor: UserActor): Promise<void>;
   endSessions(accountId: string, userId: string): Promise<number>;
   /** Invited user: a new invitation. Active user: password reset (password cleared, sessions ended). */
   newSignInLink(
     accountId: string,
     userId: string,
+    actor: UserActor,
   ): Promise<{ token: string; expiresAt: Date; kind: 'invitation' | 'password_reset' }>;
 }
 
@@ -57,23 +60,37 @@ export function createUsersService(o: {
   }
 
   return {
-    setRole: (accountId, userId, role) =>
+    setRole: (accountId, userId, role, actor) =>
       withUser(accountId, userId, async (trx, user) => {
         if (user.role === role) return;
         if (role !== 'owner') await keepAnOwner(trx, accountId, user);
         await setRole(trx, user.id, role, o.clock());
+        await recordUserChange(trx, actor, {
+          accountId,
+          action: 'user.role',
+          userId: user.id,
+          before: { email: user.email, role: user.role },
+          after: { email: user.email, role },
+        });
       }),
 
-    remove: (accountId, userId) =>
+    remove: (accountId, userId, actor) =>
       withUser(accountId, userId, async (trx, user) => {
         await keepAnOwner(trx, accountId, user);
         await deleteUser(trx, user.id);
+        await recordUserChange(trx, actor, {
+          accountId,
+          action: 'user.remove',
+          userId: user.id,
+          before: { email: user.email, role: user.role },
+          after: null,
+        });
       }),
 
     endSessions: (accountId, userId) =>
       withUser(accountId, userId, (trx, user) => deleteSessionsOf(trx, user.id)),
 
-    newSignInLink: (accountId, userId) =>
+    newSignInLink: (accountId, userId, actor) =>
       withUser(accountId, userId, async (trx, user) => {
         const now = o.clock();
         const reset = user.password_hash !== null;
@@ -86,6 +103,13 @@ export function createUsersService(o: {
         const token = newToken();
         const expiresAt = new Date(now.getTime() + o.inviteTtlMs);
         await insertInvite(trx, { digest: digestToken(token), userId: user.id, createdAt: now, expiresAt });
+        await recordUserChange(trx, actor, {
+          accountId,
+          action: reset ? 'user.password_reset' : 'user.reinvite',
+          userId: user.id,
+          before: null,
+          after: { email: user.email, expires_at: expiresAt.toISOString() },
+        });
         return { token, expiresAt, kind: reset ? ('password_reset' as const) : ('invitation' as const) };
       }),
   };
