@@ -239,7 +239,7 @@ describe('a client that walks away after the provider accepted the request', () 
     expect(tokensOf(j)).toEqual(tokensOf(await completed(json)));
   });
 
-  it("frees the key's concurrency slot while it drains (MAX_CONCURRENT_COMPLETIONS_PER_KEY=1)", async () => {
+  it("keeps the key's concurrency slot while it drains (MAX_CONCURRENT_COMPLETIONS_PER_KEY=1)", async () => {
     const body = {
       model: 'test/mini',
       messages,
@@ -247,8 +247,18 @@ describe('a client that walks away after the provider accepted the request', () 
       sim: { completion_tokens: 20, usage_delay_ms: 1_500 },
     };
     const left = await abandon({ url: stack.baseUrl, key: stack.inferenceKey, body, point: 'first-content' });
-    // The first completion is still draining (its usage comes in 1.5 s); once the proxy saw its
-    // client go, the key may run another.
+    // The first completion is still draining (its usage comes in 1.5 s) and still holds a provider
+    // connection: it counts against the key's cap, so cancel-and-resend cannot multiply the
+    // connections one key holds (the client's socket is gone; the slot is released by finish).
+    const during = await stack.api('/chat/completions', {
+      key: stack.inferenceKey,
+      body: { model: 'test/mini', messages, sim: { completion_tokens: 3 } },
+    });
+    expect(during.status, describeResponse(during)).toBe(429);
+    expect(during.body.error.metadata).toMatchObject({ reason: 'concurrency', scope: 'key' });
+    const g = await record(left.id!);
+    expect(g).toMatchObject({ cancelled: true, usage_source: 'provider', tokens_completion: 20 });
+    // Once the drain finished, the key runs again.
     await vi.waitFor(
       async () => {
         const r = await stack.api('/chat/completions', {
@@ -257,12 +267,8 @@ describe('a client that walks away after the provider accepted the request', () 
         });
         expect(r.status, describeResponse(r)).toBe(200);
       },
-      { timeout: 1_000, interval: 20 },
+      { timeout: 2_000, interval: 20 },
     );
-    const pending = await stack.api(`/generation?id=${left.id}`, { key: stack.inferenceKey });
-    expect(pending.status, 'the first completion was still draining').toBe(404);
-    const g = await record(left.id!);
-    expect(g).toMatchObject({ cancelled: true, usage_source: 'provider', tokens_completion: 20 });
   });
 
   it('bills an upper bound, marked estimated, when the usage does not come within CANCEL_DRAIN_MS', async () => {

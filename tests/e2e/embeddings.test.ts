@@ -131,6 +131,22 @@ describe('POST /embeddings with the openai SDK', () => {
     expect(r.usage.prompt_tokens).toBe(5);
   });
 
+  it('a provider reporting 0 prompt tokens is billed the exact count of the input, as estimated', async () => {
+    const res = await stack.api('/embeddings', {
+      key: stack.inferenceKey,
+      body: { model: MODEL, input: [[1, 2, 3, 4, 5, 6, 7]], sim: { prompt_tokens: 0 } },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.usage.prompt_tokens).toBe(7);
+    expect(res.body.usage.cost).toBe(costOf(7));
+    const record = await stack.waitForGeneration(res.body.id);
+    expect(record.body.data).toMatchObject({
+      tokens_prompt: 7,
+      total_cost: costOf(7),
+      usage_source: 'estimated',
+    });
+  });
+
   it('fails over to the second provider before the first byte', async () => {
     const res = await stack.api('/embeddings', {
       key: stack.inferenceKey,

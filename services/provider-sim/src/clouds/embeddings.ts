@@ -86,7 +86,8 @@ export function openaiEmbeddings(res: ServerResponse, raw: unknown, deployment?:
       'invalid_request_error',
       'encoding_format',
     );
-  fault(simOf(raw), (s, m) => new OpenAIError(s, m, s >= 500 ? 'server_error' : 'invalid_request_error'));
+  const sim = simOf(raw);
+  fault(sim, (s, m) => new OpenAIError(s, m, s >= 500 ? 'server_error' : 'invalid_request_error'));
   const dims = typeof raw.dimensions === 'number' ? raw.dimensions : 1536;
   let tokens = 0;
   const data = list.map((item, index) => {
@@ -96,7 +97,8 @@ export function openaiEmbeddings(res: ServerResponse, raw: unknown, deployment?:
     const embedding = encoding === 'float' ? v : Buffer.from(new Float32Array(v).buffer).toString('base64');
     return { object: 'embedding', index, embedding };
   });
-  send(res, { object: 'list', data, model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+  const reported = sim.promptTokens ?? tokens;
+  send(res, { object: 'list', data, model, usage: { prompt_tokens: reported, total_tokens: reported } });
 }
 
 function geminiText(content: unknown, at: string): string {

@@ -21,6 +21,8 @@ export interface SimOptions {
   retryAfter?: number;
   /** Delay before the end of the answer that carries the usage (stream: the finish and usage chunks). */
   usageDelayMs?: number;
+  /** The `usage.prompt_tokens` an embeddings answer reports instead of its own count (a provider that under-reports). */
+  promptTokens?: number;
   /** Prompt tokens of every image part (instead of 85). */
   imageTokens?: number;
   /** Cache-write tokens written for one hour (Anthropic `ttl: "1h"`), on top of `cacheWriteTokens`. */
@@ -205,6 +207,7 @@ export function parseSim(raw: unknown): SimOptions {
     usageDelayMs: intParam(raw, 'usage_delay_ms', 'sim.usage_delay_ms', 0, 600_000),
     imageTokens: intParam(raw, 'image_tokens', 'sim.image_tokens', 0, 1_000_000),
     cacheWrite1hTokens: intParam(raw, 'cache_write_1h_tokens', 'sim.cache_write_1h_tokens', 0),
+    promptTokens: intParam(raw, 'prompt_tokens', 'sim.prompt_tokens', 0, 1_000_000_000),
     tag: tagParam(raw.tag),
   };
 }

@@ -45,7 +45,9 @@ function readEmbeddings(c: Completion, json: Json): Outcome | null {
   const vectors = vectorsOf(json, meta.tokens.length);
   if (!vectors) return null;
   const usage = json.usage as Json | undefined;
-  const reported = typeof usage?.prompt_tokens === 'number' && usage.prompt_tokens >= 0;
+  // The provider's count is its invoice, but a figure of 0 for inputs the door counted (every input
+  // is non-empty) is no count at all: such an answer is billed the door's exact count, as estimated.
+  const reported = typeof usage?.prompt_tokens === 'number' && usage.prompt_tokens > 0;
   const prompt = reported ? Math.floor(usage.prompt_tokens as number) : (c.request.promptTokens ?? 0);
   const tokens: TokenCounts = { prompt, completion: 0, cached: 0, cacheWrite: 0, reasoning: 0 };
   const cost = c.cost(tokens);

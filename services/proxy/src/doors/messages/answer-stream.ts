@@ -1,5 +1,5 @@
-import { once } from 'node:events';
 import type { ServerResponse as Response } from 'node:http';
+import { waitForClient } from '../../pipeline/backpressure';
 import type { Completion } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
 import type { Outcome, UsageSource } from '../../pipeline/outcome';
@@ -89,17 +89,7 @@ export class MessagesStream implements AnswerStream {
       this.held += text;
       return;
     }
-    if (!this.write(text)) {
-      const timer = setTimeout(this.stalled, this.writeTimeoutMs);
-      try {
-        await once(this.res, 'drain', { signal: this.c.waitSignal });
-      } catch (err) {
-        // The client went away while its buffer was full: the provider's answer is drained.
-        if (!this.c.cancelled || this.c.abort.signal.aborted) throw err;
-      } finally {
-        clearTimeout(timer);
-      }
-    }
+    if (!this.write(text)) await waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
   }
 
   private readonly stalled = (): void => {
