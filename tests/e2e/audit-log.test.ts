@@ -212,9 +212,9 @@ describe('audit log', () => {
 
   it('billing audits credit grants and the postpaid setting (admin CLI) in its own log', async () => {
     await stack.addCredits(stack.account.id, '3.25');
-    const dashboard = createServiceSigner('dashboard', stack.serviceKeys.dashboard.privateKey);
+    const dashboardSigner = createServiceSigner('dashboard', stack.serviceKeys.dashboard.privateKey);
     const res = await fetch(`${stack.services.billing.url}/internal/accounts/${stack.account.id}/audit`, {
-      headers: { [SERVICE_TOKEN_HEADER]: dashboard.sign('billing') },
+      headers: { [SERVICE_TOKEN_HEADER]: dashboardSigner.sign('billing') },
     });
     expect(res.status).toBe(200);
     const entries = ((await res.json()) as { data: Entry[] }).data.filter(
@@ -225,6 +225,12 @@ describe('audit log', () => {
       target: { kind: 'account', id: stack.account.id },
       after: { amount: '3.25', note: 'test stack' },
     });
+    // The dashboard lists them too (source=billing), as CSV as well.
+    const listed = await dashboard('GET', '/api/audit?source=billing&limit=1');
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.data[0]).toMatchObject({ action: 'credits.grant', actor: { kind: 'admin_cli' } });
+    const csv = await dashboard('GET', '/api/audit?source=billing&format=csv');
+    expect(csv.text).toContain('"credits.grant","account"');
     const after = Number(entries[0]!.after!.total_credits);
     expect(after - Number(entries[0]!.before!.total_credits)).toBeCloseTo(3.25, 10);
   });

@@ -17,7 +17,7 @@ export type AuditEntry = z.output<typeof auditEntry>;
 /** A page of entries, newest first; `next_before` is the `before` of the next page (null: the last page). */
 export const auditPage = z.object({ data: z.array(auditEntry), next_before: z.string().nullable() });
 
-/** The dashboard's read of an account's audit log (keys service, internal). */
+/** The dashboard's read of an account's audit log (keys service, internal; billing's has the same shape). */
 export const accountAudit = {
   method: 'GET',
   path: (accountId: string) => `${accountPath(accountId)}/audit`,

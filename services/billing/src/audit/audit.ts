@@ -3,6 +3,7 @@ import { accountParams } from '@tollgate/contracts';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import { type ColumnType, type Kysely, sql } from 'kysely';
+import { z } from 'zod';
 import type { Database } from '../database';
 
 type Db = Kysely<Database>;
@@ -56,7 +57,15 @@ export async function currentPostpaid(trx: Db, accountId: string): Promise<boole
   return row?.postpaid ?? false;
 }
 
-/** `GET /internal/accounts/:accountId/audit` (dashboard): billing's entries, newest first (at most 500). */
+const pageQuery = z.strictObject({
+  before: z
+    .string()
+    .regex(/^[1-9][0-9]{0,17}$/, 'an entry id')
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+/** `GET /internal/accounts/:accountId/audit` (dashboard): billing's entries, newest first, paged with `before`. */
 export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }): Router {
   const router = Router();
   router.get(
@@ -64,13 +73,10 @@ export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }):
     serviceCaller(deps.verifier, ['dashboard']),
     async (req, res) => {
       const { accountId } = parseInput(accountParams, req.params);
-      const rows = await deps.db
-        .selectFrom('billing.audit_log')
-        .selectAll()
-        .where('account_id', '=', accountId)
-        .orderBy(sql`id`, 'desc')
-        .limit(500)
-        .execute();
+      const q = parseInput(pageQuery, req.query);
+      let query = deps.db.selectFrom('billing.audit_log').selectAll().where('account_id', '=', accountId);
+      if (q.before) query = query.where('id', '<', q.before as never);
+      const rows = await query.orderBy(sql`id`, 'desc').limit(q.limit).execute();
       res.json({
         data: rows.map((r) => ({
           id: r.id,
@@ -82,7 +88,7 @@ export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }):
           before: r.before ?? null,
           after: r.after ?? null,
         })),
-        next_before: null,
+        next_before: rows.length === q.limit ? (rows[rows.length - 1]?.id ?? null) : null,
       });
     },
   );

@@ -9,7 +9,7 @@ import { csvCell } from './csv';
 
 /** The filters the keys service's audit listing takes; anything else is a 400 here. */
 const FILTERS = ['actor_kind', 'actor_id', 'action', 'target_id', 'since', 'until', 'before', 'limit'];
-/** `source=dashboard`: the dashboard's own entries (user roles, removals, sign-in links), paged with `before`. */
+/** `source=dashboard` (the dashboard's own entries) and `source=billing` (credits, postpaid): paged with `before`. */
 const DASHBOARD_FILTERS = ['before', 'limit'];
 /** CSV export: at most this many entries (pages of 500 read from the keys service). */
 const CSV_MAX_ENTRIES = 10_000;
@@ -60,14 +60,15 @@ const csvRow = (e: AuditEntry) =>
 async function pageOf(
   deps: { client: InternalClient; db: DashboardDb },
   accountId: string,
-  source: 'keys' | 'dashboard',
+  source: 'keys' | 'dashboard' | 'billing',
   filters: Record<string, string>,
 ) {
   if (source === 'keys') return deps.client.audit(accountId, filters);
   for (const k of Object.keys(filters)) {
     if (!DASHBOARD_FILTERS.includes(k))
-      throw badRequest(`${k}: not a filter of source=dashboard`, { field: k });
+      throw badRequest(`${k}: not a filter of source=${source}`, { field: k });
   }
+  if (source === 'billing') return deps.client.billingAudit(accountId, filters);
   const limit = filters.limit === undefined ? 100 : Number(filters.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 500)
     throw badRequest('limit: 1 to 500', { field: 'limit' });
@@ -83,7 +84,8 @@ export function auditRoutes(deps: { client: InternalClient; db: DashboardDb }): 
     if (format !== undefined && format !== 'json' && format !== 'csv')
       throw badRequest('format: expected json or csv');
     const source = req.query.source ?? 'keys';
-    if (source !== 'keys' && source !== 'dashboard') throw badRequest('source: expected keys or dashboard');
+    if (source !== 'keys' && source !== 'dashboard' && source !== 'billing')
+      throw badRequest('source: expected keys, dashboard or billing');
     const filters = filtersOf(req.query as Record<string, unknown>);
     const accountId = userOf(res).accountId;
     if (format !== 'csv') {

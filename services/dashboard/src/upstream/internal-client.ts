@@ -74,6 +74,11 @@ export interface InternalClient {
     acting: Acting,
   ): Promise<KeyObject>;
   revokeKey(accountId: string, hash: string, acting: Acting): Promise<Data<typeof revokeAccountKey>>;
+  /** One page of billing's audit entries (credits, postpaid), newest first (`before`, `limit`). */
+  billingAudit(
+    accountId: string,
+    query: Record<string, string>,
+  ): Promise<z.output<typeof accountAudit.response>>;
   /** One page of the account's audit log (keys service), newest first. */
   audit(accountId: string, query: Record<string, string>): Promise<z.output<typeof accountAudit.response>>;
   usage(accountId: string, query: AccountUsageQuery): Promise<Data<typeof accountUsage>>;
@@ -173,6 +178,12 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
           response: revokeAccountKey.response,
         }),
       ),
+    billingAudit: (id, query) =>
+      billing.call({
+        method: accountAudit.method,
+        path: `${accountAudit.path(id)}${queryString(query)}`,
+        response: accountAudit.response,
+      }),
     audit: (id, query) =>
       keys.call({
         method: accountAudit.method,
