@@ -59,7 +59,10 @@ export async function provisionPostgres(
       // A database migrated before the roles existed: its tables, sequences and types change hands.
       await client.query(`do $$ declare r record; begin
         for r in select c.relname, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace
-                 where n.nspname = ${literal(schema)} and c.relkind in ('r', 'p', 'S', 'v', 'm') loop
+                 where n.nspname = ${literal(schema)} and c.relkind in ('r', 'p', 'S', 'v', 'm')
+                   -- a serial/identity column's sequence follows its table's owner (and refuses its own)
+                   and not (c.relkind = 'S' and exists (select from pg_depend d
+                     where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))) loop
           execute format(case when r.relkind = 'S' then 'alter sequence %I.%I owner to %I'
                               when r.relkind = 'v' then 'alter view %I.%I owner to %I'
                               when r.relkind = 'm' then 'alter materialized view %I.%I owner to %I'
