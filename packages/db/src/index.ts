@@ -103,4 +103,5 @@ export async function migrateToLatest(
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
 }
 
+export { type AuditActorKind, type AuditLogTable, createAuditLog, dropAuditLog } from './audit-log';
 export { sql };

@@ -1,8 +1,8 @@
+import type { AuditLogTable } from '@tollgate/db';
 import { createDb, migrateToLatest } from '@tollgate/db';
 import type { Kysely } from 'kysely';
 import { migrations } from '../migrations';
 import type { UsageDailyTable, UsageHourlyTable } from './analytics/usage-rollup.table';
-import type { BillingAuditTable } from './audit/audit';
 import type { AccountSettingsTable, CreditLedgerTable } from './credits/credits.table';
 import type { GenerationsTable } from './generations/generations.table';
 import type { AccountUsageTable, KeySpendTable } from './spend/spend.table';
@@ -18,7 +18,7 @@ export interface Database {
   'billing.account_settings': AccountSettingsTable;
   'billing.usage_hourly': UsageHourlyTable;
   'billing.usage_daily': UsageDailyTable;
-  'billing.audit_log': BillingAuditTable;
+  'billing.audit_log': AuditLogTable;
 }
 
 export type BillingDb = Kysely<Database>;

@@ -1,7 +1,7 @@
+import type { AuditLogTable } from '@tollgate/db';
 import { createDb, migrateToLatest } from '@tollgate/db';
 import type { ColumnType, Generated, Kysely, Selectable } from 'kysely';
 import { migrations } from '../migrations';
-import type { DashboardAuditTable } from './users/users-audit';
 
 /** Postgres schema owned by the dashboard. */
 const DASHBOARD_SCHEMA = 'dashboard';
@@ -53,7 +53,7 @@ export interface Database {
   'dashboard.sessions': SessionsTable;
   'dashboard.invites': InvitesTable;
   'dashboard.sign_in_failures': SignInFailuresTable;
-  'dashboard.audit_log': DashboardAuditTable;
+  'dashboard.audit_log': AuditLogTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -2,26 +2,11 @@ import type { ServiceVerifier } from '@tollgate/auth';
 import { accountParams } from '@tollgate/contracts';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
-import { type ColumnType, type Kysely, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../database';
 
 type Db = Kysely<Database>;
-
-/** billing.audit_log: append-only (a trigger refuses UPDATE, DELETE and TRUNCATE). Same shape as keys'. */
-export interface BillingAuditTable {
-  id: ColumnType<string, never, never>;
-  at: ColumnType<Date, never, never>;
-  account_id: string;
-  actor_kind: 'management_key' | 'user' | 'admin_cli';
-  actor_id: string | null;
-  client_address: string | null;
-  action: string;
-  target_kind: string;
-  target_id: string;
-  before: ColumnType<unknown, string | null, never> | null;
-  after: ColumnType<unknown, string | null, never> | null;
-}
 
 /**
  * Appends one entry in the transaction of the change. Credits and postpaid are changed only by the

@@ -1,20 +1,5 @@
-import type { ColumnType, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../database';
-
-/** dashboard.audit_log: append-only (a trigger refuses UPDATE, DELETE and TRUNCATE). Same shape as keys'. */
-export interface DashboardAuditTable {
-  id: ColumnType<string, never, never>;
-  at: ColumnType<Date, never, never>;
-  account_id: string;
-  actor_kind: 'management_key' | 'user' | 'admin_cli';
-  actor_id: string | null;
-  client_address: string | null;
-  action: string;
-  target_kind: string;
-  target_id: string;
-  before: ColumnType<unknown, string | null, never> | null;
-  after: ColumnType<unknown, string | null, never> | null;
-}
 
 /** The signed-in user making a change, and the client's address (TRUSTED_PROXIES). */
 export interface UserActor {
