@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 
 /**
  * The Redis key cache: the one module that defines how an API key's record is cached, used by the
@@ -149,7 +149,7 @@ export interface KeyCache {
   clearPending(digest: string, version: number): Promise<void>;
 }
 
-export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache {
+export function createKeyCache(redis: RedisClient, options: KeyCacheOptions): KeyCache {
   const recordTtl = options.recordTtlSeconds ?? 86_400;
   const absentTtl = options.absentTtlSeconds ?? 60;
   const pendingTtl = options.pendingTtlSeconds ?? 30;

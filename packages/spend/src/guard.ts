@@ -5,7 +5,7 @@ import { createServiceClient } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import { type LimitReset, periodKey, toUnits } from '@tollgate/money';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import {
   type AdmitCheck,
   createSpendStore,
@@ -90,7 +90,7 @@ export interface SpendGuard {
 }
 
 export interface RedisSpendGuardOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Billing's base URL, for `POST /internal/spend/rebuild` when a counter is missing. */
   billingUrl: string;

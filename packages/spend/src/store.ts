@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import { scripts } from './scripts';
 
 /** Redis key of a key's spend hash and of an account's hash. Everything lives under the prefix. */
@@ -212,7 +212,7 @@ const SETTLE_CHUNK = 256;
 const COMMIT_CHUNK = 1000;
 
 export function createSpendStore(
-  redis: Redis,
+  redis: RedisClient,
   options: { prefix: string; timings?: Partial<SpendTimings> },
 ): SpendStore {
   const t = { ...defaultTimings, ...options.timings };
@@ -465,7 +465,7 @@ export type CommittedKeySpend = Map<string, bigint>;
  * period writes its field). Throws when Redis does not answer.
  */
 export async function readCommittedKeySpend(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   keyIds: readonly string[],
   periods: readonly string[],

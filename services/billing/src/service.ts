@@ -6,8 +6,8 @@ import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgat
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { serviceRegistry } from '@tollgate/metrics';
+import { createRedisClient, type RedisClient } from '@tollgate/redis';
 import { createSpendStore, type SpendTimings } from '@tollgate/spend';
-import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
@@ -26,7 +26,7 @@ export interface BillingHandle {
   url: string;
   port: number;
   db: BillingDb;
-  redis: Redis;
+  redis: RedisClient;
   recorder: UsageRecorder;
   /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
   metrics: Registry;
@@ -55,12 +55,15 @@ export async function startBilling(
     options.logger ?? createLogger({ name: 'billing', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
   const clock = options.clock ?? (() => new Date());
   const db = createBillingDb(config.DATABASE_URL, { max: 10 });
-  const redis = new Redis(config.REDIS_URL, {
-    maxRetriesPerRequest: 2,
-    lazyConnect: false,
-    // Reconnect at most 500 ms apart (default 2 s): spend counter rebuilds wait on this connection.
-    retryStrategy: (times) => Math.min(times * 50, 500),
-  });
+  const redis = createRedisClient(
+    { url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES },
+    {
+      maxRetriesPerRequest: 2,
+      lazyConnect: false,
+      // Reconnect at most 500 ms apart (default 2 s): spend counter rebuilds wait on this connection.
+      retryStrategy: (times) => Math.min(times * 50, 500),
+    },
+  );
   redis.on('error', (err) => logger.debug({ err: err.message }, 'redis error'));
   try {
     await migrateBillingDb(db);
