@@ -630,7 +630,7 @@ describe('the Dockerfile', () => {
         false,
       );
     const text = readFileSync(resolve(root, 'Dockerfile'), 'utf8');
-    for (const missing of [{}, { SERVICE: 'nope' }]) {
+    for (const missing of [{}, { SERVICE: 'nope' }] as Record<string, string>[]) {
       const all = stages(text, missing);
       expect(lineage(all, all.at(-1)!).image).not.toMatch(/^node:/);
     }
