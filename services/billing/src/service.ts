@@ -49,15 +49,8 @@ export interface BillingOptions {
   catalog?: Catalog;
 }
 
-/** Starts billing in-process (migrates first): HTTP API + usage worker. `PORT=0` picks a free port. */
-export async function startBilling(
-  config: BillingConfig,
-  options: BillingOptions = {},
-): Promise<BillingHandle> {
-  const logger =
-    options.logger ?? createLogger({ name: 'billing', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-  const clock = options.clock ?? (() => new Date());
-  const db = createBillingDb(config.DATABASE_URL, { max: 10 });
+/** Billing's Redis client (@tollgate/redis: a node or a cluster by REDIS_URL / REDIS_CLUSTER_NODES). */
+function billingRedis(config: BillingConfig, logger: Logger): RedisClient {
   const redis = createRedisClient(
     { url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES },
     {
@@ -68,6 +61,19 @@ export async function startBilling(
     },
   );
   redis.on('error', (err) => logger.debug({ err: err.message }, 'redis error'));
+  return redis;
+}
+
+/** Starts billing in-process (migrates first): HTTP API + usage worker. `PORT=0` picks a free port. */
+export async function startBilling(
+  config: BillingConfig,
+  options: BillingOptions = {},
+): Promise<BillingHandle> {
+  const logger =
+    options.logger ?? createLogger({ name: 'billing', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+  const clock = options.clock ?? (() => new Date());
+  const db = createBillingDb(config.DATABASE_URL, { max: 10 });
+  const redis = billingRedis(config, logger);
   try {
     await migrateBillingDb(db);
   } catch (err) {
