@@ -9,6 +9,7 @@ import { serviceRegistry } from '@tollgate/metrics';
 import { createSpendStore, type SpendTimings } from '@tollgate/spend';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
+import { createAlerts } from './alerts/alerts';
 import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
@@ -71,16 +72,6 @@ export async function startBilling(
   }
 
   const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
-  const recorder = createUsageRecorder({
-    db,
-    spend: spendStore,
-    logger,
-    clock,
-    appsPerDay: config.ANALYTICS_APPS_PER_DAY,
-  });
-  const credits = createCreditsService({ db, spend: spendStore, logger });
-  const spend = createSpendService({ db, spend: spendStore, clock });
-
   const owners =
     options.owners ??
     keysServiceOwners({
@@ -89,6 +80,17 @@ export async function startBilling(
       timeoutMs: config.SERVICE_TIMEOUT_MS,
       logger,
     });
+  const alerts = createAlerts({ config, db, owners, logger, clock });
+  const recorder = createUsageRecorder({
+    db,
+    spend: spendStore,
+    logger,
+    clock,
+    appsPerDay: config.ANALYTICS_APPS_PER_DAY,
+    alerts: alerts.hook,
+  });
+  const credits = createCreditsService({ db, spend: spendStore, logger });
+  const spend = createSpendService({ db, spend: spendStore, clock });
   // Billing prices events itself: the proxy's catalog, prices only (no provider URL or key needed).
   const checks = createUsageChecks({
     checks: config.USAGE_CHECKS,
@@ -123,12 +125,14 @@ export async function startBilling(
     : null;
 
   worker.watch(consumer);
+  if (config.WORKER_ENABLED) alerts.delivery.start();
   const app = createBillingApp({
     db,
     credits,
     spend,
     verifier: createServiceVerifier('billing', config.SERVICE_PUBLIC_KEYS),
     owners,
+    webhooks: alerts.webhooks,
     clock,
     logger,
     metrics,
@@ -155,6 +159,7 @@ export async function startBilling(
     server = await listen(app, config.PORT, config.HOST, logger);
   } catch (err) {
     await consumer?.close();
+    await alerts.close();
     await db.destroy();
     redis.disconnect();
     throw err;
@@ -176,6 +181,7 @@ export async function startBilling(
       closing ??= (async () => {
         await closeServer(server);
         await consumer?.close();
+        await alerts.close();
         await recorder.close();
         await owners.close();
         await db.destroy();

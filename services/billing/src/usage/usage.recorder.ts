@@ -2,6 +2,7 @@ import type { UsageEvent } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import { periodKey, SCALE, toDecimal, toUnits } from '@tollgate/money';
 import type { CommittedAccount, CommittedKey, SpendStore } from '@tollgate/spend';
+import type { ThresholdHook } from '../alerts/threshold-hook';
 import { boundApps } from '../analytics/app-bound';
 import { dayOf, rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
@@ -113,6 +114,8 @@ export interface UsageRecorderDeps {
   redisBacklogMax?: number;
   /** Distinct X-Titles per account and UTC day with roll-up rows of their own (default 200; the rest: `(other)`). */
   appsPerDay?: number;
+  /** Spend/credit threshold alerts, decided in the commit's transaction (alerts/threshold-hook.ts). */
+  alerts?: ThresholdHook;
 }
 
 /**
@@ -264,6 +267,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         return toGenerationRow(e, c.decimal);
       });
 
+      const alertPlan = (await deps.alerts?.prepare(deps.db, events)) ?? null;
       const { keys, accounts, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
 
@@ -331,6 +335,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
           readAccounts: [...new Set(events.map((e) => e.account_id))].filter((a) => !accountDeltas.has(a)),
         };
         const totals = await applyBatchSums(trx, sums);
+        await deps.alerts?.decide(trx, alertPlan, sums, totals);
         const keyTotals = new Map<string, bigint>();
         for (const r of totals.keys) keyTotals.set(`${r.key_id}|${r.period}`, toUnits(r.amount));
         const accountTotals = new Map<string, bigint>();
