@@ -81,21 +81,6 @@ export async function startBilling(
     logger,
   });
   const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
-<<<<<<< HEAD
-=======
-  const recorder = createUsageRecorder({
-    db,
-    spend: spendStore,
-    logger,
-    clock,
-    appsPerDay: config.ANALYTICS_APPS_PER_DAY,
-    partitions,
-  });
-  await partitions.start();
-  const credits = createCreditsService({ db, spend: spendStore, logger });
-  const spend = createSpendService({ db, spend: spendStore, clock });
-
->>>>>>> main
   const owners =
     options.owners ??
     keysServiceOwners({
@@ -111,8 +96,10 @@ export async function startBilling(
     logger,
     clock,
     appsPerDay: config.ANALYTICS_APPS_PER_DAY,
+    partitions,
     alerts: alerts.hook,
   });
+  await partitions.start();
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
   // Billing prices events itself: the proxy's catalog, prices only (no provider URL or key needed).
