@@ -50,6 +50,15 @@ export interface BillingOptions {
   catalog?: Catalog;
 }
 
+/** Who owns a key: the keys service at KEYS_URL, asked with billing's own identity. */
+const keysOwners = (config: BillingConfig, logger: Logger): KeyOwners =>
+  keysServiceOwners({
+    keysUrl: config.KEYS_URL,
+    signer: createServiceSigner('billing', config.SERVICE_PRIVATE_KEY),
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+  });
+
 /** Starts billing in-process (migrates first): HTTP API + usage worker. `PORT=0` picks a free port. */
 export async function startBilling(
   config: BillingConfig,
@@ -81,14 +90,7 @@ export async function startBilling(
     logger,
   });
   const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
-  const owners =
-    options.owners ??
-    keysServiceOwners({
-      keysUrl: config.KEYS_URL,
-      signer: createServiceSigner('billing', config.SERVICE_PRIVATE_KEY),
-      timeoutMs: config.SERVICE_TIMEOUT_MS,
-      logger,
-    });
+  const owners = options.owners ?? keysOwners(config, logger);
   const alerts = createAlerts({ config, db, owners, logger, clock });
   const recorder = createUsageRecorder({
     db,
