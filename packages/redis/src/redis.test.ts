@@ -1,5 +1,5 @@
-import { createTestRedis, type TestRedis } from '@tollgate/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
 import { createRedisClient, hashTag, isCluster, keySlot, parseRedisConnection } from './index';
 
 describe('parseRedisConnection', () => {
@@ -42,26 +42,28 @@ describe('hash slots', () => {
   });
 });
 
-describe('createRedisClient against the run Redis (a node, or the local cluster)', () => {
-  let r: TestRedis;
-  beforeAll(async () => {
-    r = await createTestRedis();
-  });
-  afterAll(async () => {
-    await r.cleanup();
-  });
+// The run's Redis as the test kit hands it out (no import of @tollgate/testkit, which depends on this
+// package): its local cluster in the `redis-cluster` vitest project, else REDIS_URL.
+const runRedisUrl = () =>
+  (process.env.TOLLGATE_TEST_REDIS === 'cluster' ? process.env.TOLLGATE_TEST_CLUSTER_URL : undefined) ??
+  process.env.REDIS_URL ??
+  'redis://127.0.0.1:6379';
 
+describe('createRedisClient against the run Redis (a node, or the local cluster)', () => {
   it('connects a node or a cluster by URL, and computes the slots the server computes', async () => {
-    const client = createRedisClient({ url: r.url });
+    const url = runRedisUrl();
+    const prefix = `tgt:${process.env.TOLLGATE_TEST_RUN}:${randomBytes(4).toString('hex')}:`;
+    const client = createRedisClient({ url });
     try {
-      expect(isCluster(client)).toBe(r.cluster);
-      await client.set(`${r.prefix}x:{acct-1}`, '1');
-      expect(await client.get(`${r.prefix}x:{acct-1}`)).toBe('1');
-      for (const key of [`${r.prefix}spend:acct:{a-1}`, 'foo', `${r.prefix}keyref:{${'f'.repeat(64)}}`])
+      expect(isCluster(client)).toBe(url.startsWith('redis+cluster:'));
+      await client.set(`${prefix}x:{acct-1}`, '1', 'EX', 60);
+      expect(await client.get(`${prefix}x:{acct-1}`)).toBe('1');
+      for (const key of [`${prefix}spend:acct:{a-1}`, 'foo', `${prefix}keyref:{${'f'.repeat(64)}}`])
         expect(Number(await client.call('CLUSTER', 'KEYSLOT', key).catch(() => keySlot(key)))).toBe(
           keySlot(key),
         );
     } finally {
+      await client.del(`${prefix}x:{acct-1}`);
       client.disconnect();
     }
   });
