@@ -25,6 +25,11 @@ const usageEventV1Fields = f.object({
   id: f.pattern(REQUEST_ID),
   account_id: f.uuid(),
   key_id: f.uuid(),
+  /**
+   * The key's team when the request was admitted (issue 29): its spend counts toward the team's
+   * limit (billing's `team_spend`). Optional: absent or null = no team (and in events before it existed).
+   */
+  team_id: f.optional(f.nullable(f.uuid())),
   /** Catalog model id (`vendor/name`). */
   model: nonEmpty(),
   provider_name: nonEmpty(),
