@@ -4,7 +4,7 @@ import { RetryingHandler } from './retrying-handler';
 
 class Transient extends Error {}
 
-const make = (handle: () => Promise<void | { rejected: Map<string, string> }>) => {
+const make = (handle: () => Promise<{ rejected: Map<string, string> } | undefined>) => {
   const counters = { failedBatches: 0, transientRetries: 0 };
   const handler = new RetryingHandler({
     handle,

@@ -7,7 +7,7 @@ import type { Batch } from './batch-aggregator';
 import type { RetryingHandler } from './retrying-handler';
 
 /** Runs an ack/nack/publish on a channel that may have died (the broker then requeues by itself). */
-export function settle(fn: () => void): void {
+function settle(fn: () => void): void {
   try {
     fn();
   } catch {

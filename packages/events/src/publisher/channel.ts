@@ -8,7 +8,7 @@ import { declareUsageTopology, type UsageTopology } from '../topology';
  * exchange: the proxy's own user (docs/operations.md "Security") may write to that exchange and
  * nothing else, and billing (or the provisioning) declares its queues and their binding.
  */
-export async function declarePublisherTopology(
+async function declarePublisherTopology(
   conn: ChannelModel,
   topology: UsageTopology,
   log: EventsLogger,
