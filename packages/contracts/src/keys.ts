@@ -104,7 +104,9 @@ const limit = z
     }
   });
 
-const limitResetInput = z.enum(LIMIT_RESETS, { error: 'expected one of daily, weekly, monthly, or null' });
+const limitResetInput = z.enum(LIMIT_RESETS, {
+  error: `expected one of ${LIMIT_RESETS.join(', ')}, or null`,
+});
 
 /** ISO 8601 date-time with a zone (`Z` or an offset); must lie in the future. */
 const expiresAt = z
