@@ -42,6 +42,7 @@ export {
   type ServiceClientOptions,
   type StreamOptions,
 } from './service-client';
+export { createServiceApp, type ServiceAppOptions } from './service-app';
 export { onShutdown } from './shutdown';
 
 /** JSON body parsing with the errors mapped into the envelope by errorHandler. */
