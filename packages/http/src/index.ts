@@ -34,6 +34,7 @@ export {
   requestLogger,
   withRequestId,
 } from './request-context';
+export { createServiceApp, type ServiceAppOptions } from './service-app';
 export {
   type CallOptions,
   createServiceClient,
@@ -42,7 +43,6 @@ export {
   type ServiceClientOptions,
   type StreamOptions,
 } from './service-client';
-export { createServiceApp, type ServiceAppOptions } from './service-app';
 export { onShutdown } from './shutdown';
 
 /** JSON body parsing with the errors mapped into the envelope by errorHandler. */
