@@ -26,6 +26,8 @@ export interface BillingAppDeps {
   /** The keys service's answer to who owns a key: caller routes re-read the caller's key. */
   owners: KeyOwners;
   clock: () => Date;
+  /** The instant before which generation records are past the retention (null: kept forever). */
+  retentionCutoff?: () => Date | null;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
   /** The usage dead-letter queue, for `GET /internal/dlq` and `POST /internal/dlq/replay`. */
@@ -37,6 +39,7 @@ export interface BillingAppDeps {
 /** Billing's express app: health, caller routes (/generation, /credits), internal routes. */
 export function createBillingApp(deps: BillingAppDeps): express.Express {
   const { db, verifier, owners, clock } = deps;
+  const retentionCutoff = deps.retentionCutoff ?? (() => null);
   return createServiceApp({
     service: 'billing',
     logger: deps.logger,
@@ -44,11 +47,11 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
     metrics: deps.metrics,
     jsonLimit: '256kb',
     routes(app) {
-      app.use(generationsRoutes({ db, verifier, owners }));
+      app.use(generationsRoutes({ db, verifier, owners, retentionCutoff }));
       app.use(creditsRoutes({ credits: deps.credits, verifier, owners }));
       app.use(spendRoutes({ spend: deps.spend, verifier, clock }));
       app.use(analyticsRoutes({ db, verifier, owners, clock }));
-      app.use(generationsInternalRoutes({ db, verifier }));
+      app.use(generationsInternalRoutes({ db, verifier, retentionCutoff }));
       app.use(ledgerRoutes({ db, credits: deps.credits, verifier }));
       app.use(billingAuditRoutes({ db, verifier }));
       if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier }));
