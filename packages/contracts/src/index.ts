@@ -5,3 +5,4 @@ export * from './dashboard';
 export * from './ids';
 export * from './keys';
 export * from './teams';
+export * from './webhooks';

@@ -4,6 +4,8 @@ import { createServiceApp, type ReadinessCheck } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type express from 'express';
 import type { Registry } from 'prom-client';
+import { webhooksRoutes } from '../alerts/webhooks.routes';
+import type { WebhooksService } from '../alerts/webhooks.service';
 import { analyticsRoutes } from '../analytics/analytics.routes';
 import { billingAuditRoutes } from '../audit/audit';
 import { creditsRoutes } from '../credits/credits.routes';
@@ -25,6 +27,8 @@ export interface BillingAppDeps {
   verifier: ServiceVerifier;
   /** The keys service's answer to who owns a key: caller routes re-read the caller's key. */
   owners: KeyOwners;
+  /** Alert webhook endpoints (`/webhooks`, `/internal/accounts/{id}/webhooks`). */
+  webhooks: WebhooksService;
   clock: () => Date;
   /** The instant before which generation records are past the retention (null: kept forever). */
   retentionCutoff?: () => Date | null;
@@ -54,6 +58,7 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
       app.use(generationsInternalRoutes({ db, verifier, retentionCutoff }));
       app.use(ledgerRoutes({ db, credits: deps.credits, verifier }));
       app.use(billingAuditRoutes({ db, verifier }));
+      app.use(webhooksRoutes({ webhooks: deps.webhooks, verifier, owners }));
       if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier }));
     },
   });
