@@ -5,7 +5,13 @@ import { defineConfig } from 'vitest/config';
  * `redis-cluster` project's global setup on free ports of its own): the spend guard's and the key
  * cache's (issue 31: CI runs them both ways). Keep this list short: each file runs twice.
  */
-const CLUSTER_SUITES = ['packages/key-cache/src/**/*.test.ts', 'packages/redis/src/**/*.test.ts'];
+const CLUSTER_SUITES = [
+  'packages/spend/src/**/*.test.ts',
+  'packages/key-cache/src/**/*.test.ts',
+  'packages/redis/src/**/*.test.ts',
+  'services/billing/src/spend/spend-guard.test.ts',
+  'services/proxy/src/auth/authenticate.test.ts',
+];
 
 export default defineConfig({
   test: {

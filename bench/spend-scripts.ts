@@ -74,7 +74,7 @@ const rid = () => `gen-${Math.floor(NOW / 1000)}-${(seq++).toString(36).padStart
 
 async function setup(keyId: string, accountId: string, holds: number) {
   await store.beginRebuild({ keyId, accountId }, NOW);
-  await store.loadKey(keyId, NOW, { d: PERIOD, w: 'w2026-W48', m: 'm2026-11' }, [
+  await store.loadKey(accountId, keyId, NOW, { d: PERIOD, w: 'w2026-W48', m: 'm2026-11' }, [
     [PERIOD, usd('12.3456789')],
     ['w2026-W48', usd('40.5')],
     ['m2026-11', usd('150.25')],
@@ -233,6 +233,7 @@ for (const holds of HOLDS) {
           [
             {
               keyId,
+              accountId,
               totals: [
                 [PERIOD, usd('13')],
                 ['w2026-W48', usd('41')],

@@ -37,7 +37,7 @@ async function commandsFor(
   fn: () => Promise<unknown>,
 ): Promise<string[]> {
   const digest = digestKey(key.key);
-  const spend = `"${spendKeyHash(stack.infra.redis.prefix, key.hash)}"`;
+  const spend = `"${spendKeyHash(stack.infra.redis.prefix, stack.account.id, key.hash)}"`;
   const { hostname, port } = new URL(stack.infra.redis.url);
   // A raw MONITOR connection: one line per command Redis runs ("+<time> [db addr] "cmd" "arg" …").
   const socket = connect(Number(port || 6379), hostname);
@@ -186,7 +186,9 @@ describe('recalled key records (checked admission)', () => {
     expect(last?.body.error.metadata.error_type).toBe('rate_limited');
     // No reservation (r:) is left behind by the refused requests (the served ones were settled).
     await vi.waitFor(async () => {
-      const fields = await stack.infra.redis.client.hkeys(spendKeyHash(stack.infra.redis.prefix, key.hash));
+      const fields = await stack.infra.redis.client.hkeys(
+        spendKeyHash(stack.infra.redis.prefix, stack.account.id, key.hash),
+      );
       expect(fields.filter((f) => f.startsWith('r:'))).toEqual([]);
     });
   });

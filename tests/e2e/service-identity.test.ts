@@ -65,7 +65,7 @@ describe('service identity with production keys', () => {
     await client.del(
       stack.services.keys.runtime.cache.redisKey(digestKey(key.key)),
       spendAccountHash(prefix, account.id),
-      spendKeyHash(prefix, key.hash),
+      spendKeyHash(prefix, account.id, key.hash),
     );
     const r = await stack.api('/chat/completions', {
       key: key.key,

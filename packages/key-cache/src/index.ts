@@ -6,7 +6,7 @@ import type { RedisClient } from '@tollgate/redis';
  * The Redis key cache: the one module that defines how an API key's record is cached, used by the
  * keys service (writes) and the proxy (reads). Keyed by the key's SHA-256 digest.
  *
- * Layout: HASH `<prefix>key:<digest>` with fields
+ * Layout: HASH `<prefix>key:{<digest>}` with fields (the digest is the Redis Cluster hash tag)
  *   v  version (the key row's `version`, bumped by every change in Postgres)
  *   s  state: `ok` (d holds the record), `pending` (a change is being committed; do not trust any
  *      cached copy, ask the keys service), `absent` (negative cache: no such key)
@@ -162,7 +162,10 @@ export function createKeyCache(redis: RedisClient, options: KeyCacheOptions): Ke
   const recordTtl = options.recordTtlSeconds ?? 86_400;
   const absentTtl = options.absentTtlSeconds ?? 60;
   const pendingTtl = options.pendingTtlSeconds ?? 30;
-  const redisKey = (digest: string) => `${options.prefix}key:${digest}`;
+  // The digest is the hash tag of the record and of its rate windows: one slot, found from the digest
+  // alone (the account is not known before the record is read). docs/architecture.md "Redis keys
+  // and hash slots".
+  const redisKey = (digest: string) => `${options.prefix}key:{${digest}}`;
 
   const write = async (
     digest: string,
@@ -176,7 +179,7 @@ export function createKeyCache(redis: RedisClient, options: KeyCacheOptions): Ke
   const rateWindow = (digest: string, nowMs: number): RateWindow => {
     const window = Math.floor(nowMs / RATE_WINDOW_MS);
     return {
-      counterKey: `${options.prefix}rl:${digest}:${window}`,
+      counterKey: `${options.prefix}rl:{${digest}}:${window}`,
       counterTtlMs: RATE_WINDOW_MS * 2,
       windowEndMs: (window + 1) * RATE_WINDOW_MS,
     };

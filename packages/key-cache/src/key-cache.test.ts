@@ -37,7 +37,9 @@ describe('key cache', () => {
   });
 
   it('keys entries under the prefix', () => {
-    expect(cache.redisKey('abc')).toBe(`${redis.prefix}key:abc`);
+    // The digest is the record's hash tag, and its rate window's (one slot, found from the digest).
+    expect(cache.redisKey('abc')).toBe(`${redis.prefix}key:{abc}`);
+    expect(cache.rateWindow('abc', 60_000).counterKey).toBe(`${redis.prefix}rl:{abc}:1`);
     expect(lastUsedHashKey(redis.prefix)).toBe(`${redis.prefix}key-last-used`);
   });
 

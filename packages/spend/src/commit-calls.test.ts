@@ -5,7 +5,7 @@ const opts = {
   now: 9,
   tombstoneTtlMs: 100,
   hashTtlSeconds: 60,
-  keyHash: (id: string) => `K:${id}`,
+  keyHash: (_account: string, id: string) => `K:${id}`,
   accountHash: (id: string) => `A:${id}`,
 };
 
@@ -15,6 +15,7 @@ describe('planCommitCalls', () => {
       [
         {
           keyId: 'k',
+          accountId: 'a',
           totals: [
             ['d1', 5n],
             ['all', 7n],
@@ -39,7 +40,11 @@ describe('planCommitCalls', () => {
 
   it(`splits the request ids into calls of ${COMMIT_CHUNK}, each with the whole totals`, () => {
     const ids = Array.from({ length: COMMIT_CHUNK + 1 }, (_, i) => `r${i}`);
-    const calls = planCommitCalls([{ keyId: 'k', totals: [['all', 3n]], requestIds: ids }], [], opts);
+    const calls = planCommitCalls(
+      [{ keyId: 'k', accountId: 'a', totals: [['all', 3n]], requestIds: ids }],
+      [],
+      opts,
+    );
     expect(calls.map((c) => c.args.length)).toEqual([6 + COMMIT_CHUNK, 7]);
     expect(calls[1]?.args).toEqual([9, 100, 60, 1, 'all', '3', `r${COMMIT_CHUNK}`]);
   });

@@ -22,7 +22,7 @@ export function planCommitCalls(
     now: number;
     tombstoneTtlMs: number;
     hashTtlSeconds: number;
-    keyHash: (id: string) => string;
+    keyHash: (accountId: string, keyId: string) => string;
     accountHash: (id: string) => string;
   },
 ): CommitCall[] {
@@ -31,7 +31,10 @@ export function planCommitCalls(
   for (const k of keys) {
     const pairs = k.totals.flatMap(([p, u]) => [p, u.toString()]);
     for (const ids of chunks(k.requestIds))
-      calls.push({ hash: opts.keyHash(k.keyId), args: [...head, k.totals.length, ...pairs, ...ids] });
+      calls.push({
+        hash: opts.keyHash(k.accountId, k.keyId),
+        args: [...head, k.totals.length, ...pairs, ...ids],
+      });
   }
   for (const a of accounts) {
     for (const ids of chunks(a.requestIds))

@@ -14,13 +14,13 @@ afterAll(async () => {
 
 describe('readCommittedKeySpend (real Redis)', () => {
   it('reads built hashes per period (absent field = 0), and null for a missing or unbuilt hash', async () => {
-    const [built, unbuilt, missing] = [randomUUID(), randomUUID(), randomUUID()];
-    await r.client.hset(spendKeyHash(r.prefix, built), { _ok: '1', 'd2026-11-20': '15', all: '40' });
-    await r.client.hset(spendKeyHash(r.prefix, unbuilt), { _rb: '1', all: '99' });
+    const [built, unbuilt, missing, acct] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    await r.client.hset(spendKeyHash(r.prefix, acct, built), { _ok: '1', 'd2026-11-20': '15', all: '40' });
+    await r.client.hset(spendKeyHash(r.prefix, acct, unbuilt), { _rb: '1', all: '99' });
     const out = await readCommittedKeySpend(
       r.client,
       r.prefix,
-      [built, unbuilt, missing],
+      [built, unbuilt, missing].map((keyId) => ({ keyId, accountId: acct })),
       ['d2026-11-20', 'm2026-11', 'all'],
     );
     expect(out.get(built)).toEqual(
@@ -34,12 +34,15 @@ describe('readCommittedKeySpend (real Redis)', () => {
     expect(out.get(missing)).toBeNull();
   });
 
-  it('reads one key without a pipeline, and nothing for no keys', async () => {
+  it('reads one key, and nothing for no keys', async () => {
     const id = randomUUID();
-    await r.client.hset(spendKeyHash(r.prefix, id), { _ok: '1', all: '123456789012345678901234' });
-    expect((await readCommittedKeySpend(r.client, r.prefix, [id], ['all'])).get(id)?.get('all')).toBe(
-      123456789012345678901234n,
-    );
+    const acct = randomUUID();
+    await r.client.hset(spendKeyHash(r.prefix, acct, id), { _ok: '1', all: '123456789012345678901234' });
+    expect(
+      (await readCommittedKeySpend(r.client, r.prefix, [{ keyId: id, accountId: acct }], ['all']))
+        .get(id)
+        ?.get('all'),
+    ).toBe(123456789012345678901234n);
     expect((await readCommittedKeySpend(r.client, r.prefix, [], ['all'])).size).toBe(0);
   });
 });

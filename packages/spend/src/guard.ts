@@ -70,7 +70,7 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
         const at = clock();
         const args = admitArgs(key, { requestId, worstCaseUnits, limitUnits, at });
         args.check = pendingCheck;
-        if (tpm !== null) args.tokenRate = tokenRate(options.prefix, key.id, at, tpm, worstCaseTokens);
+        if (tpm !== null) args.tokenRate = tokenRate(options.prefix, key, at, tpm, worstCaseTokens);
         const outcome = await store.admit(args).catch(() => {
           // Redis unreachable: refuse (503) rather than admit unchecked spend.
           throw spendUnavailable();
@@ -148,9 +148,15 @@ function admitArgs(
 }
 
 /** The key's tokens-per-minute charge of the minute holding `at`. */
-function tokenRate(prefix: string, keyId: string, at: Date, limit: number, tokens: number | undefined) {
+function tokenRate(
+  prefix: string,
+  key: { id: string; accountId: string },
+  at: Date,
+  limit: number,
+  tokens: number | undefined,
+) {
   return {
-    counterKey: spendTokenRateKey(prefix, keyId, at.getTime()),
+    counterKey: spendTokenRateKey(prefix, key.accountId, key.id, at.getTime()),
     limit,
     tokens: Math.max(0, Math.ceil(tokens ?? 0)),
     counterTtlMs: TOKEN_RATE_TTL_MS,

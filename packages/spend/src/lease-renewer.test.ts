@@ -31,7 +31,7 @@ async function owners() {
   const accountId = randomUUID();
   const load = async () => {
     await store.beginRebuild({ keyId, accountId }, NOW);
-    await store.loadKey(keyId, NOW, current, [[DAY, 0n]]);
+    await store.loadKey(accountId, keyId, NOW, current, [[DAY, 0n]]);
     await store.loadAccount(accountId, NOW, {
       usageUnits: 0n,
       creditsUnits: usd('100'),
@@ -68,7 +68,7 @@ async function owners() {
       limitReset: 'daily',
     };
   };
-  return { store, load, admit, lease, keyHash: spendKeyHash(prefix, keyId) };
+  return { store, load, admit, lease, keyHash: spendKeyHash(prefix, accountId, keyId) };
 }
 
 /** A store whose renewals are counted and answered only when released (the rest is the real store). */

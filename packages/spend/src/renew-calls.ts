@@ -22,13 +22,13 @@ export interface RenewCall {
  */
 export function* renewCalls(
   leases: Iterable<Lease>,
-  hashes: { keyHash: (id: string) => string; accountHash: (id: string) => string },
+  hashes: { keyHash: (accountId: string, keyId: string) => string; accountHash: (id: string) => string },
 ): Generator<RenewCall> {
   let call: RenewCall = { keys: [], args: [], owners: [] };
   for (const l of leases) {
     const units = (l.units < 0n ? 0n : l.units).toString();
     if (l.keyTracked) {
-      call.keys.push(hashes.keyHash(l.keyId));
+      call.keys.push(hashes.keyHash(l.accountId, l.keyId));
       const limit = l.limitUnits === undefined || l.limitUnits === null ? '' : l.limitUnits.toString();
       call.args.push(l.requestId, units, 'k', `${limit}|${l.period ?? ''}`);
       call.owners.push(l);

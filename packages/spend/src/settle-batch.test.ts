@@ -39,7 +39,7 @@ function rng(seed: number) {
 
 async function load(store: SpendStore, keyId: string, accountId: string, spent: string, credits: string) {
   await store.beginRebuild({ keyId, accountId }, NOW);
-  await store.loadKey(keyId, NOW, current, [
+  await store.loadKey(accountId, keyId, NOW, current, [
     [DAY, usd(spent)],
     ['all', usd(spent)],
   ]);
@@ -69,7 +69,7 @@ describe('batched settle and one-call commit match the per-request scripts', () 
         await load(s.store, 'k2', 'a2', '0', '1000000000000');
       }
       const hashes = (prefix: string) => [
-        ...keys.map((k) => spendKeyHash(prefix, k)),
+        ...keys.map((k, i) => spendKeyHash(prefix, accounts[i] as string, k)),
         ...accounts.map((a) => spendAccountHash(prefix, a)),
       ];
       const owner = [
@@ -88,7 +88,7 @@ describe('batched settle and one-call commit match the per-request scripts', () 
         r.client.eval(
           reference.settle,
           2,
-          spendKeyHash(prefix, s.keyId),
+          spendKeyHash(prefix, s.accountId, s.keyId),
           spendAccountHash(prefix, s.accountId),
           s.now,
           s.requestId,
@@ -178,14 +178,21 @@ describe('batched settle and one-call commit match the per-request scripts', () 
             [DAY, BigInt(total) - 1n],
           ];
           await refCommit(
-            spendKeyHash(A.prefix, owner[o]?.keyId as string),
+            spendKeyHash(A.prefix, owner[o]?.accountId as string, owner[o]?.keyId as string),
             keyTotals.flatMap(([p, u]) => [p, u.toString()]),
             reqs,
           );
           await refCommit(spendAccountHash(A.prefix, owner[o]?.accountId as string), ['usage', total], reqs);
           await B.store.applyCommitted(
             now,
-            [{ keyId: owner[o]?.keyId as string, totals: keyTotals, requestIds: reqs }],
+            [
+              {
+                keyId: owner[o]?.keyId as string,
+                accountId: owner[o]?.accountId as string,
+                totals: keyTotals,
+                requestIds: reqs,
+              },
+            ],
             [{ accountId: owner[o]?.accountId as string, usageUnits: BigInt(total), requestIds: reqs }],
           );
         } else {
@@ -220,11 +227,13 @@ describe('batched settle and one-call commit match the per-request scripts', () 
     }
     const spy = vi.spyOn(r.client, 'evalsha');
     expect((await store.settleMany(list)).size).toBe(0);
-    // 1,200 members (request × hash), 256 per call.
-    expect(spy.mock.calls.length).toBe(5);
+    // 1,200 members (request × hash), 256 per call; on a cluster per account (3 × 400 members: 2 each).
+    expect(spy.mock.calls.length).toBe(r.cluster ? 6 : 5);
     spy.mockRestore();
     for (const o of owners) {
-      expect(await r.client.hget(spendKeyHash(prefix, o.keyId), '_held')).toBe(String(usd('15')));
+      expect(await r.client.hget(spendKeyHash(prefix, o.accountId, o.keyId), '_held')).toBe(
+        String(usd('15')),
+      );
     }
     for (const a of ['a0', 'a1', 'a2']) {
       const n = list.filter((s) => s.accountId === a).length;
@@ -264,10 +273,10 @@ describe('batched settle and one-call commit match the per-request scripts', () 
     );
     expect([...failed]).toEqual(['gen-1-xxxxxxxxxxxxxxxxxxx1']);
     // Its key hash and the other request were settled once; the broken hash was left alone.
-    expect(await r.client.hget(spendKeyHash(prefix, 'k1'), 'p:gen-1-xxxxxxxxxxxxxxxxxxx1')).toMatch(
+    expect(await r.client.hget(spendKeyHash(prefix, 'a1', 'k1'), 'p:gen-1-xxxxxxxxxxxxxxxxxxx1')).toMatch(
       /^10000000000\|/,
     );
-    expect(await r.client.hget(spendKeyHash(prefix, 'k1'), '_held')).toBe(String(usd('1')));
+    expect(await r.client.hget(spendKeyHash(prefix, 'a1', 'k1'), '_held')).toBe(String(usd('1')));
     expect(await r.client.hget(spendAccountHash(prefix, 'a2'), '_held')).toBe(String(usd('1')));
     expect(await r.client.get(spendAccountHash(prefix, 'a1'))).toBe('oops');
   });
@@ -306,7 +315,7 @@ describe('the guard batches settles', () => {
       store,
       guard,
       k: key(keyId, accountId),
-      keyHash: spendKeyHash(prefix, keyId),
+      keyHash: spendKeyHash(prefix, accountId, keyId),
       acctHash: spendAccountHash(prefix, accountId),
       advance: (ms: number) => {
         clock += ms;
@@ -380,7 +389,7 @@ describe('the guard batches settles', () => {
     expect(await r.client.hget(g.keyHash, '_ok')).toBeNull();
     // Billing's rebuild loads Postgres, where the lost request's event was counted (1).
     await g.store.beginRebuild({ keyId: g.k.id, accountId: g.k.accountId }, NOW + 10_001);
-    await g.store.loadKey(g.k.id, NOW + 10_001, current, [[DAY, usd('1')]]);
+    await g.store.loadKey(g.k.accountId, g.k.id, NOW + 10_001, current, [[DAY, usd('1')]]);
     await g.store.loadAccount(g.k.accountId, NOW + 10_001, {
       usageUnits: usd('1'),
       creditsUnits: usd('100'),
@@ -415,7 +424,14 @@ describe('the guard batches settles', () => {
     // The worker counted the request meanwhile (its event was published with the settle).
     await g.store.applyCommitted(
       NOW,
-      [{ keyId: g.k.id, totals: [[DAY, usd('0.5')]], requestIds: ['gen-1-commitfirstcommitf'] }],
+      [
+        {
+          keyId: g.k.id,
+          accountId: g.k.accountId,
+          totals: [[DAY, usd('0.5')]],
+          requestIds: ['gen-1-commitfirstcommitf'],
+        },
+      ],
       [{ accountId: g.k.accountId, usageUnits: usd('1.5'), requestIds: ['gen-1-commitfirstcommitf'] }],
     );
     expect(await r.client.hget(g.keyHash, 't:gen-1-commitfirstcommitf')).not.toBeNull();
@@ -439,7 +455,7 @@ describe('the guard batches settles', () => {
     expect(await r.client.hget(g.keyHash, '_held')).toBe(String(usd('1')));
     await g.store.applyCommitted(
       NOW,
-      [{ keyId: g.k.id, totals: [[DAY, usd('1')]], requestIds: ids }],
+      [{ keyId: g.k.id, accountId: g.k.accountId, totals: [[DAY, usd('1')]], requestIds: ids }],
       [{ accountId: g.k.accountId, usageUnits: usd('2'), requestIds: ids }],
     );
     for (const h of [g.keyHash, g.acctHash]) {

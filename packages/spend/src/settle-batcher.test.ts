@@ -26,7 +26,7 @@ async function setup() {
   const keyId = randomUUID();
   const accountId = randomUUID();
   await store.beginRebuild({ keyId, accountId }, NOW);
-  await store.loadKey(keyId, NOW, { d: DAY, w: 'w2026-W47', m: 'm2026-11' }, [[DAY, 0n]]);
+  await store.loadKey(accountId, keyId, NOW, { d: DAY, w: 'w2026-W47', m: 'm2026-11' }, [[DAY, 0n]]);
   await store.loadAccount(accountId, NOW, { usageUnits: 0n, creditsUnits: 0n, postpaid: true, version: 1 });
   const batches: number[] = [];
   const counted: Pick<SpendStore, 'settleMany'> = {
@@ -56,7 +56,7 @@ async function setup() {
       now: NOW,
     };
   };
-  return { store: counted, batches, admitted, keyHash: spendKeyHash(prefix, keyId) };
+  return { store: counted, batches, admitted, keyHash: spendKeyHash(prefix, accountId, keyId) };
 }
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `gen-1-batch${String(i).padStart(15, '0')}`);
@@ -97,7 +97,10 @@ describe('settle batcher', () => {
     const batcher = createSettleBatcher({ store: s.store, lingerMs: 5 });
     const [good] = await Promise.all(ids(1).map(s.admitted));
     const bad = { ...(good as SettleArgs), keyId: randomUUID(), requestId: 'gen-1-badbadbadbadbadbadba' };
-    await r.client.set(spendKeyHash(s.keyHash.slice(0, s.keyHash.indexOf('spend:')), bad.keyId), 'x');
+    await r.client.set(
+      spendKeyHash(s.keyHash.slice(0, s.keyHash.indexOf('spend:')), bad.accountId, bad.keyId),
+      'x',
+    );
     const results = await Promise.allSettled([batcher.settle(good as SettleArgs), batcher.settle(bad)]);
     expect(results.map((x) => x.status)).toEqual(['fulfilled', 'rejected']);
     expect(s.batches).toEqual([2]);

@@ -5,7 +5,7 @@ import type { SettleArgs } from './store-types';
 const opts = {
   pendingTtlMs: 1000,
   hashTtlSeconds: 60,
-  keyHash: (id: string) => `K:${id}`,
+  keyHash: (_account: string, id: string) => `K:${id}`,
   accountHash: (id: string) => `A:${id}`,
 };
 const settle = (requestId: string, o: Partial<SettleArgs> = {}): SettleArgs => ({

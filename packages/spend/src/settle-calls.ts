@@ -23,7 +23,7 @@ export function planSettleCalls(
   opts: {
     pendingTtlMs: number;
     hashTtlSeconds: number;
-    keyHash: (id: string) => string;
+    keyHash: (accountId: string, keyId: string) => string;
     accountHash: (id: string) => string;
   },
 ): SettleCall[] {
@@ -57,7 +57,7 @@ export function planSettleCalls(
     if (!s.keyTracked && !s.accountTracked) continue;
     const cost = (s.costUnits < 0n ? 0n : s.costUnits).toString();
     const expires = String(s.now + opts.pendingTtlMs);
-    if (s.keyTracked) member(opts.keyHash(s.keyId), s, cost, expires);
+    if (s.keyTracked) member(opts.keyHash(s.accountId, s.keyId), s, cost, expires);
     if (s.accountTracked) member(opts.accountHash(s.accountId), s, cost, expires);
     if (members >= SETTLE_CHUNK) flush();
   }

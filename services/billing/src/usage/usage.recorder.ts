@@ -148,7 +148,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
    * while Redis is away (an admission after the outage rebuilds the hashes whose holds lapsed from
    * Postgres, so it must be up to date).
    */
-  const backlogKeys = new Map<string, { totals: Map<string, bigint>; ids: Set<string> }>();
+  const backlogKeys = new Map<string, { accountId: string; totals: Map<string, bigint>; ids: Set<string> }>();
   const backlogAccounts = new Map<string, { usage: bigint; ids: Set<string> }>();
   let backlogIds = 0;
   let retryTimer: NodeJS.Timeout | null = null;
@@ -158,7 +158,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
     for (const k of keys) {
       let b = backlogKeys.get(k.keyId);
       if (!b) {
-        b = { totals: new Map(), ids: new Set() };
+        b = { accountId: k.accountId, totals: new Map(), ids: new Set() };
         backlogKeys.set(k.keyId, b);
       }
       for (const [period, units] of k.totals) {
@@ -188,6 +188,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
   const takeBacklog = () => {
     const keys: CommittedKey[] = [...backlogKeys].map(([keyId, b]) => ({
       keyId,
+      accountId: b.accountId,
       totals: [...b.totals],
       requestIds: [...b.ids],
     }));
@@ -352,7 +353,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         for (const e of events) {
           let k = byKey.get(e.key_id);
           if (!k) {
-            k = { keyId: e.key_id, totals: [], requestIds: [] };
+            k = { keyId: e.key_id, accountId: e.account_id, totals: [], requestIds: [] };
             byKey.set(e.key_id, k);
           }
           k.requestIds.push(e.id);

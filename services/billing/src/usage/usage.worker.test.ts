@@ -237,7 +237,7 @@ describe('usage worker', () => {
     const store = createSpendStore(s.billing.redis, { prefix: s.config.REDIS_PREFIX });
     const now = Date.now();
     await store.beginRebuild({ keyId: e.key_id, accountId: e.account_id }, now);
-    await store.loadKey(e.key_id, now, { d: 'd0', w: 'w0', m: 'm0' }, []);
+    await store.loadKey(e.account_id, e.key_id, now, { d: 'd0', w: 'w0', m: 'm0' }, []);
     await store.loadAccount(e.account_id, now, {
       usageUnits: 0n,
       creditsUnits: 0n,
@@ -253,7 +253,9 @@ describe('usage worker', () => {
     const units = String(toUnits('2'));
     await vi.waitFor(
       async () =>
-        expect(await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, e.key_id), 'all')).toBe(units),
+        expect(
+          await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, e.account_id, e.key_id), 'all'),
+        ).toBe(units),
       { timeout: 10_000 },
     );
     expect(await s.redis.client.hget(spendAccountHash(s.config.REDIS_PREFIX, e.account_id), 'usage')).toBe(
@@ -289,7 +291,9 @@ describe('usage worker', () => {
     expect(['SIGKILL', 137], output).toContain(exit); // 137 when pnpm reports its killed child
     // Committed, never acked, Redis never updated.
     expect(await countOf(e.id)).toBe(1);
-    expect(await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, e.key_id), 'all')).toBeNull();
+    expect(
+      await s.redis.client.hget(spendKeyHash(s.config.REDIS_PREFIX, e.account_id, e.key_id), 'all'),
+    ).toBeNull();
   }
 
   it('keeps GET /generation at 404 for another account and for an unknown id, 400 for a malformed one', async () => {

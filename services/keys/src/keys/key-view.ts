@@ -39,7 +39,7 @@ export interface KeyPresenter {
    * GET /key: the caller's object. `row` is the caller's row being read (its failure — 401 for a
    * revoked key — is the answer); the usage figures are read meanwhile by key id alone.
    */
-  presentCaller(keyId: string, row: Promise<ApiKey>): Promise<CallerKeyObject>;
+  presentCaller(caller: { keyId: string; accountId: string }, row: Promise<ApiKey>): Promise<CallerKeyObject>;
 }
 
 const usd = (decimal: string) => toNumber(toUnits(decimal));
@@ -113,7 +113,7 @@ export function createKeyPresenter(deps: {
   logger: Logger;
 }): KeyPresenter {
   const readUsage = async (rows: readonly ApiKey[], mode: UsageMode): Promise<Map<string, KeyUsage>> => {
-    const wanted = rows.map((r) => ({ id: r.id, limitReset: r.limit_reset }));
+    const wanted = rows.map((r) => ({ id: r.id, accountId: r.account_id, limitReset: r.limit_reset }));
     if (mode === 'zero' || rows.length === 0) return new Map();
     if (mode === 'read') return deps.usage.read(wanted);
     try {
@@ -134,12 +134,12 @@ export function createKeyPresenter(deps: {
 
   return {
     present,
-    async presentCaller(keyId, loading) {
+    async presentCaller({ keyId, accountId }, loading) {
       // Billing's figures need only the key id: every period is asked for (limit_reset null) while
       // the row is read, and the figure of the key's own limit period is picked once it is known.
       // Two hops in parallel instead of one after the other (issue 11: GET /key p50).
       const figures = Promise.all([
-        deps.usage.read([{ id: keyId, limitReset: null }]),
+        deps.usage.read([{ id: keyId, accountId, limitReset: null }]),
         deps.lastUsed.pending([keyId]),
       ]);
       figures.catch(() => {}); // awaited below; the row's own error (401) is answered first

@@ -141,8 +141,8 @@ describe('usage figures from the spend counters in Redis', () => {
     const other = await t.createKey(acct.id, {});
     // A hash built from Postgres (rebuild), then a commit raising two periods; a reservation and a
     // pending cost (not committed) must not show.
-    await store.beginRebuild({ keyId: counted.id }, now.getTime());
-    await store.loadKey(counted.id, now.getTime(), current, [
+    await store.beginRebuild({ accountId: acct.id, keyId: counted.id, skipAccount: true }, now.getTime());
+    await store.loadKey(acct.id, counted.id, now.getTime(), current, [
       [current.m, toUnits('4')],
       ['all', toUnits('6.5')],
     ]);
@@ -151,6 +151,7 @@ describe('usage figures from the spend counters in Redis', () => {
       [
         {
           keyId: counted.id,
+          accountId: acct.id,
           totals: [
             [current.d, toUnits('1.0000000001')],
             [current.w, toUnits('2')],
@@ -170,7 +171,7 @@ describe('usage figures from the spend counters in Redis', () => {
       now: now.getTime(),
     });
     // A hash that exists but was never built (placeholder of a rebuild under way): billing answers.
-    await store.beginRebuild({ keyId: unbuilt.id }, now.getTime());
+    await store.beginRebuild({ accountId: acct.id, keyId: unbuilt.id, skipAccount: true }, now.getTime());
     answer = ({ keys }) => ({
       status: 200,
       body: {
@@ -211,8 +212,8 @@ describe('usage figures from the spend counters in Redis', () => {
   it('a built hash with no field for a period reads zero for it; Redis failing falls back to billing', async () => {
     const store = createSpendStore(t.redis.client, { prefix: t.redis.prefix });
     const key = await t.createKey(t.account.id, { limit: '3', limitReset: 'daily' });
-    await store.beginRebuild({ keyId: key.id }, now.getTime());
-    await store.loadKey(key.id, now.getTime(), current, [['all', toUnits('9')]]);
+    await store.beginRebuild({ accountId: t.account.id, keyId: key.id, skipAccount: true }, now.getTime());
+    await store.loadKey(t.account.id, key.id, now.getTime(), current, [['all', toUnits('9')]]);
     calls.length = 0;
     const me = await api(t, 'GET', '/key', { as: key });
     expect(calls).toHaveLength(0);

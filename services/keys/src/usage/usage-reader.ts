@@ -20,7 +20,9 @@ export const ZERO_USAGE: KeyUsage = Object.freeze({
  * The map holds an entry per requested id (zeros for a key billing has never seen).
  */
 export interface UsageReader {
-  read(keys: ReadonlyArray<{ id: string; limitReset: LimitReset | null }>): Promise<Map<string, KeyUsage>>;
+  read(
+    keys: ReadonlyArray<{ id: string; accountId: string; limitReset: LimitReset | null }>,
+  ): Promise<Map<string, KeyUsage>>;
   close(): Promise<void>;
 }
 
@@ -95,7 +97,7 @@ function redisFirstUsageReader(options: {
         monthly: periodKey('monthly', now),
         all: periodKey(null, now),
       };
-      const ids = [...new Set(keys.map((k) => k.id))];
+      const ids = [...new Map(keys.map((k) => [k.id, { keyId: k.id, accountId: k.accountId }])).values()];
       let spend: Awaited<ReturnType<typeof readCommittedKeySpend>>;
       try {
         spend = await readCommittedKeySpend(options.redis, options.prefix, ids, Object.values(periods));

@@ -14,7 +14,7 @@ import {
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';
-import type { RedisClient } from '@tollgate/redis';
+import { isCluster, type RedisClient } from '@tollgate/redis';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
 import express, { type Response } from 'express';
 import { createAuthenticator } from '../auth/authenticate';
@@ -127,9 +127,9 @@ export function createProxyApp(deps: {
       burst: config.UNKNOWN_KEY_LOOKUP_BURST,
     }),
   });
-  // The doors recall key records when their admission can check them (docs/architecture.md).
+  // Records are recalled when admission can check them; not on a Redis Cluster (docs/architecture.md).
   const steps = authSteps(authenticator, keyCache, {
-    recall: deps.guard.checks === true,
+    recall: deps.guard.checks === true && !isCluster(redis),
     clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
   });
   const { auth, inference, management, authenticated } = steps;

@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { createRedisClient, isCluster, keySlot, type RedisClient } from '@tollgate/redis';
+import { type LocalRedisCluster, startLocalRedisCluster } from '@tollgate/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spendAccountHash, spendKeyHash } from './keys';
+import { createSpendStore, type SpendStore } from './store';
+
+// Issue 31: the spend scripts on a real Redis Cluster (3 masters + 3 replicas of this file's own, so
+// the failover disturbs no other suite), one master failed over (CLUSTER FAILOVER on its replica)
+// while requests are admitted and settled; no key may end over its limit and no hold may be lost.
+// Runs in the `redis-cluster` vitest project (vitest.config.ts), which CI runs with `pnpm test`.
+const onCluster = process.env.TOLLGATE_TEST_REDIS === 'cluster';
+
+const USD = 10_000_000_000n;
+const NOW = Date.parse('2026-11-20T12:00:00.000Z');
+const DAY = 'd2026-11-20';
+const current = { d: DAY, w: 'w2026-W47', m: 'm2026-11' };
+
+describe.skipIf(!onCluster)('spend store on a Redis Cluster with a master failed over under load', () => {
+  let cluster: LocalRedisCluster;
+  let redis: RedisClient;
+  let store: SpendStore;
+  const prefix = 'tgt:failover:';
+
+  beforeAll(async () => {
+    cluster = await startLocalRedisCluster();
+    redis = createRedisClient({ url: cluster.url }, { enableAutoPipelining: true, maxRetriesPerRequest: 5 });
+    store = createSpendStore(redis, { prefix });
+  }, 60_000);
+  afterAll(async () => {
+    redis?.disconnect();
+    await cluster?.stop();
+  });
+
+  it('keeps every key within its limit and every admitted hold, across the failover', async () => {
+    expect(isCluster(redis)).toBe(true);
+    // 24 accounts with one limited key each ($40 a day), prepaid with $60 each: the key's limit binds.
+    // 36 keys: the first 24 take the load before and during the failover, the last 12 only after it.
+    const owners = Array.from({ length: 36 }, () => ({ keyId: randomUUID(), accountId: randomUUID() }));
+    const limit = 40n * USD;
+    const credits = 60n * USD;
+    for (const o of owners) {
+      await store.beginRebuild({ accountId: o.accountId, keyId: o.keyId }, NOW);
+      await store.loadKey(o.accountId, o.keyId, NOW, current, [[DAY, 0n]]);
+      await store.loadAccount(o.accountId, NOW, {
+        usageUnits: 0n,
+        creditsUnits: credits,
+        postpaid: false,
+        version: 1,
+      });
+    }
+    // The accounts are spread over every master (the hash tag decides the slot).
+    const slots = new Set(
+      owners.map((o) => Math.floor(keySlot(spendAccountHash(prefix, o.accountId)) / 5462)),
+    );
+    expect(slots.size).toBe(3);
+
+    const admitted = new Map<string, bigint>(owners.map((o) => [o.keyId, 0n]));
+    const full0 = () => owners.filter((o) => (admitted.get(o.keyId) ?? 0n) > limit - USD).length;
+    let errors = 0;
+    let afterFailover = 0;
+    let failedOver = false;
+    const start = Date.now();
+    let doneAt = Number.POSITIVE_INFINITY;
+    const worker = async (w: number) => {
+      for (let n = 0; Date.now() < Math.min(doneAt + 1_500, start + 40_000); n++) {
+        const late = failedOver ? 12 : 0;
+        const o = owners[late ? 24 + ((w * 7 + n) % late) : (w * 7 + n) % 24] as (typeof owners)[0];
+        const worst = BigInt(1 + ((w + n) % 3)) * (USD / 4n); // $0.25–0.75
+        const requestId = `gen-${w}-${n}-${randomUUID()}`;
+        try {
+          const r = await store.admit({
+            keyId: o.keyId,
+            accountId: o.accountId,
+            requestId,
+            worstCaseUnits: worst,
+            limitUnits: limit,
+            period: DAY,
+            now: NOW + n,
+          });
+          if (r.code !== 'admitted') continue;
+          admitted.set(o.keyId, (admitted.get(o.keyId) ?? 0n) + worst);
+          if (late) afterFailover++;
+          // Settled at its worst case (the most it may cost): the pending cost stays on both hashes.
+          await store.settle({
+            keyId: o.keyId,
+            accountId: o.accountId,
+            requestId,
+            costUnits: worst,
+            keyTracked: r.keyTracked,
+            accountTracked: r.accountTracked,
+            now: NOW + n,
+          });
+        } catch {
+          errors++; // refused for want of Redis: nothing was admitted
+        }
+      }
+    };
+    const failover = (async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      const [master] = await cluster.masters();
+      const promoted = await cluster.failover(master as number);
+      failedOver = true;
+      doneAt = Date.now();
+      expect(await cluster.masters()).toContain(promoted);
+    })();
+    await Promise.all([...Array.from({ length: 12 }, (_, w) => worker(w)), failover]);
+
+    expect(failedOver).toBe(true);
+    expect(afterFailover).toBeGreaterThan(0);
+    console.log(
+      `failover test: admitted ${[...admitted.values()].reduce((a, b) => a + b, 0n) / (USD / 4n)} quarter-dollars, ${afterFailover} requests after the failover, ${errors} errors, ${full0()} keys at their limit, failover took ${doneAt - start - 300} ms`,
+    );
+    for (const o of owners) {
+      const spent = admitted.get(o.keyId) ?? 0n;
+      expect(spent).toBeLessThanOrEqual(limit);
+      // Every admitted request's cost is still held on both hashes (none lost in the failover).
+      const [keyHeld, acctHeld] = await Promise.all([
+        redis.hget(spendKeyHash(prefix, o.accountId, o.keyId), '_held'),
+        redis.hget(spendAccountHash(prefix, o.accountId), '_held'),
+      ]);
+      expect(BigInt(keyHeld ?? '0')).toBe(spent);
+      expect(BigInt(acctHeld ?? '0')).toBe(spent);
+    }
+    // The load was real: keys were driven to their limit, before and after the failover.
+    const full = owners.filter((o) => (admitted.get(o.keyId) ?? 0n) > limit - USD).length;
+    expect(full).toBeGreaterThan(0);
+    expect(errors).toBeLessThan(50);
+  }, 60_000);
+});
