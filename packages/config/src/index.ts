@@ -108,6 +108,8 @@ export const FILE_SETTINGS = [
   'SERVICE_PRIVATE_KEY',
   'SERVICE_PUBLIC_KEYS',
   'ADMIN_PRIVATE_KEY',
+  // The dashboard's OpenID Connect client secret (single sign-on).
+  'OIDC_CLIENT_SECRET',
   // Server URLs carry the service's own password (compose generates them on first start).
   'DATABASE_URL',
   'AMQP_URL',

@@ -10,6 +10,8 @@ import { type AuthService, createAuthService } from './auth/auth.service';
 import type { DashboardConfig } from './config';
 import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
 import { createDashboardApp } from './http/app';
+import { createSsoClient } from './sso/sso.client';
+import { createSsoService } from './sso/sso.service';
 import { createInternalClient } from './upstream/internal-client';
 import { createUsersService } from './users/users.service';
 
@@ -64,6 +66,9 @@ export async function startDashboard(
     timeoutMs: config.SERVICE_TIMEOUT_MS,
     logger,
   });
+  const sso = config.SSO
+    ? createSsoService({ db, clock, settings: config.SSO, client: createSsoClient(config.SSO, logger) })
+    : null;
   const metrics = serviceRegistry('dashboard');
   const app = createDashboardApp({
     metrics,
@@ -79,6 +84,9 @@ export async function startDashboard(
     clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
     clock,
     logger,
+    sso,
+    ssoRedirectUrl: config.SSO?.redirectUrl ?? null,
+    passwordSignIn: config.PASSWORD_SIGN_IN,
     readiness: {
       postgres: async () => {
         await sql`select 1`.execute(db);
