@@ -5,11 +5,7 @@
  * membership change is audited once, as the owner.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type DashboardSession,
-  startTestDashboard,
-  type TestDashboard,
-} from '../support/dashboard';
+import { type DashboardSession, startTestDashboard, type TestDashboard } from '../support/dashboard';
 import { describeResponse, type Stack, startStack } from '../support/stack';
 
 let stack: Stack;
@@ -52,7 +48,9 @@ afterAll(async () => {
 
 describe('team viewers', () => {
   it('an owner makes a viewer a team viewer of team A (audited once, as the owner)', async () => {
-    expect((await member.call('PUT', `/api/users/${memberId}/teams`, { team_ids: [teamA] })).status).toBe(403);
+    expect((await member.call('PUT', `/api/users/${memberId}/teams`, { team_ids: [teamA] })).status).toBe(
+      403,
+    );
     const unknown = await owner.call('PUT', `/api/users/${memberId}/teams`, {
       team_ids: ['00000000-0000-4000-8000-000000000000'],
     });
@@ -68,8 +66,9 @@ describe('team viewers', () => {
       team_ids: [teamA],
     });
     const audit = await owner.call('GET', '/api/audit?source=dashboard');
-    const changes = (audit.body.data as Array<{ action: string; target: { id: string }; actor: { id: string } }>)
-      .filter((e) => e.target.id === memberId && e.action === 'user.teams');
+    const changes = (
+      audit.body.data as Array<{ action: string; target: { id: string }; actor: { id: string } }>
+    ).filter((e) => e.target.id === memberId && e.action === 'user.teams');
     expect(changes).toHaveLength(1);
   });
 

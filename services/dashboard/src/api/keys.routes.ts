@@ -36,7 +36,9 @@ export function keysRoutes(deps: { client: InternalClient; clientAddress: Client
       throw badRequest('include_revoked: must be true or false');
     }
     // Team viewers: their teams' keys only.
-    res.json({ data: visibleKeys(res, await deps.client.listKeys(userOf(res).accountId, include === 'true')) });
+    res.json({
+      data: visibleKeys(res, await deps.client.listKeys(userOf(res).accountId, include === 'true')),
+    });
   });
   router.post('/api/keys', requireUser, requireOwner, async (req, res) => {
     res.status(201).json({

@@ -4,7 +4,7 @@ import * as oidc from 'openid-client';
 import type { SsoSettings } from './sso.config';
 
 /** One sign-in started: what the browser must bring back (kept server-side, bound to a cookie). */
-export interface SsoStart {
+interface SsoStart {
   url: URL;
   state: string;
   nonce: string;

@@ -87,7 +87,12 @@ export function createSsoService(o: {
           );
         if (!sameTeams(teams, grant.teams)) {
           await replaceTeams(trx, settings.accountId, current.id, grant.teams);
-          await change(current, 'sso.teams', { email: current.email, teams }, { email: current.email, teams: grant.teams });
+          await change(
+            current,
+            'sso.teams',
+            { email: current.email, teams },
+            { email: current.email, teams: grant.teams },
+          );
         }
       }
       await change(current, 'sso.sign_in', null, { email: current.email, subject: claims.sub });

@@ -1,5 +1,5 @@
-import { AppError } from '@tollgate/errors';
 import type { KeyObject } from '@tollgate/contracts';
+import { AppError } from '@tollgate/errors';
 import type { RequestHandler, Response } from 'express';
 import type { SessionUser } from '../auth/auth.service';
 import type { DashboardDb } from '../database';
@@ -18,8 +18,7 @@ const BY_KEY = new Set(['/api/usage', '/api/latency', '/api/generations']);
 const outOfScope = (message: string) => new AppError('forbidden', message, { reason: 'team_scope' });
 
 /** The member's teams (set by teamScope), or null for owners and viewers (the whole account). */
-export const scopeOf = (res: Response): string[] | null =>
-  (res.locals.teams as string[] | undefined) ?? null;
+export const scopeOf = (res: Response): string[] | null => (res.locals.teams as string[] | undefined) ?? null;
 
 /** The keys a user may see: all for owners and viewers, their teams' for members. */
 export const visibleKeys = (res: Response, keys: KeyObject[]): KeyObject[] => {
@@ -30,19 +29,17 @@ export const visibleKeys = (res: Response, keys: KeyObject[]): KeyObject[] => {
 export function teamScope(deps: { db: DashboardDb; client: InternalClient }): RequestHandler {
   return async (req, res, next) => {
     const user = res.locals.user as SessionUser | undefined;
-    if (!user || user.role !== 'member') return next();
+    if (user?.role !== 'member') return next();
     const teams = await teamsOf(deps.db, user.id);
     res.locals.teams = teams;
     if (req.method === 'DELETE' && req.path === '/api/session') return next();
     if (req.method !== 'GET') return next(); // every change needs an owner (requireOwner refuses)
     if (OPEN.has(req.path)) return next();
-    if (!BY_KEY.has(req.path))
-      throw outOfScope("Team viewers see only their teams' keys and usage");
+    if (!BY_KEY.has(req.path)) throw outOfScope("Team viewers see only their teams' keys and usage");
     const keyId = typeof req.query.key_id === 'string' ? req.query.key_id.toLowerCase() : '';
-    if (!keyId) throw outOfScope('Team viewers must choose one of their teams\' keys (key_id)');
+    if (!keyId) throw outOfScope("Team viewers must choose one of their teams' keys (key_id)");
     const keys = visibleKeys(res, await deps.client.listKeys(user.accountId, true));
-    if (!keys.some((k) => k.hash === keyId))
-      throw outOfScope('This key is not one of your teams\' keys');
+    if (!keys.some((k) => k.hash === keyId)) throw outOfScope("This key is not one of your teams' keys");
     next();
   };
 }

@@ -32,7 +32,10 @@ export function teamsRoutes(deps: {
 
   router.get('/api/teams', requireUser, async (_req, res) => {
     const accountId = userOf(res).accountId;
-    const [teams, members] = await Promise.all([deps.client.teams(accountId), membershipsOf(deps.db, accountId)]);
+    const [teams, members] = await Promise.all([
+      deps.client.teams(accountId),
+      membershipsOf(deps.db, accountId),
+    ]);
     const mine = scopeOf(res);
     const byTeam = new Map<string, string[]>();
     for (const [user, ids] of members) for (const t of ids) byTeam.set(t, [...(byTeam.get(t) ?? []), user]);

@@ -106,7 +106,11 @@ export function usersRoutes(deps: {
 
   /** Ends every session of a user (signed in elsewhere, a lost laptop). */
   router.delete('/api/users/:id/sessions', requireUser, requireOwner, async (req, res) => {
-    const ended = await deps.users.endSessions(userOf(res).accountId, userIdOf(req.params.id), actor(req, res));
+    const ended = await deps.users.endSessions(
+      userOf(res).accountId,
+      userIdOf(req.params.id),
+      actor(req, res),
+    );
     res.json({ data: { ended } });
   });
 

@@ -4,6 +4,7 @@ import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
 import { PAGE_SIZE } from '../keys/keys.repository';
+import { toTeamObject } from './team-view';
 import type { TeamService } from './teams.service';
 
 /** At most this many teams in one answer (pages of PAGE_SIZE read until then). */
@@ -20,14 +21,7 @@ export function teamsInternalRoutes(deps: { teams: TeamService; verifier: Servic
       const data: TeamObject[] = [];
       for (let offset = 0; offset < MAX_TEAMS; offset += PAGE_SIZE) {
         const page = await deps.teams.list(accountId, offset);
-        for (const t of page)
-          data.push({
-            id: t.id,
-            name: t.name,
-            key_count: t.key_count,
-            created_at: t.created_at.toISOString(),
-            updated_at: t.updated_at.toISOString(),
-          });
+        data.push(...page.map(toTeamObject));
         if (page.length < PAGE_SIZE) break;
       }
       const answer: z.input<typeof listAccountTeams.response> = { data };
