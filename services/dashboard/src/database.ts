@@ -4,7 +4,7 @@ import type { ColumnType, Generated, Kysely, Selectable } from 'kysely';
 import { migrations } from '../migrations';
 
 /** Postgres schema owned by the dashboard. */
-const DASHBOARD_SCHEMA = 'dashboard';
+export const DASHBOARD_SCHEMA = 'dashboard';
 
 /** `member`: a team viewer (sees only the keys and usage of the teams they are a member of). */
 export type Role = 'owner' | 'viewer' | 'member';

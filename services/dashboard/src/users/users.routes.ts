@@ -1,5 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createUser, type invitedUserSchema } from '@tollgate/contracts';
+import { createUser, type invitedUserSchema, isUuid } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
 import { type Request, type Response, Router } from 'express';
@@ -19,9 +19,8 @@ const roleBody = z.strictObject({
   role: z.enum(['owner', 'viewer', 'member'], { error: 'expected owner, viewer or member' }),
 });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const userIdOf = (value: unknown) => {
-  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('id: must be a user id (uuid)');
+  if (!isUuid(value)) throw badRequest('id: must be a user id (uuid)');
   return value;
 };
 
