@@ -13,6 +13,7 @@ import { createDashboardApp } from './http/app';
 import { createSsoClient } from './sso/sso.client';
 import { createSsoService } from './sso/sso.service';
 import { createInternalClient } from './upstream/internal-client';
+import { createWebhooksClient } from './upstream/webhooks-client';
 import { createUsersService } from './users/users.service';
 
 export interface DashboardHandle {
@@ -69,6 +70,12 @@ export async function startDashboard(
   const sso = config.SSO
     ? createSsoService({ db, clock, settings: config.SSO, client: createSsoClient(config.SSO, logger) })
     : null;
+  const webhooks = createWebhooksClient({
+    billingUrl: config.BILLING_URL,
+    signer: createServiceSigner('dashboard', config.SERVICE_PRIVATE_KEY),
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+  });
   const metrics = serviceRegistry('dashboard');
   const app = createDashboardApp({
     metrics,
@@ -76,6 +83,7 @@ export async function startDashboard(
     auth,
     users: createUsersService({ db, clock, inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000 }),
     client,
+    webhooks,
     catalog,
     verifier: createServiceVerifier('dashboard', config.SERVICE_PUBLIC_KEYS),
     uiDir: config.UI_DIR,
@@ -114,6 +122,7 @@ export async function startDashboard(
       closing ??= (async () => {
         await closeServer(server);
         await client.close();
+        await webhooks.close();
         await db.destroy();
       })();
       return closing;
