@@ -3,4 +3,5 @@ export * from './billing';
 export * from './common';
 export * from './dashboard';
 export * from './keys';
+export * from './refusals';
 export * from './teams';

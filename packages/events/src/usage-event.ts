@@ -95,14 +95,50 @@ export const usageEventV1 = z.object({
 });
 
 export type UsageEventV1 = z.output<typeof usageEventV1>;
-export type UsageEvent = UsageEventV1;
+
+/** What a refused request is counted as (`RefusalEventV1.error_type`). */
+export const REFUSAL_TYPES = ['limit', 'rate_limit', 'auth', 'bad_request', 'provider', 'other'] as const;
+export type RefusalType = (typeof REFUSAL_TYPES)[number];
+
+/**
+ * A request of a known key answered with an error and nothing billed (spend limit, rate limit, a
+ * disabled key, a bad request, every provider refusing), published by the proxy on the same
+ * exchange so the refusals are counted in billing's roll-ups and the last ones per key are kept.
+ * No cost, no tokens: billing's checks verify its signature and time like any event's. Requests of
+ * unknown keys have no account: they are only counted in the proxy's metrics.
+ */
+export const refusalEventV1 = z.object({
+  type: z.literal('refusal'),
+  version: z.literal(1),
+  /** The request id the refused request answered with (`X-Request-Id`). */
+  id: z.string().regex(REQUEST_ID),
+  account_id: z.string().uuid(),
+  key_id: z.string().uuid(),
+  api_type: z.enum(API_TYPES),
+  /** The model the request asked for, when its body named one (at most 200 characters). */
+  model: text.pipe(z.string().max(200)).nullable(),
+  app: text.pipe(z.string().max(200)).nullable(),
+  /** The HTTP status answered (400–599). */
+  status: z.number().int().min(400).max(599),
+  error_type: z.enum(REFUSAL_TYPES),
+  /** The error envelope's `error_type` (`key_limit_exceeded`, `rate_limited`, …). */
+  code: text.pipe(z.string().min(1).max(64)),
+  /** The error message answered (at most 300 characters). */
+  message: text.pipe(z.string().max(300)),
+  /** When the refusal was answered (named like the usage event's: billing's time check reads it). */
+  finished_at: z.string().datetime(),
+});
+
+export type RefusalEventV1 = z.output<typeof refusalEventV1>;
+/** Any event of the usage exchange (see `usageEventSchemas`). */
+export type UsageEvent = UsageEventV1 | RefusalEventV1;
 
 /**
  * The catalog of messages on the usage exchange: type → version → schema. A consumer decodes a
  * message by its body's `type` and `version`; billing has one typed handler per entry. A new version
  * is added here (the old one stays while producers may still send it).
  */
-export const usageEventSchemas = { usage: { 1: usageEventV1 } } as const;
+export const usageEventSchemas = { usage: { 1: usageEventV1 }, refusal: { 1: refusalEventV1 } } as const;
 
 export type UsageEventSchemas = typeof usageEventSchemas;
 export type UsageEventType = keyof UsageEventSchemas;

@@ -9,6 +9,7 @@ import * as usageLatency from './2026_11_26_130000_usage_latency';
 import * as generationSessionIndex from './2026_11_26_131000_generation_session_index';
 import * as generationWithheldTools from './2026_11_26_140000_generation_withheld_tools';
 import * as auditLog from './2026_11_26_150000_audit_log';
+import * as refusals from './2026_11_26_160000_refusals';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_131000_generation_session_index': generationSessionIndex,
   '2026_11_26_140000_generation_withheld_tools': generationWithheldTools,
   '2026_11_26_150000_audit_log': auditLog,
+  '2026_11_26_160000_refusals': refusals,
 };

@@ -14,6 +14,7 @@ import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
 import { createBillingApp } from './http/app';
 import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
+import { recordRefusals } from './refusals/refusals.repository';
 import { createSpendService } from './spend/spend.service';
 import { classifyBillingFailure } from './usage/failure';
 import { createUsageRecorder, type UsageRecorder } from './usage/usage.recorder';
@@ -118,6 +119,7 @@ export async function startBilling(
           logger,
           onCommitted: worker.committed,
           refuse: checks.foreignKeys,
+          recordRefusals: (events) => recordRefusals(db, events),
         }),
       })
     : null;

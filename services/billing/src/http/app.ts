@@ -22,6 +22,7 @@ import { deadLetterRoutes } from '../dead-letters/dead-letters.routes';
 import { generationsInternalRoutes } from '../generations/generations.internal.routes';
 import { generationsRoutes } from '../generations/generations.routes';
 import type { KeyOwners } from '../keys/key-owners';
+import { refusalsRoutes } from '../refusals/refusals.routes';
 import { spendRoutes } from '../spend/spend.routes';
 import type { SpendService } from '../spend/spend.service';
 
@@ -55,6 +56,7 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
   app.use(spendRoutes({ spend: deps.spend, verifier: deps.verifier, clock: deps.clock }));
   app.use(analyticsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, clock: deps.clock }));
   app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier }));
+  app.use(refusalsRoutes({ db: deps.db, verifier: deps.verifier }));
   app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, verifier: deps.verifier }));
   app.use(billingAuditRoutes({ db: deps.db, verifier: deps.verifier }));
   if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier: deps.verifier }));
