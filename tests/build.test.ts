@@ -1,6 +1,6 @@
 /**
  * The production build: every service compiles (infra/build/build.ts, the same command as `pnpm build`,
- * `make build` and the Dockerfiles) and starts from `dist/` with plain `node dist/main.js` — no tsx, only
+ * `make build` and the Dockerfile) and starts from `dist/` with plain `node dist/main.js` — no tsx, only
  * the service's production dependencies resolvable — against the real servers (its own test database,
  * Redis prefix and AMQP prefix), answers GET /healthz 200 on a free port, logs JSON at `info` and writes
  * no line per request.

@@ -1,13 +1,13 @@
 /**
- * Static checks of docker-compose.yml and the service Dockerfiles (there is no Docker engine in CI):
- * every service builds from a node:24 multi-stage Dockerfile running as a non-root user, gets every
+ * Static checks of docker-compose.yml and the one Dockerfile (there is no Docker engine in CI): every
+ * service builds from it with `SERVICE=<name>` (node:24, multi-stage, running as a non-root user), gets every
  * variable its own config schema needs, talks to the others by compose service name and the right
  * port, waits for healthy dependencies, and the proxy is published on 8080.
  */
 
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -175,15 +175,24 @@ const infra: Record<string, { image: RegExp; port: number }> = {
   rabbitmq: { image: /^rabbitmq:3\.13-management/, port: 5672 },
 };
 
-function dockerfileOf(service: ComposeService): { path: string; text: string } {
+/** The one Dockerfile a compose service builds from, with its build arguments (`SERVICE`). */
+function dockerfileOf(service: ComposeService): { path: string; text: string; args: Record<string, string> } {
   const build = typeof service.build === 'string' ? { context: service.build } : service.build;
   if (!build) throw new Error('service has no build section');
   const path = resolve(root, build.context, build.dockerfile ?? 'Dockerfile');
-  return { path, text: existsSync(path) ? readFileSync(path, 'utf8') : '' };
+  const args = Object.fromEntries(
+    Object.entries((build as { args?: Record<string, string | number> }).args ?? {}).map(([k, v]) => [
+      k,
+      String(v),
+    ]),
+  );
+  return { path, text: existsSync(path) ? readFileSync(path, 'utf8') : '', args };
 }
 
+type Instruction = { op: string; args: string };
+
 /** Instructions of a Dockerfile with continuation lines joined and comments dropped. */
-function instructions(text: string): Array<{ op: string; args: string }> {
+function instructions(text: string): Instruction[] {
   return text
     .replace(/\\\r?\n/g, ' ')
     .split(/\r?\n/)
@@ -195,25 +204,66 @@ function instructions(text: string): Array<{ op: string; args: string }> {
     });
 }
 
-/** The stages of a Dockerfile with their base image (ARG defaults substituted). */
-function stages(text: string): Array<{ from: string; body: Array<{ op: string; args: string }> }> {
-  const args: Record<string, string> = {};
-  const out: Array<{ from: string; body: Array<{ op: string; args: string }> }> = [];
+interface Stage {
+  name: string;
+  from: string;
+  body: Instruction[];
+}
+
+/**
+ * The stages of a Dockerfile as `docker build` with these build arguments sees them: global ARG
+ * defaults (overridden by the build arguments) substituted in FROM and in each stage's `ARG`ed names.
+ */
+function stages(text: string, buildArgs: Record<string, string> = {}): Stage[] {
+  const global: Record<string, string> = {};
+  const out: Stage[] = [];
+  const subst = (value: string, vars: Record<string, string>) =>
+    value.replace(/\$\{?(\w+)\}?/g, (m, n: string) => vars[n] ?? (n in vars ? '' : m));
+  let scope: Record<string, string> = {};
   for (const ins of instructions(text)) {
     if (ins.op === 'ARG' && out.length === 0) {
-      const [k, v = ''] = ins.args.split('=');
-      if (k) args[k] = v;
+      const [k = '', v = ''] = ins.args.split('=');
+      global[k] = buildArgs[k] ?? v;
     } else if (ins.op === 'FROM') {
-      const image = (ins.args.split(/\s+/)[0] ?? '').replace(
-        /\$\{?(\w+)\}?/g,
-        (_m, n: string) => args[n] ?? '',
-      );
-      out.push({ from: image, body: [] });
-    } else {
+      const [image = '', , name = ''] = ins.args.split(/\s+/);
+      out.push({ name, from: subst(image, global), body: [] });
+      scope = {};
+    } else if (ins.op === 'ARG') {
+      const [k = '', v = ''] = ins.args.split('=');
+      scope[k] = buildArgs[k] ?? global[k] ?? v;
       out.at(-1)?.body.push(ins);
+    } else {
+      out.at(-1)?.body.push({ op: ins.op, args: subst(ins.args, scope) });
     }
   }
   return out;
+}
+
+/** A stage with the stages it builds on (FROM <stage>), outermost first, and the image at the root. */
+function lineage(all: Stage[], stage: Stage): { image: string; chain: Stage[] } {
+  const chain = [stage];
+  for (let s = stage; ; ) {
+    const parent = all.find((x) => x.name === s.from);
+    if (!parent) return { image: s.from, chain };
+    chain.unshift(parent);
+    s = parent;
+  }
+}
+
+/** The runtime stage of a service's image (the last stage) with everything it inherits. */
+function runtimeOf(service: ComposeService): { image: string; body: Instruction[] } {
+  const { text, args } = dockerfileOf(service);
+  const all = stages(text, args);
+  const { image, chain } = lineage(all, all.at(-1)!);
+  return { image, body: chain.flatMap((s) => s.body) };
+}
+
+/** The ENV a stage body sets (later ones win). */
+function envOf(body: Instruction[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const ins of body.filter((i) => i.op === 'ENV'))
+    for (const m of ins.args.matchAll(/(\w+)=(\S+)/g)) env[m[1]!] = m[2]!;
+  return env;
 }
 
 function urlHostPort(value: string): { host: string; port: number } | null {
@@ -245,19 +295,23 @@ describe('docker-compose.yml', () => {
     const service = services[svc.name] as ComposeService;
     const env = () => effectiveEnvironment(svc.name);
 
-    it('is built from the repository root with its own Dockerfile', () => {
+    it('is built from the repository root with the one Dockerfile and SERVICE=<its name>', () => {
       expect(service, `compose service ${svc.name}`).toBeDefined();
-      const { path, text } = dockerfileOf(service);
-      expect(path).toBe(resolve(root, 'services', svc.name, 'Dockerfile'));
+      const { path, text, args } = dockerfileOf(service);
+      expect(path).toBe(resolve(root, 'Dockerfile'));
       expect(text, `${path} exists`).not.toBe('');
-      expect(text).toContain(`--filter ${svc.pkg}`);
+      expect(args.SERVICE).toBe(svc.name);
+      const builder = stages(text, args).find((s) => s.name === 'builder')!;
+      const runs = builder.body.filter((i) => i.op === 'RUN').map((i) => i.args);
+      expect(runs.join('\n')).toContain(`--filter ${svc.pkg}...`);
     });
 
     it('uses a multi-stage node:24 Dockerfile whose runtime stage runs as a non-root user', () => {
-      const all = stages(dockerfileOf(service).text);
+      const { text, args } = dockerfileOf(service);
+      const all = stages(text, args);
       expect(all.length).toBeGreaterThanOrEqual(2);
-      for (const stage of all) expect(stage.from).toMatch(/^node:24(\b|-)/);
-      const runtime = all.at(-1)!;
+      for (const stage of all) expect(lineage(all, stage).image).toMatch(/^node:24(\b|-)/);
+      const runtime = runtimeOf(service);
       const users = runtime.body.filter((i) => i.op === 'USER').map((i) => i.args);
       expect(users.at(-1), 'last USER of the runtime stage').toBeDefined();
       expect(users.at(-1)).not.toMatch(/^(root|0)(:|$)/);
@@ -265,17 +319,24 @@ describe('docker-compose.yml', () => {
       const copies = runtime.body.filter((i) => i.op === 'COPY').map((i) => i.args);
       expect(copies.some((c) => c.includes('--from=builder'))).toBe(true);
       expect(runtime.body.some((i) => i.op === 'RUN' && /pnpm|npm (ci|install)/.test(i.args))).toBe(false);
+      // The image listens where the service is agreed to (its stage's PORT) and exposes that port.
+      expect(envOf(runtime.body).PORT).toBe(String(svc.port));
+      expect(runtime.body.filter((i) => i.op === 'EXPOSE').map((i) => i.args)).toEqual([String(svc.port)]);
     });
 
     it('checks its health on /healthz and starts the compiled dist/main.js (no tsx at run time)', () => {
-      const runtime = stages(dockerfileOf(service).text).at(-1)!;
+      const runtime = runtimeOf(service);
       const health = runtime.body.find((i) => i.op === 'HEALTHCHECK');
       expect(health?.args).toContain('/healthz');
       const cmd = runtime.body.find((i) => i.op === 'CMD');
       expect(JSON.parse(cmd?.args ?? '[]')).toEqual(['node', 'dist/main.js']);
-      const text = dockerfileOf(service).text;
-      expect(text).toContain(`pnpm --filter ${svc.pkg} build`);
-      expect(text).toMatch(new RegExp(`--filter ${svc.pkg} deploy --prod`));
+      const { text, args } = dockerfileOf(service);
+      const built = stages(text, args)
+        .flatMap((s) => s.body)
+        .map((i) => i.args)
+        .join('\n');
+      expect(built).toContain(`pnpm --filter ${svc.pkg} build`);
+      expect(built).toMatch(new RegExp(`--filter ${svc.pkg} deploy --prod`));
       expect(text).not.toMatch(/--import tsx|tsx src/);
       const test = service.healthcheck?.test;
       if (test) expect(JSON.stringify(test)).toContain('/healthz');
@@ -562,6 +623,26 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('the Dockerfile', () => {
+  it('is the only one: every image is built from it, and a build that names no service fails', () => {
+    for (const name of readdirSync(resolve(root, 'services')))
+      expect(existsSync(resolve(root, 'services', name, 'Dockerfile')), `services/${name}/Dockerfile`).toBe(
+        false,
+      );
+    const text = readFileSync(resolve(root, 'Dockerfile'), 'utf8');
+    for (const missing of [{}, { SERVICE: 'nope' }] as Record<string, string>[]) {
+      const all = stages(text, missing);
+      expect(lineage(all, all.at(-1)!).image).not.toMatch(/^node:/);
+    }
+    for (const [name, s] of Object.entries(services)) {
+      if (!s.build) continue;
+      const { path, args } = dockerfileOf(s);
+      expect(path, name).toBe(resolve(root, 'Dockerfile'));
+      expect(existsSync(resolve(root, 'services', args.SERVICE ?? '-', 'package.json')), name).toBe(true);
+    }
+  });
+});
+
 describe('.dockerignore', () => {
   const ignore = readFileSync(resolve(root, '.dockerignore'), 'utf8')
     .split(/\r?\n/)
@@ -573,10 +654,11 @@ describe('.dockerignore', () => {
       expect(ignore).toContain(entry);
   });
 
-  it('does not exclude anything the Dockerfiles copy', () => {
+  it('does not exclude anything the Dockerfile copies', () => {
     const copied = new Set<string>();
     for (const svc of stack) {
-      for (const stage of stages(dockerfileOf(services[svc.name]!).text)) {
+      const { text, args } = dockerfileOf(services[svc.name]!);
+      for (const stage of stages(text, args)) {
         for (const ins of stage.body) {
           if (ins.op !== 'COPY' || ins.args.includes('--from=')) continue;
           const parts = ins.args.split(/\s+/).filter((p) => !p.startsWith('--'));

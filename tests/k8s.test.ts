@@ -529,6 +529,32 @@ describe('overlays', () => {
     }
   });
 
+  it("runs only images the one Dockerfile builds (tollgate/<SERVICE>), on the port the service's stage sets", () => {
+    const dockerfile = readFileSync(resolve(root, 'Dockerfile'), 'utf8');
+    const stagePort = (svc: string) =>
+      new RegExp(`^FROM base AS service-${svc}\\n(?:#.*\\n)*ENV PORT=(\\d+)`, 'm').exec(dockerfile)?.[1];
+    let checked = 0;
+    for (const [overlay, objs] of rendered) {
+      for (const o of objs.filter((x) => x.kind === 'Deployment' || x.kind === 'Job')) {
+        const pod = o.spec.template.spec;
+        for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+          const match = /(?:^|\/)tollgate\/([a-z-]+):[^/]+$/.exec(c.image);
+          if (!match) continue; // the demo's postgres, redis and rabbitmq
+          const svc = match[1]!;
+          const port = stagePort(svc);
+          expect(
+            port,
+            `${overlay} ${o.metadata.name}: ${c.image} has a stage in the Dockerfile`,
+          ).toBeDefined();
+          const env = (c.env ?? []).find((e: Obj) => e.name === 'PORT')?.value;
+          if (env !== undefined) expect(env, `${overlay} ${o.metadata.name} ${c.name} PORT`).toBe(port);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(2 * deployed.length);
+  });
+
   it('ships catalogs identical to infra/catalog (base: example providers, demo: dev)', () => {
     expect(readFileSync(join(k8s, 'base/catalog.yaml'), 'utf8')).toBe(
       readFileSync(resolve(root, 'infra/catalog/example.providers.yaml'), 'utf8'),

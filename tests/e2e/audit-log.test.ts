@@ -152,7 +152,10 @@ describe('audit log', () => {
       ['team.delete', 'management_key', managementId, API_CLIENT],
     ]);
     const renamed = entries.find((e) => e.target.id === teamId && e.action === 'team.update')!;
-    expect([renamed.before, renamed.after]).toEqual([{ name: 'platform' }, { name: 'platform team' }]);
+    expect([renamed.before, renamed.after]).toEqual([
+      { name: 'platform', limit: null, limit_reset: null, rate_limit_tpm: null },
+      { name: 'platform team', limit: null, limit_reset: null, rate_limit_tpm: null },
+    ]);
     // The stack's own management key was made through the same in-process path as the CLI.
     expect(of(managementId)).toEqual([['key.create', 'admin_cli', null, null]]);
 

@@ -27,6 +27,10 @@ export const cachedKeySchema = z.object({
   rateLimitTpm: z.number().int().nullable().optional(),
   /** The key's team (issue 29); absent or null = none. */
   teamId: z.string().nullable().optional(),
+  /** The team's budget, copied into the record (CachedKey); absent = none. */
+  teamLimit: z.string().nullable().optional(),
+  teamLimitReset: limitReset.nullable().optional(),
+  teamRateLimitTpm: z.number().int().nullable().optional(),
   version: z.number().int(),
 });
 
@@ -104,7 +108,9 @@ const limit = z
     }
   });
 
-const limitResetInput = z.enum(LIMIT_RESETS, { error: 'expected one of daily, weekly, monthly, or null' });
+export const limitResetInput = z.enum(LIMIT_RESETS, {
+  error: 'expected one of daily, weekly, monthly, or null',
+});
 
 /** ISO 8601 date-time with a zone (`Z` or an offset); must lie in the future. */
 const expiresAt = z
@@ -146,6 +152,9 @@ const rateLimitTpm = z
   .int({ error: 'must be an integer' })
   .min(1, { error: 'must be at least 1 (null removes the limit)' })
   .max(MAX_RATE_LIMIT_TPM, { error: `must be at most ${MAX_RATE_LIMIT_TPM}` });
+
+/** The spend-limit and tokens-per-minute inputs, shared with the team bodies (teams.ts). */
+export { limit as usdLimitInput, rateLimitTpm as rateLimitTpmInput };
 
 const includeByok = z.boolean({ error: 'expected true or false' });
 

@@ -1,8 +1,12 @@
 import { z } from 'zod';
+import { limitReset } from './common';
+import { usdLimitInput as limit, limitResetInput, rateLimitTpmInput as rateLimitTpm } from './keys';
 
 /**
  * Teams (issue 29): the public management API `/teams` (forwarded by the proxy to the keys service).
- * A team groups keys of one account; a key belongs to at most one team (`team_id` of the key).
+ * A team groups keys of one account; a key belongs to at most one team (`team_id` of the key). A
+ * team may carry a USD spend limit with its reset period (like a key's, spec §8.1) and a
+ * tokens-per-minute limit: admission reserves against key, team and account in one atomic step.
  */
 
 const name = z
@@ -12,14 +16,30 @@ const name = z
   .max(200, { error: 'must be at most 200 characters' })
   .refine((s) => !s.includes('\u0000'), { error: 'must not contain NUL characters' });
 
-export const createTeamBody = z.strictObject({ name });
-export const updateTeamBody = z.strictObject({ name: name.optional() });
+export const createTeamBody = z.strictObject({
+  name,
+  limit: limit.nullable().optional(),
+  limit_reset: limitResetInput.nullable().optional(),
+  rate_limit_tpm: rateLimitTpm.nullable().optional(),
+});
+export const updateTeamBody = z.strictObject({
+  name: name.optional(),
+  limit: limit.nullable().optional(),
+  limit_reset: limitResetInput.nullable().optional(),
+  rate_limit_tpm: rateLimitTpm.nullable().optional(),
+});
 
 export const teamObjectSchema = z.object({
   id: z.string(),
   name: z.string(),
   /** Keys of the team that are not revoked. */
   key_count: z.number().int(),
+  /** USD spend limit of the current period, null = none. */
+  limit: z.number().nullable(),
+  /** daily, weekly, monthly, or null (never resets). */
+  limit_reset: limitReset.nullable(),
+  /** Tokens per minute across the team's keys, null = none. */
+  rate_limit_tpm: z.number().int().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
 });

@@ -9,6 +9,7 @@ export const errorStatus = {
   payment_required: 402,
   forbidden: 403,
   key_limit_exceeded: 403,
+  team_limit_exceeded: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

@@ -279,7 +279,8 @@ describe('parseUsageEvent', () => {
         variants.push(set(path, v));
       variants.push(set(['attempts', '0', 'latency_ms'], v), set(['attempts', '0', 'status'], v));
     }
-    for (const v of uuids) variants.push(set(['account_id'], v), set(['key_id'], v));
+    for (const v of uuids) variants.push(set(['account_id'], v), set(['key_id'], v), set(['team_id'], v));
+    variants.push(set(['team_id'], null));
     for (const v of dates) variants.push(set(['started_at'], v), set(['finished_at'], v));
 
     it(`agrees with zod on ${variants.length} variants of two events`, () => {

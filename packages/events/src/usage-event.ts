@@ -27,6 +27,11 @@ export const usageEventV1 = z.object({
   id: z.string().regex(REQUEST_ID),
   account_id: z.string().uuid(),
   key_id: z.string().uuid(),
+  /**
+   * The key's team when the request was admitted (issue 29): its spend counts toward the team's
+   * limit (billing's `team_spend`). Optional: absent or null = no team (and in events before it existed).
+   */
+  team_id: z.string().uuid().nullable().optional(),
   /** Catalog model id (`vendor/name`). */
   model: text.pipe(z.string().min(1)),
   provider_name: text.pipe(z.string().min(1)),
@@ -195,6 +200,7 @@ export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
       matches(o.id, REQUEST_ID) &&
       matches(o.account_id, UUID) &&
       matches(o.key_id, UUID) &&
+      (!Object.hasOwn(o, 'team_id') || o.team_id === null || matches(o.team_id, UUID)) &&
       isNonEmptyText(o.model) &&
       isNonEmptyText(o.provider_name) &&
       isNonEmptyText(o.upstream_model) &&

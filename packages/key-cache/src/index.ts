@@ -36,6 +36,14 @@ export interface CachedKey {
   rateLimitTpm?: number | null;
   /** The key's team (issue 29); absent or null = none. */
   teamId?: string | null;
+  /**
+   * The team's budget (issue 29), copied into each of its keys' records (a team change bumps the
+   * version of every key of the team): USD limit (decimal string, null = none), its reset period,
+   * tokens per minute across the team's keys. Absent = none.
+   */
+  teamLimit?: string | null;
+  teamLimitReset?: 'daily' | 'weekly' | 'monthly' | null;
+  teamRateLimitTpm?: number | null;
   version: number;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyLimitExceeded } from './guard';
+import { keyLimitExceeded } from './refusals';
 
 describe('key_limit_exceeded message (issue 14, Low)', () => {
   it('does not claim the limit was reached (a request is also refused at $0 spent)', () => {

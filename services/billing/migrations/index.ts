@@ -9,7 +9,8 @@ import * as usageLatency from './2026_11_26_130000_usage_latency';
 import * as generationSessionIndex from './2026_11_26_131000_generation_session_index';
 import * as generationWithheldTools from './2026_11_26_140000_generation_withheld_tools';
 import * as auditLog from './2026_11_26_150000_audit_log';
-import * as refusals from './2026_11_26_160000_refusals';
+import * as teamSpend from './2026_11_26_170000_team_spend';
+import * as refusals from './2026_11_26_180000_refusals';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -23,5 +24,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_131000_generation_session_index': generationSessionIndex,
   '2026_11_26_140000_generation_withheld_tools': generationWithheldTools,
   '2026_11_26_150000_audit_log': auditLog,
-  '2026_11_26_160000_refusals': refusals,
+  '2026_11_26_170000_team_spend': teamSpend,
+  '2026_11_26_180000_refusals': refusals,
 };

@@ -5,7 +5,7 @@ import { migrations } from '../migrations';
 import type { UsageDailyTable, UsageHourlyTable } from './analytics/usage-rollup.table';
 import type { AccountSettingsTable, CreditLedgerTable } from './credits/credits.table';
 import type { GenerationsTable } from './generations/generations.table';
-import type { AccountUsageTable, KeySpendTable } from './spend/spend.table';
+import type { AccountUsageTable, KeySpendTable, TeamSpendTable } from './spend/spend.table';
 
 /** Postgres schema owned by billing. */
 const BILLING_SCHEMA = 'billing';
@@ -13,6 +13,7 @@ const BILLING_SCHEMA = 'billing';
 export interface Database {
   'billing.generations': GenerationsTable;
   'billing.key_spend': KeySpendTable;
+  'billing.team_spend': TeamSpendTable;
   'billing.account_usage': AccountUsageTable;
   'billing.credit_ledger': CreditLedgerTable;
   'billing.account_settings': AccountSettingsTable;

@@ -90,7 +90,7 @@ export async function createKeysRuntime(
     lastUsed,
     usage,
     keys,
-    teams: createTeamService(db),
+    teams: createTeamService({ db, cache, redis, logger }),
     accounts: createAccountService(db),
     presenter: createKeyPresenter({ usage, lastUsed, logger }),
     async close() {

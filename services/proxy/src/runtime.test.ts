@@ -25,8 +25,10 @@ describe('proxy process settings (issue 11: RSS at open streams)', () => {
   });
 
   it('is what the Docker image runs with', () => {
-    const dockerfile = readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8');
-    const runtime = dockerfile.slice(dockerfile.indexOf('AS runtime'));
+    const dockerfile = readFileSync(new URL('../../../Dockerfile', import.meta.url), 'utf8');
+    // The proxy's stage of the one Dockerfile (SERVICE=proxy), up to the next stage.
+    const start = dockerfile.indexOf('AS service-proxy');
+    const runtime = dockerfile.slice(start, dockerfile.indexOf('\nFROM ', start));
     const env = new Map(
       [...runtime.matchAll(/^\s+([A-Z_]+)=(\S+?)( \\)?$/gm)].map((m) => [m[1] as string, m[2] as string]),
     );

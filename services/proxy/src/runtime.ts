@@ -1,7 +1,7 @@
 /**
  * Runtime settings of the proxy's processes (issue 11: RSS at 10,000 open streams). Both act when a
  * process starts, so they live where a process is started: the Docker image's `ENV` (`NODE_OPTIONS`,
- * `MALLOC_ARENA_MAX`; services/proxy/Dockerfile, checked against these by runtime.test.ts), and a
+ * `MALLOC_ARENA_MAX`; the Dockerfile's `service-proxy` stage, checked against these by runtime.test.ts), and a
  * cluster primary's `fork` of its workers (main.ts), so `WORKERS` > 1 gets them from a plain
  * `node dist/main.js` too. A setting the operator gave (the flag on the command line or in
  * `NODE_OPTIONS`, the variable in the environment) is left as it is. Measured in bench/README.md

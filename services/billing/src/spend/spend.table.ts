@@ -8,6 +8,14 @@ export interface KeySpendTable {
   amount: Numeric;
 }
 
+/** Spend per team per period (issue 29), from the usage events' `team_id`; like `KeySpendTable`. */
+export interface TeamSpendTable {
+  team_id: string;
+  account_id: string;
+  period: string;
+  amount: Numeric;
+}
+
 /** All-time spend per account (compared with the credit total). */
 export interface AccountUsageTable {
   account_id: string;

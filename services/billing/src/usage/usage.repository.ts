@@ -16,6 +16,10 @@ export interface BatchSums {
   readKeySpend: readonly { key_id: string; period: string }[];
   /** Accounts the batch touched without adding to them: their totals are read. */
   readAccounts: readonly string[];
+  /** Increments of `billing.team_spend` (issue 29; events with a `team_id`). Optional: none. */
+  teamSpend?: readonly { team_id: string; account_id: string; period: string; amount: string }[];
+  /** (team, period) pairs the batch touched without adding to them: their totals are read. */
+  readTeamSpend?: readonly { team_id: string; period: string }[];
 }
 
 export interface BatchTotals {
@@ -23,6 +27,8 @@ export interface BatchTotals {
   keys: Array<{ key_id: string; period: string; amount: string }>;
   /** Committed total per account of `accountUsage` and `readAccounts`. */
   accounts: Array<{ account_id: string; amount: string }>;
+  /** Committed total per (team, period) of `teamSpend` and `readTeamSpend`. */
+  teams: Array<{ team_id: string; period: string; amount: string }>;
 }
 
 const rollupSums = `
@@ -50,7 +56,7 @@ const rollupColumns =
  */
 export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<BatchTotals> {
   const json = (v: unknown) => sql`${JSON.stringify(v)}::json`;
-  const { rows } = await sql<{ kind: 'k' | 'a'; id: string; period: string | null; amount: string }>`
+  const { rows } = await sql<{ kind: 'k' | 'a' | 't'; id: string; period: string | null; amount: string }>`
     with hourly as (
       insert into billing.usage_hourly as t (hour, ${sql.raw(rollupColumns)})
       select bucket::timestamptz, ${sql.raw(rollupColumns)}
@@ -81,6 +87,12 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
       from json_to_recordset(${json(s.accountUsage)}) as r(account_id uuid, amount numeric)
       on conflict (account_id) do update set amount = t.amount + excluded.amount
       returning account_id, amount
+    ), ts as (
+      insert into billing.team_spend as t (team_id, account_id, period, amount)
+      select team_id, account_id, period, amount
+      from json_to_recordset(${json(s.teamSpend ?? [])}) as r(team_id uuid, account_id uuid, period text, amount numeric)
+      on conflict (team_id, period) do update set amount = t.amount + excluded.amount
+      returning team_id, period, amount
     )
     select 'k' as kind, key_id::text as id, period, amount::text as amount from ks
     union all
@@ -93,12 +105,19 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
     union all
     select 'a', a.account_id::text, null, a.amount::text
     from billing.account_usage a
-    where a.account_id in (select value::uuid from json_array_elements_text(${json(s.readAccounts)}))`.execute(
-    trx,
-  );
-  const totals: BatchTotals = { keys: [], accounts: [] };
+    where a.account_id in (select value::uuid from json_array_elements_text(${json(s.readAccounts)}))
+    union all
+    select 't', team_id::text, period, amount::text from ts
+    union all
+    select 't', t.team_id::text, t.period, t.amount::text
+    from billing.team_spend t
+    join json_to_recordset(${json(s.readTeamSpend ?? [])}) as r(team_id uuid, period text)
+      on t.team_id = r.team_id and t.period = r.period`.execute(trx);
+  const totals: BatchTotals = { keys: [], accounts: [], teams: [] };
   for (const r of rows) {
     if (r.kind === 'k') totals.keys.push({ key_id: r.id, period: r.period as string, amount: r.amount });
+    else if (r.kind === 't')
+      totals.teams.push({ team_id: r.id, period: r.period as string, amount: r.amount });
     else totals.accounts.push({ account_id: r.id, amount: r.amount });
   }
   return totals;

@@ -244,6 +244,31 @@ describe('admin CLI', () => {
     expect(res.stderr + res.stdout).toMatch(message);
   });
 
+  it('creates, lists, updates and deletes teams with budgets (issue 29), like the API', async () => {
+    const s = slug();
+    await cli(`accounts create --slug ${s} --name Acme`);
+    const created = await cli(
+      `teams create --account ${s} --name search --limit 12.5 --limit-reset weekly --rate-limit-tpm 900 --json`,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const team = created.json().data;
+    expect(team).toMatchObject({ name: 'search', limit: 12.5, limit_reset: 'weekly', rate_limit_tpm: 900 });
+    const updated = await cli(
+      `teams update --account ${s} --id ${team.id} --limit none --rate-limit-tpm 50 --json`,
+    );
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.json().data).toMatchObject({ limit: null, limit_reset: 'weekly', rate_limit_tpm: 50 });
+    const listed = await cli(`teams list --account ${s}`);
+    expect(listed.stdout).toMatch(/^id\s+name\s+keys\s+limit\s+limit_reset\s+rate_limit_tpm/);
+    const bad = await cli(`teams update --account ${s} --id ${team.id} --limit-reset hourly`);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--limit-reset/);
+    const nothing = await cli(`teams update --account ${s} --id ${team.id}`);
+    expect(nothing.code).toBe(2);
+    expect((await cli(`teams delete --account ${s} --id ${team.id}`)).code).toBe(0);
+    expect((await cli(`teams list --account ${s} --json`)).json().data).toEqual([]);
+  });
+
   it('prints help with exit code 0 when asked', async () => {
     for (const args of ['--help', 'keys --help', 'keys create-management --help']) {
       const res = await cli(args);

@@ -4,6 +4,7 @@ import { type CommandGroup, runCli } from './command';
 import { creditsCommands, dlqCommands, setPostpaidCommand } from './credits.commands';
 import { demoCommands } from './demo.commands';
 import { keysCommands } from './keys.commands';
+import { teamsCommands } from './teams.commands';
 import { usersCommands } from './users.commands';
 
 /**
@@ -13,6 +14,7 @@ import { usersCommands } from './users.commands';
 export const commandGroups: CommandGroup[] = [
   { ...accountsCommands, commands: [...accountsCommands.commands, setPostpaidCommand] },
   keysCommands,
+  teamsCommands,
   creditsCommands,
   usersCommands,
   dlqCommands,

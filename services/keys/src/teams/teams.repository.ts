@@ -23,10 +23,26 @@ function withKeyCount(db: Db) {
     );
 }
 
-export async function insertTeam(db: Db, accountId: string, name: string): Promise<Team> {
+/** A team's budget settings: what the key-cache records of its keys carry (the proxy decides on them). */
+export type TeamLimits = Pick<Team, 'limit' | 'limit_reset' | 'rate_limit_tpm'>;
+
+/** What a team's create and update set besides its name. */
+export type TeamSettings = Partial<TeamLimits> & { name?: string };
+
+export async function insertTeam(
+  db: Db,
+  accountId: string,
+  input: TeamSettings & { name: string },
+): Promise<Team> {
   return db
     .insertInto('keys.teams')
-    .values({ account_id: accountId, name })
+    .values({
+      account_id: accountId,
+      name: input.name,
+      limit: input.limit ?? null,
+      limit_reset: input.limit_reset ?? null,
+      rate_limit_tpm: input.rate_limit_tpm ?? null,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -62,12 +78,22 @@ export async function listTeams(db: Db, accountId: string, offset: number): Prom
   return rows.map((r) => ({ ...r, key_count: Number(r.key_count ?? 0) }));
 }
 
-export async function renameTeam(db: Db, id: string, name: string): Promise<void> {
-  await db
+export async function updateTeam(db: Db, id: string, changes: TeamSettings): Promise<Team> {
+  return db
     .updateTable('keys.teams')
-    .set({ name, updated_at: sql<Date>`clock_timestamp()` })
+    .set({ ...changes, updated_at: sql<Date>`clock_timestamp()` })
     .where('id', '=', id)
-    .execute();
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The budget settings of a key's team (the key-cache record carries them), or undefined. */
+export async function findTeamLimits(db: Db, id: string): Promise<TeamLimits | undefined> {
+  return db
+    .selectFrom('keys.teams')
+    .select(['limit', 'limit_reset', 'rate_limit_tpm'])
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 /** Deletes the team; its revoked keys leave it (a live key in it blocks the deletion: the caller checks). */

@@ -63,7 +63,7 @@ describe('/teams', () => {
       /name/,
     );
     expectError(
-      await api(t, 'POST', '/teams', { as: acct.managementKey, body: { name: 'x', limit: 1 } }),
+      await api(t, 'POST', '/teams', { as: acct.managementKey, body: { name: 'x', limit: -1 } }),
       400,
       'bad_request',
       /limit/,
@@ -71,6 +71,88 @@ describe('/teams', () => {
     expectError(await api(t, 'GET', '/teams/nope', { as: acct.managementKey }), 400, 'bad_request', /id/);
     expectError(await api(t, 'GET', `/teams/${UNKNOWN}`, { as: acct.managementKey }), 404, 'not_found');
     expectError(await api(t, 'POST', '/teams', { as: null, body: { name: 'x' } }), 401, 'unauthorized');
+  });
+});
+
+describe('team budgets', () => {
+  it('creates and changes a team limit, its reset period and its tokens-per-minute limit', async () => {
+    const acct = await t.createAccount();
+    const res = await api(t, 'POST', '/teams', {
+      as: acct.managementKey,
+      body: { name: 'search', limit: 12.5, limit_reset: 'weekly', rate_limit_tpm: 5000 },
+    });
+    expectStatus(res, 201);
+    expect(res.body.data).toMatchObject({ limit: 12.5, limit_reset: 'weekly', rate_limit_tpm: 5000 });
+    const id = res.body.data.id;
+    const patched = await api(t, 'PATCH', `/teams/${id}`, {
+      as: acct.managementKey,
+      body: { limit: null, limit_reset: 'daily' },
+    });
+    expectStatus(patched, 200);
+    expect(patched.body.data).toMatchObject({ limit: null, limit_reset: 'daily', rate_limit_tpm: 5000 });
+    const plain = await createTeam(acct, 'plain');
+    expect(plain).toMatchObject({ limit: null, limit_reset: null, rate_limit_tpm: null });
+  });
+
+  it('refuses bad budgets with 400 naming the field', async () => {
+    const acct = await t.createAccount();
+    const team = await createTeam(acct);
+    for (const [body, field] of [
+      [{ limit: 'ten' }, /limit/],
+      [{ limit: 1e12 }, /limit/],
+      [{ limit: 0.00000000001 }, /limit/],
+      [{ limit_reset: 'hourly' }, /limit_reset/],
+      [{ rate_limit_tpm: 0 }, /rate_limit_tpm/],
+      [{ rate_limit_tpm: 1.5 }, /rate_limit_tpm/],
+    ] as const) {
+      expectError(
+        await api(t, 'PATCH', `/teams/${team.id}`, { as: acct.managementKey, body }),
+        400,
+        'bad_request',
+        field,
+      );
+    }
+  });
+
+  it("carries the team's budget in each key's record, and a budget change reaches the records at once", async () => {
+    const acct = await t.createAccount();
+    const res = await api(t, 'POST', '/teams', {
+      as: acct.managementKey,
+      body: { name: 'ads', limit: 3, limit_reset: 'monthly', rate_limit_tpm: 900 },
+    });
+    const team = res.body.data as { id: string };
+    const created = await api(t, 'POST', '/keys', {
+      as: acct.managementKey,
+      body: { name: 'k', team_id: team.id },
+    });
+    expect(await proxyLookup(t, created.body.key)).toMatchObject({
+      teamId: team.id,
+      teamLimit: '3',
+      teamLimitReset: 'monthly',
+      teamRateLimitTpm: 900,
+    });
+    const before = (await proxyLookup(t, created.body.key)) as { version: number };
+    expectStatus(
+      await api(t, 'PATCH', `/teams/${team.id}`, {
+        as: acct.managementKey,
+        body: { limit: 0.25, rate_limit_tpm: null },
+      }),
+      200,
+    );
+    const after = (await proxyLookup(t, created.body.key)) as { version: number };
+    expect(after).toMatchObject({ teamLimit: '0.25', teamLimitReset: 'monthly', teamRateLimitTpm: null });
+    expect(after.version).toBeGreaterThan(before.version);
+    // A rename changes no key record.
+    await api(t, 'PATCH', `/teams/${team.id}`, { as: acct.managementKey, body: { name: 'ads 2' } });
+    expect(((await proxyLookup(t, created.body.key)) as { version: number }).version).toBe(after.version);
+    // Leaving the team drops its budget from the record.
+    await api(t, 'PATCH', `/keys/${created.body.data.hash}`, {
+      as: acct.managementKey,
+      body: { team_id: null },
+    });
+    const left = await proxyLookup(t, created.body.key);
+    expect(left?.teamId).toBeNull();
+    expect(left?.teamLimit).toBeUndefined();
   });
 });
 

@@ -1,11 +1,11 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createTeamBody, type TeamObject, updateTeamBody } from '@tollgate/contracts';
+import { createTeamBody, updateTeamBody } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { Router } from 'express';
 import { callerOf, keyCaller, managementActor } from '../http/caller';
 import { parseBody, parseListQuery } from '../keys/keys.schemas';
 import type { KeyService } from '../keys/keys.service';
-import type { TeamWithKeys } from './teams.repository';
+import { teamInput, toTeamObject } from './team-view';
 import type { TeamService } from './teams.service';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -14,14 +14,6 @@ function parseTeamId(value: unknown): string {
   if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('id: must be a uuid', { field: 'id' });
   return value.toLowerCase();
 }
-
-const toTeamObject = (t: TeamWithKeys): TeamObject => ({
-  id: t.id,
-  name: t.name,
-  key_count: t.key_count,
-  created_at: t.created_at.toISOString(),
-  updated_at: t.updated_at.toISOString(),
-});
 
 /** `/teams` of the management API (issue 29), as forwarded by the proxy: management keys, the caller's account only. */
 export function teamsRoutes(deps: {
@@ -35,7 +27,11 @@ export function teamsRoutes(deps: {
 
   router.post('/teams', management, async (req, res) => {
     const body = parseBody(createTeamBody, req.body);
-    const team = await teams.create(callerOf(res).account_id, body, managementActor(req, res));
+    const team = await teams.create(
+      callerOf(res).account_id,
+      { ...teamInput(body), name: body.name },
+      managementActor(req, res),
+    );
     res.status(201).json({ data: toTeamObject(team) });
   });
 
@@ -53,7 +49,12 @@ export function teamsRoutes(deps: {
   router.patch('/teams/:id', management, async (req, res) => {
     const id = parseTeamId(req.params.id);
     const body = parseBody(updateTeamBody, req.body);
-    const team = await teams.update(callerOf(res).account_id, id, body, managementActor(req, res));
+    const team = await teams.update(
+      callerOf(res).account_id,
+      id,
+      { ...teamInput(body), name: body.name },
+      managementActor(req, res),
+    );
     res.json({ data: toTeamObject(team) });
   });
 

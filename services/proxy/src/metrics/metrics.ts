@@ -307,11 +307,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
               .labels(
                 type === 'key_limit_exceeded'
                   ? 'key_limit'
-                  : type === 'payment_required'
-                    ? 'credits'
-                    : type === 'rate_limited'
-                      ? 'token_rate'
-                      : 'unavailable',
+                  : type === 'team_limit_exceeded'
+                    ? 'team_limit'
+                    : type === 'payment_required'
+                      ? 'credits'
+                      : type === 'rate_limited'
+                        ? 'token_rate'
+                        : 'unavailable',
               )
               .inc();
             throw err;

@@ -45,6 +45,7 @@ export function anthropicError(err: unknown): AnthropicError {
   const message = err.message;
   switch (err.type) {
     case 'key_limit_exceeded':
+    case 'team_limit_exceeded':
     case 'payment_required':
       return { status: 402, type: 'billing_error', message };
     case 'service_unavailable':

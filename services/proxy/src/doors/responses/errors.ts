@@ -17,6 +17,7 @@ const OPENAI_TYPE: Record<ErrorType, string> = {
   payment_required: 'insufficient_quota',
   forbidden: 'permission_error',
   key_limit_exceeded: 'insufficient_quota',
+  team_limit_exceeded: 'insufficient_quota',
   not_found: 'invalid_request_error',
   method_not_allowed: 'invalid_request_error',
   conflict: 'invalid_request_error',
