@@ -19,7 +19,10 @@ afterAll(async () => {
   await stack?.close();
 });
 
-async function post(body: Record<string, unknown>, headers: Record<string, string> = bearer(stack.inference)) {
+async function post(
+  body: Record<string, unknown>,
+  headers: Record<string, string> = bearer(stack.inference),
+) {
   const res = await fetch(`${stack.api}/chat/completions`, {
     method: 'POST',
     headers: { ...headers, 'x-title': Buffer.from('Café bot ✓').toString('latin1') },

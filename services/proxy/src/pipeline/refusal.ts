@@ -7,6 +7,7 @@ import type { ApiType } from '../doors/door';
 /** What each error type counts as in the refusal roll-ups. */
 const REFUSAL_TYPE: Record<ErrorType, RefusalType> = {
   key_limit_exceeded: 'limit',
+  team_limit_exceeded: 'limit',
   payment_required: 'limit',
   rate_limited: 'rate_limit',
   unauthorized: 'auth',
