@@ -12,6 +12,7 @@ import type { Registry } from 'prom-client';
 import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
+import { createGenerationPartitions, type GenerationPartitions } from './generations/partitions';
 import { createBillingApp } from './http/app';
 import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
 import { recordRefusals } from './refusals/refusals.repository';
@@ -29,6 +30,8 @@ export interface BillingHandle {
   db: BillingDb;
   redis: Redis;
   recorder: UsageRecorder;
+  /** The monthly partitions of the generation records (created ahead, dropped past the retention). */
+  partitions: GenerationPartitions;
   /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
   metrics: Registry;
   /** null when WORKER_ENABLED=false. */
@@ -71,6 +74,12 @@ export async function startBilling(
     throw err;
   }
 
+  const partitions = createGenerationPartitions(db, {
+    aheadMonths: config.GENERATION_PARTITIONS_AHEAD,
+    retentionDays: config.GENERATION_RETENTION_DAYS,
+    clock,
+    logger,
+  });
   const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
   const recorder = createUsageRecorder({
     db,
@@ -78,7 +87,9 @@ export async function startBilling(
     logger,
     clock,
     appsPerDay: config.ANALYTICS_APPS_PER_DAY,
+    partitions,
   });
+  await partitions.start();
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
 
@@ -134,6 +145,7 @@ export async function startBilling(
     clock,
     logger,
     metrics,
+    retentionCutoff: partitions.cutoff,
     deadLetters: { amqpUrl: config.AMQP_URL, topology: usageTopology(config.AMQP_PREFIX) },
     readiness: {
       postgres: async () => {
@@ -172,10 +184,12 @@ export async function startBilling(
     db,
     redis,
     recorder,
+    partitions,
     metrics,
     consumer,
     close() {
       closing ??= (async () => {
+        partitions.stop();
         await closeServer(server);
         await consumer?.close();
         await recorder.close();
