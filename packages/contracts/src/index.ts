@@ -5,3 +5,4 @@ export * from './dashboard';
 export * from './keys';
 export * from './refusals';
 export * from './teams';
+export * from './webhooks';

@@ -2,6 +2,7 @@ import type { UsageEventV1 } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import { periodKey, SCALE, toDecimal, toUnits } from '@tollgate/money';
 import type { CommittedAccount, CommittedKey, SpendStore } from '@tollgate/spend';
+import type { ThresholdHook } from '../alerts/threshold-hook';
 import { boundApps } from '../analytics/app-bound';
 import { dayOf, rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
@@ -116,6 +117,8 @@ export interface UsageRecorderDeps {
   appsPerDay?: number;
   /** The monthly partitions of `billing.generations` (default: created on demand, kept forever). */
   partitions?: GenerationPartitions;
+  /** Spend/credit threshold alerts, decided in the commit's transaction (alerts/threshold-hook.ts). */
+  alerts?: ThresholdHook;
 }
 
 /**
@@ -270,6 +273,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
 
       // A month without a partition yet gets one first (a map lookup when it exists).
       await partitions.ensureFor(rows.map((r) => r.created_at));
+      const alertPlan = (await deps.alerts?.prepare(deps.db, events)) ?? null;
       const { keys, accounts, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
 
@@ -337,6 +341,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
           readAccounts: [...new Set(events.map((e) => e.account_id))].filter((a) => !accountDeltas.has(a)),
         };
         const totals = await applyBatchSums(trx, sums);
+        await deps.alerts?.decide(trx, alertPlan, sums, totals);
         const keyTotals = new Map<string, bigint>();
         for (const r of totals.keys) keyTotals.set(`${r.key_id}|${r.period}`, toUnits(r.amount));
         const accountTotals = new Map<string, bigint>();
