@@ -109,27 +109,28 @@ export type RefusalType = (typeof REFUSAL_TYPES)[number];
  * No cost, no tokens: billing's checks verify its signature and time like any event's. Requests of
  * unknown keys have no account: they are only counted in the proxy's metrics.
  */
-export const refusalEventV1 = z.object({
-  type: z.literal('refusal'),
-  version: z.literal(1),
+const refusalEventV1Fields = f.object({
+  type: f.literal('refusal'),
+  version: f.literal(1),
   /** The request id the refused request answered with (`X-Request-Id`). */
-  id: z.string().regex(REQUEST_ID),
-  account_id: z.string().uuid(),
-  key_id: z.string().uuid(),
-  api_type: z.enum(API_TYPES),
+  id: f.pattern(REQUEST_ID),
+  account_id: f.uuid(),
+  key_id: f.uuid(),
+  api_type: f.oneOf(API_TYPES),
   /** The model the request asked for, when its body named one (at most 200 characters). */
-  model: text.pipe(z.string().max(200)).nullable(),
-  app: text.pipe(z.string().max(200)).nullable(),
-  /** The HTTP status answered (400–599). */
-  status: z.number().int().min(400).max(599),
-  error_type: z.enum(REFUSAL_TYPES),
+  model: f.nullable(f.text(0, 200)),
+  app: f.nullable(f.text(0, 200)),
+  /** The HTTP status answered (4xx or 5xx; billing counts it by class). */
+  status: f.int(),
+  error_type: f.oneOf(REFUSAL_TYPES),
   /** The error envelope's `error_type` (`key_limit_exceeded`, `rate_limited`, …). */
-  code: text.pipe(z.string().min(1).max(64)),
+  code: f.text(1, 64),
   /** The error message answered (at most 300 characters). */
-  message: text.pipe(z.string().max(300)),
+  message: f.text(0, 300),
   /** When the refusal was answered (named like the usage event's: billing's time check reads it). */
-  finished_at: z.string().datetime(),
+  finished_at: f.datetime(),
 });
+export const refusalEventV1 = refusalEventV1Fields.zod;
 
 export type RefusalEventV1 = z.output<typeof refusalEventV1>;
 /** Any event of the usage exchange (see `usageEventSchemas`). */
