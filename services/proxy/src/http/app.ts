@@ -332,7 +332,11 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     metrics,
     forwarders: { keys: keysForwarder, billing: billingForwarder },
   });
-  const server = await listenWithLimits(parts, config, logger);
+  // Provider connections this process may hold: UPSTREAM_CONNECTIONS per distinct provider origin.
+  const origins = new Set(catalog.providers().map((p) => new URL(p.baseUrl).origin)).size;
+  const server = await listenWithLimits(parts, config, logger, {
+    upstreamSockets: origins * config.UPSTREAM_CONNECTIONS,
+  });
   const port = (server.address() as AddressInfo).port;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   logger.info({ port, models: catalog.models().length }, 'proxy listening');
