@@ -9,7 +9,7 @@ import {
   type RequestCount,
 } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import type { Handler, Next, ProxyRequest, ProxyResponse } from '../http/types';
 import { withRefusedKey } from '../pipeline/refusal';
 import type { KeyResolver } from './key-resolver';
@@ -60,7 +60,7 @@ export interface AuthDeps {
   keyCache: KeyCache;
   resolver: KeyResolver;
   /** For the fire-and-forget last-used write. */
-  redis: Redis;
+  redis: RedisClient;
   lastUsedKey: string;
   logger: Logger;
   /**
