@@ -144,8 +144,10 @@ const usersOf = async (page: Page) => {
   return (await res.json()).data as Array<{ id: string; email: string; role: string; teams?: string[] }>;
 };
 
+// Each test signs in through the provider's forms several times: minutes on a loaded machine.
 describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))(
   'single sign-on (OIDC, in the browser)',
+  { timeout: 180_000 },
   () => {
     it('offers only SSO when password sign-in is off, and refuses passwords', async () => {
       const page = await (await browser.newContext()).newPage();
