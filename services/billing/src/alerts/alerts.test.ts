@@ -231,20 +231,18 @@ describe('team thresholds', () => {
     });
     const month = `m${new Date().toISOString().slice(0, 7)}`;
     const commit = (delta: string, total: string) =>
-      s.billing.db
-        .transaction()
-        .execute(async (trx) =>
-          hook.decide(
-            trx,
-            await hook.prepare(s.billing.db, [spendEvent(accountId, keyId, delta)]),
-            {
-              keySpend: [],
-              accountUsage: [],
-              teamSpend: [{ team_id: teamId, account_id: accountId, period: month, amount: delta }],
-            },
-            { keys: [], accounts: [], teams: [{ team_id: teamId, period: month, amount: total }] },
-          ),
-        );
+      s.billing.db.transaction().execute(async (trx) =>
+        hook.decide(
+          trx,
+          await hook.prepare(s.billing.db, [spendEvent(accountId, keyId, delta)]),
+          {
+            keySpend: [],
+            accountUsage: [],
+            teamSpend: [{ team_id: teamId, account_id: accountId, period: month, amount: delta }],
+          },
+          { keys: [], accounts: [], teams: [{ team_id: teamId, period: month, amount: total }] },
+        ),
+      );
     expect(await commit('1.6', '1.6')).toBe(2); // 80 %: 50 and 80, one delivery each
     expect(await commit('0', '1.6')).toBe(0); // a redelivery adds nothing
     expect(await commit('0.4', '2')).toBe(1); // 100 %

@@ -44,7 +44,11 @@ export function createWebhooksClient(o: {
         })
       ).data,
     remove: async (accountId: string, id: string) => {
-      await billing.call({ method: 'DELETE', path: w.remove.path(accountId, id), response: w.remove.response });
+      await billing.call({
+        method: 'DELETE',
+        path: w.remove.path(accountId, id),
+        response: w.remove.response,
+      });
     },
     /** The send-test button: billing sends a `webhook.test` message now; its logged attempt. */
     test: async (accountId: string, id: string) =>
