@@ -10,7 +10,10 @@ import { type AuthService, createAuthService } from './auth/auth.service';
 import type { DashboardConfig } from './config';
 import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
 import { createDashboardApp } from './http/app';
+import { createSsoClient } from './sso/sso.client';
+import { createSsoService } from './sso/sso.service';
 import { createInternalClient } from './upstream/internal-client';
+import { createWebhooksClient } from './upstream/webhooks-client';
 import { createUsersService } from './users/users.service';
 
 export interface DashboardHandle {
@@ -64,6 +67,15 @@ export async function startDashboard(
     timeoutMs: config.SERVICE_TIMEOUT_MS,
     logger,
   });
+  const sso = config.SSO
+    ? createSsoService({ db, clock, settings: config.SSO, client: createSsoClient(config.SSO, logger) })
+    : null;
+  const webhooks = createWebhooksClient({
+    billingUrl: config.BILLING_URL,
+    signer: createServiceSigner('dashboard', config.SERVICE_PRIVATE_KEY),
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+  });
   const metrics = serviceRegistry('dashboard');
   const app = createDashboardApp({
     metrics,
@@ -71,6 +83,7 @@ export async function startDashboard(
     auth,
     users: createUsersService({ db, clock, inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000 }),
     client,
+    webhooks,
     catalog,
     verifier: createServiceVerifier('dashboard', config.SERVICE_PUBLIC_KEYS),
     uiDir: config.UI_DIR,
@@ -79,6 +92,9 @@ export async function startDashboard(
     clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
     clock,
     logger,
+    sso,
+    ssoRedirectUrl: config.SSO?.redirectUrl ?? null,
+    passwordSignIn: config.PASSWORD_SIGN_IN,
     readiness: {
       postgres: async () => {
         await sql`select 1`.execute(db);
@@ -106,6 +122,7 @@ export async function startDashboard(
       closing ??= (async () => {
         await closeServer(server);
         await client.close();
+        await webhooks.close();
         await db.destroy();
       })();
       return closing;

@@ -17,10 +17,16 @@ import type { Registry } from 'prom-client';
 import { accountRoutes } from '../api/account.routes';
 import { auditRoutes } from '../api/audit.routes';
 import { keysRoutes } from '../api/keys.routes';
+import { webhooksRoutes } from '../api/webhooks.routes';
 import { authRoutes } from '../auth/auth.routes';
 import type { AuthService } from '../auth/auth.service';
 import type { DashboardDb } from '../database';
+import { ssoRoutes } from '../sso/sso.routes';
+import type { SsoService } from '../sso/sso.service';
+import { teamScope } from '../teams/team-scope';
+import { teamsRoutes } from '../teams/teams.routes';
 import type { InternalClient } from '../upstream/internal-client';
+import type { WebhooksClient } from '../upstream/webhooks-client';
 import { usersRoutes } from '../users/users.routes';
 import type { UsersService } from '../users/users.service';
 import { loadSession, sameOrigin } from './session';
@@ -32,6 +38,8 @@ export interface DashboardAppDeps {
   auth: AuthService;
   users: UsersService;
   client: InternalClient;
+  /** Billing's alert webhooks (the Alerts page); absent: no `/api/webhooks` routes. */
+  webhooks?: WebhooksClient;
   catalog: Catalog;
   /** Checks the service tokens of the internal routes (this service's trusted callers). */
   verifier: ServiceVerifier;
@@ -43,6 +51,10 @@ export interface DashboardAppDeps {
   clock: () => Date;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
+  /** Single sign-on (null: off) and its redirect URL; PASSWORD_SIGN_IN. */
+  sso: SsoService | null;
+  ssoRedirectUrl: string | null;
+  passwordSignIn: boolean;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -95,18 +107,34 @@ function apiRouter(deps: DashboardAppDeps): RequestHandler {
   api.use(jsonBody('64kb'));
   api.use(sameOrigin);
   api.use(loadSession(deps.auth, deps.secureCookie));
+  // Team viewers (role member): only their teams' keys and usage, decided here for every route.
+  api.use(teamScope(deps));
   api.use(
     authRoutes({
       auth: deps.auth,
       client: deps.client,
       secureCookie: deps.secureCookie,
       clientAddress: deps.clientAddress,
+      passwordSignIn: deps.passwordSignIn,
+    }),
+  );
+  api.use(
+    ssoRoutes({
+      sso: deps.sso,
+      auth: deps.auth,
+      passwordSignIn: deps.passwordSignIn,
+      publicUrl: deps.publicUrl,
+      redirectUrl: deps.ssoRedirectUrl,
+      secureCookie: deps.secureCookie,
+      clientAddress: deps.clientAddress,
     }),
   );
   api.use(usersRoutes(deps));
+  api.use(teamsRoutes(deps));
   api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
   api.use(auditRoutes({ client: deps.client, db: deps.db }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
+  if (deps.webhooks) api.use(webhooksRoutes({ webhooks: deps.webhooks }));
   api.use(notFoundHandler);
   // The routers carry full paths; only /api and /internal requests enter them (static files never
   // pay for body parsing or a session lookup).
