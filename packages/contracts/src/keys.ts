@@ -57,6 +57,11 @@ export const keyOwnerSchema = z.object({
   revoked: z.boolean(),
   /** ISO time, or null for no expiry. */
   expiresAt: z.string().nullable(),
+  /** The key's spend limit (USD decimal string) and its period, for billing's threshold alerts. */
+  limit: z.string().nullable().optional(),
+  limitReset: limitReset.nullable().optional(),
+  /** The key's team; absent or null = none. */
+  teamId: z.string().nullable().optional(),
 });
 
 /**
@@ -109,7 +114,7 @@ const limit = z
   });
 
 export const limitResetInput = z.enum(LIMIT_RESETS, {
-  error: 'expected one of daily, weekly, monthly, or null',
+  error: `expected one of ${LIMIT_RESETS.join(', ')}, or null`,
 });
 
 /** ISO 8601 date-time with a zone (`Z` or an offset); must lie in the future. */

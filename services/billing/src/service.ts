@@ -9,9 +9,11 @@ import { serviceRegistry } from '@tollgate/metrics';
 import { createSpendStore, type SpendTimings } from '@tollgate/spend';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
+import { createAlerts } from './alerts/alerts';
 import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
+import { createGenerationPartitions, type GenerationPartitions } from './generations/partitions';
 import { createBillingApp } from './http/app';
 import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
 import { createSpendService } from './spend/spend.service';
@@ -28,6 +30,8 @@ export interface BillingHandle {
   db: BillingDb;
   redis: Redis;
   recorder: UsageRecorder;
+  /** The monthly partitions of the generation records (created ahead, dropped past the retention). */
+  partitions: GenerationPartitions;
   /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
   metrics: Registry;
   /** null when WORKER_ENABLED=false. */
@@ -45,6 +49,15 @@ export interface BillingOptions {
   /** The catalog events are priced with (default: CATALOG_PATH, prices only); tests pass the proxy's. */
   catalog?: Catalog;
 }
+
+/** Who owns a key: the keys service at KEYS_URL, asked with billing's own identity. */
+const keysOwners = (config: BillingConfig, logger: Logger): KeyOwners =>
+  keysServiceOwners({
+    keysUrl: config.KEYS_URL,
+    signer: createServiceSigner('billing', config.SERVICE_PRIVATE_KEY),
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+  });
 
 /** Starts billing in-process (migrates first): HTTP API + usage worker. `PORT=0` picks a free port. */
 export async function startBilling(
@@ -70,25 +83,27 @@ export async function startBilling(
     throw err;
   }
 
+  const partitions = createGenerationPartitions(db, {
+    aheadMonths: config.GENERATION_PARTITIONS_AHEAD,
+    retentionDays: config.GENERATION_RETENTION_DAYS,
+    clock,
+    logger,
+  });
   const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
+  const owners = options.owners ?? keysOwners(config, logger);
+  const alerts = createAlerts({ config, db, owners, logger, clock });
   const recorder = createUsageRecorder({
     db,
     spend: spendStore,
     logger,
     clock,
     appsPerDay: config.ANALYTICS_APPS_PER_DAY,
+    partitions,
+    alerts: alerts.hook,
   });
+  await partitions.start();
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
-
-  const owners =
-    options.owners ??
-    keysServiceOwners({
-      keysUrl: config.KEYS_URL,
-      signer: createServiceSigner('billing', config.SERVICE_PRIVATE_KEY),
-      timeoutMs: config.SERVICE_TIMEOUT_MS,
-      logger,
-    });
   // Billing prices events itself: the proxy's catalog, prices only (no provider URL or key needed).
   const checks = createUsageChecks({
     checks: config.USAGE_CHECKS,
@@ -123,15 +138,18 @@ export async function startBilling(
     : null;
 
   worker.watch(consumer);
+  if (config.WORKER_ENABLED) alerts.delivery.start();
   const app = createBillingApp({
     db,
     credits,
     spend,
     verifier: createServiceVerifier('billing', config.SERVICE_PUBLIC_KEYS),
     owners,
+    webhooks: alerts.webhooks,
     clock,
     logger,
     metrics,
+    retentionCutoff: partitions.cutoff,
     deadLetters: { amqpUrl: config.AMQP_URL, topology: usageTopology(config.AMQP_PREFIX) },
     readiness: {
       postgres: async () => {
@@ -155,6 +173,7 @@ export async function startBilling(
     server = await listen(app, config.PORT, config.HOST, logger);
   } catch (err) {
     await consumer?.close();
+    await alerts.close();
     await db.destroy();
     redis.disconnect();
     throw err;
@@ -170,12 +189,15 @@ export async function startBilling(
     db,
     redis,
     recorder,
+    partitions,
     metrics,
     consumer,
     close() {
       closing ??= (async () => {
+        partitions.stop();
         await closeServer(server);
         await consumer?.close();
+        await alerts.close();
         await recorder.close();
         await owners.close();
         await db.destroy();

@@ -2,10 +2,12 @@ import type { UsageEvent } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import { periodKey, SCALE, toDecimal, toUnits } from '@tollgate/money';
 import type { CommittedAccount, CommittedKey, SpendStore } from '@tollgate/spend';
+import type { ThresholdHook } from '../alerts/threshold-hook';
 import { boundApps } from '../analytics/app-bound';
 import { dayOf, rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
 import { type GenerationRow, insertGenerations } from '../generations/generations.repository';
+import { createGenerationPartitions, type GenerationPartitions } from '../generations/partitions';
 import { classifyBillingFailure } from './failure';
 import { teamBatch } from './team-spend';
 import { applyBatchSums, type BatchSums } from './usage.repository';
@@ -114,11 +116,15 @@ export interface UsageRecorderDeps {
   redisBacklogMax?: number;
   /** Distinct X-Titles per account and UTC day with roll-up rows of their own (default 200; the rest: `(other)`). */
   appsPerDay?: number;
+  /** The monthly partitions of `billing.generations` (default: created on demand, kept forever). */
+  partitions?: GenerationPartitions;
+  /** Spend/credit threshold alerts, decided in the commit's transaction (alerts/threshold-hook.ts). */
+  alerts?: ThresholdHook;
 }
 
 /**
  * Writes a batch of usage events exactly once. One transaction of two statements: the insert of the
- * records (one JSON parameter, `on conflict (id) do nothing returning id`), then ONE statement adding
+ * records (one JSON parameter, `on conflict (id, created_at) do nothing returning id`), then ONE statement adding
  * the newly inserted rows (summed in memory per row of each table) to the hourly and daily roll-ups,
  * to every distinct (key, period) and to every distinct account. After the commit the Redis
  * counters are raised to the committed Postgres totals (a monotonic max, so order and repetition do
@@ -131,6 +137,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
   const retryMs = deps.redisRetryMs ?? 500;
   const backlogMax = deps.redisBacklogMax ?? REDIS_BACKLOG_MAX;
   const log = deps.logger.child({ component: 'usage-recorder' });
+  const partitions = deps.partitions ?? createGenerationPartitions(deps.db);
 
   /**
    * Redis updates of committed batches that could not reach Redis (unreachable): merged per key and
@@ -269,6 +276,9 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         return toGenerationRow(e, c.decimal);
       });
 
+      // A month without a partition yet gets one first (a map lookup when it exists).
+      await partitions.ensureFor(rows.map((r) => r.created_at));
+      const alertPlan = (await deps.alerts?.prepare(deps.db, events)) ?? null;
       const { keys, accounts, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
 
@@ -339,6 +349,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
           readAccounts: [...new Set(events.map((e) => e.account_id))].filter((a) => !accountDeltas.has(a)),
         };
         const totals = await applyBatchSums(trx, sums);
+        await deps.alerts?.decide(trx, alertPlan, sums, totals);
         const keyTotals = new Map<string, bigint>();
         for (const r of totals.keys) keyTotals.set(`${r.key_id}|${r.period}`, toUnits(r.amount));
         const accountTotals = new Map<string, bigint>();
