@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { toDecimal, toUnits } from '@tollgate/money';
 import type { CommittedKey } from '@tollgate/spend';
 import { dayOf } from '../analytics/usage-rollup';
@@ -14,7 +14,7 @@ type TeamRow = { team_id: string; account_id: string; period: string; amount: st
  * updates (the team's hash, in its account's slot).
  */
 export function teamBatch(
-  events: readonly UsageEvent[],
+  events: readonly UsageEventV1[],
   inserted: ReadonlySet<string>,
   units: readonly bigint[],
   periodsOf: (day: string) => string[],
