@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import { periodKey, SCALE, toDecimal, toUnits } from '@tollgate/money';
 import type { CommittedAccount, CommittedKey, SpendStore } from '@tollgate/spend';
@@ -46,7 +46,7 @@ function costOf(cost: string, memo: Map<string, { units: bigint; decimal: string
   return c;
 }
 
-function toGenerationRow(e: UsageEvent, totalCost: string): GenerationRow {
+function toGenerationRow(e: UsageEventV1, totalCost: string): GenerationRow {
   return {
     id: e.id,
     account_id: e.account_id,
@@ -88,7 +88,7 @@ interface RecordResult {
 }
 
 export interface UsageRecorder {
-  record(events: UsageEvent[]): Promise<RecordResult>;
+  record(events: UsageEventV1[]): Promise<RecordResult>;
   /** Redis updates still waiting for Redis (see `redisBacklog`): one more try, then the retry timer stops. */
   close(): Promise<void>;
   /** Request ids whose Redis update waits for Redis to come back (a gauge for tests and logs). */
