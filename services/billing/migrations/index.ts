@@ -10,6 +10,7 @@ import * as generationSessionIndex from './2026_11_26_131000_generation_session_
 import * as generationWithheldTools from './2026_11_26_140000_generation_withheld_tools';
 import * as auditLog from './2026_11_26_150000_audit_log';
 import * as teamSpend from './2026_11_26_170000_team_spend';
+import * as partitionGenerations from './2026_11_27_090000_partition_generations';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_140000_generation_withheld_tools': generationWithheldTools,
   '2026_11_26_150000_audit_log': auditLog,
   '2026_11_26_170000_team_spend': teamSpend,
+  '2026_11_27_090000_partition_generations': partitionGenerations,
 };

@@ -88,6 +88,14 @@ export const billingConfigSchema = z
      * roll up as the app "(other)" (generation records keep every title).
      */
     ANALYTICS_APPS_PER_DAY: z.coerce.number().int().min(1).max(100_000).default(200),
+    /**
+     * Days generation records are kept (unset: forever). Whole months are dropped (a month goes once
+     * its last day is this many days old), so a record lives between N days and N days + a month.
+     * The roll-ups, spend totals and credits are never dropped.
+     */
+    GENERATION_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
+    /** Monthly partitions of the generation records created ahead of the current month. */
+    GENERATION_PARTITIONS_AHEAD: z.coerce.number().int().min(1).max(24).default(3),
     /** Run the usage-event worker in this process (false: read API only). */
     WORKER_ENABLED: envBoolean(true),
   })

@@ -12,6 +12,7 @@ import type { Registry } from 'prom-client';
 import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
+import { createGenerationPartitions, type GenerationPartitions } from './generations/partitions';
 import { createBillingApp } from './http/app';
 import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
 import { createSpendService } from './spend/spend.service';
@@ -28,6 +29,8 @@ export interface BillingHandle {
   db: BillingDb;
   redis: Redis;
   recorder: UsageRecorder;
+  /** The monthly partitions of the generation records (created ahead, dropped past the retention). */
+  partitions: GenerationPartitions;
   /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
   metrics: Registry;
   /** null when WORKER_ENABLED=false. */
@@ -70,6 +73,12 @@ export async function startBilling(
     throw err;
   }
 
+  const partitions = createGenerationPartitions(db, {
+    aheadMonths: config.GENERATION_PARTITIONS_AHEAD,
+    retentionDays: config.GENERATION_RETENTION_DAYS,
+    clock,
+    logger,
+  });
   const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
   const recorder = createUsageRecorder({
     db,
@@ -77,7 +86,9 @@ export async function startBilling(
     logger,
     clock,
     appsPerDay: config.ANALYTICS_APPS_PER_DAY,
+    partitions,
   });
+  await partitions.start();
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
 
@@ -132,6 +143,7 @@ export async function startBilling(
     clock,
     logger,
     metrics,
+    retentionCutoff: partitions.cutoff,
     deadLetters: { amqpUrl: config.AMQP_URL, topology: usageTopology(config.AMQP_PREFIX) },
     readiness: {
       postgres: async () => {
@@ -170,10 +182,12 @@ export async function startBilling(
     db,
     redis,
     recorder,
+    partitions,
     metrics,
     consumer,
     close() {
       closing ??= (async () => {
+        partitions.stop();
         await closeServer(server);
         await consumer?.close();
         await recorder.close();

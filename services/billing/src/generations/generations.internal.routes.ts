@@ -12,7 +12,12 @@ import type { z } from 'zod';
 import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { serviceCaller } from '../http/caller';
-import { findGeneration, listGenerations, listSessions } from './generations.repository';
+import {
+  findGeneration,
+  listGenerations,
+  listSessions,
+  missingGenerationMessage,
+} from './generations.repository';
 import { generationView } from './generations.routes';
 import type { Generation } from './generations.table';
 
@@ -29,7 +34,11 @@ const internalView = (g: Generation): AccountGeneration => ({
 });
 
 /** The dashboard's reads of one account's generation records (service token, account in the path). */
-export function generationsInternalRoutes(deps: { db: BillingDb; verifier: ServiceVerifier }): Router {
+export function generationsInternalRoutes(deps: {
+  db: BillingDb;
+  verifier: ServiceVerifier;
+  retentionCutoff: () => Date | null;
+}): Router {
   const router = Router();
 
   router.get(
@@ -112,7 +121,8 @@ export function generationsInternalRoutes(deps: { db: BillingDb; verifier: Servi
       const accountId = accountIdOf(req);
       const { id } = parseInput(getAccountGeneration.params, { id: req.params.id });
       const row = await findGeneration(deps.db, id);
-      if (!row || row.account_id !== accountId) throw notFound(`No generation with id ${id}`);
+      if (!row || row.account_id !== accountId)
+        throw notFound(missingGenerationMessage(id, deps.retentionCutoff()));
       const answer: z.input<typeof getAccountGeneration.response> = { data: internalView(row) };
       res.json(answer);
     },

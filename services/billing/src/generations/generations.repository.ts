@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../database';
+import { requestIdSecond } from './partitions';
 
 type Db = Kysely<Database>;
 
@@ -116,13 +117,37 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
       ${text((r) => JSON.stringify(r.attempts))}::jsonb[],
       ${text((r) => r.created_at)}::timestamptz[],
       ${text((r) => r.finished_at)}::timestamptz[])
-    on conflict (id) do nothing
+    on conflict (id, created_at) do nothing
     returning id`.execute(trx);
   return inserted.map((r) => r.id);
 }
 
+/** How far a record's `created_at` (its request's start) may be from its id's second. */
+const ID_CREATED_SLACK_S = 86_400;
+
+/**
+ * One record by id. The id's second (`gen-<unix s>-…`, minted when the request arrived) bounds its
+ * `created_at` (the request's start), so the first read touches only the month partitions around
+ * it, not every month's index; a miss there (an id minted elsewhere) reads every month.
+ */
 export async function findGeneration(db: Db, id: string) {
-  return db.selectFrom('billing.generations').selectAll().where('id', '=', id).executeTakeFirst();
+  const byId = db.selectFrom('billing.generations').selectAll().where('id', '=', id);
+  const second = requestIdSecond(id);
+  if (second === null || second > 1e11) return byId.executeTakeFirst();
+  const near = await byId
+    .where('created_at', '>=', new Date((second - ID_CREATED_SLACK_S) * 1000))
+    .where('created_at', '<', new Date((second + ID_CREATED_SLACK_S) * 1000))
+    .executeTakeFirst();
+  return near ?? byId.executeTakeFirst();
+}
+
+/** The 404 message for an id with no record: past the retention, or not (yet) recorded. */
+export function missingGenerationMessage(id: string, cutoff: Date | null): string {
+  const second = requestIdSecond(id);
+  if (cutoff !== null && second !== null && second * 1000 < cutoff.getTime()) {
+    return `No generation with id ${id}: it is older than the retention of generation records (GENERATION_RETENTION_DAYS), which have been deleted; its cost stays in the usage totals`;
+  }
+  return `No generation with id ${id} (it may not be recorded yet)`;
 }
 
 export interface GenerationFilters {

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { BillingDb } from '../database';
 import { callerOf, keyCaller } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
-import { findGeneration } from './generations.repository';
+import { findGeneration, missingGenerationMessage } from './generations.repository';
 import type { Generation } from './generations.table';
 
 const query = z.object({
@@ -90,13 +90,14 @@ export function generationsRoutes(deps: {
   db: BillingDb;
   verifier: ServiceVerifier;
   owners: KeyOwners;
+  retentionCutoff: () => Date | null;
 }): Router {
   const router = Router();
   router.get('/generation', keyCaller(deps, 'inference'), async (req, res) => {
     const { id } = parseInput(query, { id: typeof req.query.id === 'string' ? req.query.id : undefined });
     const row = await findGeneration(deps.db, id);
     if (!row || row.account_id !== callerOf(res).accountId) {
-      throw notFound(`No generation with id ${id} (it may not be recorded yet)`);
+      throw notFound(missingGenerationMessage(id, deps.retentionCutoff()));
     }
     res.json({ data: generationView(row) });
   });

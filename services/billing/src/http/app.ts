@@ -34,6 +34,8 @@ export interface BillingAppDeps {
   /** The keys service's answer to who owns a key: caller routes re-read the caller's key. */
   owners: KeyOwners;
   clock: () => Date;
+  /** The instant before which generation records are past the retention (null: kept forever). */
+  retentionCutoff?: () => Date | null;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
   /** The usage dead-letter queue, for `GET /internal/dlq` and `POST /internal/dlq/replay`. */
@@ -50,11 +52,12 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
   app.use(requestContext(deps.logger, { accessLog: 'debug' }));
   app.use(healthRoutes(deps.readiness));
   app.use(jsonBody('256kb'));
-  app.use(generationsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners }));
+  const retentionCutoff = deps.retentionCutoff ?? (() => null);
+  app.use(generationsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, retentionCutoff }));
   app.use(creditsRoutes({ credits: deps.credits, verifier: deps.verifier, owners: deps.owners }));
   app.use(spendRoutes({ spend: deps.spend, verifier: deps.verifier, clock: deps.clock }));
   app.use(analyticsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, clock: deps.clock }));
-  app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier }));
+  app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier, retentionCutoff }));
   app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, verifier: deps.verifier }));
   app.use(billingAuditRoutes({ db: deps.db, verifier: deps.verifier }));
   if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier: deps.verifier }));

@@ -3,7 +3,7 @@ import type { UsageEvent } from '@tollgate/events';
 /**
  * The one place billing de-duplicates usage events by id within a batch (a publisher retry after a
  * lost confirm can put the same event in twice): the first occurrence of each id, in id order. Across
- * batches (a redelivery) the generation insert's `on conflict (id) do nothing returning id` decides
+ * batches (a redelivery) the generation insert’s `on conflict (id, created_at) do nothing returning id` decides
  * what is new. Id order: two batches written at once (CONCURRENT_BATCHES) that share an id wait on
  * each other's index entries in the same order, never in a cycle.
  */

@@ -5,6 +5,7 @@ import { boundApps } from '../analytics/app-bound';
 import { rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
 import { insertGenerations } from '../generations/generations.repository';
+import { createGenerationPartitions, type GenerationPartitions } from '../generations/partitions';
 import { spendSums, sumBatchSpend } from './batch-spend';
 import { committedSpend } from './committed-spend';
 import { distinctEvents } from './distinct-events';
@@ -40,11 +41,13 @@ export interface UsageRecorderDeps {
   redisBacklogMax?: number;
   /** Distinct X-Titles per account and UTC day with roll-up rows of their own (default 200; the rest: `(other)`). */
   appsPerDay?: number;
+  /** The monthly partitions of `billing.generations` (default: created on demand, kept forever). */
+  partitions?: GenerationPartitions;
 }
 
 /**
  * Writes a batch of usage events exactly once. One transaction of two statements: the insert of the
- * records (one array parameter per column, `on conflict (id) do nothing returning id`), then ONE
+ * records (one array parameter per column, `on conflict (id, created_at) do nothing returning id`), then ONE
  * statement adding the newly inserted rows (summed in memory per row of each table: batch-spend.ts,
  * analytics/usage-rollup.ts) to the hourly and daily roll-ups, to every distinct (key, period) and to
  * every distinct account. After the commit the Redis counters are raised to the committed Postgres
@@ -62,6 +65,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
     retryMs: deps.redisRetryMs,
     backlogMax: deps.redisBacklogMax,
   });
+  const partitions = deps.partitions ?? createGenerationPartitions(deps.db);
 
   return {
     redisBacklog: () => sync.backlog(),
@@ -78,6 +82,8 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         return toGenerationRow(e, c.decimal);
       });
 
+      // A month without a partition yet gets one first (a map lookup when it exists).
+      await partitions.ensureFor(rows.map((r) => r.created_at));
       const { committed, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
         const spend = sumBatchSpend(events, rows, units, insertedIds);
