@@ -418,6 +418,7 @@ try {
     {
       ...common,
       ...identity('billing'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
       PORT: String(ports.billing),
       METRICS_PORT: String(metricsPorts.billing),
       // Billing prices every event with the proxy's catalog and asks keys who owns each key.

@@ -5,6 +5,7 @@
 //
 //   node infra/keys/service-keys.mjs --dir <dir>   files, for docker compose (kept if they exist):
 //       <dir>/<caller>/private.key        caller = proxy, keys, billing, dashboard, admin (base64 PKCS#8 DER)
+//       <dir>/billing/webhook.key         billing's key of the webhook signing secrets (WEBHOOK_SECRET_KEY)
 //       <dir>/public/<callee>.keys        callee = keys, billing, dashboard (SERVICE_PUBLIC_KEYS value)
 //     and each service's own login on each server it uses (issue 23; infra/credentials/policy.mjs):
 //       <dir>/<service>/{database,redis,amqp}.url   its URLs, with its own generated password
@@ -13,7 +14,8 @@
 //       <dir>/rabbitmq/rabbitmq.conf, definitions.json  (load_definitions at boot)
 //   node infra/keys/service-keys.mjs --env <dir>   env files, for Kubernetes (refuses to overwrite):
 //       <dir>/service-keys.env            PROXY_PRIVATE_KEY, KEYS_PRIVATE_KEY, BILLING_PRIVATE_KEY, DASHBOARD_PRIVATE_KEY,
-//                                         and every caller's <NAME>_PUBLIC_KEY (admin's included)
+//                                         and every caller's <NAME>_PUBLIC_KEY (admin's included),
+//                                         BILLING_WEBHOOK_SECRET_KEY (billing's WEBHOOK_SECRET_KEY)
 //       <dir>/admin.key                   the admin CLI's private key (ADMIN_PRIVATE_KEY): keep it off the cluster
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,6 +57,9 @@ export function writeComposeKeys(dir) {
     if (!existsSync(path)) write(path, newPrivate(), 0o400);
     publicKeys[caller] = publicOf(readFileSync(path, 'utf8').trim());
   }
+  // Billing's AES-256-GCM key of the webhook signing secrets at rest (WEBHOOK_SECRET_KEY_FILE).
+  const webhookKey = join(dir, 'billing', 'webhook.key');
+  if (!existsSync(webhookKey)) write(webhookKey, randomBytes(32).toString('base64'), 0o400);
   mkdirSync(join(dir, 'public'), { recursive: true });
   for (const callee of Object.keys(TRUST))
     write(join(dir, 'public', `${callee}.keys`), trustList(callee, publicKeys), 0o444);
@@ -73,6 +78,7 @@ export function writeEnvFiles(dir) {
   for (const c of CALLERS.filter((x) => x !== 'admin'))
     lines.push(`${c.toUpperCase()}_PRIVATE_KEY=${privateKeys[c]}`);
   for (const c of CALLERS) lines.push(`${c.toUpperCase()}_PUBLIC_KEY=${publicOf(privateKeys[c])}`);
+  lines.push(`BILLING_WEBHOOK_SECRET_KEY=${randomBytes(32).toString('base64')}`);
   write(envPath, lines.join('\n'), 0o600);
   write(adminPath, privateKeys.admin, 0o600);
 }

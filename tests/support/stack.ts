@@ -237,6 +237,8 @@ export async function startStack(
         CATALOG_PATH: catalogPath,
         SERVICE_PRIVATE_KEY: serviceKeys.billing.privateKey,
         SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
+        // Production refuses to start without its own key of the webhook secrets.
+        ...(options.productionKeys ? { WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64') } : {}),
         ...own('billing'),
       }),
       options.catalog ? { catalog } : {},

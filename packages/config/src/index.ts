@@ -108,6 +108,8 @@ export const FILE_SETTINGS = [
   'SERVICE_PRIVATE_KEY',
   'SERVICE_PUBLIC_KEYS',
   'ADMIN_PRIVATE_KEY',
+  // Billing's key of the webhook signing secrets at rest (compose generates it on first start).
+  'WEBHOOK_SECRET_KEY',
   // Server URLs carry the service's own password (compose generates them on first start).
   'DATABASE_URL',
   'AMQP_URL',

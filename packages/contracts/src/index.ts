@@ -4,3 +4,4 @@ export * from './common';
 export * from './dashboard';
 export * from './keys';
 export * from './teams';
+export * from './webhooks';

@@ -57,6 +57,11 @@ export const keyOwnerSchema = z.object({
   revoked: z.boolean(),
   /** ISO time, or null for no expiry. */
   expiresAt: z.string().nullable(),
+  /** The key's spend limit (USD decimal string) and its period, for billing's threshold alerts. */
+  limit: z.string().nullable().optional(),
+  limitReset: limitReset.nullable().optional(),
+  /** The key's team; absent or null = none. */
+  teamId: z.string().nullable().optional(),
 });
 
 /**

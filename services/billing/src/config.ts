@@ -12,6 +12,7 @@ import {
 } from '@tollgate/config';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
+import { webhookEnv } from './alerts/alerts.config';
 
 /** The dev catalog of the repo, resolved relative to this file (works from any cwd). */
 const DEFAULT_CATALOG_PATH = fileURLToPath(new URL('../../../infra/catalog/dev.yaml', import.meta.url));
@@ -98,6 +99,8 @@ export const billingConfigSchema = z
     GENERATION_PARTITIONS_AHEAD: z.coerce.number().int().min(1).max(24).default(3),
     /** Run the usage-event worker in this process (false: read API only). */
     WORKER_ENABLED: envBoolean(true),
+    /** Alert webhooks (alerts/alerts.config.ts, docs/configuration.md). */
+    ...webhookEnv,
   })
   .superRefine((c, ctx) => {
     refuseDevSecretInProduction(c, ctx);

@@ -2,6 +2,12 @@ import type { AuditLogTable } from '@tollgate/db';
 import { createDb, migrateToLatest } from '@tollgate/db';
 import type { Kysely } from 'kysely';
 import { migrations } from '../migrations';
+import type {
+  AlertDeliveriesTable,
+  AlertDeliveryAttemptsTable,
+  AlertsTable,
+  WebhookEndpointsTable,
+} from './alerts/alerts.table';
 import type { UsageDailyTable, UsageHourlyTable } from './analytics/usage-rollup.table';
 import type { AccountSettingsTable, CreditLedgerTable } from './credits/credits.table';
 import type { GenerationsTable } from './generations/generations.table';
@@ -20,6 +26,10 @@ export interface Database {
   'billing.usage_hourly': UsageHourlyTable;
   'billing.usage_daily': UsageDailyTable;
   'billing.audit_log': AuditLogTable;
+  'billing.webhook_endpoints': WebhookEndpointsTable;
+  'billing.alerts': AlertsTable;
+  'billing.alert_deliveries': AlertDeliveriesTable;
+  'billing.alert_delivery_attempts': AlertDeliveryAttemptsTable;
 }
 
 export type BillingDb = Kysely<Database>;

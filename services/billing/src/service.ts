@@ -9,6 +9,7 @@ import { serviceRegistry } from '@tollgate/metrics';
 import { createSpendStore, type SpendTimings } from '@tollgate/spend';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
+import { createAlerts } from './alerts/alerts';
 import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
@@ -49,6 +50,15 @@ export interface BillingOptions {
   catalog?: Catalog;
 }
 
+/** Who owns a key: the keys service at KEYS_URL, asked with billing's own identity. */
+const keysOwners = (config: BillingConfig, logger: Logger): KeyOwners =>
+  keysServiceOwners({
+    keysUrl: config.KEYS_URL,
+    signer: createServiceSigner('billing', config.SERVICE_PRIVATE_KEY),
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+  });
+
 /** Starts billing in-process (migrates first): HTTP API + usage worker. `PORT=0` picks a free port. */
 export async function startBilling(
   config: BillingConfig,
@@ -80,6 +90,8 @@ export async function startBilling(
     logger,
   });
   const spendStore = createSpendStore(redis, { prefix: config.REDIS_PREFIX, timings: options.timings });
+  const owners = options.owners ?? keysOwners(config, logger);
+  const alerts = createAlerts({ config, db, owners, logger, clock });
   const recorder = createUsageRecorder({
     db,
     spend: spendStore,
@@ -87,19 +99,11 @@ export async function startBilling(
     clock,
     appsPerDay: config.ANALYTICS_APPS_PER_DAY,
     partitions,
+    alerts: alerts.hook,
   });
   await partitions.start();
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
-
-  const owners =
-    options.owners ??
-    keysServiceOwners({
-      keysUrl: config.KEYS_URL,
-      signer: createServiceSigner('billing', config.SERVICE_PRIVATE_KEY),
-      timeoutMs: config.SERVICE_TIMEOUT_MS,
-      logger,
-    });
   // Billing prices events itself: the proxy's catalog, prices only (no provider URL or key needed).
   const checks = createUsageChecks({
     checks: config.USAGE_CHECKS,
@@ -134,12 +138,14 @@ export async function startBilling(
     : null;
 
   worker.watch(consumer);
+  if (config.WORKER_ENABLED) alerts.delivery.start();
   const app = createBillingApp({
     db,
     credits,
     spend,
     verifier: createServiceVerifier('billing', config.SERVICE_PUBLIC_KEYS),
     owners,
+    webhooks: alerts.webhooks,
     clock,
     logger,
     metrics,
@@ -167,6 +173,7 @@ export async function startBilling(
     server = await listen(app, config.PORT, config.HOST, logger);
   } catch (err) {
     await consumer?.close();
+    await alerts.close();
     await db.destroy();
     redis.disconnect();
     throw err;
@@ -190,6 +197,7 @@ export async function startBilling(
         partitions.stop();
         await closeServer(server);
         await consumer?.close();
+        await alerts.close();
         await recorder.close();
         await owners.close();
         await db.destroy();

@@ -57,6 +57,8 @@ export function registerTestKey(key: {
   scope?: 'inference' | 'management';
   disabled?: boolean;
   revoked?: boolean;
+  limit?: string | null;
+  limitReset?: 'daily' | 'weekly' | 'monthly' | null;
 }): void {
   testKeys.set(key.keyId, {
     id: key.keyId,
@@ -65,6 +67,9 @@ export function registerTestKey(key: {
     disabled: key.disabled ?? false,
     revoked: key.revoked ?? false,
     expiresAt: null,
+    limit: key.limit ?? null,
+    limitReset: key.limitReset ?? null,
+    teamId: null,
   });
 }
 
@@ -78,6 +83,7 @@ const testKeyOwners: KeyOwners = {
     return out;
   },
   read: async (id) => testKeys.get(id) ?? null,
+  current: async (ids) => ids.flatMap((id) => testKeys.get(id) ?? []),
   close: async () => {},
 };
 

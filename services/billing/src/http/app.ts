@@ -12,6 +12,8 @@ import type { Logger } from '@tollgate/logger';
 import { httpMetrics } from '@tollgate/metrics';
 import express from 'express';
 import type { Registry } from 'prom-client';
+import { webhooksRoutes } from '../alerts/webhooks.routes';
+import type { WebhooksService } from '../alerts/webhooks.service';
 import { analyticsRoutes } from '../analytics/analytics.routes';
 import { billingAuditRoutes } from '../audit/audit';
 import { creditsRoutes } from '../credits/credits.routes';
@@ -33,6 +35,8 @@ export interface BillingAppDeps {
   verifier: ServiceVerifier;
   /** The keys service's answer to who owns a key: caller routes re-read the caller's key. */
   owners: KeyOwners;
+  /** Alert webhook endpoints (`/webhooks`, `/internal/accounts/{id}/webhooks`). */
+  webhooks: WebhooksService;
   clock: () => Date;
   /** The instant before which generation records are past the retention (null: kept forever). */
   retentionCutoff?: () => Date | null;
@@ -60,6 +64,7 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
   app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier, retentionCutoff }));
   app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, verifier: deps.verifier }));
   app.use(billingAuditRoutes({ db: deps.db, verifier: deps.verifier }));
+  app.use(webhooksRoutes({ webhooks: deps.webhooks, verifier: deps.verifier, owners: deps.owners }));
   if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier: deps.verifier }));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

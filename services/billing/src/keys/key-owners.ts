@@ -14,6 +14,8 @@ export interface KeyOwners {
   accountsOf(ids: Iterable<string>): Promise<Map<string, string>>;
   /** The key as it is now (no cache), or null when no key has this id. */
   read(id: string): Promise<KeyOwner | null>;
+  /** These keys as they are now (no cache; limits for threshold alerts); unknown ids are absent. */
+  current(ids: readonly string[]): Promise<KeyOwner[]>;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,11 @@ export function keysServiceOwners(options: {
       const [key] = await ask([id]);
       if (key) remember(key.id, key.accountId);
       return key ?? null;
+    },
+    async current(ids) {
+      const out: KeyOwner[] = [];
+      for (let i = 0; i < ids.length; i += CHUNK) out.push(...(await ask(ids.slice(i, i + CHUNK))));
+      return out;
     },
     close: () => keys.close(),
   };

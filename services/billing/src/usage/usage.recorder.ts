@@ -1,6 +1,7 @@
 import type { UsageEvent } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import type { SpendStore } from '@tollgate/spend';
+import type { ThresholdHook } from '../alerts/threshold-hook';
 import { boundApps } from '../analytics/app-bound';
 import { rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
@@ -12,7 +13,7 @@ import { distinctEvents } from './distinct-events';
 import { costMemo } from './event-cost';
 import { toGenerationRow } from './generation-row';
 import { createSpendSync } from './spend-sync';
-import { applyBatchSums } from './usage.repository';
+import { applyBatchSums, type BatchSums } from './usage.repository';
 
 interface RecordResult {
   /** Events recorded by this call (the others were already recorded: redelivery or duplicate). */
@@ -43,6 +44,8 @@ export interface UsageRecorderDeps {
   appsPerDay?: number;
   /** The monthly partitions of `billing.generations` (default: created on demand, kept forever). */
   partitions?: GenerationPartitions;
+  /** Spend/credit threshold alerts, decided in the commit's transaction (alerts/threshold-hook.ts). */
+  alerts?: ThresholdHook;
 }
 
 /**
@@ -84,6 +87,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
 
       // A month without a partition yet gets one first (a map lookup when it exists).
       await partitions.ensureFor(rows.map((r) => r.created_at));
+      const alertPlan = (await deps.alerts?.prepare(deps.db, events)) ?? null;
       const { committed, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
         const spend = sumBatchSpend(events, rows, units, insertedIds);
@@ -91,11 +95,13 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         // accounts by id. Titles past the account's share of the day roll up as "(other)"
         // (analytics/app-bound.ts).
         const rolled = await boundApps(trx, spend.newRecords, deps.appsPerDay ?? 200);
-        const totals = await applyBatchSums(trx, {
+        const sums: BatchSums = {
           hourly: rollupRows(rolled, 'hour'),
           daily: rollupRows(rolled, 'day'),
           ...spendSums(spend),
-        });
+        };
+        const totals = await applyBatchSums(trx, sums);
+        await deps.alerts?.decide(trx, alertPlan, sums, totals);
         return { committed: committedSpend(events, spend.touchedPairs, totals), inserted: insertedIds.size };
       });
 

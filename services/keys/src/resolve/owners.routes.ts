@@ -24,6 +24,9 @@ export function ownersRoutes(deps: { keys: KeyService; verifier: ServiceVerifier
         disabled: r.disabled,
         revoked: r.revoked,
         expiresAt: r.expires_at?.toISOString() ?? null,
+        limit: r.limit,
+        limitReset: r.limit_reset,
+        teamId: r.team_id,
       })),
     };
     res.json(answer);

@@ -238,6 +238,13 @@ export function createProxyApp(deps: {
   api.all(['/teams', '/teams/{*rest}'], routeName('teams'), management, deps.forwarders.keys.handler());
   api.get('/audit', routeName('audit'), management, deps.forwarders.keys.handler());
   api.get('/activity', routeName('activity'), management, deps.forwarders.billing.handler());
+  // Alert webhook endpoints and their delivery log (billing owns them).
+  api.all(
+    ['/webhooks', '/webhooks/{*rest}'],
+    routeName('webhooks'),
+    management,
+    deps.forwarders.billing.handler(),
+  );
   api.use(notFoundHandler);
 
   app.use('/api/v1', api);
