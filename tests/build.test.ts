@@ -170,8 +170,14 @@ describe('production build', () => {
       for (const r of results) expect(r.code, `${r.name}: ${r.out}`).toBe(0);
       // Each migration applied exactly once per service: one run reports it, the others find nothing to do.
       for (const name of migrating) {
-        // keys/billing log JSON ({"applied":[...]}), dashboard prints `applied: <names>`.
-        const applying = results.filter((r) => r.name === name && /"applied":\["|^applied: /m.test(r.out));
+        // Every service's migrate command is the one runner (@tollgate/db): JSON log lines only.
+        for (const r of results.filter((x) => x.name === name)) {
+          const logged = r.out.split('\n').filter((l) => l.trim());
+          expect(logged.length, `${name}: ${r.out}`).toBeGreaterThan(0);
+          for (const line of logged)
+            expect(JSON.parse(line), `${name}: ${line}`).toMatchObject({ name: `${name}-migrate` });
+        }
+        const applying = results.filter((r) => r.name === name && /"applied":\["/.test(r.out));
         expect(applying, name).toHaveLength(1);
       }
     } finally {

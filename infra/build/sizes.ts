@@ -33,11 +33,6 @@ const ALLOWED: ReadonlySet<string> = new Set<string>([
   'services/dashboard/ui/src/pages/Usage.tsx#UsagePage',
   'services/proxy/src/http/app.ts#createProxyApp',
   'services/proxy/src/metrics/metrics.ts#createMetrics',
-  // bus (issues 24/30/31) owns packages/events:
-  'packages/events/src/consumer.ts',
-  'packages/events/src/consumer.ts#createUsageConsumer',
-  'packages/events/src/publisher.ts',
-  'packages/events/src/publisher.ts#createUsagePublisher',
 ]);
 
 export interface Violation {

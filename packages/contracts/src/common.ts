@@ -1,3 +1,4 @@
+import { LIMIT_RESETS } from '@tollgate/money';
 import { z } from 'zod';
 
 /** Pieces shared by the contracts of several services. */
@@ -7,7 +8,8 @@ export const decimalString = z.string().regex(/^-?\d+(\.\d+)?$/, 'expected a dec
 
 export const uuid = (what: string) => z.string().uuid(`expected ${what} (uuid)`);
 
-export const limitReset = z.enum(['daily', 'weekly', 'monthly']);
+/** A key's spend period (the one list: @tollgate/money, which computes the periods). */
+export const limitReset = z.enum(LIMIT_RESETS);
 
 /** `:accountId` of an internal account route. */
 export const accountParams = z.object({ accountId: uuid('an account id') });

@@ -114,7 +114,7 @@ const limit = z
   });
 
 export const limitResetInput = z.enum(LIMIT_RESETS, {
-  error: 'expected one of daily, weekly, monthly, or null',
+  error: `expected one of ${LIMIT_RESETS.join(', ')}, or null`,
 });
 
 /** ISO 8601 date-time with a zone (`Z` or an offset); must lie in the future. */

@@ -104,4 +104,5 @@ export async function migrateToLatest(
 }
 
 export { type AuditActorKind, type AuditLogTable, createAuditLog, dropAuditLog } from './audit-log';
+export { type MigrateCommand, runMigrateCommand } from './migrate-command';
 export { sql };

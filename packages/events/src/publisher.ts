@@ -1,127 +1,19 @@
-import type { ChannelModel, ConfirmChannel } from 'amqplib';
+import type { ConfirmChannel } from 'amqplib';
 import { errorMessage } from './backoff';
 import { type AmqpSupervisor, superviseAmqpConnection } from './connection';
-import { Fifo } from './fifo';
 import type { EventsLogger } from './logger';
-import type { MessageSigner } from './signature';
+import { openPublisherChannel } from './publisher/channel';
+import { ConfirmWindow, type Entry } from './publisher/confirm-window';
+import { encodeMessage, type MessageLimits, SendScheduler, takeMessage } from './publisher/message-batcher';
+import type { CloseResult, PublisherStats, UsagePublisher, UsagePublisherOptions } from './publisher/options';
+import { SpoolReplayer } from './publisher/spool-replayer';
+import { PublisherTelemetry } from './publisher/telemetry';
 import { Spool } from './spool';
-import { declareUsageTopology, type UsageTopology } from './topology';
-import { USAGE_BATCH_MESSAGE_TYPE, type UsageEvent, usageBatchBody } from './usage-event';
+import type { UsageEvent } from './usage-event';
 
-/** AMQP `type` property of version-1 usage events (`usageEventSchemas.usage[1]`). */
-export const USAGE_MESSAGE_TYPE = 'usage.v1';
-
-export interface PublisherStats {
-  /** Events held in memory: not yet confirmed by the broker (includes those sent, awaiting confirm). */
-  buffered: number;
-  /** Events the broker confirmed (persisted to the queue), since start. */
-  published: number;
-  /** Events discarded, since start: oldest dropped because the buffer was full, or published after close. */
-  dropped: number;
-  /** A confirm channel to the broker is open. */
-  connected: boolean;
-  /** The broker blocked the connection (memory or disk alarm): sent events wait for its unblock. */
-  blocked: boolean;
-  /** Confirmed but routed to no queue (someone deleted the queue or binding); logged as errors. */
-  unroutable: number;
-  /** Events on the disk spool (fsync'd), waiting for the broker. */
-  spooled: number;
-  /** Bytes of the disk spool. */
-  spoolBytes: number;
-}
-
-/** Change notifications for metrics (counters take the deltas, gauges read `stats`). */
-export type PublisherMetric =
-  | { type: 'published'; count: number }
-  | { type: 'dropped'; count: number }
-  | { type: 'connection'; connected: boolean };
-
-export interface UsagePublisherOptions {
-  /** AMQP_URL. */
-  url: string;
-  topology: UsageTopology;
-  logger: EventsLogger;
-  /**
-   * Bound of the in-memory buffer. With a `spool`, events beyond it (and every event while the broker
-   * is unreachable) go to disk; without one, the OLDEST unsent event is dropped when it is full.
-   */
-  maxBuffered?: number;
-  /**
-   * The durable disk spool: what the broker cannot take is fsync'd there and replayed, in order, when
-   * it is back and by the next process started on the same directory. See `canAdmit()`.
-   */
-  spool?: { dir: string; maxBytes: number; instance?: string };
-  /** Events sent and awaiting their confirm at any time (the confirm window). Default 10 000. */
-  maxInFlight?: number;
-  /**
-   * Most events packed into one AMQP message (`usage.batch.v1`, NDJSON); 1 sends each event as its
-   * own `usage.v1` message. Default 100. A message is also closed at `maxMessageBytes` (default 1 MiB).
-   */
-  eventsPerMessage?: number;
-  maxMessageBytes?: number;
-  /**
-   * How long the first event waits for others before its message is sent, ms (0: only what the
-   * current event-loop turn produced). A full message is sent at once. Default 5.
-   */
-  lingerMs?: number;
-  /** Reconnect backoff (capped exponential with jitter). Default 100 ms doubling up to 10 s. */
-  reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
-  /** Declare the topology on every (re)connect (idempotent). Default true. */
-  declareTopology?: boolean;
-  /** Shown in the RabbitMQ management UI. Default `tollgate-usage-publisher`. */
-  connectionName?: string;
-  /** AMQP `app_id` property of each message. Default `tollgate-proxy`. */
-  appId?: string;
-  onMetrics?: (metric: PublisherMetric, stats: PublisherStats) => void;
-  /**
-   * Signs every message (`signature.ts`): billing refuses unsigned usage messages. The sent-at time
-   * signed is the oldest event's hand-over time (for a spooled event: its `finished_at`).
-   */
-  signer?: MessageSigner;
-}
-
-export interface CloseResult {
-  /** Every buffered event was confirmed before the connection closed. */
-  drained: boolean;
-  /** Events still buffered (lost) when the drain timeout expired. */
-  remaining: number;
-}
-
-export interface UsagePublisher {
-  /** Queues the event for publishing; synchronous, never waits for the broker, never throws. */
-  publish(event: UsageEvent): void;
-  /**
-   * Whether a new billable request may be served: its event could still be confirmed or spooled.
-   * False only with a spool that cannot take more (disk full, size bound, write errors) while the
-   * broker cannot take events either. Cheap (no I/O): callable on every request.
-   */
-  canAdmit(): boolean;
-  stats(): PublisherStats;
-  /** Resolves when every event buffered so far is confirmed (or `timeoutMs` passed: resolves false). */
-  flush(timeoutMs?: number): Promise<boolean>;
-  /** Flushes (waiting for confirms, reconnecting if needed) up to `drainTimeoutMs`, then closes. */
-  close(options?: { drainTimeoutMs?: number }): Promise<CloseResult>;
-}
-
-interface Entry {
-  id: string;
-  body: Buffer;
-  timestamp: number;
-  /** When the event was handed to the publisher (ms); signed with its message. */
-  sentAt: number;
-  confirmed: boolean;
-  dropped: boolean;
-  /** Replayed from this spool segment (already on disk). */
-  segment?: string;
-}
-
-const DROP_LOG_INTERVAL_MS = 10_000;
-
-function oldestSentAt(entries: readonly Entry[]): number {
-  let at = Number.POSITIVE_INFINITY;
-  for (const e of entries) if (e.sentAt < at) at = e.sentAt;
-  return at;
-}
+export { USAGE_MESSAGE_TYPE } from './publisher/message-batcher';
+export type { CloseResult, PublisherStats, UsagePublisher, UsagePublisherOptions } from './publisher/options';
+export type { PublisherMetric } from './publisher/telemetry';
 
 /**
  * The proxy's usage-event publisher: an in-memory FIFO drained into a RabbitMQ confirm channel.
@@ -130,497 +22,345 @@ function oldestSentAt(entries: readonly Entry[]): number {
  * (at-least-once: consumers dedupe on the event id).
  */
 export function createUsagePublisher(options: UsagePublisherOptions): UsagePublisher {
-  const { url, topology, logger } = options;
-  const maxBuffered = Math.max(1, options.maxBuffered ?? 100_000);
-  const maxInFlight = Math.max(1, Math.min(options.maxInFlight ?? 10_000, Math.floor(maxBuffered / 2)));
-  const backoff = {
-    initialMs: options.reconnect?.initialDelayMs ?? 100,
-    maxMs: options.reconnect?.maxDelayMs ?? 10_000,
-  };
-  const eventsPerMessage = Math.max(1, options.eventsPerMessage ?? 100);
-  const maxMessageBytes = Math.max(1, options.maxMessageBytes ?? 1024 * 1024);
-  const lingerMs = Math.max(0, options.lingerMs ?? 5);
-  const declare = options.declareTopology ?? true;
-  const appId = options.appId ?? 'tollgate-proxy';
-  const log = logger.child({ component: 'usage-publisher' });
+  return new AmqpUsagePublisher(options);
+}
 
-  const spool = options.spool ? new Spool({ ...options.spool, logger: log }) : null;
-  /** The spool segment being replayed: its events are in `pending`/`inflight` until all confirmed. */
-  let replay: { file: string; events: number; outstanding: number } | null = null;
-  let segments: string[] = spool ? spool.replayable() : []; // adopted from stopped processes at start
-  const pending = new Fifo<Entry>(); // not sent on the current channel, oldest first
-  const inflight = new Fifo<Entry>(); // sent on the current channel, in send order
-  let inflightOpen = 0; // entries of `inflight` neither confirmed nor dropped
-  let buffered = 0;
-  let published = 0;
-  let dropped = 0;
-  let unroutable = 0;
+/**
+ * The wiring of the publisher's units: the confirm window (memory), the message batcher and its send
+ * scheduler, the spool and its replayer, the telemetry, and the supervised connection.
+ */
+class AmqpUsagePublisher implements UsagePublisher {
+  private readonly log: EventsLogger;
+  private readonly maxBuffered: number;
+  private readonly limits: MessageLimits;
+  private readonly window: ConfirmWindow;
+  private readonly scheduler: SendScheduler;
+  private readonly telemetry: PublisherTelemetry<PublisherStats>;
+  private readonly spool: Spool | null;
+  private readonly replayer: SpoolReplayer | null;
+  private readonly supervisor: AmqpSupervisor<ConfirmChannel>;
+  private readonly idleWaiters = new Set<() => void>();
+  private channel: ConfirmChannel | null = null;
+  private lostWhy: string | null = null;
+  /** Bumped whenever the channel changes: confirms of an older channel are ignored. */
+  private generation = 0;
+  private waitingDrain = false;
+  /** close() finished draining: no new events, no reconnects. */
+  private stopped = false;
 
-  let channel: ConfirmChannel | null = null;
-  let supervisor: AmqpSupervisor<ConfirmChannel> | null = null; // set once the functions below exist
-  let lostWhy: string | null = null;
-  let generation = 0;
-  let waitingDrain = false;
-  let pumpScheduled = false;
-  let lingerTimer: NodeJS.Timeout | null = null;
-  let stopped = false; // close() finished draining: no new events, no reconnects
+  constructor(private readonly options: UsagePublisherOptions) {
+    this.log = options.logger.child({ component: 'usage-publisher' });
+    this.maxBuffered = Math.max(1, options.maxBuffered ?? 100_000);
+    const maxInFlight = Math.max(
+      1,
+      Math.min(options.maxInFlight ?? 10_000, Math.floor(this.maxBuffered / 2)),
+    );
+    this.limits = {
+      eventsPerMessage: Math.max(1, options.eventsPerMessage ?? 100),
+      maxMessageBytes: Math.max(1, options.maxMessageBytes ?? 1024 * 1024),
+    };
+    this.window = new ConfirmWindow(maxInFlight);
+    this.scheduler = new SendScheduler(
+      Math.max(0, options.lingerMs ?? 5),
+      this.limits.eventsPerMessage,
+      () => this.channel !== null && !this.waitingDrain,
+      () => this.pump(),
+    );
+    this.telemetry = new PublisherTelemetry(this.log, () => this.stats(), options.onMetrics);
+    this.spool = options.spool ? new Spool({ ...options.spool, logger: this.log }) : null;
+    this.replayer = this.spool ? new SpoolReplayer(this.spool, this.log) : null;
+    this.supervisor = this.supervise();
+  }
 
-  let pendingPublishedDelta = 0;
-  let pendingDroppedDelta = 0;
-  let metricsScheduled = false;
-  let droppedSinceLog = 0;
-  let lastDropLog = 0;
-  const idleWaiters = new Set<() => void>();
-
-  const stats = (): PublisherStats => ({
-    buffered,
-    published,
-    dropped,
-    connected: channel !== null,
-    blocked: supervisor?.blocked ?? false,
-    unroutable,
-    spooled: spool?.events ?? 0,
-    spoolBytes: spool?.bytes ?? 0,
-  });
-
-  const emit = (metric: PublisherMetric) => {
-    if (!options.onMetrics) return;
+  publish(event: UsageEvent): void {
+    if (this.stopped) {
+      this.countDropped(1, 'published after the publisher was closed');
+      return;
+    }
+    let body: Buffer;
     try {
-      options.onMetrics(metric, stats());
+      body = Buffer.from(JSON.stringify(event));
     } catch (err) {
-      log.error({ err }, 'usage publisher onMetrics callback threw');
+      this.log.error({ err, eventId: event?.id }, 'usage event is not serialisable; dropped');
+      this.telemetry.dropped++;
+      return;
     }
-  };
-
-  const flushMetrics = () => {
-    metricsScheduled = false;
-    if (pendingPublishedDelta > 0) {
-      const count = pendingPublishedDelta;
-      pendingPublishedDelta = 0;
-      emit({ type: 'published', count });
-    }
-    if (pendingDroppedDelta > 0) {
-      const count = pendingDroppedDelta;
-      pendingDroppedDelta = 0;
-      emit({ type: 'dropped', count });
-    }
-  };
-  const scheduleMetrics = () => {
-    if (metricsScheduled || !options.onMetrics) return;
-    metricsScheduled = true;
-    setImmediate(flushMetrics);
-  };
-
-  const notifyIdle = () => {
-    if (buffered !== 0 || (spool?.events ?? 0) !== 0) return;
-    for (const resolve of idleWaiters) resolve();
-    idleWaiters.clear();
-  };
-
-  const recordDrop = (count: number, reason: string) => {
-    dropped += count;
-    pendingDroppedDelta += count;
-    droppedSinceLog += count;
-    scheduleMetrics();
     const now = Date.now();
-    // One error line per 10 s at most: a broker outage at thousands of requests per second must not
-    // turn into thousands of log lines per second.
-    if (now - lastDropLog >= DROP_LOG_INTERVAL_MS) {
-      log.error(
-        { droppedEvents: droppedSinceLog, droppedTotal: dropped, buffered, maxBuffered },
-        `usage events dropped: ${reason}`,
-      );
-      lastDropLog = now;
-      droppedSinceLog = 0;
-    }
-  };
-
-  const dropOldest = () => {
-    let victim = pending.shift();
-    if (!victim) {
-      // Only when maxBuffered is tiny: the oldest is already on the wire; forget it.
-      for (const entry of inflight.toArray()) {
-        if (!entry.confirmed && !entry.dropped) {
-          victim = entry;
-          entry.dropped = true;
-          inflightOpen--;
-          break;
-        }
-      }
-    }
-    if (!victim) return;
-    buffered--;
-    recordDrop(1, 'buffer full, dropping the oldest (RabbitMQ unreachable or too slow)');
-  };
-
-  const schedulePump = () => {
-    if (pumpScheduled || !channel || waitingDrain) return;
-    pumpScheduled = true;
-    setImmediate(pump);
-  };
-  /**
-   * A new event: sent with the next pump when a message's worth is waiting (or lingering is off),
-   * else after `lingerMs` from the first waiting event, with whatever came meanwhile.
-   */
-  const scheduleLinger = () => {
-    if (lingerMs === 0 || pending.length >= eventsPerMessage) {
-      schedulePump();
+    const entry: Entry = {
+      id: event.id,
+      body,
+      timestamp: Math.floor(now / 1000),
+      sentAt: now,
+      confirmed: false,
+      dropped: false,
+      partition: 0,
+    };
+    const { window } = this;
+    window.buffered++;
+    if (this.spool && (this.channel === null || window.pending.length >= this.maxBuffered)) {
+      this.toSpool([entry]);
       return;
     }
-    if (lingerTimer !== null || pumpScheduled) return;
-    lingerTimer = setTimeout(onLinger, lingerMs);
-  };
-  function onLinger() {
-    lingerTimer = null;
-    schedulePump();
+    if (!this.spool && window.buffered > this.maxBuffered && window.dropOldest())
+      this.countDropped(1, 'buffer full, dropping the oldest (RabbitMQ unreachable or too slow)');
+    window.pending.push(entry);
+    this.scheduler.linger(window.pending.length);
   }
 
-  /** The broker's answer for one message: every entry it carried is confirmed (or all go back). */
-  const onConfirm = (entries: readonly Entry[], gen: number, err: unknown) => {
-    if (gen !== generation) return; // stale channel: the entries were requeued
-    if (err) {
-      channelLost(err instanceof Error ? err : new Error(String(err)), 'broker nacked a usage event');
-      return;
-    }
-    for (const entry of entries) {
-      if (entry.confirmed) continue;
-      entry.confirmed = true;
-      if (!entry.dropped) {
-        inflightOpen--;
-        buffered--;
-        published++;
-        pendingPublishedDelta++;
-      }
-      if (entry.segment && replay && entry.segment === replay.file && --replay.outstanding === 0) {
-        spool?.removeFile(replay.file, replay.events);
-        replay = null;
-      }
-    }
-    scheduleMetrics();
-    while (inflight.peek()?.confirmed) inflight.shift();
-    schedulePump();
-    maybeReplay();
-    notifyIdle();
-  };
-
-  /** Moves memory entries to the disk spool (they stay counted in `buffered` until fsync'd). */
-  const toSpool = (entries: Entry[]) => {
-    if (!spool || entries.length === 0) return;
-    spool.append(
-      entries.map((e) => e.body),
-      () => {
-        buffered -= entries.length;
-        notifyIdle();
-      },
-      () => {
-        // The disk refused: keep them in memory (canAdmit() now stops new billable requests).
-        for (const e of entries) pending.push(e);
-        schedulePump();
-      },
-    );
-  };
-
-  /**
-   * Replays the next spool segment once the broker is up and memory is empty: its events go through
-   * the normal confirm path; the segment is deleted when the last one is confirmed.
-   */
-  function maybeReplay() {
-    if (!spool || !channel || replay || pending.length > 0 || inflightOpen > 0) return;
-    if (segments.length === 0) {
-      if (spool.events === 0) return;
-      segments = spool.replayable();
-    }
-    const file = segments.shift();
-    if (!file) return;
-    const bodies = spool.read(file);
-    if (bodies.length === 0) {
-      spool.removeFile(file, 0);
-      maybeReplay();
-      return;
-    }
-    replay = { file, events: bodies.length, outstanding: bodies.length };
-    const timestamp = Math.floor(Date.now() / 1000);
-    for (const body of bodies) {
-      let id = '';
-      let sentAt = Date.now();
-      try {
-        const parsed = JSON.parse(body.toString('utf8')) as { id?: unknown; finished_at?: unknown };
-        id = String(parsed.id ?? '');
-        // Handed over when it finished: the signed time stays the event's own, however long it waited.
-        const finished = typeof parsed.finished_at === 'string' ? Date.parse(parsed.finished_at) : Number.NaN;
-        if (Number.isFinite(finished) && finished < sentAt) sentAt = finished;
-      } catch {
-        // a torn or foreign line: published as is, billing dead-letters what it cannot decode
-      }
-      pending.push({ id, body, timestamp, sentAt, confirmed: false, dropped: false, segment: file });
-      buffered++;
-    }
-    log.info({ segment: file, events: bodies.length }, 'replaying spooled usage events');
-    schedulePump();
+  canAdmit(): boolean {
+    if (!this.spool || this.spool.healthy()) return true;
+    return this.channel !== null && this.window.pending.length < this.maxBuffered;
   }
 
-  /** The next message's entries, oldest first: up to `eventsPerMessage` and `maxMessageBytes`. */
-  function nextMessage(): Entry[] {
-    const entries: Entry[] = [];
-    let bytes = 0;
-    while (entries.length < eventsPerMessage && inflightOpen + entries.length < maxInFlight) {
-      const next = pending.peek();
-      if (!next) break;
-      if (entries.length > 0 && bytes + next.body.length + 1 > maxMessageBytes) break;
-      pending.shift();
-      entries.push(next);
-      bytes += next.body.length + 1;
-    }
-    return entries;
+  stats(): PublisherStats {
+    return {
+      buffered: this.window.buffered,
+      published: this.telemetry.published,
+      dropped: this.telemetry.dropped,
+      connected: this.channel !== null,
+      blocked: this.supervisor?.blocked ?? false,
+      unroutable: this.telemetry.unroutable,
+      spooled: this.spool?.events ?? 0,
+      spoolBytes: this.spool?.bytes ?? 0,
+    };
   }
 
-  function pump() {
-    pumpScheduled = false;
-    if (lingerTimer !== null) {
-      clearTimeout(lingerTimer);
-      lingerTimer = null;
-    }
-    const ch = channel;
-    if (!ch || waitingDrain) return;
-    const gen = generation;
-    while (pending.length > 0 && inflightOpen < maxInFlight) {
-      const entries = nextMessage();
-      const first = entries[0] as Entry;
-      for (const entry of entries) inflight.push(entry);
-      inflightOpen += entries.length;
-      const single = entries.length === 1;
-      const body = single ? first.body : usageBatchBody(entries.map((e) => e.body));
-      let writable: boolean;
-      try {
-        writable = ch.publish(
-          topology.exchange,
-          topology.routingKey,
-          body,
-          {
-            headers: options.signer?.headers(body, oldestSentAt(entries)),
-            persistent: true,
-            mandatory: true,
-            contentType: single ? 'application/json' : 'application/x-ndjson',
-            messageId: first.id,
-            type: single ? USAGE_MESSAGE_TYPE : USAGE_BATCH_MESSAGE_TYPE,
-            timestamp: first.timestamp,
-            appId,
-          },
-          (err) => onConfirm(entries, gen, err),
-        );
-      } catch (err) {
-        channelLost(err instanceof Error ? err : new Error(String(err)), 'publish failed');
-        return;
-      }
-      if (!writable) {
-        // The socket buffer is full: wait for the channel's 'drain' before writing more.
-        waitingDrain = true;
-        return;
-      }
-    }
-  }
-
-  /** The current channel failed (nack, publish error, channel closed): drop the connection, reconnect. */
-  function channelLost(err: Error, why: string) {
-    if (!channel) return;
-    lostWhy = why;
-    supervisor?.reset(err);
-  }
-
-  /** The connection is gone: requeue the unconfirmed (or spool them), wait for the supervisor. */
-  function onDown(err: Error) {
-    const why = lostWhy ?? 'connection closed';
-    lostWhy = null;
-    generation++;
-    channel = null;
-    if (stopped) return; // close() has dealt with the unconfirmed
-    waitingDrain = false;
-    const unconfirmed = inflight.toArray().filter((e) => !e.confirmed && !e.dropped);
-    inflight.clear();
-    inflightOpen = 0;
-    pending.prepend(unconfirmed);
-    if (spool) {
-      // Unconfirmed events must not live only in memory while the broker is away: spool them. A
-      // segment being replayed is still on disk; it is replayed again from the start later.
-      const all = pending.toArray();
-      pending.clear();
-      const replayed = all.filter((e) => e.segment);
-      buffered -= replayed.length;
-      if (replay) segments.unshift(replay.file);
-      replay = null;
-      toSpool(all.filter((e) => !e.segment));
-    }
-    log.warn(
-      { err: errorMessage(err), buffered },
-      `RabbitMQ connection lost (${why}); buffering usage events until it is back`,
-    );
-    emit({ type: 'connection', connected: false });
-  }
-
-  /**
-   * The whole topology when the broker user may declare it (development, tests); else only the usage
-   * exchange: the proxy's own user (docs/operations.md "Security") may write to that exchange and
-   * nothing else, and billing (or the provisioning) declares its queues and their binding.
-   */
-  async function declareAllowed(conn: ChannelModel): Promise<void> {
-    const probe = await conn.createChannel();
-    probe.on('error', () => {});
-    try {
-      await declareUsageTopology(probe, topology);
-      await probe.close().catch(() => {});
-    } catch (err) {
-      if (!/ACCESS_REFUSED/.test(errorMessage(err))) throw err;
-      const ch = await conn.createChannel();
-      ch.on('error', () => {});
-      await ch.assertExchange(topology.exchange, 'topic', { durable: true });
-      await ch.close().catch(() => {});
-      log.info(
-        { exchange: topology.exchange },
-        'broker user may declare the usage exchange only; declared it',
-      );
-    }
-  }
-
-  async function setupChannel(conn: ChannelModel): Promise<ConfirmChannel> {
-    if (declare) await declareAllowed(conn);
-    const ch = await conn.createConfirmChannel();
-    ch.on('error', () => {});
-    ch.on('close', () => {
-      if (channel === ch) channelLost(new Error('channel closed'), 'channel closed');
-    });
-    ch.on('drain', () => {
-      if (channel !== ch) return;
-      waitingDrain = false;
-      schedulePump();
-    });
-    ch.on('return', (msg: { properties: { messageId?: unknown } }) => {
-      unroutable++;
-      log.error(
-        { messageId: msg.properties.messageId, exchange: topology.exchange, routingKey: topology.routingKey },
-        'usage event was routed to no queue (queue or binding missing); it is lost',
-      );
-    });
-    return ch;
-  }
-
-  function onUp(ch: ConfirmChannel, { restored, downMs }: { restored: boolean; downMs: number }) {
-    channel = ch;
-    generation++;
-    waitingDrain = false;
-    if (restored) {
-      log.info(
-        { buffered, downMs },
-        `RabbitMQ connection restored; sending ${buffered} buffered usage events`,
-      );
-    } else {
-      log.info({ buffered }, 'connected to RabbitMQ');
-    }
-    emit({ type: 'connection', connected: true });
-    schedulePump();
-    maybeReplay();
-  }
-
-  const idle = () => buffered === 0 && (spool?.events ?? 0) === 0;
-  const flush = (timeoutMs = 30_000): Promise<boolean> => {
-    if (idle()) return Promise.resolve(true);
+  flush(timeoutMs = 30_000): Promise<boolean> {
+    if (this.idle()) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       const done = () => {
         clearTimeout(timer);
         resolve(true);
       };
       const timer = setTimeout(() => {
-        idleWaiters.delete(done);
-        resolve(idle());
+        this.idleWaiters.delete(done);
+        resolve(this.idle());
       }, timeoutMs);
-      idleWaiters.add(done);
+      this.idleWaiters.add(done);
     });
-  };
+  }
 
-  supervisor = superviseAmqpConnection<ConfirmChannel>({
-    url,
-    logger: log,
-    connectionName: options.connectionName ?? 'tollgate-usage-publisher',
-    reconnect: { initialDelayMs: backoff.initialMs, maxDelayMs: backoff.maxMs },
-    retryingNote: 'buffering usage events and retrying',
-    setup: setupChannel,
-    onUp,
-    onDown: (_ch, err) => onDown(err),
-  });
+  async close({ drainTimeoutMs = 10_000 } = {}): Promise<CloseResult> {
+    const drained = await this.flush(drainTimeoutMs);
+    this.stopped = true;
+    const { spool, window } = this;
+    if (!drained && spool) {
+      // What the broker did not confirm in time goes to disk for the next start to replay.
+      const unconfirmed = [...window.unconfirmed(), ...window.pending.toArray()].filter((e) => !e.segment);
+      window.clear();
+      this.toSpool(unconfirmed);
+      spool.close();
+      window.buffered = 0;
+      this.log.warn(
+        { spooled: unconfirmed.length, spoolDir: this.options.spool?.dir },
+        'usage publisher closed before RabbitMQ confirmed every event; the rest is on the disk spool',
+      );
+    }
+    spool?.close();
+    const remaining = window.buffered;
+    if (!drained && remaining > 0) {
+      this.log.error(
+        { remaining, drainTimeoutMs },
+        `usage publisher closed with ${remaining} unconfirmed usage events (RabbitMQ unreachable); they are lost`,
+      );
+    }
+    const ch = this.channel;
+    this.channel = null;
+    this.generation++;
+    await ch?.close().catch(() => {});
+    await this.supervisor.close();
+    this.telemetry.flush();
+    return { drained, remaining };
+  }
 
-  return {
-    publish(event: UsageEvent): void {
-      if (stopped) {
-        recordDrop(1, 'published after the publisher was closed');
-        return;
-      }
-      let body: Buffer;
+  private idle(): boolean {
+    return this.window.buffered === 0 && (this.spool?.events ?? 0) === 0;
+  }
+
+  private notifyIdle(): void {
+    if (!this.idle()) return;
+    for (const resolve of this.idleWaiters) resolve();
+    this.idleWaiters.clear();
+  }
+
+  private countDropped(count: number, reason: string): void {
+    this.telemetry.countDropped(count, reason, {
+      buffered: this.window.buffered,
+      maxBuffered: this.maxBuffered,
+    });
+  }
+
+  /** Sends messages while events are pending and the confirm window has room. */
+  private pump(): void {
+    const ch = this.channel;
+    if (!ch || this.waitingDrain) return;
+    const { window, options } = this;
+    const gen = this.generation;
+    while (window.pending.length > 0 && window.room() > 0) {
+      const lane = window.pending.nextLane();
+      if (!lane) return;
+      const entries = takeMessage(lane, this.limits, window.room());
+      window.pending.taken(entries.length);
+      window.sent(entries);
+      const message = encodeMessage(entries);
+      let writable: boolean;
       try {
-        body = Buffer.from(JSON.stringify(event));
+        writable = ch.publish(
+          options.topology.exchange,
+          options.topology.routingKey,
+          message.body,
+          {
+            headers: options.signer?.headers(message.body, message.sentAt),
+            persistent: true,
+            mandatory: true,
+            contentType: message.contentType,
+            messageId: message.messageId,
+            type: message.type,
+            timestamp: message.timestamp,
+            appId: options.appId ?? 'tollgate-proxy',
+          },
+          (err) => this.onConfirm(entries, gen, err),
+        );
       } catch (err) {
-        log.error({ err, eventId: event?.id }, 'usage event is not serialisable; dropped');
-        dropped++;
+        this.channelLost(err instanceof Error ? err : new Error(String(err)), 'publish failed');
         return;
       }
-      const entry: Entry = {
-        id: event.id,
-        body,
-        timestamp: Math.floor(Date.now() / 1000),
-        sentAt: Date.now(),
-        confirmed: false,
-        dropped: false,
-      };
-      buffered++;
-      if (spool && (channel === null || pending.length >= maxBuffered)) {
-        toSpool([entry]);
+      if (!writable) {
+        // The socket buffer is full: wait for the channel's 'drain' before writing more.
+        this.waitingDrain = true;
         return;
       }
-      if (!spool && buffered > maxBuffered) dropOldest();
-      pending.push(entry);
-      scheduleLinger();
-    },
+    }
+  }
 
-    canAdmit(): boolean {
-      if (!spool || spool.healthy()) return true;
-      return channel !== null && pending.length < maxBuffered;
-    },
+  /** The broker's answer for one message: every entry it carried is confirmed (or all go back). */
+  private onConfirm(entries: readonly Entry[], gen: number, err: unknown): void {
+    if (gen !== this.generation) return; // stale channel: the entries were requeued
+    if (err) {
+      this.channelLost(err instanceof Error ? err : new Error(String(err)), 'broker nacked a usage event');
+      return;
+    }
+    const published = this.window.confirm(entries, (entry) => this.replayer?.confirmed(entry));
+    this.telemetry.countPublished(published);
+    this.scheduler.soon();
+    this.maybeReplay();
+    this.notifyIdle();
+  }
 
-    stats,
-    flush,
+  /** Moves memory entries to the disk spool (they stay counted in `buffered` until fsync'd). */
+  private toSpool(entries: Entry[]): void {
+    if (!this.spool || entries.length === 0) return;
+    this.spool.append(
+      entries.map((e) => e.body),
+      () => {
+        this.window.buffered -= entries.length;
+        this.notifyIdle();
+      },
+      () => {
+        // The disk refused: keep them in memory (canAdmit() now stops new billable requests).
+        for (const e of entries) this.window.pending.push(e);
+        this.scheduler.soon();
+      },
+    );
+  }
 
-    async close({ drainTimeoutMs = 10_000 } = {}): Promise<CloseResult> {
-      const drained = await flush(drainTimeoutMs);
-      stopped = true;
-      if (!drained && spool) {
-        // What the broker did not confirm in time goes to disk for the next start to replay.
-        const unconfirmed = [
-          ...inflight.toArray().filter((e) => !e.confirmed && !e.dropped && !e.segment),
-          ...pending.toArray().filter((e) => !e.segment),
-        ];
-        inflight.clear();
-        pending.clear();
-        toSpool(unconfirmed);
-        spool.close();
-        buffered = 0;
-        log.warn(
-          { spooled: unconfirmed.length, spoolDir: options.spool?.dir },
-          'usage publisher closed before RabbitMQ confirmed every event; the rest is on the disk spool',
-        );
-      }
-      spool?.close();
-      const remaining = buffered;
-      if (!drained && remaining > 0) {
-        log.error(
-          { remaining, drainTimeoutMs },
-          `usage publisher closed with ${remaining} unconfirmed usage events (RabbitMQ unreachable); they are lost`,
-        );
-      }
-      const ch = channel;
-      channel = null;
-      generation++;
-      await ch?.close().catch(() => {});
-      await supervisor?.close();
-      flushMetrics();
-      return { drained, remaining };
-    },
-  };
+  /** The next spool segment goes out once the broker is up and memory is empty. */
+  private maybeReplay(): void {
+    const { replayer, window } = this;
+    if (!replayer || !this.channel || replayer.active || window.pending.length > 0 || window.open > 0) return;
+    const entries = replayer.next();
+    if (!entries) return;
+    for (const entry of entries) window.pending.push(entry);
+    window.buffered += entries.length;
+    this.scheduler.soon();
+  }
+
+  /** The current channel failed (nack, publish error, channel closed): drop the connection, reconnect. */
+  private channelLost(err: Error, why: string): void {
+    if (!this.channel) return;
+    this.lostWhy = why;
+    this.supervisor.reset(err);
+  }
+
+  /** The connection is gone: requeue the unconfirmed (or spool them), wait for the supervisor. */
+  private onDown(err: Error): void {
+    const why = this.lostWhy ?? 'connection closed';
+    this.lostWhy = null;
+    this.generation++;
+    this.channel = null;
+    if (this.stopped) return; // close() has dealt with the unconfirmed
+    this.waitingDrain = false;
+    const { window } = this;
+    window.requeueUnconfirmed();
+    if (this.spool) {
+      // Unconfirmed events must not live only in memory while the broker is away: spool them. A
+      // segment being replayed is still on disk; it is replayed again from the start later.
+      const all = window.pending.toArray();
+      window.pending.clear();
+      window.buffered -= all.filter((e) => e.segment).length;
+      this.replayer?.rewind();
+      this.toSpool(all.filter((e) => !e.segment));
+    }
+    this.log.warn(
+      { err: errorMessage(err), buffered: window.buffered },
+      `RabbitMQ connection lost (${why}); buffering usage events until it is back`,
+    );
+    this.telemetry.emit({ type: 'connection', connected: false });
+  }
+
+  private onUp(ch: ConfirmChannel, restored: boolean, downMs: number): void {
+    this.channel = ch;
+    this.generation++;
+    this.waitingDrain = false;
+    const buffered = this.window.buffered;
+    if (restored)
+      this.log.info(
+        { buffered, downMs },
+        `RabbitMQ connection restored; sending ${buffered} buffered usage events`,
+      );
+    else this.log.info({ buffered }, 'connected to RabbitMQ');
+    this.telemetry.emit({ type: 'connection', connected: true });
+    this.scheduler.soon();
+    this.maybeReplay();
+  }
+
+  private supervise(): AmqpSupervisor<ConfirmChannel> {
+    const { options, log } = this;
+    const topology = options.topology;
+    return superviseAmqpConnection<ConfirmChannel>({
+      url: options.url,
+      logger: log,
+      connectionName: options.connectionName ?? 'tollgate-usage-publisher',
+      reconnect: {
+        initialDelayMs: options.reconnect?.initialDelayMs ?? 100,
+        maxDelayMs: options.reconnect?.maxDelayMs ?? 10_000,
+      },
+      retryingNote: 'buffering usage events and retrying',
+      setup: (conn) =>
+        openPublisherChannel(conn, {
+          topology,
+          declare: options.declareTopology ?? true,
+          log,
+          hooks: {
+            onClose: (ch) => {
+              if (this.channel === ch) this.channelLost(new Error('channel closed'), 'channel closed');
+            },
+            onDrain: (ch) => {
+              if (this.channel !== ch) return;
+              this.waitingDrain = false;
+              this.scheduler.soon();
+            },
+            onReturn: (messageId) => {
+              this.telemetry.unroutable++;
+              log.error(
+                { messageId, exchange: topology.exchange, routingKey: topology.routingKey },
+                'usage event was routed to no queue (queue or binding missing); it is lost',
+              );
+            },
+          },
+        }),
+      onUp: (ch, { restored, downMs }) => this.onUp(ch, restored, downMs),
+      onDown: (_ch, err) => this.onDown(err),
+    });
+  }
 }

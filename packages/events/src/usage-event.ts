@@ -1,103 +1,100 @@
-import { safeText } from '@tollgate/errors';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { f } from './event-fields';
 
 /**
  * The usage event: one per chat completion request, published by the proxy, consumed by billing.
  * Versioned JSON; consumers validate with `parseUsageEvent` and dead-letter what does not parse.
  * Money is a decimal string (USD), never a float.
+ *
+ * Each field is declared once (`event-fields.ts`): the zod schema and the fast check billing uses
+ * for an event exactly as the proxy publishes it are both built from this declaration. A new field
+ * is one line here; make it `f.optional(…)` so events of older proxies still parse.
  */
 const DECIMAL = /^\d+(\.\d+)?$/;
 const REQUEST_ID = /^gen-\d+-[A-Za-z0-9]{20}$/;
-const decimal = z.string().regex(DECIMAL, 'expected a non-negative decimal string');
-const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /** The proxy's front doors (services/proxy/src/doors/): which API a request came in by. */
 export const API_TYPES = ['chat', 'messages', 'responses', 'embeddings'] as const;
-/**
- * Free text that reaches Postgres `text`/`jsonb`, which cannot hold NUL nor a lone surrogate
- * (`\ud83d` without its pair: jsonb rejects the escape): a provider sending one in a finish_reason
- * or error message, or a cut through a surrogate pair, must not turn the event into a poison
- * message, so NUL is dropped and lone surrogates become U+FFFD.
- */
-const text = z.string().transform((s) => safeText(s.includes('\u0000') ? s.replaceAll('\u0000', '') : s));
 
-export const usageEventV1 = z.object({
-  type: z.literal('usage'),
-  version: z.literal(1),
+const nonEmpty = () => f.text(1);
+const optionalText = () => f.optional(f.nullable(f.text()));
+
+const usageEventV1Fields = f.object({
+  type: f.literal('usage'),
+  version: f.literal(1),
   /** The request id (`gen-…`): completion id, generation record id, idempotency key. */
-  id: z.string().regex(REQUEST_ID),
-  account_id: z.string().uuid(),
-  key_id: z.string().uuid(),
+  id: f.pattern(REQUEST_ID),
+  account_id: f.uuid(),
+  key_id: f.uuid(),
   /**
    * The key's team when the request was admitted (issue 29): its spend counts toward the team's
    * limit (billing's `team_spend`). Optional: absent or null = no team (and in events before it existed).
    */
-  team_id: z.string().uuid().nullable().optional(),
+  team_id: f.optional(f.nullable(f.uuid())),
   /** Catalog model id (`vendor/name`). */
-  model: text.pipe(z.string().min(1)),
-  provider_name: text.pipe(z.string().min(1)),
-  upstream_model: text.pipe(z.string().min(1)),
+  model: nonEmpty(),
+  provider_name: nonEmpty(),
+  upstream_model: nonEmpty(),
   /** The provider's own response id, when it sent one. */
-  upstream_id: text.nullable(),
+  upstream_id: f.nullable(f.text()),
   /** X-OpenRouter-Title (or X-Title) of the request. */
-  app: text.nullable(),
+  app: f.nullable(f.text()),
   /** HTTP-Referer of the request (optional: events published before it existed parse). */
-  http_referer: text.nullable().optional(),
+  http_referer: optionalText(),
   /** The API the request came in by (the proxy's front door); absent in events before it existed: chat. */
-  api_type: z.enum(API_TYPES).optional(),
+  api_type: f.optional(f.oneOf(API_TYPES)),
   /**
    * The client's session (Claude Code's `X-Claude-Code-Session-Id`), so a session's spend can be
    * grouped; optional: absent when the client sent none, and in events before it existed.
    */
-  session_id: text.nullable().optional(),
+  session_id: optionalText(),
   /** The caller's end-user id (Anthropic `metadata.user_id`); optional like `session_id`. */
-  end_user: text.nullable().optional(),
-  streamed: z.boolean(),
-  cancelled: z.boolean(),
-  finish_reason: text.nullable(),
+  end_user: optionalText(),
+  streamed: f.boolean(),
+  cancelled: f.boolean(),
+  finish_reason: f.nullable(f.text()),
   /** `provider`: the provider reported usage; `estimated`: counted by the proxy's tokenizer. */
-  usage_source: z.enum(['provider', 'estimated']),
-  tokens: z.object({
-    prompt: count,
-    completion: count,
-    cached: count,
-    cache_write: count,
+  usage_source: f.oneOf(['provider', 'estimated']),
+  tokens: f.object({
+    prompt: f.count(),
+    completion: f.count(),
+    cached: f.count(),
+    cache_write: f.count(),
     /** The part of `cache_write` written for one hour (Anthropic `ttl: "1h"`); absent: none. */
-    cache_write_1h: count.optional(),
-    reasoning: count,
+    cache_write_1h: f.optional(f.count()),
+    reasoning: f.count(),
   }),
   /** Total cost in USD. */
-  cost: decimal,
-  is_byok: z.boolean(),
+  cost: f.pattern(DECIMAL, 'expected a non-negative decimal string'),
+  is_byok: f.boolean(),
   /** The upstream error that ended the request, if any. */
-  error: z.object({ code: z.number().int(), message: text }).nullable(),
-  started_at: z.string().datetime(),
-  finished_at: z.string().datetime(),
+  error: f.nullable(f.object({ code: f.int(), message: f.text() })),
+  started_at: f.datetime(),
+  finished_at: f.datetime(),
   /** Request start to first byte from the provider. */
-  latency_ms: count,
+  latency_ms: f.count(),
   /** Request start to end of generation. */
-  generation_time_ms: count,
+  generation_time_ms: f.count(),
   /**
    * Every provider attempt of the request in order, the serving one last (failover). Optional:
    * events of proxies before routing have none.
    */
-  attempts: z
-    .array(
-      z.object({
-        provider: text.pipe(z.string().min(1)),
-        model: text.pipe(z.string().min(1)),
-        status: z.number().int().nullable(),
-        outcome: text,
-        latency_ms: count,
+  attempts: f.optional(
+    f.array(
+      f.object({
+        provider: nonEmpty(),
+        model: nonEmpty(),
+        status: f.nullable(f.int()),
+        outcome: f.text(),
+        latency_ms: f.count(),
       }),
-    )
-    .max(32)
-    .optional(),
+      32,
+    ),
+  ),
   /** Hosted tools the request offered that were withheld from the provider (`POST /responses`). */
-  withheld_tools: z
-    .array(text.pipe(z.string().min(1).max(64)))
-    .max(32)
-    .optional(),
+  withheld_tools: f.optional(f.array(f.text(1, 64), 32)),
 });
+
+export const usageEventV1 = usageEventV1Fields.zod;
 
 export type UsageEventV1 = z.output<typeof usageEventV1>;
 export type UsageEvent = UsageEventV1;
@@ -119,111 +116,14 @@ export type UsageEventOf<
 
 export type ParseResult = { ok: true; event: UsageEvent } | { ok: false; reason: string };
 
-// ---- fast path: the v1 event exactly as the proxy publishes it --------------------------------
-
-/** The patterns zod itself uses for `.uuid()` and `.datetime()` (no offset, any precision). */
-const UUID = z.regexes.uuid();
-const DATETIME = z.regexes.datetime({ precision: null, offset: false, local: false });
-const V1_KEYS = new Set(Object.keys(usageEventV1.shape));
-const TOKEN_KEYS = new Set(['prompt', 'completion', 'cached', 'cache_write', 'cache_write_1h', 'reasoning']);
-const ERROR_KEYS = new Set(['code', 'message']);
-const ATTEMPT_KEYS = new Set(['provider', 'model', 'status', 'outcome', 'latency_ms']);
-
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const onlyKeys = (o: Obj, allowed: Set<string>) => {
-  for (const k in o) if (!allowed.has(k)) return false;
-  return true;
-};
-const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-/** `String.prototype.isWellFormed` (ES2024; the workspace's lib is ES2023). */
-const isWellFormed = (s: string) => (s as string & { isWellFormed(): boolean }).isWellFormed();
-/** Text the schema's `text` transform leaves unchanged: no NUL, no lone surrogate. */
-const isText = (v: unknown): v is string => typeof v === 'string' && !v.includes('\u0000') && isWellFormed(v);
-const isNonEmptyText = (v: unknown) => isText(v) && v.length > 0;
-const isTextOrNull = (v: unknown) => v === null || isText(v);
-const matches = (v: unknown, re: RegExp) => typeof v === 'string' && re.test(v);
-
-const isToolList = (v: unknown) =>
-  Array.isArray(v) && v.length <= 32 && v.every((t) => isNonEmptyText(t) && (t as string).length <= 64);
-
 /**
  * True only for a v1 event that `usageEventV1` accepts and returns unchanged: every field present
  * with its exact type and format, no key the schema does not know (zod would strip it), no text
- * its transform would rewrite. Such an event is used as decoded (no zod pass: most of the worker's
- * decode cost); anything else — invalid, or merely unusual — goes through zod, which decides.
- * Stricter than zod is safe; looser would not be (`usage-event.test.ts` checks it against zod).
+ * its transform would rewrite. Such an event is used as decoded (no zod pass); anything else —
+ * invalid, or merely unusual — goes through zod, which decides. Built from the same declaration.
  */
 export function isPlainUsageEventV1(o: unknown): o is UsageEventV1 {
-  if (!isObject(o) || !onlyKeys(o, V1_KEYS)) return false;
-  const { tokens, error, attempts } = o;
-  if (
-    !(
-      o.type === 'usage' &&
-      o.version === 1 &&
-      matches(o.id, REQUEST_ID) &&
-      matches(o.account_id, UUID) &&
-      matches(o.key_id, UUID) &&
-      (!Object.hasOwn(o, 'team_id') || o.team_id === null || matches(o.team_id, UUID)) &&
-      isNonEmptyText(o.model) &&
-      isNonEmptyText(o.provider_name) &&
-      isNonEmptyText(o.upstream_model) &&
-      isTextOrNull(o.upstream_id) &&
-      isTextOrNull(o.app) &&
-      (!Object.hasOwn(o, 'http_referer') || isTextOrNull(o.http_referer)) &&
-      (!Object.hasOwn(o, 'api_type') || (API_TYPES as readonly unknown[]).includes(o.api_type)) &&
-      (!Object.hasOwn(o, 'session_id') || isTextOrNull(o.session_id)) &&
-      (!Object.hasOwn(o, 'end_user') || isTextOrNull(o.end_user)) &&
-      typeof o.streamed === 'boolean' &&
-      typeof o.cancelled === 'boolean' &&
-      isTextOrNull(o.finish_reason) &&
-      (o.usage_source === 'provider' || o.usage_source === 'estimated') &&
-      matches(o.cost, DECIMAL) &&
-      typeof o.is_byok === 'boolean' &&
-      matches(o.started_at, DATETIME) &&
-      matches(o.finished_at, DATETIME) &&
-      isCount(o.latency_ms) &&
-      isCount(o.generation_time_ms)
-    )
-  )
-    return false;
-  if (
-    !isObject(tokens) ||
-    !onlyKeys(tokens, TOKEN_KEYS) ||
-    !isCount(tokens.prompt) ||
-    !isCount(tokens.completion) ||
-    !isCount(tokens.cached) ||
-    !isCount(tokens.cache_write) ||
-    (Object.hasOwn(tokens, 'cache_write_1h') && !isCount(tokens.cache_write_1h)) ||
-    !isCount(tokens.reasoning)
-  )
-    return false;
-  if (
-    error !== null &&
-    !(
-      isObject(error) &&
-      onlyKeys(error, ERROR_KEYS) &&
-      Number.isSafeInteger(error.code) &&
-      isText(error.message)
-    )
-  )
-    return false;
-  if (Object.hasOwn(o, 'withheld_tools') && !isToolList(o.withheld_tools)) return false;
-  if (!Object.hasOwn(o, 'attempts')) return true;
-  if (!Array.isArray(attempts) || attempts.length > 32) return false;
-  for (const a of attempts as unknown[]) {
-    if (
-      !isObject(a) ||
-      !onlyKeys(a, ATTEMPT_KEYS) ||
-      !isNonEmptyText(a.provider) ||
-      !isNonEmptyText(a.model) ||
-      !(a.status === null || Number.isSafeInteger(a.status)) ||
-      !isText(a.outcome) ||
-      !isCount(a.latency_ms)
-    )
-      return false;
-  }
-  return true;
+  return usageEventV1Fields.plain(o);
 }
 
 export function parseUsageEvent(body: Buffer | string): ParseResult {

@@ -6,6 +6,7 @@ import {
   type ServiceVerifier,
   type VerifiedClaims,
 } from '@tollgate/auth';
+import { isCanonicalUuid } from '@tollgate/contracts';
 import { AppError, badRequest, describeIssues, internalErrorEnvelope, unauthorized } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Router } from 'express';
@@ -33,6 +34,7 @@ export {
   requestLogger,
   withRequestId,
 } from './request-context';
+export { createServiceApp, type ServiceAppOptions } from './service-app';
 export {
   type CallOptions,
   createServiceClient,
@@ -156,8 +158,6 @@ export function closeServer(server: Server): Promise<void> {
 
 export type KeyCallerClaims = Extract<ServiceClaims, { kind: 'key' }>;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** The only service that hands over an API key's identity (it authenticated the key itself). */
 export const KEY_CALLER_ISSUER: ServiceName = 'proxy';
 
@@ -175,8 +175,8 @@ export function keyCallerClaims(req: Request, verifier: ServiceVerifier): KeyCal
   if (
     claims?.kind !== 'key' ||
     claims.caller !== KEY_CALLER_ISSUER ||
-    !UUID.test(claims.keyId) ||
-    !UUID.test(claims.accountId)
+    !isCanonicalUuid(claims.keyId) ||
+    !isCanonicalUuid(claims.accountId)
   ) {
     throw unauthorized('Missing or invalid caller identity');
   }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { LimitReset } from '@tollgate/money';
 import type { Redis } from 'ioredis';
 
 /**
@@ -23,7 +24,7 @@ export interface CachedKey {
   revoked: boolean;
   /** USD decimal string, or null for no limit. */
   limit: string | null;
-  limitReset: 'daily' | 'weekly' | 'monthly' | null;
+  limitReset: LimitReset | null;
   /**
    * Governance (optional: records cached before these existed read as "none"). `expiresAt` is epoch
    * ms (the key stops authenticating at that instant), `allowedModels` ids or `vendor/*` patterns

@@ -67,8 +67,8 @@ export const maxUnits = (a: bigint, b: bigint) => (a > b ? a : b);
 export const minUnits = (a: bigint, b: bigint) => (a < b ? a : b);
 
 /** Spend periods are UTC calendar periods: day, ISO week (Monday), month; `null` = never resets. */
-export type LimitReset = 'daily' | 'weekly' | 'monthly';
-export const LIMIT_RESETS: readonly LimitReset[] = ['daily', 'weekly', 'monthly'];
+export const LIMIT_RESETS = ['daily', 'weekly', 'monthly'] as const;
+export type LimitReset = (typeof LIMIT_RESETS)[number];
 
 /** A stable id of the period containing `at`: "d2026-11-20", "w2026-W47", "m2026-11", or "all". */
 export function periodKey(reset: LimitReset | null, at: Date): string {

@@ -14,7 +14,7 @@ import type { GenerationsTable } from './generations/generations.table';
 import type { AccountUsageTable, KeySpendTable, TeamSpendTable } from './spend/spend.table';
 
 /** Postgres schema owned by billing. */
-const BILLING_SCHEMA = 'billing';
+export const BILLING_SCHEMA = 'billing';
 
 export interface Database {
   'billing.generations': GenerationsTable;

@@ -1,17 +1,13 @@
-import { createLogger } from '@tollgate/logger';
+import { runMigrateCommand } from '@tollgate/db';
+import { migrations } from '../migrations';
 import { loadConfig } from './config';
-import { createBillingDb, migrateBillingDb } from './database';
+import { BILLING_SCHEMA } from './database';
 
-// `pnpm --filter @tollgate/billing migrate`: brings the `billing` schema to the latest migration.
-const config = loadConfig();
-const logger = createLogger({ name: 'billing-migrate', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const db = createBillingDb(config.DATABASE_URL, { max: 1 });
-try {
-  const { applied } = await migrateBillingDb(db);
-  logger.info({ applied }, applied.length ? 'migrations applied' : 'schema already up to date');
-} catch (err) {
-  logger.error({ err }, 'migration failed');
-  process.exitCode = 1;
-} finally {
-  await db.destroy();
-}
+// `pnpm --filter @tollgate/billing migrate` (`make migrate`; `node dist/migrate.js` in production): brings the
+// `billing` schema to the latest migration (the one runner: @tollgate/db runMigrateCommand).
+process.exitCode = await runMigrateCommand({
+  service: 'billing',
+  schema: BILLING_SCHEMA,
+  migrations,
+  config: loadConfig(),
+});

@@ -4,7 +4,7 @@ import type { ColumnType, Generated, Kysely, Selectable } from 'kysely';
 import { migrations } from '../migrations';
 
 /** Postgres schema owned by the dashboard. */
-const DASHBOARD_SCHEMA = 'dashboard';
+export const DASHBOARD_SCHEMA = 'dashboard';
 
 export type Role = 'owner' | 'viewer';
 

@@ -1,15 +1,13 @@
+import { runMigrateCommand } from '@tollgate/db';
+import { migrations } from '../migrations';
 import { loadConfig } from './config';
-import { createDashboardDb, migrateDashboardDb } from './database';
+import { DASHBOARD_SCHEMA } from './database';
 
-// `pnpm --filter @tollgate/dashboard migrate`: applies the dashboard schema's migrations and exits.
-const config = loadConfig();
-const db = createDashboardDb(config.DATABASE_URL, { max: 1 });
-try {
-  const { applied } = await migrateDashboardDb(db);
-  console.log(applied.length ? `applied: ${applied.join(', ')}` : 'dashboard schema is up to date');
-} catch (err) {
-  console.error('migration failed:', err);
-  process.exitCode = 1;
-} finally {
-  await db.destroy();
-}
+// `pnpm --filter @tollgate/dashboard migrate` (`make migrate`; `node dist/migrate.js` in production): brings the
+// `dashboard` schema to the latest migration (the one runner: @tollgate/db runMigrateCommand).
+process.exitCode = await runMigrateCommand({
+  service: 'dashboard',
+  schema: DASHBOARD_SCHEMA,
+  migrations,
+  config: loadConfig(),
+});

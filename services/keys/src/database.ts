@@ -7,7 +7,7 @@ import type { ApiKeysTable } from './keys/keys.table';
 import type { TeamsTable } from './teams/teams.table';
 
 /** Postgres schema owned by the keys service. */
-const KEYS_SCHEMA = 'keys';
+export const KEYS_SCHEMA = 'keys';
 
 export interface Database {
   'keys.accounts': AccountsTable;

@@ -1,17 +1,13 @@
-import { createLogger } from '@tollgate/logger';
+import { runMigrateCommand } from '@tollgate/db';
+import { migrations } from '../migrations';
 import { loadConfig } from './config';
-import { createKeysDb, migrateKeysDb } from './database';
+import { KEYS_SCHEMA } from './database';
 
-// `pnpm --filter @tollgate/keys migrate`: brings the `keys` schema to the latest migration.
-const config = loadConfig();
-const logger = createLogger({ name: 'keys-migrate', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const db = createKeysDb(config.DATABASE_URL, { max: 1 });
-try {
-  const { applied } = await migrateKeysDb(db);
-  logger.info({ applied }, applied.length ? 'migrations applied' : 'schema already up to date');
-} catch (err) {
-  logger.error({ err }, 'migration failed');
-  process.exitCode = 1;
-} finally {
-  await db.destroy();
-}
+// `pnpm --filter @tollgate/keys migrate` (`make migrate`; `node dist/migrate.js` in production): brings the
+// `keys` schema to the latest migration (the one runner: @tollgate/db runMigrateCommand).
+process.exitCode = await runMigrateCommand({
+  service: 'keys',
+  schema: KEYS_SCHEMA,
+  migrations,
+  config: loadConfig(),
+});

@@ -1,16 +1,8 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import type { UsageTopology } from '@tollgate/events';
-import {
-  errorHandler,
-  healthRoutes,
-  jsonBody,
-  notFoundHandler,
-  type ReadinessCheck,
-  requestContext,
-} from '@tollgate/http';
+import { createServiceApp, type ReadinessCheck } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
-import { httpMetrics } from '@tollgate/metrics';
-import express from 'express';
+import type express from 'express';
 import type { Registry } from 'prom-client';
 import { webhooksRoutes } from '../alerts/webhooks.routes';
 import type { WebhooksService } from '../alerts/webhooks.service';
@@ -50,23 +42,24 @@ export interface BillingAppDeps {
 
 /** Billing's express app: health, caller routes (/generation, /credits), internal routes. */
 export function createBillingApp(deps: BillingAppDeps): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  if (deps.metrics) app.use(httpMetrics(deps.metrics, 'tollgate_billing_http'));
-  app.use(requestContext(deps.logger, { accessLog: 'debug' }));
-  app.use(healthRoutes(deps.readiness));
-  app.use(jsonBody('256kb'));
+  const { db, verifier, owners, clock } = deps;
   const retentionCutoff = deps.retentionCutoff ?? (() => null);
-  app.use(generationsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, retentionCutoff }));
-  app.use(creditsRoutes({ credits: deps.credits, verifier: deps.verifier, owners: deps.owners }));
-  app.use(spendRoutes({ spend: deps.spend, verifier: deps.verifier, clock: deps.clock }));
-  app.use(analyticsRoutes({ db: deps.db, verifier: deps.verifier, owners: deps.owners, clock: deps.clock }));
-  app.use(generationsInternalRoutes({ db: deps.db, verifier: deps.verifier, retentionCutoff }));
-  app.use(ledgerRoutes({ db: deps.db, credits: deps.credits, verifier: deps.verifier }));
-  app.use(billingAuditRoutes({ db: deps.db, verifier: deps.verifier }));
-  app.use(webhooksRoutes({ webhooks: deps.webhooks, verifier: deps.verifier, owners: deps.owners }));
-  if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier: deps.verifier }));
-  app.use(notFoundHandler);
-  app.use(errorHandler(deps.logger));
-  return app;
+  return createServiceApp({
+    service: 'billing',
+    logger: deps.logger,
+    readiness: deps.readiness,
+    metrics: deps.metrics,
+    jsonLimit: '256kb',
+    routes(app) {
+      app.use(generationsRoutes({ db, verifier, owners, retentionCutoff }));
+      app.use(creditsRoutes({ credits: deps.credits, verifier, owners }));
+      app.use(spendRoutes({ spend: deps.spend, verifier, clock }));
+      app.use(analyticsRoutes({ db, verifier, owners, clock }));
+      app.use(generationsInternalRoutes({ db, verifier, retentionCutoff }));
+      app.use(ledgerRoutes({ db, credits: deps.credits, verifier }));
+      app.use(billingAuditRoutes({ db, verifier }));
+      app.use(webhooksRoutes({ webhooks: deps.webhooks, verifier, owners }));
+      if (deps.deadLetters) app.use(deadLetterRoutes({ ...deps.deadLetters, verifier }));
+    },
+  });
 }

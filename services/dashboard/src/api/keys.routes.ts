@@ -1,13 +1,12 @@
-import type { CreateAccountKeyRequest, UpdateAccountKeyRequest } from '@tollgate/contracts';
+import { type CreateAccountKeyRequest, isUuid, type UpdateAccountKeyRequest } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import type { ClientAddress } from '@tollgate/http';
 import { type Request, type Response, Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { Acting, InternalClient } from '../upstream/internal-client';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const hashOf = (value: unknown) => {
-  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('hash: must be a uuid');
+  if (!isUuid(value)) throw badRequest('hash: must be a uuid');
   return value;
 };
 /** A JSON object body, relayed as is: the keys service parses it with the contract (its 400 names the field). */

@@ -5,17 +5,14 @@ import type { ServiceVerifier } from '@tollgate/auth';
 import type { Catalog } from '@tollgate/catalog';
 import {
   type ClientAddress,
-  errorHandler,
-  healthRoutes,
+  createServiceApp,
   jsonBody,
   notFoundHandler,
   type ReadinessCheck,
-  requestContext,
 } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
-import { httpMetrics } from '@tollgate/metrics';
 import compression from 'compression';
-import express from 'express';
+import express, { type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import { accountRoutes } from '../api/account.routes';
 import { auditRoutes } from '../api/audit.routes';
@@ -56,30 +53,40 @@ const SECURITY_HEADERS: Record<string, string> = {
   'x-frame-options': 'DENY',
 };
 
-/** The dashboard: health, the JSON API under /api (session cookie), /internal (service token), the SPA. */
-export function createDashboardApp(deps: DashboardAppDeps): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  if (deps.metrics) app.use(httpMetrics(deps.metrics, 'tollgate_dashboard_http'));
-  app.use(requestContext(deps.logger, { accessLog: 'debug' }));
-  app.use((_req, res, next) => {
+const securityHeaders =
+  (secureCookie: boolean): RequestHandler =>
+  (_req, res, next) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
     // HSTS only where the cookie is Secure (served over TLS, directly or behind a terminating proxy).
-    if (deps.secureCookie) res.setHeader('strict-transport-security', 'max-age=31536000; includeSubDomains');
+    if (secureCookie) res.setHeader('strict-transport-security', 'max-age=31536000; includeSubDomains');
     next();
-  });
-  // gzip or brotli (what the browser prefers) for every text answer over 1 KB: the app's scripts and
-  // styles, index.html and the JSON API. Brotli at quality 5: near gzip -9's size at a fraction of
-  // quality 11's CPU (answers are compressed per request).
-  app.use(
-    compression({
-      threshold: 1024,
-      brotli: { params: { [zlib.BROTLI_PARAM_QUALITY]: 5 } },
-    }),
-  );
-  app.use(healthRoutes(deps.readiness));
+  };
 
+/** The dashboard: health, the JSON API under /api (session cookie), /internal (service token), the SPA. */
+export function createDashboardApp(deps: DashboardAppDeps): express.Express {
+  return createServiceApp({
+    service: 'dashboard',
+    logger: deps.logger,
+    readiness: deps.readiness,
+    metrics: deps.metrics,
+    before: [
+      securityHeaders(deps.secureCookie),
+      // gzip or brotli (what the browser prefers) for every text answer over 1 KB: the app's scripts
+      // and styles, index.html and the JSON API. Brotli at quality 5: near gzip -9's size at a fraction
+      // of quality 11's CPU (answers are compressed per request).
+      compression({ threshold: 1024, brotli: { params: { [zlib.BROTLI_PARAM_QUALITY]: 5 } } }),
+    ],
+    // Bodies are parsed by the API router only (static files never pay for it).
+    routes(app) {
+      app.set('etag', false);
+      app.use(apiRouter(deps));
+      serveUi(app, deps.uiDir);
+    },
+  });
+}
+
+/** /api (session cookie) and /internal (service token): only those requests enter it. */
+function apiRouter(deps: DashboardAppDeps): RequestHandler {
   const api = express.Router();
   api.use((_req, res, next) => {
     res.setHeader('cache-control', 'no-store');
@@ -103,18 +110,20 @@ export function createDashboardApp(deps: DashboardAppDeps): express.Express {
   api.use(notFoundHandler);
   // The routers carry full paths; only /api and /internal requests enter them (static files never
   // pay for body parsing or a session lookup).
-  app.use((req, res, next) => {
+  return (req, res, next) => {
     if (req.path === '/api' || req.path.startsWith('/api/') || req.path.startsWith('/internal/'))
       api(req, res, next);
     else next();
-  });
+  };
+}
 
+function serveUi(app: express.Express, uiDir: string) {
   // The single-page app (hash routing: every page is index.html). Vite names every file under
   // assets/ by its content hash: cached for a year, immutable. index.html names them, so it is
   // revalidated on every load (a deploy is seen at once); anything else (favicon) for a day.
-  const index = join(deps.uiDir, 'index.html');
+  const index = join(uiDir, 'index.html');
   app.use(
-    express.static(deps.uiDir, {
+    express.static(uiDir, {
       index: 'index.html',
       setHeaders(res, path) {
         if (basename(dirname(path)) === 'assets')
@@ -129,7 +138,4 @@ export function createDashboardApp(deps: DashboardAppDeps): express.Express {
     if (existsSync(index)) res.sendFile(index);
     else res.status(503).type('text/plain').send('The dashboard UI is not built: run `make install`.\n');
   });
-  app.use(notFoundHandler);
-  app.use(errorHandler(deps.logger));
-  return app;
 }

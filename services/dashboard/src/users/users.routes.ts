@@ -1,5 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createUser, type invitedUserSchema } from '@tollgate/contracts';
+import { createUser, type invitedUserSchema, isUuid } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
 import { type Request, type Response, Router } from 'express';
@@ -16,9 +16,8 @@ import type { UserActor } from './users-audit';
 const inviteBody = createUser.request.omit({ account_id: true });
 const roleBody = z.strictObject({ role: z.enum(['owner', 'viewer'], { error: 'expected owner or viewer' }) });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const userIdOf = (value: unknown) => {
-  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('id: must be a user id (uuid)');
+  if (!isUuid(value)) throw badRequest('id: must be a user id (uuid)');
   return value;
 };
 

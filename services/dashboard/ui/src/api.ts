@@ -2,6 +2,8 @@
  * The SPA's only way to the server: same-origin JSON calls with the session cookie, and the session's
  * CSRF token on every state-changing request (read from GET /api/me).
  */
+import type { LimitReset } from '@tollgate/money';
+
 let csrfToken: string | null = null;
 
 export const setCsrfToken = (token: string | null) => {
@@ -66,7 +68,7 @@ export interface Key {
   label: string;
   scope: 'inference' | 'management';
   limit: number | null;
-  limit_reset: 'daily' | 'weekly' | 'monthly' | null;
+  limit_reset: LimitReset | null;
   disabled: boolean;
   revoked: boolean;
   last_used_at: string | null;

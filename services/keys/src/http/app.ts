@@ -1,15 +1,7 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import {
-  errorHandler,
-  healthRoutes,
-  jsonBody,
-  notFoundHandler,
-  type ReadinessCheck,
-  requestContext,
-} from '@tollgate/http';
+import { createServiceApp, type ReadinessCheck } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
-import { httpMetrics } from '@tollgate/metrics';
-import express from 'express';
+import type express from 'express';
 import type { Registry } from 'prom-client';
 import type { AccountService } from '../accounts/accounts.service';
 import { auditRoutes } from '../audit/audit.routes';
@@ -40,19 +32,19 @@ export interface KeysAppDeps {
 
 /** The keys service's express app: health, the proxy's resolve endpoint, the management API. */
 export function createKeysApp(deps: KeysAppDeps): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  if (deps.metrics) app.use(httpMetrics(deps.metrics, 'tollgate_keys_http'));
-  app.use(requestContext(deps.logger, { accessLog: 'debug' }));
-  app.use(healthRoutes(deps.readiness));
-  app.use(jsonBody('64kb'));
-  app.use(resolveRoutes(deps));
-  app.use(ownersRoutes(deps));
-  app.use(keysRoutes(deps));
-  app.use(teamsRoutes(deps));
-  app.use(accountKeysRoutes(deps));
-  app.use(auditRoutes(deps));
-  app.use(notFoundHandler);
-  app.use(errorHandler(deps.logger));
-  return app;
+  return createServiceApp({
+    service: 'keys',
+    logger: deps.logger,
+    readiness: deps.readiness,
+    metrics: deps.metrics,
+    jsonLimit: '64kb',
+    routes(app) {
+      app.use(resolveRoutes(deps));
+      app.use(ownersRoutes(deps));
+      app.use(keysRoutes(deps));
+      app.use(teamsRoutes(deps));
+      app.use(accountKeysRoutes(deps));
+      app.use(auditRoutes(deps));
+    },
+  });
 }

@@ -1,4 +1,5 @@
 import type { KeyScope, ServiceVerifier } from '@tollgate/auth';
+import { isCanonicalUuid } from '@tollgate/contracts';
 import { badRequest, forbiddenScope } from '@tollgate/errors';
 import { ACTOR_USER_HEADER, forwardedClientAddress, keyCallerClaims } from '@tollgate/http';
 import type { Request, RequestHandler, Response } from 'express';
@@ -27,8 +28,6 @@ export function keyCaller(
 
 export const callerOf = (res: Response): ApiKey => res.locals.caller as ApiKey;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** The audit actor of a public route: the management key `keyCaller` authenticated, and the client's address. */
 export const managementActor = (req: Request, res: Response): AuditActor => ({
   kind: 'management_key',
@@ -39,7 +38,7 @@ export const managementActor = (req: Request, res: Response): AuditActor => ({
 /** The audit actor of a dashboard call (service token checked): the signed-in user it names. */
 export function dashboardActor(req: Request): AuditActor {
   const user = req.headers[ACTOR_USER_HEADER];
-  if (typeof user !== 'string' || !UUID.test(user)) {
+  if (!isCanonicalUuid(user)) {
     throw badRequest(`${ACTOR_USER_HEADER}: the dashboard user acting (a uuid) is required`);
   }
   return { kind: 'user', id: user, address: forwardedClientAddress(req) };

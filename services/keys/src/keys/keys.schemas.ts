@@ -1,11 +1,10 @@
+import { isUuid } from '@tollgate/contracts';
 import { badRequest, describeIssues } from '@tollgate/errors';
 import type { z } from 'zod';
 import type { KeyGovernanceInput } from './keys.service';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function parseHash(value: unknown): string {
-  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('hash: must be a uuid');
+  if (!isUuid(value)) throw badRequest('hash: must be a uuid');
   return value.toLowerCase();
 }
 

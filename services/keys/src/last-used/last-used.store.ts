@@ -1,3 +1,4 @@
+import { isUuid } from '@tollgate/contracts';
 import { lastUsedHashKey } from '@tollgate/key-cache';
 import type { Redis } from 'ioredis';
 
@@ -18,8 +19,6 @@ for i = 1, #ARGV, 2 do
 end
 return 1
 `;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface LastUsedEntry {
   id: string;
@@ -68,7 +67,7 @@ export function createLastUsedStore(redis: Redis, prefix: string): LastUsedStore
       for (let i = 0; i + 1 < flat.length; i += 2) {
         const id = flat[i]!.toLowerCase();
         const at = parseMs(flat[i + 1]);
-        if (!UUID.test(id) || !at) continue;
+        if (!isUuid(id) || !at) continue;
         const cur = newest.get(id);
         if (!cur || cur < at) newest.set(id, at);
       }

@@ -1,5 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createTeamBody, updateTeamBody } from '@tollgate/contracts';
+import { createTeamBody, isUuid, updateTeamBody } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { Router } from 'express';
 import { callerOf, keyCaller, managementActor } from '../http/caller';
@@ -8,10 +8,8 @@ import type { KeyService } from '../keys/keys.service';
 import { teamInput, toTeamObject } from './team-view';
 import type { TeamService } from './teams.service';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function parseTeamId(value: unknown): string {
-  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('id: must be a uuid', { field: 'id' });
+  if (!isUuid(value)) throw badRequest('id: must be a uuid', { field: 'id' });
   return value.toLowerCase();
 }
 

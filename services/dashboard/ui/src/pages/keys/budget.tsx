@@ -1,9 +1,9 @@
-import { periodEnd } from '@tollgate/money';
+import { type LimitReset, periodEnd } from '@tollgate/money';
 import type { Key } from '../../api';
 import { usd } from '../../format';
 import { when } from '../../time';
 
-const PERIOD: Record<string, string> = {
+const PERIOD: Record<LimitReset, string> = {
   daily: 'today (UTC)',
   weekly: 'this week (UTC, from Monday)',
   monthly: 'this month (UTC)',

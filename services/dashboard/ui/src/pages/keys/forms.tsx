@@ -1,4 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { LIMIT_RESETS } from '@tollgate/money';
 import { type FormEvent, useState } from 'react';
 import { api, type Key } from '../../api';
 import { CopyButton, ErrorBox, Modal } from '../../components/ui';
@@ -11,9 +12,11 @@ function ResetSelect(props: { value: string; disabled?: boolean; onChange: (v: s
       Limit reset
       <select value={props.value} disabled={props.disabled} onChange={(e) => props.onChange(e.target.value)}>
         <option value="">never</option>
-        <option value="daily">daily</option>
-        <option value="weekly">weekly</option>
-        <option value="monthly">monthly</option>
+        {LIMIT_RESETS.map((period) => (
+          <option key={period} value={period}>
+            {period}
+          </option>
+        ))}
       </select>
     </label>
   );
