@@ -1,13 +1,14 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The suites that also run against a real local Redis Cluster (3 masters + replicas, started by the
+ * `redis-cluster` project's global setup on free ports of its own): the spend guard's and the key
+ * cache's (issue 31: CI runs them both ways). Keep this list short: each file runs twice.
+ */
+const CLUSTER_SUITES = ['packages/key-cache/src/**/*.test.ts', 'packages/redis/src/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: [
-      'packages/*/src/**/*.test.ts',
-      'services/*/src/**/*.test.ts',
-      'services/*/test/**/*.test.ts',
-      'tests/**/*.test.ts',
-    ],
     // The fault suite runs on its own (`make test-faults`, tests/faults/vitest.config.ts).
     exclude: ['tests/faults/**', '**/node_modules/**'],
     testTimeout: 30_000,
@@ -16,5 +17,28 @@ export default defineConfig({
     globalSetup: ['packages/testkit/src/global-setup.ts', 'tests/support/template-db.ts'],
     pool: 'forks',
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'default',
+          include: [
+            'packages/*/src/**/*.test.ts',
+            'services/*/src/**/*.test.ts',
+            'services/*/test/**/*.test.ts',
+            'tests/**/*.test.ts',
+          ],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'redis-cluster',
+          include: CLUSTER_SUITES,
+          env: { TOLLGATE_TEST_REDIS: 'cluster' },
+          globalSetup: ['packages/testkit/src/cluster-setup.ts'],
+        },
+      },
+    ],
   },
 });

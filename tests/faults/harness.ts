@@ -254,26 +254,44 @@ export class FaultStack {
     return p;
   }
 
-  async startProxy(): Promise<ServiceProcess> {
-    this.proxy = await spawnService(
+  /** Proxies started beside `proxy` by `startExtraProxy` (stopped by `close`). */
+  extraProxies: ServiceProcess[] = [];
+
+  /** One more proxy process with the same settings: its own port, metrics port and spool directory. */
+  async startExtraProxy(): Promise<ServiceProcess> {
+    const label = `proxy${this.extraProxies.length + 1}`;
+    const p = await spawnService(
       'proxy',
-      {
-        ...this.env,
-        KEYS_URL: this.keysSvc.url,
-        BILLING_URL: this.billing[0]?.url ?? '',
-        CATALOG_PATH: resolve(root, 'infra/catalog/dev.yaml'),
-        PROVIDER_SIM_URL: this.sim.url,
-        SPOOL_DIR: this.spoolDir,
-        SHUTDOWN_TIMEOUT_MS: '20000',
-        UPSTREAM_TIMEOUT_MS: '20000',
-        MAX_CONCURRENT_COMPLETIONS_PER_KEY: '1000',
-        MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT: '1000',
-        METRICS_PORT: String(this.proxyMetricsPort),
-        ...this.options.proxyEnv,
-      },
-      { port: this.proxyPort, openFiles: this.options.proxyOpenFiles },
+      { ...this.proxyEnv(), METRICS_PORT: '0', SPOOL_DIR: join(this.spoolDir, label) },
+      { label, openFiles: this.options.proxyOpenFiles },
     );
+    this.extraProxies.push(p);
+    return p;
+  }
+
+  async startProxy(): Promise<ServiceProcess> {
+    this.proxy = await spawnService('proxy', this.proxyEnv(), {
+      port: this.proxyPort,
+      openFiles: this.options.proxyOpenFiles,
+    });
     return this.proxy;
+  }
+
+  private proxyEnv(): Record<string, string> {
+    return {
+      ...this.env,
+      KEYS_URL: this.keysSvc.url,
+      BILLING_URL: this.billing[0]?.url ?? '',
+      CATALOG_PATH: resolve(root, 'infra/catalog/dev.yaml'),
+      PROVIDER_SIM_URL: this.sim.url,
+      SPOOL_DIR: this.spoolDir,
+      SHUTDOWN_TIMEOUT_MS: '20000',
+      UPSTREAM_TIMEOUT_MS: '20000',
+      MAX_CONCURRENT_COMPLETIONS_PER_KEY: '1000',
+      MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT: '1000',
+      METRICS_PORT: String(this.proxyMetricsPort),
+      ...this.options.proxyEnv,
+    };
   }
 
   private adminHandle: Awaited<ReturnType<typeof startKeysService>> | null = null;
@@ -577,7 +595,9 @@ export class FaultStack {
   async close(): Promise<void> {
     await this.adminHandle?.close().catch(() => {});
     this.adminHandle = null;
-    const all = [this.proxy, ...this.billing, this.keysSvc, this.sim].filter(Boolean) as ServiceProcess[];
+    const all = [this.proxy, ...this.extraProxies, ...this.billing, this.keysSvc, this.sim].filter(
+      Boolean,
+    ) as ServiceProcess[];
     await Promise.all(all.map((p) => stopService(p, 'SIGTERM').catch(() => {})));
     await this.pool?.end().catch(() => {});
     const t = usageTopology(this.amqp.prefix);

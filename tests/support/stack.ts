@@ -159,6 +159,8 @@ export async function startStack(
     catalogYaml?: (simUrl: string) => string;
     /** More proxy settings (environment variable names, e.g. CANCEL_DRAIN_MS). */
     proxyEnv?: Record<string, string>;
+    /** More billing settings (e.g. WEBHOOK_ALLOWED_CIDRS for a local webhook receiver). */
+    billingEnv?: Record<string, string>;
     /** Options of this stack's simulator (its keys and AWS credentials). */
     sim?: Parameters<typeof startProviderSim>[0];
   } = {},
@@ -239,6 +241,7 @@ export async function startStack(
         SERVICE_PUBLIC_KEYS: trust('proxy', 'keys', 'dashboard', 'admin'),
         // Production refuses to start without its own key of the webhook secrets.
         ...(options.productionKeys ? { WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64') } : {}),
+        ...options.billingEnv,
         ...own('billing'),
       }),
       options.catalog ? { catalog } : {},

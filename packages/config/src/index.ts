@@ -55,9 +55,18 @@ export const commonEnv = {
 };
 
 export const redisEnv = {
+  /** `redis://` (one node) or `redis+cluster://` (a Redis Cluster, this node a seed): @tollgate/redis. */
   REDIS_URL: z.string().url().default(defaults.redisUrl),
-  /** Every Redis key Tollgate writes starts with this; isolates stacks and test runs sharing a server. */
-  REDIS_PREFIX: z.string().default('tg:'),
+  /** More cluster seeds, `host:port,host:port` (setting it makes REDIS_URL's login a cluster's). */
+  REDIS_CLUSTER_NODES: z.string().default(''),
+  /**
+   * Every Redis key Tollgate writes starts with this; isolates stacks and test runs sharing a server.
+   * No braces: the first `{…}` of every key name is its account's Redis Cluster hash tag.
+   */
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[^{}]*$/, 'must not contain "{" or "}" (the hash tag of every key is its account id)')
+    .default('tg:'),
 };
 
 const privateKeyText = (defaultValue: string) =>

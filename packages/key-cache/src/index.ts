@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { LimitReset } from '@tollgate/money';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 
 /**
  * The Redis key cache: the one module that defines how an API key's record is cached, used by the
@@ -158,7 +158,7 @@ export interface KeyCache {
   clearPending(digest: string, version: number): Promise<void>;
 }
 
-export function createKeyCache(redis: Redis, options: KeyCacheOptions): KeyCache {
+export function createKeyCache(redis: RedisClient, options: KeyCacheOptions): KeyCache {
   const recordTtl = options.recordTtlSeconds ?? 86_400;
   const absentTtl = options.absentTtlSeconds ?? 60;
   const pendingTtl = options.pendingTtlSeconds ?? 30;

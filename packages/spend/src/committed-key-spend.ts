@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import { spendKeyHash } from './keys';
 
 /** A key's committed spend per period field (`d…`, `w…`, `m…`, `all`), in units. */
@@ -14,7 +14,7 @@ export type CommittedKeySpend = Map<string, bigint>;
  * period writes its field). Throws when Redis does not answer.
  */
 export async function readCommittedKeySpend(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   keyIds: readonly string[],
   periods: readonly string[],

@@ -2,7 +2,7 @@ import type { ServiceSigner } from '@tollgate/auth';
 import type { AppError } from '@tollgate/errors';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import type { AdmitCheck } from './store-types';
 import type { SpendTimings } from './timings';
 
@@ -60,7 +60,7 @@ export interface SpendGuard {
 }
 
 export interface RedisSpendGuardOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Billing's base URL, for `POST /internal/spend/rebuild` when a counter is missing. */
   billingUrl: string;

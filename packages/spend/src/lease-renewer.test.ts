@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AppError } from '@tollgate/errors';
 import { toUnits } from '@tollgate/money';
+import { createRedisClient } from '@tollgate/redis';
 import { createTestRedis, type TestRedis } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spendKeyHash } from './keys';
@@ -167,7 +168,10 @@ describe('lease renewer', () => {
     await renewer.renew();
     expect(g.calls).toHaveLength(0);
     const broken = createSpendStore(
-      r.client.duplicate({ lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false }),
+      createRedisClient(
+        { url: r.url },
+        { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false },
+      ),
       {
         prefix: r.prefix,
       },

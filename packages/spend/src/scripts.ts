@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import { loadLua } from './lua';
 
 /**
@@ -31,7 +31,7 @@ class Script {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  async run(redis: Redis, keys: string[], args: Array<string | number>): Promise<unknown> {
+  async run(redis: RedisClient, keys: string[], args: Array<string | number>): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (err) {

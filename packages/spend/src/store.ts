@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import { admitCall, admitResult } from './admit-call';
 import { planCommitCalls } from './commit-calls';
 import { spendAccountHash, spendKeyHash } from './keys';
@@ -29,7 +29,7 @@ export { defaultTimings, type SpendTimings } from './timings';
  * commit-calls.ts).
  */
 export function createSpendStore(
-  redis: Redis,
+  redis: RedisClient,
   options: { prefix: string; timings?: Partial<SpendTimings> },
 ): SpendStore {
   const t = { ...defaultTimings, ...options.timings };

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { createRedisClient, isCluster, parseRedisConnection, type RedisClient } from '@tollgate/redis';
 import amqp from 'amqplib';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { runId, testInfra } from './infra';
 
 export { expectContract } from './contract';
-export { dockerAvailable, LOCAL_INFRA, runId, type TestInfra, testInfra } from './infra';
+export { CLUSTER_URL_ENV, dockerAvailable, LOCAL_INFRA, runId, type TestInfra, testInfra } from './infra';
 export { seededRandom } from './random';
+export { type LocalRedisCluster, startLocalRedisCluster } from './redis-cluster';
 export { createTcpProxy, hostPortOf, type TcpProxy } from './tcp-proxy';
 
 const suffix = () => randomBytes(4).toString('hex');
@@ -60,29 +61,42 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
 }
 
 export interface TestRedis {
+  /** REDIS_URL for the code under test: the run's Redis, or its Redis Cluster (`redis+cluster://…`). */
   url: string;
   /** Key prefix for this test: pass it as REDIS_PREFIX to the code under test. */
   prefix: string;
-  /** A client for assertions (no key prefix applied: use `prefix` yourself). */
-  client: Redis;
+  /** A client for assertions (no key prefix applied: use `prefix` yourself); a Cluster on a cluster. */
+  client: RedisClient;
+  /** True when this test goes to the run's local Redis Cluster (the `redis-cluster` vitest project). */
+  cluster: boolean;
   cleanup(): Promise<void>;
 }
 
-export async function createTestRedis(): Promise<TestRedis> {
-  const { redisUrl } = testInfra();
+/** Deletes every key under `prefix` (on a cluster: from every master, one key per command). */
+export async function deleteByPrefix(client: RedisClient, prefix: string): Promise<void> {
+  const nodes = isCluster(client) ? client.nodes('master') : [client];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await Promise.all(keys.map((k) => client.del(k)));
+    } while (cursor !== '0');
+  }
+}
+
+/** A prefix of this run's own on the run's Redis (`testInfra().redisUrl`: a node, or the local cluster). */
+export async function createTestRedis(options: { url?: string } = {}): Promise<TestRedis> {
+  const url = options.url ?? testInfra().redisUrl;
   const prefix = `tgt:${runId()}:${suffix()}:`;
-  const client = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+  const client = createRedisClient({ url }, { maxRetriesPerRequest: 2 });
   return {
-    url: redisUrl,
+    url,
     prefix,
     client,
+    cluster: parseRedisConnection({ url }).cluster,
     async cleanup() {
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await client.del(...keys);
-      } while (cursor !== '0');
+      await deleteByPrefix(client, prefix);
       client.disconnect();
     },
   };

@@ -13,10 +13,22 @@ export const LOCAL_INFRA: TestInfra = {
   amqpUrl: 'amqp://guest:guest@127.0.0.1:5672',
 };
 
+/**
+ * The run's local Redis Cluster (`redis+cluster://…`), set by packages/testkit/src/cluster-setup.ts
+ * (global setup of the `redis-cluster` vitest project). Tests of that project (env
+ * `TOLLGATE_TEST_REDIS=cluster`) get it as their Redis; the other projects' tests keep REDIS_URL.
+ */
+export const CLUSTER_URL_ENV = 'TOLLGATE_TEST_CLUSTER_URL';
+
 export function testInfra(env: NodeJS.ProcessEnv = process.env): TestInfra {
+  const cluster = env.TOLLGATE_TEST_REDIS === 'cluster' ? env[CLUSTER_URL_ENV] : undefined;
+  if (env.TOLLGATE_TEST_REDIS === 'cluster' && !cluster)
+    throw new Error(
+      `TOLLGATE_TEST_REDIS=cluster but ${CLUSTER_URL_ENV} is not set (run the redis-cluster project)`,
+    );
   return {
     databaseUrl: env.DATABASE_URL ?? LOCAL_INFRA.databaseUrl,
-    redisUrl: env.REDIS_URL ?? LOCAL_INFRA.redisUrl,
+    redisUrl: cluster ?? env.REDIS_URL ?? LOCAL_INFRA.redisUrl,
     amqpUrl: env.AMQP_URL ?? LOCAL_INFRA.amqpUrl,
   };
 }

@@ -6,8 +6,8 @@ import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgat
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { serviceRegistry } from '@tollgate/metrics';
+import { createRedisClient, type RedisClient } from '@tollgate/redis';
 import { createSpendStore, type SpendTimings } from '@tollgate/spend';
-import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { createAlerts } from './alerts/alerts';
 import type { BillingConfig } from './config';
@@ -28,7 +28,7 @@ export interface BillingHandle {
   url: string;
   port: number;
   db: BillingDb;
-  redis: Redis;
+  redis: RedisClient;
   recorder: UsageRecorder;
   /** The monthly partitions of the generation records (created ahead, dropped past the retention). */
   partitions: GenerationPartitions;
@@ -50,6 +50,21 @@ export interface BillingOptions {
   catalog?: Catalog;
 }
 
+/** Billing's Redis client (@tollgate/redis: a node or a cluster by REDIS_URL / REDIS_CLUSTER_NODES). */
+function billingRedis(config: BillingConfig, logger: Logger): RedisClient {
+  const redis = createRedisClient(
+    { url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES },
+    {
+      maxRetriesPerRequest: 2,
+      lazyConnect: false,
+      // Reconnect at most 500 ms apart (default 2 s): spend counter rebuilds wait on this connection.
+      retryStrategy: (times) => Math.min(times * 50, 500),
+    },
+  );
+  redis.on('error', (err) => logger.debug({ err: err.message }, 'redis error'));
+  return redis;
+}
+
 /** Who owns a key: the keys service at KEYS_URL, asked with billing's own identity. */
 const keysOwners = (config: BillingConfig, logger: Logger): KeyOwners =>
   keysServiceOwners({
@@ -68,13 +83,7 @@ export async function startBilling(
     options.logger ?? createLogger({ name: 'billing', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
   const clock = options.clock ?? (() => new Date());
   const db = createBillingDb(config.DATABASE_URL, { max: 10 });
-  const redis = new Redis(config.REDIS_URL, {
-    maxRetriesPerRequest: 2,
-    lazyConnect: false,
-    // Reconnect at most 500 ms apart (default 2 s): spend counter rebuilds wait on this connection.
-    retryStrategy: (times) => Math.min(times * 50, 500),
-  });
-  redis.on('error', (err) => logger.debug({ err: err.message }, 'redis error'));
+  const redis = billingRedis(config, logger);
   try {
     await migrateBillingDb(db);
   } catch (err) {

@@ -11,6 +11,7 @@ import type { DashboardConfig } from './config';
 import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
 import { createDashboardApp } from './http/app';
 import { createInternalClient } from './upstream/internal-client';
+import { createWebhooksClient } from './upstream/webhooks-client';
 import { createUsersService } from './users/users.service';
 
 export interface DashboardHandle {
@@ -64,6 +65,12 @@ export async function startDashboard(
     timeoutMs: config.SERVICE_TIMEOUT_MS,
     logger,
   });
+  const webhooks = createWebhooksClient({
+    billingUrl: config.BILLING_URL,
+    signer: createServiceSigner('dashboard', config.SERVICE_PRIVATE_KEY),
+    timeoutMs: config.SERVICE_TIMEOUT_MS,
+    logger,
+  });
   const metrics = serviceRegistry('dashboard');
   const app = createDashboardApp({
     metrics,
@@ -71,6 +78,7 @@ export async function startDashboard(
     auth,
     users: createUsersService({ db, clock, inviteTtlMs: config.INVITE_TTL_HOURS * 3_600_000 }),
     client,
+    webhooks,
     catalog,
     verifier: createServiceVerifier('dashboard', config.SERVICE_PUBLIC_KEYS),
     uiDir: config.UI_DIR,
@@ -106,6 +114,7 @@ export async function startDashboard(
       closing ??= (async () => {
         await closeServer(server);
         await client.close();
+        await webhooks.close();
         await db.destroy();
       })();
       return closing;

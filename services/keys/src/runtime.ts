@@ -1,6 +1,6 @@
 import { createKeyCache, type KeyCache } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import { Redis } from 'ioredis';
+import { createRedisClient, type RedisClient } from '@tollgate/redis';
 import { type AccountService, createAccountService } from './accounts/accounts.service';
 import type { KeysConfig } from './config';
 import { createKeysDb, type KeysDb, migrateKeysDb } from './database';
@@ -15,7 +15,7 @@ export interface KeysRuntime {
   config: KeysConfig;
   logger: Logger;
   db: KeysDb;
-  redis: Redis;
+  redis: RedisClient;
   cache: KeyCache;
   lastUsed: LastUsedStore;
   usage: UsageReader;
@@ -38,15 +38,18 @@ export interface KeysRuntimeOptions {
  * Redis commands fail fast when the server is unreachable (no offline queue): a key change must be
  * refused with 503 at once, not hang until Redis comes back.
  */
-function createKeysRedis(url: string, logger: Logger): Redis {
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    commandTimeout: 2000,
-    connectTimeout: 2000,
-    retryStrategy: (times) => Math.min(times * 100, 1000),
-  });
+function createKeysRedis(config: KeysConfig, logger: Logger): RedisClient {
+  const redis = createRedisClient(
+    { url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES },
+    {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 2000,
+      connectTimeout: 2000,
+      retryStrategy: (times) => Math.min(times * 100, 1000),
+    },
+  );
   let lastLog = 0;
   redis.on('error', (err: Error) => {
     if (Date.now() - lastLog > 10_000) {
@@ -64,7 +67,7 @@ export async function createKeysRuntime(
 ): Promise<KeysRuntime> {
   const { logger } = options;
   const db = createKeysDb(config.DATABASE_URL);
-  const redis = createKeysRedis(config.REDIS_URL, logger);
+  const redis = createKeysRedis(config, logger);
   try {
     await migrateKeysDb(db);
     await redis.connect().catch((err: unknown) => {

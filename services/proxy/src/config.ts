@@ -93,7 +93,10 @@ export const proxyEnv = z
     SERVER_REQUEST_TIMEOUT_MS: positiveMs.default(60_000),
     SERVER_KEEPALIVE_TIMEOUT_MS: positiveMs.default(65_000),
     SERVER_SOCKET_TIMEOUT_MS: positiveMs.default(180_000),
-    /** Open client connections per process; more are refused at accept (0 = no cap). */
+    /**
+     * Open client connections served per process (0: no cap of its own); at most the open-files limit
+     * less a reserve and the provider connections, whatever this says. Past it: 503 (connection-cap.ts).
+     */
     SERVER_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(10_000),
     /**
      * A streaming client that does not read for this long (its socket buffer stays full) is cut:

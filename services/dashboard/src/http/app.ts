@@ -17,10 +17,12 @@ import type { Registry } from 'prom-client';
 import { accountRoutes } from '../api/account.routes';
 import { auditRoutes } from '../api/audit.routes';
 import { keysRoutes } from '../api/keys.routes';
+import { webhooksRoutes } from '../api/webhooks.routes';
 import { authRoutes } from '../auth/auth.routes';
 import type { AuthService } from '../auth/auth.service';
 import type { DashboardDb } from '../database';
 import type { InternalClient } from '../upstream/internal-client';
+import type { WebhooksClient } from '../upstream/webhooks-client';
 import { usersRoutes } from '../users/users.routes';
 import type { UsersService } from '../users/users.service';
 import { loadSession, sameOrigin } from './session';
@@ -32,6 +34,8 @@ export interface DashboardAppDeps {
   auth: AuthService;
   users: UsersService;
   client: InternalClient;
+  /** Billing's alert webhooks (the Alerts page); absent: no `/api/webhooks` routes. */
+  webhooks?: WebhooksClient;
   catalog: Catalog;
   /** Checks the service tokens of the internal routes (this service's trusted callers). */
   verifier: ServiceVerifier;
@@ -107,6 +111,7 @@ function apiRouter(deps: DashboardAppDeps): RequestHandler {
   api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
   api.use(auditRoutes({ client: deps.client, db: deps.db }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
+  if (deps.webhooks) api.use(webhooksRoutes({ webhooks: deps.webhooks }));
   api.use(notFoundHandler);
   // The routers carry full paths; only /api and /internal requests enter them (static files never
   // pay for body parsing or a session lookup).

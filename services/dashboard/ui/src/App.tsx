@@ -15,6 +15,7 @@ const GenerationsPage = lazy(() =>
 const CreditsPage = lazy(() => import('./pages/Credits').then((m) => ({ default: m.CreditsPage })));
 const ModelsPage = lazy(() => import('./pages/Models').then((m) => ({ default: m.ModelsPage })));
 const UsersPage = lazy(() => import('./pages/Users').then((m) => ({ default: m.UsersPage })));
+const AlertsPage = lazy(() => import('./pages/Alerts').then((m) => ({ default: m.AlertsPage })));
 
 const PAGES = [
   { path: 'overview', title: 'Overview' },
@@ -24,6 +25,7 @@ const PAGES = [
   { path: 'credits', title: 'Credits' },
   { path: 'models', title: 'Models' },
   { path: 'users', title: 'Users' },
+  { path: 'alerts', title: 'Alerts' },
 ] as const;
 
 interface Route {
@@ -152,6 +154,7 @@ function Shell(props: { me: Me; route: Route }) {
           {page.path === 'credits' && <CreditsPage />}
           {page.path === 'models' && <ModelsPage />}
           {page.path === 'users' && <UsersPage owner={owner} me={me} />}
+          {page.path === 'alerts' && <AlertsPage owner={owner} />}
         </Suspense>
       </main>
     </div>

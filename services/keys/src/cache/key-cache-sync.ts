@@ -1,7 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import type { CachedKey, KeyCache } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import type { KeysDb } from '../database';
 import type { ApiKey } from '../keys/keys.table';
 import { findTeamLimits, type TeamLimits } from '../teams/teams.repository';
@@ -64,7 +64,7 @@ export interface KeyChangeResult {
 export interface KeyChangeDeps {
   db: KeysDb;
   cache: KeyCache;
-  redis: Redis;
+  redis: RedisClient;
   logger: Logger;
 }
 

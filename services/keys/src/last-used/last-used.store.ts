@@ -1,6 +1,6 @@
 import { isUuid } from '@tollgate/contracts';
 import { lastUsedHashKey } from '@tollgate/key-cache';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 
 // Atomically takes the whole hash: readers after this see nothing pending, writers start a new hash.
 const TAKE_SCRIPT = `
@@ -44,7 +44,7 @@ const parseMs = (value: string | null | undefined): Date | null => {
   return Number.isNaN(d.getTime()) ? null : d;
 };
 
-export function createLastUsedStore(redis: Redis, prefix: string): LastUsedStore {
+export function createLastUsedStore(redis: RedisClient, prefix: string): LastUsedStore {
   const hashKey = lastUsedHashKey(prefix);
   return {
     async pending(ids) {

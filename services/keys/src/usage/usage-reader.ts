@@ -3,8 +3,8 @@ import { type KeyUsage, keysUsage } from '@tollgate/contracts';
 import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import { type LimitReset, periodKey, toDecimal } from '@tollgate/money';
+import type { RedisClient } from '@tollgate/redis';
 import { readCommittedKeySpend } from '@tollgate/spend';
-import type { Redis } from 'ioredis';
 
 export type { KeyUsage } from '@tollgate/contracts';
 
@@ -78,7 +78,7 @@ export function billingUsageReader(options: {
  * pending costs and reservations of requests in flight are never included.
  */
 function redisFirstUsageReader(options: {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   fallback: UsageReader;
   clock?: () => Date;
@@ -126,7 +126,7 @@ function redisFirstUsageReader(options: {
 export function createUsageReader(
   config: { BILLING_URL?: string | undefined; SERVICE_PRIVATE_KEY: string; REDIS_PREFIX?: string },
   logger?: Logger,
-  redis?: Redis,
+  redis?: RedisClient,
 ): UsageReader {
   if (!config.BILLING_URL) return zeroUsageReader;
   const billing = billingUsageReader({

@@ -9,7 +9,7 @@ import {
   type RequestCount,
 } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tollgate/redis';
 import type { Handler, Next, ProxyRequest, ProxyResponse } from '../http/types';
 import type { KeyResolver } from './key-resolver';
 import type { UnknownKeyLimiter, UnknownKeyRefusal } from './unknown-keys';
@@ -59,7 +59,7 @@ export interface AuthDeps {
   keyCache: KeyCache;
   resolver: KeyResolver;
   /** For the fire-and-forget last-used write. */
-  redis: Redis;
+  redis: RedisClient;
   lastUsedKey: string;
   logger: Logger;
   /**

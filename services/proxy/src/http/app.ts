@@ -14,9 +14,9 @@ import {
 import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { openapiJson } from '@tollgate/openapi';
+import type { RedisClient } from '@tollgate/redis';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
 import express, { type Response } from 'express';
-import type { Redis } from 'ioredis';
 import { createAuthenticator } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
 import { authSteps } from '../auth/steps';
@@ -46,7 +46,7 @@ export interface ProxyDeps {
   guard?: SpendGuard;
   /** Usage publisher; default: a RabbitMQ publisher on AMQP_URL / AMQP_PREFIX. */
   publisher?: UsagePublisher;
-  redis?: Redis;
+  redis?: RedisClient;
   resolver?: KeyResolver;
   estimator?: TokenEstimator;
 }
@@ -85,7 +85,7 @@ export function createProxyApp(deps: {
   catalog: Catalog;
   guard: SpendGuard;
   sink: UsageSink;
-  redis: Redis;
+  redis: RedisClient;
   resolver: KeyResolver;
   estimator: TokenEstimator;
   upstreams: Upstreams;
@@ -331,7 +331,11 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     metrics,
     forwarders: { keys: keysForwarder, billing: billingForwarder },
   });
-  const server = await listenWithLimits(parts, config, logger);
+  // Provider connections this process may hold: UPSTREAM_CONNECTIONS per distinct provider origin.
+  const origins = new Set(catalog.providers().map((p) => new URL(p.baseUrl).origin)).size;
+  const server = await listenWithLimits(parts, config, logger, {
+    upstreamSockets: origins * config.UPSTREAM_CONNECTIONS,
+  });
   const port = (server.address() as AddressInfo).port;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   logger.info({ port, models: catalog.models().length }, 'proxy listening');

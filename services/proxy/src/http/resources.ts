@@ -6,36 +6,24 @@ import {
   usageTopology,
 } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
+import { createRedisClient, type RedisClient, whenReady } from '@tollgate/redis';
 import { createRedisSpendGuard } from '@tollgate/spend';
-import { Redis } from 'ioredis';
 import { type ProxyConfig, spoolDir } from '../config';
 import type { ProxyMetrics } from '../metrics/metrics';
 import type { SpendGuard } from '../spend/guard';
 
+/** REDIS_URL (+ REDIS_CLUSTER_NODES): a node or a cluster (@tollgate/redis). */
+const redisConnection = (c: ProxyConfig) => ({ url: c.REDIS_URL, clusterNodes: c.REDIS_CLUSTER_NODES });
+
 // The proxy's connections, built once at start-up (http/app.ts startProxy): Redis, the usage
 // publisher, the Redis spend guard.
-
-function waitReady(redis: Redis, timeoutMs: number, logger: Logger): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      redis.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      logger.warn('redis not ready at start: authenticating through the keys service until it is');
-      done();
-    }, timeoutMs);
-    redis.once('ready', done);
-  });
-}
 
 /**
  * The proxy's Redis client, connected (or, after 5 s, left connecting: the proxy then authenticates
  * through the keys service until Redis is ready).
  */
-export async function connectRedis(config: ProxyConfig, logger: Logger): Promise<Redis> {
-  const redis = new Redis(config.REDIS_URL, {
+export async function connectRedis(config: ProxyConfig, logger: Logger): Promise<RedisClient> {
+  const redis = createRedisClient(redisConnection(config), {
     enableAutoPipelining: true,
     // Fail fast when Redis is down: auth then falls back to the keys service.
     enableOfflineQueue: false,
@@ -49,7 +37,8 @@ export async function connectRedis(config: ProxyConfig, logger: Logger): Promise
   redis.on('error', (err: unknown) => logger.debug({ err }, 'redis error'));
   // Without an offline queue, commands sent before the connection is ready fail: wait for it
   // (bounded; if Redis is down the proxy starts anyway and authenticates through the keys service).
-  if (redis.status !== 'ready') await waitReady(redis, 5_000, logger);
+  if (!(await whenReady(redis, 5_000)))
+    logger.warn('redis not ready at start: authenticating through the keys service until it is');
   return redis;
 }
 
@@ -76,7 +65,7 @@ export function usagePublisher(config: ProxyConfig, logger: Logger): UsagePublis
 /** The spend guard on the shared Redis counters (@tollgate/spend). */
 export function redisSpendGuard(
   config: ProxyConfig,
-  deps: { redis: Redis; signer: ServiceSigner; logger: Logger; metrics: ProxyMetrics },
+  deps: { redis: RedisClient; signer: ServiceSigner; logger: Logger; metrics: ProxyMetrics },
 ): SpendGuard {
   const { redis, signer, logger, metrics } = deps;
   return createRedisSpendGuard({

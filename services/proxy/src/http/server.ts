@@ -3,18 +3,22 @@ import { answerClientErrors } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { ProxyConfig } from '../config';
 import type { ProxyAppParts } from './app';
+import { type ConnectionCap, capConnections, connectionBudget, openFilesLimit } from './connection-cap';
 
 /**
  * The public server with its edge deadlines and connection cap (docs/operations.md "Security"):
  * headers and whole-request deadlines (checked every quarter of the headers deadline, ≥ 250 ms),
- * keep-alive idle time, socket inactivity while a request is open, at most SERVER_MAX_CONNECTIONS.
+ * keep-alive idle time, socket inactivity while a request is open, and the connection cap
+ * (SERVER_MAX_CONNECTIONS and the open-files limit, see connection-cap.ts: the excess gets 503).
  */
 export async function listenWithLimits(
   parts: Pick<ProxyAppParts, 'app' | 'doors'>,
   config: ProxyConfig,
   logger: Logger,
+  limits: { openFiles?: number | null; upstreamSockets?: number } = {},
 ): Promise<Server> {
   const { app, doors } = parts;
+  let cap: ConnectionCap | undefined;
   const server = createServer(
     {
       headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
@@ -23,6 +27,7 @@ export async function listenWithLimits(
       connectionsCheckingInterval: Math.max(250, Math.floor(config.SERVER_HEADERS_TIMEOUT_MS / 4)),
     },
     (req: IncomingMessage, res: ServerResponse) => {
+      if (cap?.refused(req, res)) return;
       const route = doors.match(req);
       if (route !== null) doors.serve(route, req, res);
       else app(req, res);
@@ -30,7 +35,10 @@ export async function listenWithLimits(
   );
   server.setTimeout(config.SERVER_SOCKET_TIMEOUT_MS);
   answerClientErrors(server, logger);
-  if (config.SERVER_MAX_CONNECTIONS > 0) server.maxConnections = config.SERVER_MAX_CONNECTIONS;
+  const openFiles = limits.openFiles === undefined ? openFilesLimit() : limits.openFiles;
+  const budget = connectionBudget(config.SERVER_MAX_CONNECTIONS, openFiles, limits.upstreamSockets);
+  cap = capConnections(server, budget, logger);
+  logger.debug({ ...budget, openFiles }, 'connection cap');
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, () => {

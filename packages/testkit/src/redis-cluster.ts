@@ -1,0 +1,181 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A real local Redis Cluster owned by one test run (or one test file): three masters with one replica
+ * each (`redis-server --cluster-enabled yes` ×6 on free ports picked now, `redis-cli --cluster create
+ * … --cluster-replicas 1`), in a temp directory, without persistence. Nothing is shared with the
+ * 127.0.0.1:6379 server or with another run's cluster: ports and directory are this run's own.
+ */
+export interface LocalRedisCluster {
+  /** `redis+cluster://127.0.0.1:<first master>` (what REDIS_URL is set to for the code under test). */
+  url: string;
+  /** Every node's `host:port` (the REDIS_CLUSTER_NODES form). */
+  nodes: string[];
+  /** The ports of the current masters (after a failover, the promoted replica is one). */
+  masters(): Promise<number[]>;
+  /**
+   * Manual failover of the master on `port` (CLUSTER FAILOVER on its replica: the replica catches up
+   * with the master first, so no acknowledged write is lost); resolves when the replica is master and
+   * every node agrees. Returns the new master's port.
+   */
+  failover(masterPort: number): Promise<number>;
+  /** SIGKILL of every node and removal of the directory. */
+  stop(): Promise<void>;
+}
+
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const s = createServer();
+          s.once('error', reject);
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`redis cluster: ${what} not within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+const cli = (port: number, ...args: string[]) =>
+  run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 30_000 }).then((r) =>
+    r.stdout.trim(),
+  );
+
+/** Starts the cluster and waits until every slot is served (cluster_state:ok on every node). */
+export async function startLocalRedisCluster(
+  options: { nodeTimeoutMs?: number } = {},
+): Promise<LocalRedisCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-cluster-'));
+  // Six client ports and six bus ports (cluster-port), all picked free now.
+  const ports = await freePorts(12);
+  const clientPorts = ports.slice(0, 6);
+  const children: ChildProcess[] = [];
+  const killAll = () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  };
+  process.once('exit', killAll);
+  try {
+    clientPorts.forEach((port, i) => {
+      const child = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--cluster-port',
+          String(ports[6 + i]),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          String(options.nodeTimeoutMs ?? 2_000),
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--logfile',
+          join(dir, `${port}.log`),
+        ],
+        { stdio: 'ignore' },
+      );
+      children.push(child);
+    });
+    for (const port of clientPorts)
+      await waitFor(`node ${port} up`, async () => (await cli(port, 'PING')) === 'PONG');
+    await cli(
+      clientPorts[0] as number,
+      '--cluster',
+      'create',
+      ...clientPorts.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      '1',
+      '--cluster-yes',
+    );
+    for (const port of clientPorts)
+      await waitFor(`node ${port} cluster_state:ok`, async () =>
+        (await cli(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'),
+      );
+  } catch (err) {
+    killAll();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+
+  const role = async (port: number) => (await cli(port, 'ROLE')).split('\n')[0]?.trim();
+  const masters = async () => {
+    const out: number[] = [];
+    for (const port of clientPorts) if ((await role(port).catch(() => '')) === 'master') out.push(port);
+    return out;
+  };
+
+  return {
+    url: `redis+cluster://127.0.0.1:${clientPorts[0]}`,
+    nodes: clientPorts.map((p) => `127.0.0.1:${p}`),
+    masters,
+    async failover(masterPort) {
+      const m = new Redis(masterPort, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
+      let replicaPort: number;
+      try {
+        await m.connect();
+        const myId = String(await m.call('CLUSTER', 'MYID'));
+        const replicas = (await m.call('CLUSTER', 'REPLICAS', myId)) as string[];
+        const addr = replicas[0]?.split(' ')[1];
+        if (!addr) throw new Error(`master ${masterPort} has no replica`);
+        replicaPort = Number(addr.split('@')[0]?.split(':')[1]);
+      } finally {
+        m.disconnect();
+      }
+      await cli(replicaPort, 'CLUSTER', 'FAILOVER');
+      await waitFor(`replica ${replicaPort} promoted`, async () => (await role(replicaPort)) === 'master');
+      await waitFor('every node agrees', async () => {
+        for (const port of clientPorts) {
+          const nodes = await cli(port, 'CLUSTER', 'NODES');
+          const line = nodes.split('\n').find((l) => l.includes(`:${replicaPort}@`));
+          if (!line?.includes('master')) return false;
+          if (!(await cli(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
+        }
+        return true;
+      });
+      return replicaPort;
+    },
+    async stop() {
+      process.off('exit', killAll);
+      const exits = children
+        .filter((c) => c.exitCode === null && c.signalCode === null)
+        .map((c) => new Promise((r) => c.once('exit', r)));
+      killAll();
+      await Promise.all(exits);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

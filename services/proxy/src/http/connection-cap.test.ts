@@ -1,0 +1,117 @@
+import { connect, type Socket } from 'node:net';
+import type { TestKey } from '@tollgate/keys/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
+import { connectionBudget, openFilesLimit } from './connection-cap';
+
+describe('the connection budget', () => {
+  it('reads the soft open-files limit of /proc/self/limits', () => {
+    const limits = [
+      'Limit                     Soft Limit           Hard Limit           Units',
+      'Max processes             95000                95000                processes',
+      'Max open files            20000                524288               files',
+    ].join('\n');
+    expect(openFilesLimit(() => limits)).toBe(20_000);
+    expect(
+      openFilesLimit(() => 'Max open files            unlimited            unlimited            files'),
+    ).toBeNull();
+    expect(
+      openFilesLimit(() => {
+        throw new Error('no /proc');
+      }),
+    ).toBeNull();
+    const here = openFilesLimit();
+    if (process.platform === 'linux') expect(here).toBeGreaterThan(0);
+  });
+
+  it('serves what the descriptors allow after the reserve and the provider connections', () => {
+    // 20,000 files: reserve 1,000, 3 origins × 256 provider connections.
+    expect(connectionBudget(16_000, 20_000, 768)).toEqual({ serve: 16_000, headroom: 500 });
+    expect(connectionBudget(0, 20_000, 768)).toEqual({ serve: 18_232, headroom: 500 });
+    // 1,024 files (a common default): the configured 10,000 is not reachable.
+    expect(connectionBudget(10_000, 1_024, 256)).toEqual({ serve: 512, headroom: 128 });
+    expect(connectionBudget(40, null)).toEqual({ serve: 40, headroom: 256 });
+    expect(connectionBudget(0, null)).toEqual({ serve: 0, headroom: 0 });
+  });
+});
+
+/** A process at its connection cap answers the excess 503 in the standard envelope, never a reset. */
+describe('past the connection cap', () => {
+  let stack: ProxyStack;
+  let key: TestKey;
+  const CAP = 4;
+  beforeAll(async () => {
+    stack = await startProxyStack({ env: { SERVER_MAX_CONNECTIONS: String(CAP) } });
+    key = await stack.keys.createKey(stack.account.id, { name: 'cap' });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  /** One request on its own connection (raw HTTP/1.1), its whole answer and how the socket ended. */
+  function rawRequest(body: object): Promise<{ head: string; body: string; error?: string }> {
+    const { port } = new URL(stack.proxy.url);
+    const payload = JSON.stringify(body);
+    return new Promise((resolve) => {
+      const s: Socket = connect(Number(port), '127.0.0.1');
+      let received = '';
+      let error: string | undefined;
+      s.on('data', (d) => {
+        received += d.toString();
+      });
+      s.on('error', (e: NodeJS.ErrnoException) => {
+        error = e.code ?? e.message;
+      });
+      s.on('close', () => {
+        const at = received.indexOf('\r\n\r\n');
+        resolve({ head: received.slice(0, at), body: received.slice(at + 4), ...(error ? { error } : {}) });
+      });
+      s.write(
+        `POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\n${Object.entries(bearer(key))
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n` +
+          `Connection: close\r\n\r\n${payload}`,
+      );
+    });
+  }
+
+  it('answers 503 with retry-after to connections past the cap while it serves the others to the end', async () => {
+    const held = Array.from({ length: CAP }, (_, i) =>
+      rawRequest({
+        model: 'openai/gpt-4o-mini',
+        stream: true,
+        messages: [{ role: 'user', content: `held ${i}` }],
+        sim: { completion_tokens: 40, inter_token_ms: 40 },
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 400)); // the held streams are open
+    const excess = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        rawRequest({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: `excess ${i}` }] }),
+      ),
+    );
+    for (const r of excess) {
+      expect(r.error).toBeUndefined(); // no ECONNRESET, no EPIPE
+      expect(r.head).toMatch(/^HTTP\/1\.1 503/);
+      expect(r.head.toLowerCase()).toContain('retry-after: 1');
+      const envelope = JSON.parse(r.body) as {
+        error: { code: number; message: string; metadata: { error_type: string } };
+      };
+      expect(envelope.error.code).toBe(503);
+      expect(envelope.error.metadata.error_type).toBe('service_unavailable');
+      expect(envelope.error.message).toMatch(/connection limit/);
+    }
+    for (const r of await Promise.all(held)) {
+      expect(r.error).toBeUndefined();
+      expect(r.head).toMatch(/^HTTP\/1\.1 200/);
+      expect(r.body).toContain('[DONE]');
+    }
+    // Below the cap again: served.
+    const after = await fetch(`${stack.api}/chat/completions`, {
+      method: 'POST',
+      headers: { ...bearer(key), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'after' }] }),
+    });
+    expect(after.status).toBe(200);
+  }, 30_000);
+});
