@@ -76,7 +76,7 @@ function describeEvent(body: Buffer, death: string | null, refused: string | nul
     death,
     account_id: e.account_id,
     key_id: e.key_id,
-    cost: e.cost,
+    cost: e.type === 'usage' ? e.cost : '0',
     finished_at: e.finished_at,
     bytes: body.length,
   };

@@ -16,6 +16,7 @@ import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
 import { createGenerationPartitions, type GenerationPartitions } from './generations/partitions';
 import { createBillingApp } from './http/app';
 import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
+import { recordRefusals } from './refusals/refusals.repository';
 import { createSpendService } from './spend/spend.service';
 import { classifyBillingFailure } from './usage/failure';
 import { createUsageRecorder, type UsageRecorder } from './usage/usage.recorder';
@@ -142,6 +143,7 @@ export async function startBilling(
           logger,
           onCommitted: worker.committed,
           refuse: checks.foreignKeys,
+          recordRefusals: (events) => recordRefusals(db, events),
         }),
       })
     : null;

@@ -5,6 +5,7 @@ import {
   createMessageSigner,
   declareUsageTopology,
   type UsageEvent,
+  type UsageEventV1,
   type UsageTopology,
   usageTopology,
 } from '@tollgate/events';
@@ -171,7 +172,7 @@ export function testRequestId(at = new Date()): string {
 }
 
 /** A valid v1 usage event; `cost` and `finished_at` are what billing charges and where. */
-export function usageEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
+export function usageEvent(overrides: Partial<UsageEventV1> = {}): UsageEventV1 {
   const finished = overrides.finished_at ?? new Date().toISOString();
   return {
     type: 'usage',

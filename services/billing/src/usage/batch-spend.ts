@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { periodKey, toDecimal } from '@tollgate/money';
 import { dayOf } from '../analytics/usage-rollup';
 import type { GenerationRow } from '../generations/generations.repository';
@@ -27,7 +27,7 @@ export interface BatchSpend {
  * read and Redis refreshed for them too.
  */
 export function sumBatchSpend(
-  events: readonly UsageEvent[],
+  events: readonly UsageEventV1[],
   rows: readonly GenerationRow[],
   units: readonly bigint[],
   inserted: ReadonlySet<string>,

@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { toUnits } from '@tollgate/money';
 import type { CommittedAccount, CommittedKey } from '@tollgate/spend';
 import type { BatchTotals } from './usage.repository';
@@ -10,7 +10,7 @@ import type { BatchTotals } from './usage.repository';
  * commit and Redis update inserts nothing and still brings Redis up to date.
  */
 export function committedSpend(
-  events: readonly UsageEvent[],
+  events: readonly UsageEventV1[],
   touchedPairs: ReadonlyMap<string, { keyId: string; period: string }>,
   totals: Pick<BatchTotals, 'keys' | 'accounts'>,
 ): { keys: CommittedKey[]; accounts: CommittedAccount[] } {

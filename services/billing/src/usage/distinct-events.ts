@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 
 /**
  * The one place billing de-duplicates usage events by id within a batch (a publisher retry after a
@@ -7,7 +7,7 @@ import type { UsageEvent } from '@tollgate/events';
  * what is new. Id order: two batches written at once (CONCURRENT_BATCHES) that share an id wait on
  * each other's index entries in the same order, never in a cycle.
  */
-export function distinctEvents(batch: readonly UsageEvent[]): UsageEvent[] {
+export function distinctEvents(batch: readonly UsageEventV1[]): UsageEventV1[] {
   const seen = new Set<string>();
   const events = batch.filter((e) => !seen.has(e.id) && seen.add(e.id));
   return events.sort((a, b) => compareIds(a.id, b.id));

@@ -1,8 +1,8 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import type { GenerationRow } from '../generations/generations.repository';
 
 /** The generation record of a usage event, its cost as the normalised decimal recorded. */
-export function toGenerationRow(e: UsageEvent, totalCost: string): GenerationRow {
+export function toGenerationRow(e: UsageEventV1, totalCost: string): GenerationRow {
   return {
     id: e.id,
     account_id: e.account_id,

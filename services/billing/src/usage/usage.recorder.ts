@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import type { SpendStore } from '@tollgate/spend';
 import type { ThresholdHook } from '../alerts/threshold-hook';
@@ -22,7 +22,7 @@ interface RecordResult {
 }
 
 export interface UsageRecorder {
-  record(events: UsageEvent[]): Promise<RecordResult>;
+  record(events: UsageEventV1[]): Promise<RecordResult>;
   /** Redis updates still waiting for Redis (see `redisBacklog`): one more try, then the retry timer stops. */
   close(): Promise<void>;
   /** Request ids whose Redis update waits for Redis to come back (a gauge for tests and logs). */

@@ -212,7 +212,7 @@ describe('usage worker', () => {
       batchTimeoutMs: 10,
       retryBackoff: { initialDelayMs: 10, maxDelayMs: 10 },
       handle: async (batch) => {
-        await recorder.record(batch);
+        await recorder.record(batch.filter((e) => e.type === 'usage'));
         if (failures++ === 0) throw new Error('crash after commit');
       },
     });

@@ -61,6 +61,7 @@ export class Completion {
   /** Releases the upstream slot of the attempt in flight. */
   private release: (() => void) | null = null;
   private ended = false;
+  private _recorded = false;
   private deadline: NodeJS.Timeout | null = null;
   private maxDurationMs = 0;
 
@@ -133,6 +134,11 @@ export class Completion {
   /** The provider's own text of `error`, for the record only. */
   get errorDetail(): string | null {
     return this._errorDetail;
+  }
+
+  /** Its usage event was published (a failure billed is recorded there, never as a refusal too). */
+  get recorded(): boolean {
+    return this._recorded;
   }
 
   /** Child logger carrying the request id (created lazily: most requests never log). */
@@ -338,6 +344,7 @@ export class Completion {
 
   private publish(billed: Billed): void {
     const event = usageEventOf(this, billed, Date.now());
+    this._recorded = true;
     try {
       this.sink.publish(event);
     } catch (err) {
