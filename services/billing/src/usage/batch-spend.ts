@@ -96,7 +96,7 @@ export function spendSums(
 }
 
 /** The four spend periods of a UTC day ('YYYY-MM-DD', the day of an event's `finished_at`). */
-function periodsOf(day: string, byDay: Map<string, string[]>): string[] {
+export function periodsOf(day: string, byDay: Map<string, string[]>): string[] {
   let periods = byDay.get(day);
   if (!periods) {
     const at = new Date(`${day}T00:00:00.000Z`);

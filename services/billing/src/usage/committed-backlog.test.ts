@@ -49,4 +49,15 @@ describe('committed backlog', () => {
     expect(b.empty).toBe(true);
     expect(b.take()).toEqual({ keys: [], accounts: [] });
   });
+
+  it('keeps the account of a team hash (a team entry of the commit) through the merge', () => {
+    const b = createCommittedBacklog();
+    b.add([{ keyId: 't1', teamOfAccount: 'a1', totals: [['all', 1n]], requestIds: ['r1'] }], []);
+    b.add([{ keyId: 't1', teamOfAccount: 'a1', totals: [['all', 2n]], requestIds: ['r2'] }], []);
+    b.add([{ keyId: 'k1', totals: [['all', 3n]], requestIds: ['r3'] }], []);
+    expect(b.take().keys).toEqual([
+      { keyId: 't1', teamOfAccount: 'a1', totals: [['all', 2n]], requestIds: ['r1', 'r2'] },
+      { keyId: 'k1', totals: [['all', 3n]], requestIds: ['r3'] },
+    ]);
+  });
 });

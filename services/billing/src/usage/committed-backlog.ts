@@ -15,7 +15,7 @@ export interface CommittedBacklog {
 }
 
 export function createCommittedBacklog(): CommittedBacklog {
-  const keys = new Map<string, { totals: Map<string, bigint>; ids: Set<string> }>();
+  const keys = new Map<string, { totals: Map<string, bigint>; ids: Set<string>; teamOfAccount?: string }>();
   const accounts = new Map<string, { usage: bigint; ids: Set<string> }>();
   let ids = 0;
   const addIds = (to: Set<string>, requestIds: readonly string[]) => {
@@ -30,7 +30,7 @@ export function createCommittedBacklog(): CommittedBacklog {
       for (const k of committedKeys) {
         let b = keys.get(k.keyId);
         if (!b) {
-          b = { totals: new Map(), ids: new Set() };
+          b = { totals: new Map(), ids: new Set(), teamOfAccount: k.teamOfAccount };
           keys.set(k.keyId, b);
         }
         for (const [period, units] of k.totals) {
@@ -51,7 +51,12 @@ export function createCommittedBacklog(): CommittedBacklog {
     },
     take() {
       const out = {
-        keys: [...keys].map(([keyId, b]) => ({ keyId, totals: [...b.totals], requestIds: [...b.ids] })),
+        keys: [...keys].map(([keyId, b]) => ({
+          keyId,
+          ...(b.teamOfAccount ? { teamOfAccount: b.teamOfAccount } : {}),
+          totals: [...b.totals],
+          requestIds: [...b.ids],
+        })),
         accounts: [...accounts].map(([accountId, b]) => ({
           accountId,
           usageUnits: b.usage,

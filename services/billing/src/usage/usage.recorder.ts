@@ -7,12 +7,13 @@ import { rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
 import { insertGenerations } from '../generations/generations.repository';
 import { createGenerationPartitions, type GenerationPartitions } from '../generations/partitions';
-import { spendSums, sumBatchSpend } from './batch-spend';
+import { periodsOf, spendSums, sumBatchSpend } from './batch-spend';
 import { committedSpend } from './committed-spend';
 import { distinctEvents } from './distinct-events';
 import { costMemo } from './event-cost';
 import { toGenerationRow } from './generation-row';
 import { createSpendSync } from './spend-sync';
+import { teamBatch } from './team-spend';
 import { applyBatchSums, type BatchSums } from './usage.repository';
 
 interface RecordResult {
@@ -95,14 +96,20 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         // accounts by id. Titles past the account's share of the day roll up as "(other)"
         // (analytics/app-bound.ts).
         const rolled = await boundApps(trx, spend.newRecords, deps.appsPerDay ?? 200);
+        const byDay = new Map<string, string[]>();
+        const teams = teamBatch(events, insertedIds, units, (day) => periodsOf(day, byDay));
         const sums: BatchSums = {
+          teamSpend: teams.spend,
+          readTeamSpend: teams.read,
           hourly: rollupRows(rolled, 'hour'),
           daily: rollupRows(rolled, 'day'),
           ...spendSums(spend),
         };
         const totals = await applyBatchSums(trx, sums);
         await deps.alerts?.decide(trx, alertPlan, sums, totals);
-        return { committed: committedSpend(events, spend.touchedPairs, totals), inserted: insertedIds.size };
+        const committed = committedSpend(events, spend.touchedPairs, totals);
+        committed.keys.push(...teams.committed(totals.teams));
+        return { committed, inserted: insertedIds.size };
       });
 
       await sync.afterCommit(committed.keys, committed.accounts);
