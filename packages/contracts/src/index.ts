@@ -4,5 +4,6 @@ export * from './common';
 export * from './dashboard';
 export * from './ids';
 export * from './keys';
+export * from './refusals';
 export * from './teams';
 export * from './webhooks';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import amqp from 'amqplib';
 import type { EventsLogger } from './logger';
-import { type UsageEvent, usageMessageBodies } from './usage-event';
+import { type UsageEventV1, usageMessageBodies } from './usage-event';
 
 /** Test helpers (not exported from the package). */
 
@@ -48,7 +48,7 @@ function requestId(): string {
   return `gen-${Math.floor(Date.now() / 1000)}-${tail}`;
 }
 
-export function sampleEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
+export function sampleEvent(overrides: Partial<UsageEventV1> = {}): UsageEventV1 {
   const now = new Date().toISOString();
   return {
     type: 'usage',

@@ -97,14 +97,51 @@ const usageEventV1Fields = f.object({
 export const usageEventV1 = usageEventV1Fields.zod;
 
 export type UsageEventV1 = z.output<typeof usageEventV1>;
-export type UsageEvent = UsageEventV1;
+
+/** What a refused request is counted as (`RefusalEventV1.error_type`). */
+export const REFUSAL_TYPES = ['limit', 'rate_limit', 'auth', 'bad_request', 'provider', 'other'] as const;
+export type RefusalType = (typeof REFUSAL_TYPES)[number];
+
+/**
+ * A request of a known key answered with an error and nothing billed (spend limit, rate limit, a
+ * disabled key, a bad request, every provider refusing), published by the proxy on the same
+ * exchange so the refusals are counted in billing's roll-ups and the last ones per key are kept.
+ * No cost, no tokens: billing's checks verify its signature and time like any event's. Requests of
+ * unknown keys have no account: they are only counted in the proxy's metrics.
+ */
+const refusalEventV1Fields = f.object({
+  type: f.literal('refusal'),
+  version: f.literal(1),
+  /** The request id the refused request answered with (`X-Request-Id`). */
+  id: f.pattern(REQUEST_ID),
+  account_id: f.uuid(),
+  key_id: f.uuid(),
+  api_type: f.oneOf(API_TYPES),
+  /** The model the request asked for, when its body named one (at most 200 characters). */
+  model: f.nullable(f.text(0, 200)),
+  app: f.nullable(f.text(0, 200)),
+  /** The HTTP status answered (4xx or 5xx; billing counts it by class). */
+  status: f.int(),
+  error_type: f.oneOf(REFUSAL_TYPES),
+  /** The error envelope's `error_type` (`key_limit_exceeded`, `rate_limited`, …). */
+  code: f.text(1, 64),
+  /** The error message answered (at most 300 characters). */
+  message: f.text(0, 300),
+  /** When the refusal was answered (named like the usage event's: billing's time check reads it). */
+  finished_at: f.datetime(),
+});
+export const refusalEventV1 = refusalEventV1Fields.zod;
+
+export type RefusalEventV1 = z.output<typeof refusalEventV1>;
+/** Any event of the usage exchange (see `usageEventSchemas`). */
+export type UsageEvent = UsageEventV1 | RefusalEventV1;
 
 /**
  * The catalog of messages on the usage exchange: type → version → schema. A consumer decodes a
  * message by its body's `type` and `version`; billing has one typed handler per entry. A new version
  * is added here (the old one stays while producers may still send it).
  */
-export const usageEventSchemas = { usage: { 1: usageEventV1 } } as const;
+export const usageEventSchemas = { usage: { 1: usageEventV1 }, refusal: { 1: refusalEventV1 } } as const;
 
 export type UsageEventSchemas = typeof usageEventSchemas;
 export type UsageEventType = keyof UsageEventSchemas;

@@ -3,8 +3,9 @@ import { RENEW_CHUNK, renewCalls } from './renew-calls';
 import type { Lease } from './store-types';
 
 const hashes = {
-  keyHash: (_account: string, id: string) => `K:${id}`,
+  keyHash: (id: string) => `K:${id}`,
   accountHash: (id: string) => `A:${id}`,
+  teamHash: (a: string, id: string) => `T:${a}:${id}`,
 };
 const lease = (requestId: string, o: Partial<Lease> = {}): Lease => ({
   keyId: 'k1',

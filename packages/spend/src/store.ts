@@ -1,7 +1,7 @@
 import { isCluster, type RedisClient } from '@tollgate/redis';
 import { admitCall, admitResult } from './admit-call';
 import { planCommitCalls } from './commit-calls';
-import { spendAccountHash, spendKeyHash } from './keys';
+import { spendAccountHash, spendKeyHash, spendTeamHash } from './keys';
 import { type RenewCall, renewCalls } from './renew-calls';
 import { scripts } from './scripts';
 import { failedSettles, planSettleCalls } from './settle-calls';
@@ -9,7 +9,13 @@ import type { Lease, SettleArgs, SpendStore } from './store-types';
 import { defaultTimings, type SpendTimings } from './timings';
 
 export { type CommittedKeySpend, readCommittedKeySpend } from './committed-key-spend';
-export { spendAccountHash, spendKeyHash, spendTokenRateKey } from './keys';
+export {
+  spendAccountHash,
+  spendKeyHash,
+  spendTeamHash,
+  spendTeamTokenRateKey,
+  spendTokenRateKey,
+} from './keys';
 export type {
   AccountState,
   AdmitArgs,
@@ -35,14 +41,16 @@ export function createSpendStore(
   const t = { ...defaultTimings, ...options.timings };
   const keyHash = (accountId: string, keyId: string) => spendKeyHash(options.prefix, accountId, keyId);
   const accountHash = (id: string) => spendAccountHash(options.prefix, id);
+  const teamHash = (accountId: string, teamId: string) => spendTeamHash(options.prefix, accountId, teamId);
+  const hashes = { keyHash, accountHash, teamHash };
   // On a Redis Cluster a script may only touch one hash slot: batches are planned per account (all of
   // an account's names carry its hash tag). On one node, across accounts (fewer calls).
   const perSlot = isCluster(redis);
 
   const settleMany = async (list: readonly SettleArgs[]): Promise<Set<string>> => {
     const plans = perSlot
-      ? byAccount(list).flatMap((l) => planSettleCalls(l, { ...t, keyHash, accountHash }))
-      : planSettleCalls(list, { ...t, keyHash, accountHash });
+      ? byAccount(list).flatMap((l) => planSettleCalls(l, { ...t, ...hashes }))
+      : planSettleCalls(list, { ...t, ...hashes });
     const calls = plans.map((call) =>
       scripts.settle
         .run(redis, call.keys, call.args)
@@ -53,7 +61,12 @@ export function createSpendStore(
 
   return {
     async admit(a) {
-      const call = admitCall(a, { key: keyHash(a.accountId, a.keyId), account: accountHash(a.accountId) }, t);
+      const team = a.team ? teamHash(a.accountId, a.team.teamId) : undefined;
+      const call = admitCall(
+        a,
+        { key: keyHash(a.accountId, a.keyId), account: accountHash(a.accountId), team },
+        t,
+      );
       return admitResult(
         (await scripts.admit.run(redis, call.keys, call.args)) as number[],
         a.check !== undefined,
@@ -68,37 +81,51 @@ export function createSpendStore(
     async renew(now, leases) {
       let renewed = 0;
       const overLimit = new Set<Lease>();
+      const overTeam = new Set<Lease>();
       const run = async (call: RenewCall) => {
         const args = [now, t.reservationTtlMs, t.hashTtlSeconds, ...call.args];
         const [count, ...over] = (await scripts.renew.run(redis, call.keys, args)) as number[];
         renewed += count ?? 0;
-        for (const i of over) overLimit.add(call.owners[i - 1] as Lease);
+        for (const i of over) {
+          overLimit.add(call.owners[i - 1] as Lease);
+          if (call.teams[i - 1]) overTeam.add(call.owners[i - 1] as Lease);
+        }
       };
-      if (perSlot) {
-        // A cluster: one call per account (one slot each), all at once (one write per node).
-        await Promise.all(
-          byAccount(leases).flatMap((g) => [...renewCalls(g, { keyHash, accountHash })].map(run)),
-        );
-      } else {
-        for (const call of renewCalls(leases, { keyHash, accountHash })) await run(call);
-      }
-      return { renewed, overLimit: [...overLimit] };
+      // A cluster: one call per account (one slot each), all at once (one write per node).
+      if (perSlot) await Promise.all(byAccount(leases).flatMap((g) => [...renewCalls(g, hashes)].map(run)));
+      else for (const call of renewCalls(leases, hashes)) await run(call);
+      return { renewed, overLimit: [...overLimit], overTeam };
     },
 
     async applyCommitted(now, keys, accounts) {
-      const calls = planCommitCalls(keys, accounts, { ...t, now, keyHash, accountHash });
+      const calls = planCommitCalls(keys, accounts, { ...t, now, ...hashes });
       await Promise.all(calls.map((c) => scripts.commit.run(redis, [c.hash], c.args)));
     },
 
     async beginRebuild(target, at) {
       const calls: Array<Promise<unknown>> = [];
-      if (target.keyId)
-        calls.push(
-          scripts.beginRebuild.run(redis, [keyHash(target.accountId, target.keyId)], [at, t.hashTtlSeconds]),
-        );
-      if (!target.skipAccount)
+      if (target.keyId) {
+        if (!target.accountId) throw new Error('beginRebuild of a key needs its accountId (its hash tag)');
+        const hash = keyHash(target.accountId, target.keyId);
+        calls.push(scripts.beginRebuild.run(redis, [hash], [at, t.hashTtlSeconds]));
+      }
+      if (target.accountId && !target.skipAccount)
         calls.push(scripts.beginRebuild.run(redis, [accountHash(target.accountId)], [at, t.hashTtlSeconds]));
+      if (target.team) {
+        const hash = teamHash(target.team.accountId, target.team.teamId);
+        calls.push(scripts.beginRebuild.run(redis, [hash], [at, t.hashTtlSeconds]));
+      }
       await Promise.all(calls);
+    },
+
+    async loadTeam(team, at, current, totals) {
+      // A team's hash has a key's layout (period fields): the key's load script.
+      const pairs = totals.flatMap(([p, u]) => [p, u.toString()]);
+      await scripts.loadKey.run(
+        redis,
+        [teamHash(team.accountId, team.teamId)],
+        [at, t.hashTtlSeconds, current.d, current.w, current.m, totals.length, ...pairs],
+      );
     },
 
     async loadKey(accountId, keyId, at, current, totals) {

@@ -12,6 +12,7 @@ import * as auditLog from './2026_11_26_150000_audit_log';
 import * as teamSpend from './2026_11_26_170000_team_spend';
 import * as partitionGenerations from './2026_11_27_090000_partition_generations';
 import * as alerts from './2026_11_27_100000_alerts';
+import * as refusals from './2026_11_27_110000_refusals';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_170000_team_spend': teamSpend,
   '2026_11_27_090000_partition_generations': partitionGenerations,
   '2026_11_27_100000_alerts': alerts,
+  '2026_11_27_110000_refusals': refusals,
 };

@@ -5,7 +5,8 @@ import { loadCatalog } from '@tollgate/catalog';
 import {
   declareUsageTopology,
   parseUsageEvent,
-  type UsageEvent,
+  type RefusalEventV1,
+  type UsageEventV1,
   usageMessageBodies,
   usageTopology,
 } from '@tollgate/events';
@@ -38,15 +39,19 @@ export interface ProxyStack {
   account: TestAccount;
   /** An inference key of `account`. */
   inference: TestKey;
-  /** Usage events consumed from the queue, in arrival order. */
-  events: UsageEvent[];
+  /** Usage events consumed from the queue, in arrival order (refusal events apart, `refusals`). */
+  events: UsageEventV1[];
+  /** Refusal events consumed from the queue, in arrival order. */
+  refusals: RefusalEventV1[];
   /** Upstream requests whose connection closed before the simulator finished its response. */
   upstreamAborts: number;
   /** Requests the simulator received. */
   upstreamRequests: number;
-  eventFor(requestId: string): UsageEvent | undefined;
+  eventFor(requestId: string): UsageEventV1 | undefined;
   /** The usage event of `requestId` once it arrives (rejects after `timeoutMs`). */
-  waitForEvent(requestId: string, timeoutMs?: number): Promise<UsageEvent>;
+  waitForEvent(requestId: string, timeoutMs?: number): Promise<UsageEventV1>;
+  /** The refusal event of `requestId` once it arrives (rejects after `timeoutMs`). */
+  waitForRefusal(requestId: string, timeoutMs?: number): Promise<RefusalEventV1>;
   close(): Promise<void>;
 }
 
@@ -63,9 +68,9 @@ async function startBillingStandIn() {
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const token = req.headers[SERVICE_TOKEN_HEADER];
-      const claims = typeof token === 'string' ? verifier.verify(token) : null;
+      const claims = typeof token === 'string' ? await verifier.verify(token) : null;
       const record = {
         method: req.method ?? '',
         url: req.url ?? '',
@@ -113,13 +118,15 @@ export async function startProxyStack(
   const conn = await amqp.connect(amqpInfo.url);
   const channel = await conn.createChannel();
   await declareUsageTopology(channel, topology);
-  const events: UsageEvent[] = [];
+  const events: UsageEventV1[] = [];
+  const refusals: RefusalEventV1[] = [];
   await channel.consume(topology.queue, (msg) => {
     if (!msg) return;
     for (const body of usageMessageBodies(msg.content, msg.properties.type)) {
       const parsed = parseUsageEvent(body);
-      if (parsed.ok) events.push(parsed.event);
-      else events.push({ invalid: parsed.reason } as unknown as UsageEvent);
+      if (!parsed.ok) events.push({ invalid: parsed.reason } as unknown as UsageEventV1);
+      else if (parsed.event.type === 'usage') events.push(parsed.event);
+      else refusals.push(parsed.event);
     }
     channel.ack(msg);
   });
@@ -154,6 +161,7 @@ export async function startProxyStack(
     account: keys.account,
     inference,
     events,
+    refusals,
     get upstreamAborts() {
       return upstreamAborts;
     },
@@ -167,6 +175,15 @@ export async function startProxyStack(
         const e = events.find((x) => x.id === id);
         if (e) return e;
         if (Date.now() > until) throw new Error(`no usage event for ${id}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    async waitForRefusal(id, timeoutMs = 5_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const e = refusals.find((x) => x.id === id);
+        if (e) return e;
+        if (Date.now() > until) throw new Error(`no refusal event for ${id}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     },

@@ -16,6 +16,7 @@ import {
 import { loadConfig } from '../config';
 import { createUsageRecorder } from '../usage/usage.recorder';
 import { createAlerts } from './alerts';
+import { createThresholdHook } from './threshold-hook';
 
 /** A local webhook receiver: every request with its headers and body; answers `status()`. */
 interface Receiver {
@@ -59,10 +60,10 @@ afterAll(async () => {
   await s.cleanup();
 });
 
-const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
+const api = async (path: string, init: { method?: string; body?: unknown } = {}) =>
   fetch(`${s.billing.url}${path}`, {
     method: init.method ?? 'GET',
-    headers: serviceHeaders('dashboard'),
+    headers: await serviceHeaders('dashboard'),
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
 
@@ -188,7 +189,7 @@ describe('threshold alerts decided at commit (outbox)', () => {
     const grant = async (amount: string) => {
       const res = await fetch(`${s.billing.url}/internal/accounts/${accountId}/credits`, {
         method: 'POST',
-        headers: serviceHeaders('admin'),
+        headers: await serviceHeaders('admin'),
         body: JSON.stringify({ amount }),
       });
       expect(res.status).toBe(201);
@@ -209,6 +210,50 @@ describe('threshold alerts decided at commit (outbox)', () => {
     expect(second.find((a) => a.threshold === 'low_credit:2')?.payload).toMatchObject({
       type: 'credits.low',
       data: { credits: '20', spend: '18.5', remaining: '1.5', low_credit: '2' },
+    });
+  });
+});
+
+describe('team thresholds', () => {
+  it("alerts on a team's limit from the team spend the commit returned, once per period", async () => {
+    const [accountId, keyId, teamId] = [randomUUID(), randomUUID(), randomUUID()];
+    await endpoint(accountId);
+    // The keys service's answer for the key: no limit of its own, a team with 2 USD a month.
+    const hook = createThresholdHook({
+      clock: () => new Date(),
+      keyLimits: async () =>
+        new Map([
+          [
+            keyId,
+            { limit: null, limitReset: null, teamId, teamLimit: '2', teamLimitReset: 'monthly' as const },
+          ],
+        ]),
+    });
+    const month = `m${new Date().toISOString().slice(0, 7)}`;
+    const commit = (delta: string, total: string) =>
+      s.billing.db.transaction().execute(async (trx) =>
+        hook.decide(
+          trx,
+          await hook.prepare(s.billing.db, [spendEvent(accountId, keyId, delta)]),
+          {
+            keySpend: [],
+            accountUsage: [],
+            teamSpend: [{ team_id: teamId, account_id: accountId, period: month, amount: delta }],
+          },
+          { keys: [], accounts: [], teams: [{ team_id: teamId, period: month, amount: total }] },
+        ),
+      );
+    expect(await commit('1.6', '1.6')).toBe(2); // 80 %: 50 and 80, one delivery each
+    expect(await commit('0', '1.6')).toBe(0); // a redelivery adds nothing
+    expect(await commit('0.4', '2')).toBe(1); // 100 %
+    const alerts = await alertsOf(teamId);
+    expect(alerts.map((a) => [a.scope, a.period, a.threshold])).toEqual([
+      ['team', month, '100'],
+      ['team', month, '50'],
+      ['team', month, '80'],
+    ]);
+    expect(alerts[0]?.payload).toMatchObject({
+      data: { scope: 'team', team_id: teamId, limit: '2', spend: '2' },
     });
   });
 });
@@ -269,7 +314,7 @@ describe('webhook endpoints (management API and dashboard routes)', () => {
     const accountId = randomUUID();
     const keyId = randomUUID();
     const mgmt = {
-      ...keyHeaders({ keyId, accountId, scope: 'management' }),
+      ...(await keyHeaders({ keyId, accountId, scope: 'management' })),
       'content-type': 'application/json',
     };
     const created = await fetch(`${s.billing.url}/webhooks`, {
@@ -316,7 +361,7 @@ describe('webhook endpoints (management API and dashboard routes)', () => {
     });
     expect(bad.status).toBe(400);
     const inference = {
-      ...keyHeaders({ keyId: randomUUID(), accountId }),
+      ...(await keyHeaders({ keyId: randomUUID(), accountId })),
       'content-type': 'application/json',
     };
     expect((await fetch(`${s.billing.url}/webhooks`, { headers: inference })).status).toBe(403);
@@ -327,7 +372,8 @@ describe('webhook endpoints (management API and dashboard routes)', () => {
     });
     expect(foreign.status).toBe(404);
     const del = await fetch(`${s.billing.url}/webhooks/${data.id}`, { method: 'DELETE', headers: mgmt });
-    expect(del.status).toBe(204);
+    expect(del.status).toBe(200);
+    expect(await del.json()).toEqual({ data: { id: data.id, deleted: true } });
   });
 
   it('refuses to start in production without its own secret key', async () => {

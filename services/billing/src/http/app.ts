@@ -16,6 +16,7 @@ import { deadLetterRoutes } from '../dead-letters/dead-letters.routes';
 import { generationsInternalRoutes } from '../generations/generations.internal.routes';
 import { generationsRoutes } from '../generations/generations.routes';
 import type { KeyOwners } from '../keys/key-owners';
+import { refusalsRoutes } from '../refusals/refusals.routes';
 import { spendRoutes } from '../spend/spend.routes';
 import type { SpendService } from '../spend/spend.service';
 
@@ -56,6 +57,7 @@ export function createBillingApp(deps: BillingAppDeps): express.Express {
       app.use(spendRoutes({ spend: deps.spend, verifier, clock }));
       app.use(analyticsRoutes({ db, verifier, owners, clock }));
       app.use(generationsInternalRoutes({ db, verifier, retentionCutoff }));
+      app.use(refusalsRoutes({ db, verifier }));
       app.use(ledgerRoutes({ db, credits: deps.credits, verifier }));
       app.use(billingAuditRoutes({ db, verifier }));
       app.use(webhooksRoutes({ webhooks: deps.webhooks, verifier, owners }));

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { computeCost, loadCatalog } from '@tollgate/catalog';
-import { createMessageSigner, inspectDeadLetters, type UsageEvent } from '@tollgate/events';
+import { createMessageSigner, inspectDeadLetters, type UsageEventV1 } from '@tollgate/events';
 import { toDecimal } from '@tollgate/money';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 /** An event as the proxy makes it: a registered key of the account, its cost from its tokens. */
-function honest(overrides: Partial<UsageEvent> = {}): UsageEvent {
+function honest(overrides: Partial<UsageEventV1> = {}): UsageEventV1 {
   const e = usageEvent({ model: 'openai/gpt-4o-mini', ...overrides });
   if (!overrides.key_id) registerTestKey({ keyId: e.key_id, accountId: e.account_id });
   const model = catalog.model(e.model);

@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { type Catalog, type CatalogModel, computeCost, requestWorstCase } from '@tollgate/catalog';
-import { type UsageEvent, verifyMessageSignature } from '@tollgate/events';
+import { type UsageEvent, type UsageEventV1, verifyMessageSignature } from '@tollgate/events';
 import { toDecimal, toUnits } from '@tollgate/money';
 import type { ConsumeMessage } from 'amqplib';
 import type { UsageCheck } from '../config';
@@ -50,7 +50,7 @@ export function createUsageChecks(options: UsageChecksOptions): UsageChecks {
     return w;
   };
 
-  function costProblem(e: UsageEvent): string | null {
+  function costProblem(e: UsageEventV1): string | null {
     const model = catalog.model(e.model);
     if (!model) return `model ${JSON.stringify(e.model)} is not in billing's catalog`;
     const recomputed = computeCost(model, {
@@ -100,7 +100,8 @@ export function createUsageChecks(options: UsageChecksOptions): UsageChecks {
       for (const e of events) {
         const problem =
           (checks.has('time') ? timeProblem(e, sentAt, signed) : null) ??
-          (checks.has('cost') ? costProblem(e) : null);
+          // A refusal event carries no cost nor tokens: nothing to recompute, nothing charged.
+          (checks.has('cost') && e.type === 'usage' ? costProblem(e) : null);
         if (problem !== null) return `event ${e.id}: ${problem}`;
       }
       return null;

@@ -1,4 +1,10 @@
-import type { HandleResult, UsageEvent, UsageEventOf, UsageEventSchemas } from '@tollgate/events';
+import type {
+  HandleResult,
+  RefusalEventV1,
+  UsageEvent,
+  UsageEventOf,
+  UsageEventSchemas,
+} from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import type { UsageRecorder } from './usage.recorder';
 
@@ -24,6 +30,8 @@ export function createUsageEventHandler(deps: {
    * dead-letters them with the reason. Throws when it cannot tell (keys service away: transient).
    */
   refuse?: (events: readonly UsageEvent[]) => Promise<ReadonlyMap<string, string>>;
+  /** Records refusal events exactly once (refusals/refusals.repository.ts); returns how many were new. */
+  recordRefusals: (events: RefusalEventV1[]) => Promise<number>;
 }) {
   const nothing: ReadonlyMap<string, string> = new Map();
   const handlers: UsageEventHandlers = {
@@ -37,6 +45,15 @@ export function createUsageEventHandler(deps: {
         if (r.duplicates > 0)
           deps.logger.info(r, 'usage batch contained already recorded events (redelivery)');
         deps.onCommitted?.(events);
+        return { rejected };
+      },
+    },
+    refusal: {
+      /** Version 1: a refused request of a known key (no cost): the roll-ups and the last refusals. */
+      1: async (batch) => {
+        const rejected = (await deps.refuse?.(batch)) ?? nothing;
+        const events = rejected.size === 0 ? batch : batch.filter((e) => !rejected.has(e.id));
+        if (events.length > 0) await deps.recordRefusals(events);
         return { rejected };
       },
     },

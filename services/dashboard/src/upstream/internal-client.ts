@@ -17,6 +17,7 @@ import {
   listAccountGenerations,
   listAccountKeys,
   listAccountSessions,
+  listAccountTeams,
   queryString,
   revokeAccountKey,
   type UpdateAccountKeyRequest,
@@ -60,6 +61,8 @@ const actingHeaders = (a: Acting): Record<string, string> => ({
 
 export interface InternalClient {
   account(accountId: string): Promise<Data<typeof getAccount>>;
+  /** Every team of the account (keys service). */
+  teams(accountId: string): Promise<Data<typeof listAccountTeams>>;
   /** Every key of the account (all pages). */
   listKeys(accountId: string, includeRevoked: boolean): Promise<KeyObject[]>;
   createKey(
@@ -129,6 +132,14 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
           method: getAccount.method,
           path: getAccount.path(id),
           response: getAccount.response,
+        }),
+      ),
+    teams: (id) =>
+      dataOf(
+        keys.call({
+          method: listAccountTeams.method,
+          path: listAccountTeams.path(id),
+          response: listAccountTeams.response,
         }),
       ),
     async listKeys(id, includeRevoked) {

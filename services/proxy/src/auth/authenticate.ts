@@ -11,6 +11,7 @@ import {
 import type { Logger } from '@tollgate/logger';
 import type { RedisClient } from '@tollgate/redis';
 import type { Handler, Next, ProxyRequest, ProxyResponse } from '../http/types';
+import { withRefusedKey } from '../pipeline/refusal';
 import type { KeyResolver } from './key-resolver';
 import type { UnknownKeyLimiter, UnknownKeyRefusal } from './unknown-keys';
 
@@ -174,10 +175,11 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
       if (!looksLikeKey(key)) throw unauthorized('Invalid API key');
       const { key: record, count } = await lookup(digestKey(key), client);
       if (record === null) throw unauthorized('Invalid API key');
-      if (record.revoked) throw unauthorized('This API key has been revoked');
-      if (record.disabled) throw unauthorized('This API key is disabled');
+      // A known key refused: the error carries its record (the refusal is counted for it, http/doors.ts).
+      if (record.revoked) throw withRefusedKey(unauthorized('This API key has been revoked'), record);
+      if (record.disabled) throw withRefusedKey(unauthorized('This API key is disabled'), record);
       if (record.expiresAt != null && isExpired(record, now())) {
-        throw unauthorized(expiredKeyMessage(record.expiresAt));
+        throw withRefusedKey(unauthorized(expiredKeyMessage(record.expiresAt)), record);
       }
       recordLastUse(record.id);
       return { key: record, count };
@@ -267,7 +269,7 @@ export function authMiddleware(
     const { key, count } = authenticated;
     const limited = count === null ? null : rateLimitVerdict(res, key, count, now());
     if (limited) {
-      next(limited);
+      next(withRefusedKey(limited, key));
       return;
     }
     locals.key = key;

@@ -170,6 +170,7 @@ export function createProxyApp(deps: {
     newId,
     accessLog: true,
     metrics: deps.metrics,
+    refusals: (event) => deps.sink.publish(event),
     routes: doorsOfCatalog.map((door) => ({
       door,
       steps: [...(door.before ?? []), steps.doors, inference, body, completionPipeline(door, pipeline)],
@@ -319,7 +320,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     guard,
     sink: {
       publish(event) {
-        metrics.usageEvent(event);
+        if (event.type === 'usage') metrics.usageEvent(event);
         publisher.publish(event);
       },
       canAdmit: () => publisher.canAdmit(),

@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '@tollgate/errors';
+import type { RefusalEventV1 } from '@tollgate/events';
 import { REQUEST_ID_HEADER, REQUEST_ID_LOG_FIELD, toAppError, withRequestId } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { FrontDoor } from '../doors/door';
+import { refusalEventOf, refusedKeyOf } from '../pipeline/refusal';
 import type { Handler, ProxyRequest, ProxyResponse } from './types';
 
 /**
@@ -96,6 +98,11 @@ export function createDoorDispatch(deps: {
   accessLog: boolean;
   metrics: { responseClosed(res: { locals: object; statusCode: number }): void };
   routes: readonly DoorRoute[];
+  /**
+   * Where the refusal of a known key's request goes (the usage publisher: in memory, no I/O on the
+   * request's path); absent: refusals are only counted in the metrics.
+   */
+  refusals?: (event: RefusalEventV1) => void;
 }): DoorDispatch {
   const { state, logger, newId, metrics } = deps;
   const logAccess = deps.accessLog && logger.isLevelEnabled('debug');
@@ -137,8 +144,42 @@ export function createDoorDispatch(deps: {
       requestLog(res).error({ err }, 'unhandled error');
       appError = INTERNAL;
     }
-    const { status, body } = (res.locals as DoorLocals).door.errorBody(appError);
+    const locals = res.locals as DoorLocals;
+    const { status, body } = locals.door.errorBody(appError);
     sendJson(res, status, body);
+    if (deps.refusals) publishRefusal(req, res, appError, status, err);
+  }
+
+  /**
+   * A known key's request answered with an error and nothing recorded for it: its refusal event (a
+   * completion that published its usage event, a failure billed, is not counted twice).
+   */
+  function publishRefusal(
+    req: ProxyRequest,
+    res: ProxyResponse,
+    error: AppError,
+    status: number,
+    err: unknown,
+  ) {
+    const locals = res.locals as DoorLocals;
+    const key = locals.key ?? refusedKeyOf(err);
+    if (!key || status < 400 || (locals.completion as { recorded?: boolean } | undefined)?.recorded) return;
+    try {
+      deps.refusals?.(
+        refusalEventOf({
+          requestId: locals.requestId,
+          key,
+          api: locals.door.api,
+          error,
+          status,
+          body: req.body,
+          title: req.headers['x-openrouter-title'] ?? req.headers['x-title'],
+          at: Date.now(),
+        }),
+      );
+    } catch (e) {
+      requestLog(res).error({ err: e }, 'refusal event publish failed');
+    }
   }
 
   /** Runs step `i` and, when it calls `next()`, the next one (a sync throw or a rejection fails like next(err)). */

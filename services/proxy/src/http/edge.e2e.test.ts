@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import type { TestKey } from '@tollgate/keys/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Json, readSse } from '../../test/sse-client';
@@ -39,7 +39,7 @@ afterAll(async () => {
 
 const newKey = (name: string): Promise<TestKey> => stack.keys.createKey(stack.account.id, { name });
 
-function waitForEvent(id: string, timeout = 5_000): Promise<UsageEvent> {
+function waitForEvent(id: string, timeout = 5_000): Promise<UsageEventV1> {
   return vi.waitFor(
     () => {
       const e = stack.eventFor(id);

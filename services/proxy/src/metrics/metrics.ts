@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import type { RequestHandler, Response } from 'express';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { Completion } from '../pipeline/completion';
@@ -39,7 +39,7 @@ export interface ProxyMetrics {
   responseClosed(res: { locals: object; statusCode: number }): void;
   watchPublisher(source: PublisherStatsSource): void;
   /** A usage event was handed to the publisher (tokens and cost by model). */
-  usageEvent(event: UsageEvent): void;
+  usageEvent(event: UsageEventV1): void;
   /** The spend guard with its decisions counted (admitted / untracked / key_limit / credits / unavailable). */
   instrumentGuard(guard: SpendGuard): SpendGuard;
   /** Pending spend holds an admission's sweep dropped after their 7-day bound (never billed). */
@@ -319,7 +319,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
             throw err;
           }
         },
-        settle: (reservation, costUnits) => guard.settle(reservation, costUnits),
+        settle: (reservation, costUnits, tokensUsed) => guard.settle(reservation, costUnits, tokensUsed),
         flush: () => guard.flush?.() ?? Promise.resolve(),
       };
     },

@@ -61,6 +61,7 @@ export class Completion {
   /** Releases the upstream slot of the attempt in flight. */
   private release: (() => void) | null = null;
   private ended = false;
+  private _recorded = false;
   private deadline: NodeJS.Timeout | null = null;
   private maxDurationMs = 0;
 
@@ -133,6 +134,11 @@ export class Completion {
   /** The provider's own text of `error`, for the record only. */
   get errorDetail(): string | null {
     return this._errorDetail;
+  }
+
+  /** Its usage event was published (a failure billed is recorded there, never as a refusal too). */
+  get recorded(): boolean {
+    return this._recorded;
   }
 
   /** Child logger carrying the request id (created lazily: most requests never log). */
@@ -310,7 +316,7 @@ export class Completion {
     let upstreamId: string | null = null;
     switch (outcome.kind) {
       case 'refused':
-        this.settle(0n);
+        this.settle(0n, 0);
         return;
       case 'served':
         ({ tokens, source, costUnits, finishReason, upstreamId } = outcome);
@@ -326,18 +332,20 @@ export class Completion {
         costUnits = this.cost(tokens);
         break;
     }
-    this.settle(costUnits);
+    this.settle(costUnits, tokens.prompt + tokens.completion);
     this.publish({ tokens, source, costUnits, finishReason, upstreamId });
   }
 
-  private settle(costUnits: bigint): void {
-    this.guard.settle(this.reservation, costUnits).catch((err: unknown) => {
+  /** `tokensUsed`: prompt + completion, what the tokens-per-minute charge is corrected to (issue 29). */
+  private settle(costUnits: bigint, tokensUsed: number): void {
+    this.guard.settle(this.reservation, costUnits, tokensUsed).catch((err: unknown) => {
       this.log.error({ err }, 'spend settle failed');
     });
   }
 
   private publish(billed: Billed): void {
     const event = usageEventOf(this, billed, Date.now());
+    this._recorded = true;
     try {
       this.sink.publish(event);
     } catch (err) {

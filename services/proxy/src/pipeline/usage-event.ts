@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { toDecimal } from '@tollgate/money';
 import type { TokenCounts } from '../providers/wire-format';
 import type { Completion } from './completion';
@@ -33,7 +33,7 @@ type EventSource = Pick<
 >;
 
 /** The usage event of a completion that ended at `finishedAt` (Completion.finish publishes it). */
-export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): UsageEvent {
+export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): UsageEventV1 {
   const error = c.error;
   const { tokens } = b;
   return {
@@ -42,6 +42,7 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
     id: c.requestId,
     account_id: c.key.accountId,
     key_id: c.key.id,
+    ...(c.key.teamId ? { team_id: c.key.teamId } : {}),
     model: c.model.id,
     provider_name: c.provider.name,
     upstream_model: c.upstreamModel,
@@ -77,7 +78,7 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
 }
 
 /** The debug line of a finished completion (the usage event is the durable record; this is for debugging). */
-export function finishedLine(event: UsageEvent): Record<string, unknown> {
+export function finishedLine(event: UsageEventV1): Record<string, unknown> {
   return {
     model: event.model,
     provider: event.provider_name,

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { type Catalog, computeCost, parseCatalog } from '@tollgate/catalog';
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { toNumber } from '@tollgate/money';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import { generateText } from 'ai';
@@ -204,7 +204,7 @@ async function chat(body: Record<string, unknown>): Promise<{ res: Response; jso
   return { res, json: (await res.json()) as Json };
 }
 
-const eventOf = (id: string): Promise<UsageEvent> => stack.waitForEvent(id);
+const eventOf = (id: string): Promise<UsageEventV1> => stack.waitForEvent(id);
 
 describe('failover before the first byte', () => {
   it.each([

@@ -178,6 +178,13 @@ describe('spend guard seam', () => {
     const okId = ok.headers.get('x-generation-id')!;
     await vi.waitFor(() => expect(stack.eventFor(okId)).toBeDefined());
     expect(stack.events.filter((e) => e.key_id === key.id)).toEqual([]);
+    // Counted as refusals (issue 28): the spend limit and the credits are both `limit`.
+    await vi.waitFor(() => expect(stack.refusals.filter((e) => e.key_id === key.id)).toHaveLength(3));
+    expect(stack.refusals.filter((e) => e.key_id === key.id).map((e) => [e.status, e.error_type])).toEqual([
+      [403, 'limit'],
+      [403, 'limit'],
+      [402, 'limit'],
+    ]);
     expect(
       rec.settles.filter((s) => (s.reservation as { requestId?: string })?.requestId === undefined),
     ).toEqual([]);

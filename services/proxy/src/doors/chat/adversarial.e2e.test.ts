@@ -1,4 +1,4 @@
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { readSse } from '../../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
@@ -65,7 +65,7 @@ async function slowestHealthzDuring<T>(work: () => Promise<T>): Promise<{ result
   }
 }
 
-function waitForEvent(id: string): Promise<UsageEvent> {
+function waitForEvent(id: string): Promise<UsageEventV1> {
   return vi.waitFor(
     () => {
       const e = stack.eventFor(id);

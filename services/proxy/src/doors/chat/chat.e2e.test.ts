@@ -1,6 +1,6 @@
 import { REQUEST_ID_PATTERN } from '@tollgate/auth';
 import { computeCost, loadCatalog, parseCatalog } from '@tollgate/catalog';
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { toNumber } from '@tollgate/money';
 import { countPromptTokens } from '@tollgate/provider-sim';
 import OpenAI from 'openai';
@@ -28,7 +28,7 @@ afterAll(async () => {
 const messages = [{ role: 'user' as const, content: 'Say something about gateways.' }];
 const promptTokens = countPromptTokens(messages);
 
-function waitForEvent(id: string): Promise<UsageEvent> {
+function waitForEvent(id: string): Promise<UsageEventV1> {
   return vi.waitFor(
     () => {
       const e = stack.eventFor(id);

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { loadCatalog, parseCatalog } from '@tollgate/catalog';
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readSse } from '../../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
@@ -101,7 +101,7 @@ describe('provider error bodies are summarised', () => {
       () => {
         const e = stack.eventFor(r.headers.get('x-generation-id')!);
         if (!e) throw new Error('no event yet');
-        return e as UsageEvent;
+        return e as UsageEventV1;
       },
       { timeout: 5_000 },
     );

@@ -1,5 +1,5 @@
 import { type Catalog, type CatalogModel, computeCost, parseCatalog } from '@tollgate/catalog';
-import type { UsageEvent } from '@tollgate/events';
+import type { UsageEventV1 } from '@tollgate/events';
 import { toNumber } from '@tollgate/money';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import OpenAI from 'openai';
@@ -80,7 +80,7 @@ const weather = {
   },
 };
 
-const eventOf = (id: string): Promise<UsageEvent> => stack.waitForEvent(id);
+const eventOf = (id: string): Promise<UsageEventV1> => stack.waitForEvent(id);
 
 const tokensOf = (u: Json) => ({
   prompt: u.prompt_tokens as number,
