@@ -3,7 +3,7 @@ import { RENEW_CHUNK, renewCalls } from './renew-calls';
 import type { Lease } from './store-types';
 
 const hashes = {
-  keyHash: (id: string) => `K:${id}`,
+  keyHash: (_account: string, id: string) => `K:${id}`,
   accountHash: (id: string) => `A:${id}`,
   teamHash: (a: string, id: string) => `T:${a}:${id}`,
 };
