@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 async function activity(query: string) {
-  const headers = keyHeaders({ keyId: randomUUID(), accountId: account, scope: 'management' });
+  const headers = await keyHeaders({ keyId: randomUUID(), accountId: account, scope: 'management' });
   const res = await fetch(`${s.billing.url}/activity${query}`, { headers });
   return { status: res.status, body: (await res.json()) as { data: Array<Record<string, unknown>> } };
 }
