@@ -208,7 +208,8 @@ describe('the running stack, checked against the document', () => {
   }
 
   beforeAll(async () => {
-    stack = await startStack();
+    // Webhooks may point at this machine (the test's own receiver address; nothing listens there).
+    stack = await startStack({ billingEnv: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1' } });
   });
   afterAll(() => stack?.close());
 
@@ -706,6 +707,84 @@ describe('the running stack, checked against the document', () => {
       conforms('delete', '/keys/{hash}', revoked, 200);
       expect(revoked.body.data).toEqual({ hash, deleted: true });
       conforms('patch', '/keys/{hash}', await patch({ name: 'again' }), 409);
+    });
+
+    it('walks every webhook route through its documented responses, through the proxy', async () => {
+      const m = stack.account.managementKey;
+      const url = 'http://127.0.0.1:9/hook';
+      const created = await stack.api('/webhooks', { key: m, body: { url, low_credit: 1.5 } });
+      conforms('post', '/webhooks', created, 201);
+      const id: string = created.body.data.id;
+      conforms(
+        'post',
+        '/webhooks',
+        await stack.api('/webhooks', { key: m, body: { url: 'http://10.0.0.1/' } }),
+        400,
+      );
+      conforms('post', '/webhooks', await stack.api('/webhooks', { body: { url } }), 401);
+      conforms(
+        'post',
+        '/webhooks',
+        await stack.api('/webhooks', { key: stack.inferenceKey, body: { url } }),
+        403,
+      );
+      conforms('get', '/webhooks', await stack.api('/webhooks', { key: m }), 200);
+      conforms('get', '/webhooks', await stack.api('/webhooks', {}), 401);
+      conforms('get', '/webhooks', await stack.api('/webhooks', { key: stack.inferenceKey }), 403);
+      const other = await stack.createAccount();
+      const routes = [
+        ['get', '/webhooks/{id}', ''],
+        ['patch', '/webhooks/{id}', ''],
+        ['delete', '/webhooks/{id}', ''],
+        ['post', '/webhooks/{id}/test', '/test'],
+        ['get', '/webhooks/{id}/deliveries', '/deliveries'],
+      ] as const;
+      for (const [method, route, tail] of routes) {
+        const init = {
+          method: method.toUpperCase(),
+          body: method === 'patch' ? { enabled: true } : undefined,
+        };
+        if (method !== 'delete')
+          conforms(method, route, await stack.api(`/webhooks/${id}${tail}`, { ...init, key: m }), 200);
+        conforms(method, route, await stack.api(`/webhooks/nope${tail}`, { ...init, key: m }), 400);
+        conforms(
+          method,
+          route,
+          await stack.api(`/webhooks/${id}${tail}`, { ...init, key: other.managementKey }),
+          404,
+        );
+        conforms(
+          method,
+          route,
+          await stack.api(`/webhooks/${id}${tail}`, { ...init, key: generateKey() }),
+          401,
+        );
+        conforms(
+          method,
+          route,
+          await stack.api(`/webhooks/${id}${tail}`, { ...init, key: stack.inferenceKey }),
+          403,
+        );
+      }
+      conforms(
+        'patch',
+        '/webhooks/{id}',
+        await stack.api(`/webhooks/${id}`, { key: m, method: 'PATCH', body: { thresholds: [0] } }),
+        400,
+      );
+      const log = await stack.api(`/webhooks/${id}/deliveries?limit=1`, { key: m });
+      conforms('get', '/webhooks/{id}/deliveries', log, 200);
+      expect(log.body.data[0]).toMatchObject({
+        type: 'webhook.test',
+        status_code: null,
+        delivery_status: 'pending',
+      });
+      conforms(
+        'delete',
+        '/webhooks/{id}',
+        await stack.api(`/webhooks/${id}`, { key: m, method: 'DELETE' }),
+        200,
+      );
     });
 
     it('walks every team route through its documented responses, through the proxy', async () => {

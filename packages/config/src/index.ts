@@ -117,6 +117,8 @@ export const FILE_SETTINGS = [
   'SERVICE_PRIVATE_KEY',
   'SERVICE_PUBLIC_KEYS',
   'ADMIN_PRIVATE_KEY',
+  // The dashboard's OpenID Connect client secret (single sign-on).
+  'OIDC_CLIENT_SECRET',
   // Billing's key of the webhook signing secrets at rest (compose generates it on first start).
   'WEBHOOK_SECRET_KEY',
   // Server URLs carry the service's own password (compose generates them on first start).

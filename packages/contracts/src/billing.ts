@@ -37,6 +37,8 @@ export const spendRebuild = {
   request: z.object({
     account_id: uuid('an account id'),
     key_id: uuid('a key id').nullable().optional(),
+    /** The key's team whose hash is missing or unbuilt (issue 29); its account is `account_id`. */
+    team_id: uuid('a team id').nullable().optional(),
     /** The guard's clock: which periods are current. Defaults to billing's clock. */
     at: z.string().datetime().optional(),
   }),

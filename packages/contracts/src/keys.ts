@@ -62,6 +62,9 @@ export const keyOwnerSchema = z.object({
   limitReset: limitReset.nullable().optional(),
   /** The key's team; absent or null = none. */
   teamId: z.string().nullable().optional(),
+  /** The team's spend limit (USD decimal string) and its period, for team threshold alerts. */
+  teamLimit: z.string().nullable().optional(),
+  teamLimitReset: limitReset.nullable().optional(),
 });
 
 /**

@@ -44,3 +44,10 @@ export const teamObjectSchema = z.object({
   updated_at: z.string(),
 });
 export type TeamObject = z.output<typeof teamObjectSchema>;
+
+/** `GET /internal/accounts/:accountId/teams` (dashboard): every team of the account, oldest first. */
+export const listAccountTeams = {
+  method: 'GET',
+  path: (accountId: string) => `/internal/accounts/${encodeURIComponent(accountId)}/teams`,
+  response: z.object({ data: z.array(teamObjectSchema) }),
+} as const;

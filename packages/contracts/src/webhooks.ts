@@ -122,6 +122,10 @@ export const accountWebhooks = {
     path: (accountId: string, id: string) => `${accountPath(accountId)}/webhooks/${encodeURIComponent(id)}`,
     response: z.object({ data: webhookObjectSchema }),
   },
+  remove: {
+    path: (accountId: string, id: string) => `${accountPath(accountId)}/webhooks/${encodeURIComponent(id)}`,
+    response: z.object({ data: z.object({ id: z.string(), deleted: z.literal(true) }) }),
+  },
   test: {
     path: (accountId: string, id: string) =>
       `${accountPath(accountId)}/webhooks/${encodeURIComponent(id)}/test`,

@@ -1,7 +1,7 @@
 -- Lease renewal for the live reservations of one proxy process (one call for all of them).
 -- KEYS: owner hashes. ARGV: now, lease ms, hash ttl s, then per KEYS[i] four values: request id,
--- amount, kind ('k' key hash / 'a' account hash) and, for a key, its limit ('' = none) and period
--- field joined as "<limit>|<period>".
+-- amount, kind ('k' key hash / 't' team hash / 'a' account hash) and, for a key or a team, its
+-- limit ('' = none) and period field joined as "<limit>|<period>".
 -- A live reservation gets a new expiry. One that lapsed (the process could not renew in time) is held
 -- again, unless the worker already counted the request (tombstone) or it was settled (pending); if
 -- holding it again puts the owner over its limit or credits (others were admitted into the gap), its
@@ -34,7 +34,7 @@ for i = 1, #KEYS do
     local over = false
     if amt == '0' then
       over = false
-    elseif kind == 'k' then
+    elseif kind == 'k' or kind == 't' then
       local j = string.find(cap, '|', 1, true)
       local limit = string.sub(cap, 1, j - 1)
       if limit ~= '' then

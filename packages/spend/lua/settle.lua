@@ -1,17 +1,23 @@
 -- Settles many requests in one call (the proxy batches the settles of a few milliseconds; see
--- `settleLingerMs`). KEYS: the owner hashes involved. ARGV: hash ttl s, then per hash of KEYS in
--- order: n, then n triples request id, cost units, pending expiry ms. A request appears at most once
--- per hash in a call (the store splits calls so).
+-- `settleLingerMs`). KEYS: the owner hashes involved (key, team, account hashes), then the
+-- token-rate counters to correct. ARGV: hash ttl s, number of owner hashes H, then per hash of KEYS
+-- in order: n, then n triples request id, cost units, pending expiry ms; then per counter of KEYS
+-- (after the H hashes) the tokens to give back. A request appears at most once per hash in a call
+-- (the store splits calls so).
 -- Per member exactly what a settle of that request alone does: drop the reservation and, unless a
 -- tombstone says the worker already counted the request, leave the real cost as `p:<request>` (a
 -- zero cost leaves nothing). Per hash: one HMGET of every field the members read, one HDEL and one
 -- HSET of what changed (`_held` once, with the running sum in member order). Returns the indexes
 -- of hashes that could not be read (wrong type): their members were not settled, the others were.
+-- Token-rate correction (issue 29): admission charged each request's worst-case tokens to its key's
+-- (and team's) counter of the admission minute; settle gives back the difference to the tokens the
+-- request used (never below zero; a counter already expired, its minute over, is left alone).
 --#include arith
 local ttl = ARGV[1]
-local i = 2
+local nh = tonumber(ARGV[2])
+local i = 3
 local failed = {}
-for hi = 1, #KEYS do
+for hi = 1, nh do
   local h = KEYS[hi]
   local n = tonumber(ARGV[i])
   local names = {'_held', '_ok'}
@@ -63,5 +69,13 @@ for hi = 1, #KEYS do
     if not v[2] then redis.call('EXPIRE', h, ttl) end
   end
   i = i + 1 + 3 * n
+end
+for c = nh + 1, #KEYS do
+  local back = tonumber(ARGV[i])
+  i = i + 1
+  if back > 0 and redis.call('EXISTS', KEYS[c]) == 1 then
+    local left = redis.call('DECRBY', KEYS[c], back)
+    if left < 0 then redis.call('INCRBY', KEYS[c], -left) end
+  end
 end
 return failed

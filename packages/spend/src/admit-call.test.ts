@@ -37,6 +37,21 @@ describe('admitCall', () => {
     expect(call.args.slice(10)).toEqual(['', '', '', 1000, 40, 120_000]);
   });
 
+  it('a team (issue 29): its hash after the token counter, its limit and period at 17 and 18', () => {
+    const team = { teamId: 't', limitUnits: 50n, period: 'm2026-11' };
+    const call = admitCall({ ...base, team }, { ...hashes, team: 'p:spend:team:{a}:t' }, t);
+    expect(call.keys).toEqual([hashes.key, hashes.account, 'p:spend:team:{a}:t']);
+    expect(call.args.slice(10)).toEqual(['', '', '', '', '', '', '50', 'm2026-11']);
+    const teamTokenRate = { counterKey: 'ttpm', limit: 500, tokens: 40, counterTtlMs: 120_000 };
+    const all = admitCall({ ...base, check, tokenRate, team, teamTokenRate }, { ...hashes, team: 'th' }, t);
+    expect(all.keys).toEqual([hashes.key, hashes.account, 'rec', 'ctr', 'tpm', 'th', 'ttpm']);
+    expect(all.args.slice(10)).toEqual([3, 60_000, 10, 1000, 40, 120_000, '50', 'm2026-11', 500]);
+    // Only the team's token rate: the key's limit slot blank, the worst-case tokens still sent.
+    const only = admitCall({ ...base, teamTokenRate }, hashes, t);
+    expect(only.keys).toEqual([hashes.key, hashes.account, 'ttpm']);
+    expect(only.args.slice(10)).toEqual(['', '', '', '', 40, 120_000, '', '', 500]);
+  });
+
   it('both: record, counter, then the token counter', () => {
     const call = admitCall({ ...base, check, tokenRate }, hashes, t);
     expect(call.keys).toEqual([hashes.key, hashes.account, 'rec', 'ctr', 'tpm']);
@@ -50,14 +65,17 @@ describe('admitResult', () => {
       code: 'admitted',
       keyTracked: true,
       accountTracked: false,
+      teamTracked: false,
       staleKey: true,
       staleAccount: false,
+      staleTeam: false,
       expiredPending: 2,
     });
     expect(admitResult([1, 0, 0, 0, 1, 0], false)).toEqual({
       code: 'key_limit',
       staleKey: false,
       staleAccount: true,
+      staleTeam: false,
       expiredPending: 0,
     });
     expect(admitResult([2, 0, 0, 0, 0, 0], false)).toMatchObject({ code: 'credits' });
@@ -65,8 +83,19 @@ describe('admitResult', () => {
       code: 'rebuild',
       key: true,
       account: false,
+      team: false,
       expiredPending: 1,
     });
+    expect(admitResult([3, 0, 0, 0, 0, 0, 0, 1], false)).toMatchObject({ code: 'rebuild', team: true });
+    expect(admitResult([7, 0, 0, 0, 0, 0, 0, 0, 1], false)).toEqual({
+      code: 'team_limit',
+      staleKey: false,
+      staleAccount: false,
+      staleTeam: true,
+      expiredPending: 0,
+    });
+    expect(admitResult([0, 0, 1, 0, 0, 0, 0, 1, 0], false)).toMatchObject({ teamTracked: true });
+    expect(admitResult([8], false)).toEqual({ code: 'team_token_rate_limited' });
     expect(admitResult([4], false)).toEqual({ code: 'stale' });
     expect(admitResult([5], false)).toEqual({ code: 'rate_limited' });
     expect(admitResult([6], false)).toEqual({ code: 'token_rate_limited' });

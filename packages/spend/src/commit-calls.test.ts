@@ -7,6 +7,7 @@ const opts = {
   hashTtlSeconds: 60,
   keyHash: (id: string) => `K:${id}`,
   accountHash: (id: string) => `A:${id}`,
+  teamHash: (a: string, id: string) => `T:${a}:${id}`,
 };
 
 describe('planCommitCalls', () => {

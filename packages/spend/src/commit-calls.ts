@@ -24,14 +24,17 @@ export function planCommitCalls(
     hashTtlSeconds: number;
     keyHash: (id: string) => string;
     accountHash: (id: string) => string;
+    teamHash: (accountId: string, teamId: string) => string;
   },
 ): CommitCall[] {
   const head = [opts.now, opts.tombstoneTtlMs, opts.hashTtlSeconds];
   const calls: CommitCall[] = [];
   for (const k of keys) {
     const pairs = k.totals.flatMap(([p, u]) => [p, u.toString()]);
+    // A team (issue 29) is committed like a key, on its own hash.
+    const hash = k.teamOfAccount ? opts.teamHash(k.teamOfAccount, k.keyId) : opts.keyHash(k.keyId);
     for (const ids of chunks(k.requestIds))
-      calls.push({ hash: opts.keyHash(k.keyId), args: [...head, k.totals.length, ...pairs, ...ids] });
+      calls.push({ hash, args: [...head, k.totals.length, ...pairs, ...ids] });
   }
   for (const a of accounts) {
     for (const ids of chunks(a.requestIds))

@@ -21,6 +21,13 @@ export interface SpendReservation {
   keyTracked: boolean;
   /** A hold was made on the account's hash (the account is prepaid). */
   accountTracked: boolean;
+  /** A hold was made on the team's hash (the key's team has a spend limit; issue 29). */
+  team?: { teamId: string };
+  /**
+   * Tokens-per-minute counters (the key's, the team's) charged with `tokens`, the worst case: settle
+   * gives back what the request did not use (issue 29).
+   */
+  tokenCharge?: { counterKeys: string[]; tokens: number };
   /**
    * Set by the caller: called when the request must stop because its lease lapsed (the process
    * stalled past it, or Redis lost it) and holding it again put the key or account over its limit
@@ -32,7 +39,8 @@ export interface SpendReservation {
 /** What the proxy calls around every chat completion (services/proxy/src/spend/guard.ts). */
 export interface SpendGuard {
   /**
-   * Before forwarding. Throws AppError('key_limit_exceeded' | 'payment_required'). With `check`
+   * Before forwarding. Throws AppError('key_limit_exceeded' | 'team_limit_exceeded' | 'payment_required'
+   * | 'rate_limited' (tokens per minute)). With `check`
    * (only when `checks` is true), the key record and the rate-limit count are verified in the same
    * call: throws `StaleKeyRecord` or `KeyRateLimited` before anything is held.
    */
@@ -43,18 +51,20 @@ export interface SpendGuard {
     check?: SpendCheck;
     /**
      * The request's worst-case tokens (prompt bound + output budget): charged against the key's
-     * `rateLimitTpm` in the same script call (429 `rate_limited`, reason `tpm`, when over it).
+     * `rateLimitTpm` and its team's `teamRateLimitTpm` in the same script call (429 `rate_limited`,
+     * reason `tpm` / `team_tpm`, when over it), corrected at settle to the tokens used.
      */
     worstCaseTokens?: number;
   }): Promise<SpendReservation | null>;
   /** Whether `admit` takes a `check` (the Redis guard; not `SPEND_GUARD=off`). */
   readonly checks?: boolean;
   /**
-   * Exactly once after the request ends (success, error, cancel) with its final cost in units.
-   * Resolves once the settle reached Redis (the Redis guard sends the settles of `settleLingerMs`
-   * in one script call).
+   * Exactly once after the request ends (success, error, cancel) with its final cost in units and
+   * the tokens it used (prompt + completion; the token-rate charge is corrected to it; absent = the
+   * worst case stays charged). Resolves once the settle reached Redis (the Redis guard sends the
+   * settles of `settleLingerMs` in one script call).
    */
-  settle(reservation: SpendReservation | null, costUnits: bigint): Promise<void>;
+  settle(reservation: SpendReservation | null, costUnits: bigint, tokensUsed?: number): Promise<void>;
   /** Sends the settles still waiting for their batch (shutdown, before Redis is closed). */
   flush?(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import type { CachedKey } from '@tollgate/key-cache';
 import { periodKey } from '@tollgate/money';
 import type { RedisSpendGuardOptions, SpendCheck, SpendGuard, SpendReservation } from './guard-types';
-import { spendTokenRateKey } from './keys';
+import { spendTeamTokenRateKey, spendTokenRateKey } from './keys';
 import { createLeaseRenewer } from './lease-renewer';
 import { limitUnitsParser } from './limit-units';
 import { billingRebuild, sharedRebuild } from './rebuild';
@@ -11,6 +11,8 @@ import {
   paymentRequired,
   StaleKeyRecord,
   spendUnavailable,
+  teamLimitExceeded,
+  teamTokenRateLimited,
   tokenRateLimited,
 } from './refusals';
 import { createSettleBatcher } from './settle-batcher';
@@ -59,8 +61,12 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
   return {
     checks: true,
     async admit({ key, worstCaseCostUnits, requestId, check, worstCaseTokens }) {
-      const tpm =
-        key.scope === 'inference' && worstCaseTokens !== undefined ? (key.rateLimitTpm ?? null) : null;
+      const rated = key.scope === 'inference' && worstCaseTokens !== undefined;
+      const tpm = rated ? (key.rateLimitTpm ?? null) : null;
+      // The key's team (issue 29): a third owner with its spend limit and tokens per minute.
+      const teamId = key.scope === 'inference' ? (key.teamId ?? null) : null;
+      const teamTpm = rated && teamId ? (key.teamRateLimitTpm ?? null) : null;
+      const teamLimit = teamId && key.teamLimit != null ? limitUnitsOf(key.teamLimit) : null;
       // Management keys carry no spend limit (spec §8.2).
       const limitUnits = key.limit !== null && key.scope !== 'management' ? limitUnitsOf(key.limit) : null;
       const worstCaseUnits = worstCaseCostUnits < 0n ? 0n : worstCaseCostUnits;
@@ -70,7 +76,18 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
         const at = clock();
         const args = admitArgs(key, { requestId, worstCaseUnits, limitUnits, at });
         args.check = pendingCheck;
-        if (tpm !== null) args.tokenRate = tokenRate(options.prefix, key.id, at, tpm, worstCaseTokens);
+        if (tpm !== null)
+          args.tokenRate = tokenRate(
+            spendTokenRateKey(options.prefix, key.id, at.getTime()),
+            tpm,
+            worstCaseTokens,
+          );
+        if (teamId && teamLimit !== null)
+          args.team = { teamId, limitUnits: teamLimit, period: periodKey(key.teamLimitReset ?? null, at) };
+        if (teamId && teamTpm !== null) {
+          const counter = spendTeamTokenRateKey(options.prefix, key.accountId, teamId, at.getTime());
+          args.teamTokenRate = tokenRate(counter, teamTpm, worstCaseTokens);
+        }
         const outcome = await store.admit(args).catch(() => {
           // Redis unreachable: refuse (503) rather than admit unchecked spend.
           throw spendUnavailable();
@@ -82,6 +99,8 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
         }
         if (outcome.code === 'rate_limited') throw new KeyRateLimited();
         if (outcome.code === 'token_rate_limited') throw tokenRateLimited(tpm ?? 0, at.getTime());
+        if (outcome.code === 'team_token_rate_limited')
+          throw teamTokenRateLimited(teamTpm ?? 0, at.getTime(), teamId ?? '');
         if (outcome.expiredPending > 0) options.onExpiredPending?.(outcome.expiredPending);
         if (outcome.code === 'rebuild') {
           if (attempt >= 2) throw spendUnavailable();
@@ -90,41 +109,59 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           // (what the next renewal would do up to `leaseRenewMs` later), so the decision after the
           // rebuild counts them instead of admitting into their room.
           if (attempt === 0) await leases.renewBeforeRebuild();
-          await rebuild(key.accountId, outcome.key ? key.id : null, at);
+          await rebuild(key.accountId, outcome.key ? key.id : null, at, outcome.team ? teamId : null);
           continue;
         }
-        if (outcome.staleKey || outcome.staleAccount) {
-          rebuild(key.accountId, outcome.staleKey ? key.id : null, at).catch((err: unknown) =>
+        if (outcome.staleKey || outcome.staleAccount || outcome.staleTeam) {
+          const staleTeam = outcome.staleTeam ? teamId : null;
+          rebuild(key.accountId, outcome.staleKey ? key.id : null, at, staleTeam).catch((err: unknown) =>
             options.onBackgroundError?.(err),
           );
         }
-        if (outcome.code === 'key_limit') throw keyLimitExceeded(key.limitReset);
-        if (outcome.code === 'credits') throw paymentRequired();
-        if (!outcome.keyTracked && !outcome.accountTracked) return null;
+        if (outcome.code !== 'admitted')
+          throw outcome.code === 'key_limit'
+            ? keyLimitExceeded(key.limitReset)
+            : outcome.code === 'team_limit'
+              ? teamLimitExceeded(key.teamLimitReset ?? null, teamId ?? '')
+              : paymentRequired();
+        const charged = [args.tokenRate, args.teamTokenRate].filter((c) => c !== undefined);
+        const tokens = charged[0]?.tokens ?? 0;
+        const team = outcome.teamTracked && args.team ? args.team : undefined;
+        if (!outcome.keyTracked && !outcome.accountTracked && !team && tokens === 0) return null;
         const reservation: SpendReservation = {
           keyId: key.id,
           accountId: key.accountId,
           requestId,
           keyTracked: outcome.keyTracked,
           accountTracked: outcome.accountTracked,
+          ...(team ? { team: { teamId: team.teamId } } : {}),
+          ...(tokens > 0 ? { tokenCharge: { counterKeys: charged.map((c) => c.counterKey), tokens } } : {}),
         };
-        leases.track({
-          ...reservation,
-          units: worstCaseUnits,
-          limitUnits,
-          period: args.period,
-          reservation,
-          limitReset: key.limitReset,
-        });
+        if (outcome.keyTracked || outcome.accountTracked || team)
+          leases.track({
+            ...reservation,
+            units: worstCaseUnits,
+            limitUnits,
+            period: args.period,
+            team,
+            reservation,
+            limitReset: key.limitReset,
+            teamLimitReset: key.teamLimitReset ?? null,
+          });
         return reservation;
       }
     },
 
-    settle(reservation, costUnits) {
+    settle(reservation, costUnits, tokensUsed) {
       if (!reservation) return Promise.resolve();
       leases.release(reservation.requestId);
-      if (!reservation.keyTracked && !reservation.accountTracked) return Promise.resolve();
-      return settles.settle({ ...reservation, costUnits, now: clock().getTime() });
+      // The token-rate charge corrected to the tokens used (issue 29), in the settle's own call.
+      const c = reservation.tokenCharge;
+      const back = c && tokensUsed !== undefined ? c.tokens - Math.max(0, Math.ceil(tokensUsed)) : 0;
+      const tokenRefund = c && back > 0 ? { counterKeys: c.counterKeys, tokens: back } : undefined;
+      if (!reservation.keyTracked && !reservation.accountTracked && !reservation.team && !tokenRefund)
+        return Promise.resolve();
+      return settles.settle({ ...reservation, costUnits, now: clock().getTime(), tokenRefund });
     },
 
     flush: () => settles.flush(),
@@ -147,10 +184,10 @@ function admitArgs(
   };
 }
 
-/** The key's tokens-per-minute charge of the minute holding `at`. */
-function tokenRate(prefix: string, keyId: string, at: Date, limit: number, tokens: number | undefined) {
+/** A tokens-per-minute charge on `counterKey` (the key's or the team's counter of the current minute). */
+function tokenRate(counterKey: string, limit: number, tokens: number | undefined) {
   return {
-    counterKey: spendTokenRateKey(prefix, keyId, at.getTime()),
+    counterKey,
     limit,
     tokens: Math.max(0, Math.ceil(tokens ?? 0)),
     counterTtlMs: TOKEN_RATE_TTL_MS,

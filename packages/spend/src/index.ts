@@ -26,4 +26,6 @@ export {
   type SpendTimings,
   spendAccountHash,
   spendKeyHash,
+  spendTeamHash,
+  spendTeamTokenRateKey,
 } from './store';

@@ -1,13 +1,15 @@
 import type { AppError } from '@tollgate/errors';
 import type { LimitReset } from '@tollgate/money';
 import type { SpendReservation } from './guard-types';
-import { keyLimitExceeded, paymentRequired } from './refusals';
+import { keyLimitExceeded, paymentRequired, teamLimitExceeded } from './refusals';
 import type { Lease, SpendStore } from './store-types';
 
 /** A reservation of this process whose lease is renewed while its request lives. */
 export interface LiveLease extends Lease {
   reservation: SpendReservation;
   limitReset: LimitReset | null;
+  /** The team's reset period (issue 29), for its refusal. */
+  teamLimitReset?: LimitReset | null;
 }
 
 export interface LeaseRenewer {
@@ -45,10 +47,12 @@ export function createLeaseRenewer(options: {
   const live = new Map<string, LiveLease>();
   let timer: NodeJS.Timeout | null = null;
 
-  const lost = (l: LiveLease): AppError =>
-    l.keyTracked && l.limitUnits !== null && l.limitUnits !== undefined
-      ? keyLimitExceeded(l.limitReset)
-      : paymentRequired();
+  const lost = (l: LiveLease, team: boolean): AppError =>
+    team && l.team
+      ? teamLimitExceeded(l.teamLimitReset ?? null, l.team.teamId)
+      : l.keyTracked && l.limitUnits !== null && l.limitUnits !== undefined
+        ? keyLimitExceeded(l.limitReset)
+        : paymentRequired();
 
   const renew = (): Promise<void> => {
     if (live.size === 0) {
@@ -58,12 +62,12 @@ export function createLeaseRenewer(options: {
     }
     return options.store
       .renew(options.clock().getTime(), live.values())
-      .then(({ overLimit }) => {
+      .then(({ overLimit, overTeam }) => {
         for (const lease of overLimit) {
           const l = live.get(lease.requestId);
           if (!l) continue; // settled meanwhile
           live.delete(lease.requestId);
-          l.reservation.onLost?.(lost(l));
+          l.reservation.onLost?.(lost(l, overTeam?.has(lease) ?? false));
         }
       })
       .catch((err: unknown) => options.onBackgroundError?.(err));

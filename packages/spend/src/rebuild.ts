@@ -4,8 +4,16 @@ import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import { spendUnavailable } from './refusals';
 
-/** Rebuilds an account's hash (and a key's, when `keyId` is given) from Postgres as of `at`. */
-export type Rebuild = (accountId: string, keyId: string | null, at: Date) => Promise<void>;
+/**
+ * Rebuilds an account's hash (and a key's, when `keyId` is given, and a team's, when `teamId` is)
+ * from Postgres as of `at`.
+ */
+export type Rebuild = (
+  accountId: string,
+  keyId: string | null,
+  at: Date,
+  teamId?: string | null,
+) => Promise<void>;
 
 /**
  * Billing's `POST /internal/spend/rebuild`, called when a hash is missing or unbuilt. Whatever billing
@@ -26,12 +34,17 @@ export function billingRebuild(options: {
     ownerErrors: 'unavailable',
     unavailableMessage: 'Spend counters are unavailable, retry shortly',
   });
-  return async (accountId, keyId, at) => {
+  return async (accountId, keyId, at, teamId) => {
     try {
       await billing.call({
         method: spendRebuild.method,
         path: spendRebuild.path,
-        body: { account_id: accountId, key_id: keyId, at: at.toISOString() },
+        body: {
+          account_id: accountId,
+          key_id: keyId,
+          at: at.toISOString(),
+          ...(teamId ? { team_id: teamId } : {}),
+        },
         response: spendRebuild.response,
       });
     } catch {
@@ -40,14 +53,14 @@ export function billingRebuild(options: {
   };
 }
 
-/** One rebuild at a time per (account, key) in this process; concurrent callers share it. */
+/** One rebuild at a time per (account, key, team) in this process; concurrent callers share it. */
 export function sharedRebuild(rebuild: Rebuild): Rebuild {
   const inflight = new Map<string, Promise<void>>();
-  return (accountId, keyId, at) => {
-    const id = `${accountId}:${keyId ?? ''}`;
+  return (accountId, keyId, at, teamId) => {
+    const id = `${accountId}:${keyId ?? ''}:${teamId ?? ''}`;
     let p = inflight.get(id);
     if (!p) {
-      p = rebuild(accountId, keyId, at).finally(() => inflight.delete(id));
+      p = rebuild(accountId, keyId, at, teamId).finally(() => inflight.delete(id));
       inflight.set(id, p);
     }
     return p;

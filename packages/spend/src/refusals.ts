@@ -39,6 +39,26 @@ export const keyLimitExceeded = (reset: LimitReset | null) => {
   );
 };
 
+/** 403 (Messages API: 402): the team's spend limit (issue 29), reported like the key's. */
+export const teamLimitExceeded = (reset: LimitReset | null, teamId: string) => {
+  const word = PERIOD_WORD[String(reset)] ?? 'total';
+  return new AppError(
+    'team_limit_exceeded',
+    `This request could exceed the team's ${word} spend limit (spent so far by the team's keys + requests in flight + this request's worst-case cost); lower max_tokens or raise the team's limit`,
+    { limit_reset: reset, period: word, team_id: teamId },
+  );
+};
+
+/** 429: this minute's tokens of the key's team plus the request's worst case exceed the team's `rate_limit_tpm`. */
+export const teamTokenRateLimited = (limit: number, nowMs: number, teamId: string) => {
+  const retryAfter = Math.max(1, Math.ceil((60_000 - (nowMs % 60_000)) / 1000));
+  return new AppError(
+    'rate_limited',
+    `This key's team is limited to ${limit} tokens per minute across its keys (rate_limit_tpm of the team, counted with each request's worst case: prompt + max_tokens); retry in ${retryAfter} s or lower max_tokens`,
+    { limit, interval: '1m', reason: 'team_tpm', team_id: teamId, retry_after_seconds: retryAfter },
+  );
+};
+
 /** 429: this minute's tokens of the key plus the request's worst case exceed its `rate_limit_tpm`. */
 export const tokenRateLimited = (limit: number, nowMs: number) => {
   const retryAfter = Math.max(1, Math.ceil((60_000 - (nowMs % 60_000)) / 1000));

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { RENEW_CHUNK, renewCalls } from './renew-calls';
 import type { Lease } from './store-types';
 
-const hashes = { keyHash: (id: string) => `K:${id}`, accountHash: (id: string) => `A:${id}` };
+const hashes = {
+  keyHash: (id: string) => `K:${id}`,
+  accountHash: (id: string) => `A:${id}`,
+  teamHash: (a: string, id: string) => `T:${a}:${id}`,
+};
 const lease = (requestId: string, o: Partial<Lease> = {}): Lease => ({
   keyId: 'k1',
   accountId: 'a1',

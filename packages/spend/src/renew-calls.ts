@@ -8,11 +8,14 @@ export interface RenewCall {
   keys: string[];
   args: string[];
   owners: Lease[];
+  /** Per entry: whether it is the lease's team hash (a team over its limit: the team's refusal). */
+  teams: boolean[];
 }
 
 /**
  * The renewal script calls of a set of leases, one per `RENEW_CHUNK` owner entries (an entry: one lease
- * on one hash; ARGV `requestId, units, 'k'|'a', '<limit>|<period>'` for a key, `''` for an account).
+ * on one hash; ARGV `requestId, units, 'k'|'t'|'a', '<limit>|<period>'` for a key or a team, `''` for
+ * an account).
  * A single call carrying every lease of a busy process overflows the call stack when the arguments are
  * spread into the command (found by bench/compare at ~6,500 open streams: the proxy crashed). Each
  * entry is renewed on its own, so chunks change nothing else.
@@ -22,9 +25,13 @@ export interface RenewCall {
  */
 export function* renewCalls(
   leases: Iterable<Lease>,
-  hashes: { keyHash: (id: string) => string; accountHash: (id: string) => string },
+  hashes: {
+    keyHash: (id: string) => string;
+    accountHash: (id: string) => string;
+    teamHash: (accountId: string, teamId: string) => string;
+  },
 ): Generator<RenewCall> {
-  let call: RenewCall = { keys: [], args: [], owners: [] };
+  let call: RenewCall = { keys: [], args: [], owners: [], teams: [] };
   for (const l of leases) {
     const units = (l.units < 0n ? 0n : l.units).toString();
     if (l.keyTracked) {
@@ -32,15 +39,23 @@ export function* renewCalls(
       const limit = l.limitUnits === undefined || l.limitUnits === null ? '' : l.limitUnits.toString();
       call.args.push(l.requestId, units, 'k', `${limit}|${l.period ?? ''}`);
       call.owners.push(l);
+      call.teams.push(false);
+    }
+    if (l.team) {
+      call.keys.push(hashes.teamHash(l.accountId, l.team.teamId));
+      call.args.push(l.requestId, units, 't', `${l.team.limitUnits}|${l.team.period}`);
+      call.owners.push(l);
+      call.teams.push(true);
     }
     if (l.accountTracked) {
       call.keys.push(hashes.accountHash(l.accountId));
       call.args.push(l.requestId, units, 'a', '');
       call.owners.push(l);
+      call.teams.push(false);
     }
     if (call.keys.length >= RENEW_CHUNK) {
       yield call;
-      call = { keys: [], args: [], owners: [] };
+      call = { keys: [], args: [], owners: [], teams: [] };
     }
   }
   if (call.keys.length > 0) yield call;

@@ -7,6 +7,7 @@ const opts = {
   hashTtlSeconds: 60,
   keyHash: (id: string) => `K:${id}`,
   accountHash: (id: string) => `A:${id}`,
+  teamHash: (a: string, id: string) => `T:${a}:${id}`,
 };
 const settle = (requestId: string, o: Partial<SettleArgs> = {}): SettleArgs => ({
   keyId: 'k1',
@@ -20,11 +21,25 @@ const settle = (requestId: string, o: Partial<SettleArgs> = {}): SettleArgs => (
 });
 
 describe('planSettleCalls', () => {
-  it('groups members by hash in one call: the hash TTL, then per hash its count and members', () => {
+  it('groups members by hash in one call: the hash TTL, the number of hashes, then per hash its count and members', () => {
     const calls = planSettleCalls([settle('r1'), settle('r2', { accountTracked: false })], opts);
     expect(calls).toHaveLength(1);
     expect(calls[0]?.keys).toEqual(['K:k1', 'A:a1']);
-    expect(calls[0]?.args).toEqual(['60', '2', 'r1', '7', '6000', 'r2', '7', '6000', '1', 'r1', '7', '6000']);
+    expect(calls[0]?.args).toEqual([
+      '60',
+      '2',
+      '2',
+      'r1',
+      '7',
+      '6000',
+      'r2',
+      '7',
+      '6000',
+      '1',
+      'r1',
+      '7',
+      '6000',
+    ]);
   });
 
   it('skips settles that hold nothing, and settles a negative cost as 0', () => {
@@ -35,14 +50,46 @@ describe('planSettleCalls', () => {
       ],
       opts,
     );
-    expect(calls.map((c) => c.args)).toEqual([['60', '1', 'r2', '0', '6000']]);
+    expect(calls.map((c) => c.args)).toEqual([['60', '1', '1', 'r2', '0', '6000']]);
     expect(planSettleCalls([settle('r', { keyTracked: false, accountTracked: false })], opts)).toEqual([]);
   });
 
   it('sends a request settled twice in one list in a later call, so the second sees the first', () => {
     const calls = planSettleCalls([settle('r1'), settle('r2'), settle('r1', { costUnits: 9n })], opts);
     expect(calls).toHaveLength(2);
-    expect(calls[1]?.args).toEqual(['60', '1', 'r1', '9', '6000', '1', 'r1', '9', '6000']);
+    expect(calls[1]?.args).toEqual(['60', '2', '1', 'r1', '9', '6000', '1', 'r1', '9', '6000']);
+  });
+
+  it('adds the team hash (issue 29) and the token-rate refunds after the hashes, summed per counter', () => {
+    const refund = (tokens: number) => ({ counterKeys: ['tpm:k1', 'tpm:team'], tokens });
+    const calls = planSettleCalls(
+      [
+        settle('r1', { team: { teamId: 't1' }, tokenRefund: refund(30) }),
+        settle('r2', { keyTracked: false, accountTracked: false, tokenRefund: refund(12) }),
+        settle('r3', { keyTracked: false, accountTracked: false, tokenRefund: refund(0) }),
+      ],
+      opts,
+    );
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.keys).toEqual(['K:k1', 'T:a1:t1', 'A:a1', 'tpm:k1', 'tpm:team']);
+    expect(calls[0]?.args).toEqual([
+      '60',
+      '3',
+      '1',
+      'r1',
+      '7',
+      '6000',
+      '1',
+      'r1',
+      '7',
+      '6000',
+      '1',
+      'r1',
+      '7',
+      '6000',
+      '42',
+      '42',
+    ]);
   });
 
   it(`cuts a call at ${SETTLE_CHUNK} members`, () => {

@@ -3,7 +3,10 @@ import type { SettleArgs } from './store-types';
 /** Members (request × hash) per settle script call. */
 export const SETTLE_CHUNK = 256;
 
-/** One settle script call (lua/settle.lua): its hashes, ARGV, and the request ids of each hash group. */
+/**
+ * One settle script call (lua/settle.lua): its hashes then its token-rate counters, ARGV, and the
+ * request ids of each hash group.
+ */
 export interface SettleCall {
   keys: string[];
   args: string[];
@@ -14,9 +17,10 @@ export interface SettleCall {
 /**
  * Plans the settle script calls of a list of settles: one call per `SETTLE_CHUNK` members (a member:
  * one request on one hash), members grouped by hash. A request settled twice in one list goes to the
- * next call, so the second sees the first. ARGV: the hash TTL, then per hash its member count and
- * `requestId, cost, expires` per member. Settles holding nothing (neither tracked) are skipped; a
- * negative cost settles as 0.
+ * next call, so the second sees the first. ARGV: the hash TTL, the number of hashes, then per hash its
+ * member count and `requestId, cost, expires` per member, then per token-rate counter (KEYS after the
+ * hashes) the tokens given back, summed over the call's members (issue 29). Settles holding nothing
+ * and giving nothing back are skipped; a negative cost settles as 0.
  */
 export function planSettleCalls(
   list: readonly SettleArgs[],
@@ -25,18 +29,22 @@ export function planSettleCalls(
     hashTtlSeconds: number;
     keyHash: (id: string) => string;
     accountHash: (id: string) => string;
+    teamHash: (accountId: string, teamId: string) => string;
   },
 ): SettleCall[] {
   const calls: SettleCall[] = [];
   let groups = new Map<string, { ids: Set<string>; args: string[] }>();
+  let refunds = new Map<string, number>();
   let members = 0;
   const flush = () => {
-    if (members === 0) return;
-    const args: string[] = [String(opts.hashTtlSeconds)];
+    if (members === 0 && refunds.size === 0) return;
+    const args: string[] = [String(opts.hashTtlSeconds), String(groups.size)];
     const sent = [...groups.values()];
     for (const g of sent) args.push(String(g.ids.size), ...g.args);
-    calls.push({ keys: [...groups.keys()], args, groups: sent.map((g) => g.ids) });
+    for (const tokens of refunds.values()) args.push(String(tokens));
+    calls.push({ keys: [...groups.keys(), ...refunds.keys()], args, groups: sent.map((g) => g.ids) });
     groups = new Map();
+    refunds = new Map();
     members = 0;
   };
   const member = (hash: string, s: SettleArgs, cost: string, expires: string) => {
@@ -54,12 +62,16 @@ export function planSettleCalls(
     members++;
   };
   for (const s of list) {
-    if (!s.keyTracked && !s.accountTracked) continue;
+    const refund = s.tokenRefund && s.tokenRefund.tokens > 0 ? s.tokenRefund : undefined;
+    if (!s.keyTracked && !s.accountTracked && !s.team && !refund) continue;
     const cost = (s.costUnits < 0n ? 0n : s.costUnits).toString();
     const expires = String(s.now + opts.pendingTtlMs);
     if (s.keyTracked) member(opts.keyHash(s.keyId), s, cost, expires);
+    if (s.team) member(opts.teamHash(s.accountId, s.team.teamId), s, cost, expires);
     if (s.accountTracked) member(opts.accountHash(s.accountId), s, cost, expires);
-    if (members >= SETTLE_CHUNK) flush();
+    for (const counter of refund?.counterKeys ?? [])
+      refunds.set(counter, (refunds.get(counter) ?? 0) + Math.ceil(refund?.tokens ?? 0));
+    if (members + refunds.size >= SETTLE_CHUNK) flush();
   }
   flush();
   return calls;

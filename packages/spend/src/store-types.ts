@@ -9,6 +9,16 @@ export interface Lease {
   /** The key's limit (units) and the period field it was admitted in, to re-check a lapsed lease. */
   limitUnits?: bigint | null;
   period?: string;
+  /** A hold was made on the team's hash (issue 29): the team, its limit and the period field. */
+  team?: TeamHold;
+}
+
+/** The team of an admission or a lease (issue 29): its hash holds the request like the key's. */
+interface TeamHold {
+  teamId: string;
+  limitUnits: bigint;
+  /** Period field of the team's current limit period (`periodKey(teamLimitReset, now)`). */
+  period: string;
 }
 
 /** What a renewal found: how many holds it renewed, and lapsed leases that no longer fit. */
@@ -16,6 +26,8 @@ interface RenewResult {
   renewed: number;
   /** Leases held again after they lapsed that put their key or account over its limit: stop them. */
   overLimit: Lease[];
+  /** Of those, the leases whose team hash was over (issue 29): the team's refusal. */
+  overTeam: Set<Lease>;
 }
 
 /**
@@ -27,23 +39,34 @@ export type AdmitOutcome =
       code: 'admitted';
       keyTracked: boolean;
       accountTracked: boolean;
+      /** A hold was made on the team's hash (the admission named a `team`). */
+      teamTracked: boolean;
       staleKey: boolean;
       staleAccount: boolean;
+      staleTeam: boolean;
       expiredPending: number;
     }
-  | { code: 'key_limit'; staleKey: boolean; staleAccount: boolean; expiredPending: number }
-  | { code: 'credits'; staleKey: boolean; staleAccount: boolean; expiredPending: number }
+  | {
+      /** `team_limit`: the team's spend + held + worst case exceed its limit (issue 29). */
+      code: 'key_limit' | 'team_limit' | 'credits';
+      staleKey: boolean;
+      staleAccount: boolean;
+      staleTeam: boolean;
+      expiredPending: number;
+    }
   /**
    * A hash is missing or unbuilt (`_ok` absent: never loaded, or a lapsed reservation was swept —
    * its counters may be short of Postgres): rebuild it from Postgres, then admit again.
    */
-  | { code: 'rebuild'; key: boolean; account: boolean; expiredPending: number }
+  | { code: 'rebuild'; key: boolean; account: boolean; team: boolean; expiredPending: number }
   /** With a `check`: the key's cached record changed (or is pending); nothing counted or held. */
   | { code: 'stale' }
   /** With a `check`: the request is over the key's rate limit (counted, nothing held). */
   | { code: 'rate_limited' }
   /** With a `tokenRate`: this minute's tokens plus the request's worst case exceed the limit (nothing charged or held). */
-  | { code: 'token_rate_limited' };
+  | { code: 'token_rate_limited' }
+  /** With a `teamTokenRate`: the same for the team's counter (issue 29). */
+  | { code: 'team_token_rate_limited' };
 
 /**
  * The proxy's checked admission (docs/architecture.md, "Round trips"): the key-cache record check and
@@ -75,9 +98,13 @@ export interface AdmitArgs {
   check?: AdmitCheck;
   /** The key's tokens-per-minute limit: charged with `tokens` when admitted (code `token_rate_limited` when over). */
   tokenRate?: TokenRateCharge;
+  /** The key's team with a spend limit (issue 29): checked and held in the same step. */
+  team?: TeamHold;
+  /** The team's tokens-per-minute limit: its counter is charged like the key's (code `team_token_rate_limited`). */
+  teamTokenRate?: TokenRateCharge;
 }
 
-/** A tokens-per-minute charge (issue 29): the key's counter of the current minute. */
+/** A tokens-per-minute charge (issue 29): the key's (or team's) counter of the current minute. */
 interface TokenRateCharge {
   /** `tokenRateKey(keyId, now)`. */
   counterKey: string;
@@ -95,11 +122,20 @@ export interface SettleArgs {
   keyTracked: boolean;
   accountTracked: boolean;
   now: number;
+  /** The team whose hash holds the request (issue 29). */
+  team?: { teamId: string };
+  /**
+   * Tokens-per-minute counters the admission charged with the worst case, and what to give back
+   * (worst case − tokens used, > 0): corrected in the settle's own script call.
+   */
+  tokenRefund?: { counterKeys: string[]; tokens: number };
 }
 
 /** What the billing worker committed for one key or account, as Postgres totals after the commit. */
 export interface CommittedKey {
   keyId: string;
+  /** Set when the owner is a team (issue 29): `keyId` is the team's id, this its account (its hash). */
+  teamOfAccount?: string;
   /** period -> total spend in Postgres (units), read inside or after the committing transaction. */
   totals: Array<[period: string, units: bigint]>;
   requestIds: string[];
@@ -136,10 +172,20 @@ export interface SpendStore {
   /** Billing worker, after commit: raise counters to the committed totals, clear holds of the batch. */
   applyCommitted(now: number, keys: CommittedKey[], accounts: CommittedAccount[]): Promise<void>;
   /** Rebuild step 1: placeholder so worker updates racing with the Postgres read are not lost. */
-  beginRebuild(target: { keyId?: string; accountId?: string }, at: number): Promise<void>;
+  beginRebuild(
+    target: { keyId?: string; accountId?: string; team?: { accountId: string; teamId: string } },
+    at: number,
+  ): Promise<void>;
   /** Rebuild step 2 for a key: totals of the current (and later) periods, read after beginRebuild. */
   loadKey(
     keyId: string,
+    at: number,
+    current: { d: string; w: string; m: string },
+    totals: Array<[string, bigint]>,
+  ): Promise<void>;
+  /** Rebuild step 2 for a team (issue 29): like a key's, on the team's hash. */
+  loadTeam(
+    team: { accountId: string; teamId: string },
     at: number,
     current: { d: string; w: string; m: string },
     totals: Array<[string, bigint]>,

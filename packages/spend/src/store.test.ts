@@ -60,14 +60,26 @@ const acctHash = () => spendAccountHash(r.prefix, accountId);
 
 describe('spend store (Lua scripts on a real Redis)', () => {
   it('asks for a rebuild when the hashes are missing, never reading them as zero', async () => {
-    expect(await admit('1', '10')).toEqual({ code: 'rebuild', key: true, account: true, expiredPending: 0 });
+    expect(await admit('1', '10')).toEqual({
+      code: 'rebuild',
+      key: true,
+      account: true,
+      team: false,
+      expiredPending: 0,
+    });
     await store.loadAccount(accountId, NOW, {
       usageUnits: 0n,
       creditsUnits: usd('5'),
       postpaid: false,
       version: 1,
     });
-    expect(await admit('1', '10')).toEqual({ code: 'rebuild', key: true, account: false, expiredPending: 0 });
+    expect(await admit('1', '10')).toEqual({
+      code: 'rebuild',
+      key: true,
+      account: false,
+      team: false,
+      expiredPending: 0,
+    });
     // A key without a limit needs only the account hash.
     expect((await admit('1', null)).code).toBe('admitted');
   });
@@ -321,7 +333,7 @@ describe('spend store (Lua scripts on a real Redis)', () => {
     const client = new Redis(r.url, { enableAutoPipelining: true });
     const proxySide = createSpendStore(client, { prefix: r.prefix, timings: { gcIntervalMs: 0 } });
     const result = await proxySide.renew(NOW + 1_000, leases).finally(() => client.disconnect());
-    expect(result).toEqual({ renewed: 14_000, overLimit: [] });
+    expect(result).toEqual({ renewed: 14_000, overLimit: [], overTeam: new Set() });
     const expires = String(NOW + 1_000 + 10_000);
     expect(await field(keyHash(), `r:${leases[6_999]?.requestId}`)).toBe(`${usd('0.001')}|${expires}`);
   }, 60_000);

@@ -11,6 +11,7 @@ import {
 import { trustedProxiesEnv } from '@tollgate/http';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
+import { checkSsoEnv, ssoEnv, ssoSettings } from './sso/sso.config';
 
 /** Where `pnpm --filter @tollgate/dashboard build:ui` writes the single-page app. */
 const DEFAULT_UI_DIR = fileURLToPath(new URL('../ui/dist', import.meta.url));
@@ -74,12 +75,18 @@ export const dashboardEnv = z.object({
     .default(15),
   /** Session cookie `Secure` flag; defaults to on everywhere but NODE_ENV=development. */
   COOKIE_SECURE: z.enum(['true', 'false', '1', '0'], { error: 'expected true or false' }).optional(),
+  /** Single sign-on (OIDC) and password sign-in on/off: sso/sso.config.ts. */
+  ...ssoEnv,
 });
 
 export const dashboardConfigSchema = dashboardEnv
-  .superRefine((c, ctx) => refuseDevSecretInProduction(c, ctx))
+  .superRefine((c, ctx) => {
+    refuseDevSecretInProduction(c, ctx);
+    checkSsoEnv(c, ctx);
+  })
   .transform((c) => ({
     ...c,
+    SSO: ssoSettings({ ...c, PUBLIC_URL: c.PUBLIC_URL ?? `http://127.0.0.1:${c.PORT}` }),
     COOKIE_SECURE:
       c.COOKIE_SECURE === undefined
         ? c.NODE_ENV !== 'development'

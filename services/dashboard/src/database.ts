@@ -6,7 +6,8 @@ import { migrations } from '../migrations';
 /** Postgres schema owned by the dashboard. */
 export const DASHBOARD_SCHEMA = 'dashboard';
 
-export type Role = 'owner' | 'viewer';
+/** `member`: a team viewer (sees only the keys and usage of the teams they are a member of). */
+export type Role = 'owner' | 'viewer' | 'member';
 
 interface UsersTable {
   id: Generated<string>;
@@ -16,6 +17,8 @@ interface UsersTable {
   role: Role;
   /** scrypt (see auth/password.ts); null until the user accepted the invitation. */
   password_hash: string | null;
+  /** The identity provider's `sub` (single sign-on); null for users who never signed in through it. */
+  sso_subject: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: ColumnType<Date, never, never>;
   updated_at: ColumnType<Date, never, Date | string>;
 }
@@ -48,12 +51,31 @@ interface SignInFailuresTable {
   blocked_until: ColumnType<Date | null, Date | string | null, Date | string | null>;
 }
 
+interface SsoLoginsTable {
+  /** SHA-256 of the browser's `tg_sso` cookie value. */
+  digest: string;
+  state: string;
+  nonce: string;
+  code_verifier: string;
+  created_at: ColumnType<Date, Date | string, never>;
+  expires_at: ColumnType<Date, Date | string, never>;
+}
+
+interface TeamMembersTable {
+  team_id: string;
+  user_id: string;
+  account_id: string;
+  created_at: ColumnType<Date, never, never>;
+}
+
 export interface Database {
   'dashboard.users': UsersTable;
   'dashboard.sessions': SessionsTable;
   'dashboard.invites': InvitesTable;
   'dashboard.sign_in_failures': SignInFailuresTable;
   'dashboard.audit_log': AuditLogTable;
+  'dashboard.sso_logins': SsoLoginsTable;
+  'dashboard.team_members': TeamMembersTable;
 }
 
 export type User = Selectable<UsersTable>;

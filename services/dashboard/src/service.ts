@@ -10,6 +10,8 @@ import { type AuthService, createAuthService } from './auth/auth.service';
 import type { DashboardConfig } from './config';
 import { createDashboardDb, type DashboardDb, migrateDashboardDb } from './database';
 import { createDashboardApp } from './http/app';
+import { createSsoClient } from './sso/sso.client';
+import { createSsoService } from './sso/sso.service';
 import { createInternalClient } from './upstream/internal-client';
 import { createWebhooksClient } from './upstream/webhooks-client';
 import { createUsersService } from './users/users.service';
@@ -65,6 +67,9 @@ export async function startDashboard(
     timeoutMs: config.SERVICE_TIMEOUT_MS,
     logger,
   });
+  const sso = config.SSO
+    ? createSsoService({ db, clock, settings: config.SSO, client: createSsoClient(config.SSO, logger) })
+    : null;
   const webhooks = createWebhooksClient({
     billingUrl: config.BILLING_URL,
     signer: createServiceSigner('dashboard', config.SERVICE_PRIVATE_KEY),
@@ -87,6 +92,9 @@ export async function startDashboard(
     clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
     clock,
     logger,
+    sso,
+    ssoRedirectUrl: config.SSO?.redirectUrl ?? null,
+    passwordSignIn: config.PASSWORD_SIGN_IN,
     readiness: {
       postgres: async () => {
         await sql`select 1`.execute(db);

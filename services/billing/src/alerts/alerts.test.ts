@@ -16,6 +16,7 @@ import {
 import { loadConfig } from '../config';
 import { createUsageRecorder } from '../usage/usage.recorder';
 import { createAlerts } from './alerts';
+import { createThresholdHook } from './threshold-hook';
 
 /** A local webhook receiver: every request with its headers and body; answers `status()`. */
 interface Receiver {
@@ -213,6 +214,50 @@ describe('threshold alerts decided at commit (outbox)', () => {
   });
 });
 
+describe('team thresholds', () => {
+  it("alerts on a team's limit from the team spend the commit returned, once per period", async () => {
+    const [accountId, keyId, teamId] = [randomUUID(), randomUUID(), randomUUID()];
+    await endpoint(accountId);
+    // The keys service's answer for the key: no limit of its own, a team with 2 USD a month.
+    const hook = createThresholdHook({
+      clock: () => new Date(),
+      keyLimits: async () =>
+        new Map([
+          [
+            keyId,
+            { limit: null, limitReset: null, teamId, teamLimit: '2', teamLimitReset: 'monthly' as const },
+          ],
+        ]),
+    });
+    const month = `m${new Date().toISOString().slice(0, 7)}`;
+    const commit = (delta: string, total: string) =>
+      s.billing.db.transaction().execute(async (trx) =>
+        hook.decide(
+          trx,
+          await hook.prepare(s.billing.db, [spendEvent(accountId, keyId, delta)]),
+          {
+            keySpend: [],
+            accountUsage: [],
+            teamSpend: [{ team_id: teamId, account_id: accountId, period: month, amount: delta }],
+          },
+          { keys: [], accounts: [], teams: [{ team_id: teamId, period: month, amount: total }] },
+        ),
+      );
+    expect(await commit('1.6', '1.6')).toBe(2); // 80 %: 50 and 80, one delivery each
+    expect(await commit('0', '1.6')).toBe(0); // a redelivery adds nothing
+    expect(await commit('0.4', '2')).toBe(1); // 100 %
+    const alerts = await alertsOf(teamId);
+    expect(alerts.map((a) => [a.scope, a.period, a.threshold])).toEqual([
+      ['team', month, '100'],
+      ['team', month, '50'],
+      ['team', month, '80'],
+    ]);
+    expect(alerts[0]?.payload).toMatchObject({
+      data: { scope: 'team', team_id: teamId, limit: '2', spend: '2' },
+    });
+  });
+});
+
 describe('delivery from the outbox (Standard Webhooks)', () => {
   it('delivers signed messages, retries a failing receiver with backoff and logs every attempt', async () => {
     const accountId = randomUUID();
@@ -327,7 +372,8 @@ describe('webhook endpoints (management API and dashboard routes)', () => {
     });
     expect(foreign.status).toBe(404);
     const del = await fetch(`${s.billing.url}/webhooks/${data.id}`, { method: 'DELETE', headers: mgmt });
-    expect(del.status).toBe(204);
+    expect(del.status).toBe(200);
+    expect(await del.json()).toEqual({ data: { id: data.id, deleted: true } });
   });
 
   it('refuses to start in production without its own secret key', async () => {

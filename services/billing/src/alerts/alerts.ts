@@ -48,7 +48,13 @@ export function createAlerts(deps: {
       const out = new Map<string, KeyLimit>();
       if (ids.length === 0) return out;
       for (const k of await deps.owners.current(ids))
-        out.set(k.id, { limit: k.limit ?? null, limitReset: k.limitReset ?? null, teamId: k.teamId ?? null });
+        out.set(k.id, {
+          limit: k.limit ?? null,
+          limitReset: k.limitReset ?? null,
+          teamId: k.teamId ?? null,
+          teamLimit: k.teamLimit ?? null,
+          teamLimitReset: k.teamLimitReset ?? null,
+        });
       return out;
     },
   });

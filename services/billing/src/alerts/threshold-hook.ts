@@ -10,6 +10,9 @@ export interface KeyLimit {
   limit: string | null;
   limitReset: LimitReset | null;
   teamId?: string | null;
+  /** The key's team's limit and period (the team's alerts). */
+  teamLimit?: string | null;
+  teamLimitReset?: LimitReset | null;
 }
 
 /** Limits of these keys (absent: unknown key). Throws when it cannot tell (the batch waits). */
@@ -29,7 +32,7 @@ export interface AlertPlan {
 
 interface Candidate {
   account_id: string;
-  scope: 'key' | 'account';
+  scope: 'key' | 'team' | 'account';
   scope_id: string;
   period: string;
   threshold: string;
@@ -73,13 +76,14 @@ export function createThresholdHook(deps: { keyLimits: KeyLimitSource; clock: ()
     async decide(
       trx: BillingDb,
       plan: AlertPlan | null,
-      sums: Pick<BatchSums, 'keySpend' | 'accountUsage'>,
+      sums: Pick<BatchSums, 'keySpend' | 'accountUsage' | 'teamSpend'>,
       totals: BatchTotals,
     ): Promise<number> {
       if (!plan) return 0;
       const at = deps.clock().toISOString();
       const candidates = [
         ...keyCandidates(plan, sums, totals, at),
+        ...teamCandidates(plan, sums, totals, at),
         ...(await accountCandidates(trx, plan, sums, totals, at)),
       ];
       if (candidates.length === 0) return 0;
@@ -133,6 +137,54 @@ function keyCandidates(
             percent: percentOf(figures.spentUnits, figures.limitUnits),
           },
         },
+      });
+    }
+  }
+  return out;
+}
+
+/** Teams with a limit (as their keys in this batch carry it): the same percentages of the team's limit. */
+function teamCandidates(
+  plan: AlertPlan,
+  sums: Pick<BatchSums, 'teamSpend'>,
+  totals: BatchTotals,
+  at: string,
+): Candidate[] {
+  const teamLimits = new Map<string, { limit: string; reset: LimitReset | null }>();
+  for (const l of plan.limits.values())
+    if (l.teamId && l.teamLimit != null)
+      teamLimits.set(l.teamId, { limit: l.teamLimit, reset: l.teamLimitReset ?? null });
+  const totalOf = new Map(totals.teams.map((t) => [`${t.team_id}|${t.period}`, t.amount]));
+  const out: Candidate[] = [];
+  for (const s of sums.teamSpend ?? []) {
+    const account = plan.accounts.get(s.account_id);
+    const lim = teamLimits.get(s.team_id);
+    const total = totalOf.get(`${s.team_id}|${s.period}`);
+    if (!account || !lim || total === undefined || resetOfPeriod(s.period) !== lim.reset) continue;
+    const figures = {
+      spentUnits: toUnits(total),
+      deltaUnits: toUnits(s.amount),
+      limitUnits: toUnits(lim.limit),
+    };
+    for (const pct of reachedThresholds(account.thresholds, figures)) {
+      const data = {
+        account_id: s.account_id,
+        scope: 'team',
+        team_id: s.team_id,
+        period: s.period,
+        limit_reset: lim.reset,
+        threshold_percent: pct,
+        limit: toDecimal(figures.limitUnits),
+        spend: toDecimal(figures.spentUnits),
+        percent: percentOf(figures.spentUnits, figures.limitUnits),
+      };
+      out.push({
+        account_id: s.account_id,
+        scope: 'team',
+        scope_id: s.team_id,
+        period: s.period,
+        threshold: String(pct),
+        payload: { type: 'spend.threshold', timestamp: at, data },
       });
     }
   }

@@ -76,8 +76,9 @@ export function webhooksRoutes(deps: {
       res.json({ data: view(await deps.webhooks.update(accountId, id(req), body)) });
     });
     router.delete(`${prefix}/:webhookId`, auth, async (req, res) => {
-      await deps.webhooks.remove(accountOf(req, res), id(req));
-      res.status(204).end();
+      const webhookId = id(req);
+      await deps.webhooks.remove(accountOf(req, res), webhookId);
+      res.json({ data: { id: webhookId, deleted: true } });
     });
     router.post(`${prefix}/:webhookId/test`, auth, async (req, res) => {
       res.json({ data: attemptView(await deps.webhooks.test(accountOf(req, res), id(req))) });

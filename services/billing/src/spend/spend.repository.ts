@@ -31,6 +31,23 @@ export async function keySpendFrom(db: Db, keyId: string, current: { d: string; 
     .execute();
 }
 
+/** A team's spend in the current and any later period of each kind, plus all-time (for a rebuild). */
+export async function teamSpendFrom(db: Db, teamId: string, current: { d: string; w: string; m: string }) {
+  return db
+    .selectFrom('billing.team_spend')
+    .select(['period', 'amount'])
+    .where('team_id', '=', teamId)
+    .where((eb) =>
+      eb.or([
+        eb('period', '=', 'all'),
+        eb.and([eb('period', 'like', 'd%'), eb('period', '>=', current.d)]),
+        eb.and([eb('period', 'like', 'w%'), eb('period', '>=', current.w)]),
+        eb.and([eb('period', 'like', 'm%'), eb('period', '>=', current.m)]),
+      ]),
+    )
+    .execute();
+}
+
 export async function accountUsage(db: Db, accountId: string): Promise<string> {
   const row = await db
     .selectFrom('billing.account_usage')

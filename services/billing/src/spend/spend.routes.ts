@@ -27,7 +27,7 @@ export function spendRoutes(deps: {
   router.post(spendRebuild.path, serviceCaller(deps.verifier, ['proxy']), async (req, res) => {
     const body = parseInput(spendRebuild.request, req.body);
     await deps.spend.rebuild(
-      { accountId: body.account_id, keyId: body.key_id ?? null },
+      { accountId: body.account_id, keyId: body.key_id ?? null, teamId: body.team_id ?? null },
       body.at ? new Date(body.at) : deps.clock(),
     );
     const answer: z.input<typeof spendRebuild.response> = { data: { rebuilt: true } };

@@ -3,7 +3,7 @@ import { type LimitReset, periodKey, toDecimal, toUnits } from '@tollgate/money'
 import type { SpendStore } from '@tollgate/spend';
 import { readAccountSettings } from '../credits/credits.repository';
 import type { BillingDb } from '../database';
-import { accountUsage, keySpendForPeriods, keySpendFrom } from './spend.repository';
+import { accountUsage, keySpendForPeriods, keySpendFrom, teamSpendFrom } from './spend.repository';
 
 export interface SpendService {
   /** Current-period spend of each key (decimal USD strings), for key objects in the keys service. */
@@ -13,7 +13,10 @@ export interface SpendService {
    * first, then the Postgres read, then a monotonic load; a worker update racing with the read is
    * therefore either already in what was read or applied on top of it, never lost.
    */
-  rebuild(target: { accountId: string; keyId: string | null }, at: Date): Promise<void>;
+  rebuild(
+    target: { accountId: string; keyId: string | null; teamId?: string | null },
+    at: Date,
+  ): Promise<void>;
 }
 
 export function createSpendService(deps: {
@@ -46,9 +49,11 @@ export function createSpendService(deps: {
       return out;
     },
 
-    async rebuild({ accountId, keyId }, at) {
+    async rebuild({ accountId, keyId, teamId }, at) {
       const atMs = at.getTime();
-      await deps.spend.beginRebuild({ accountId, keyId: keyId ?? undefined }, atMs);
+      const team = teamId ? { accountId, teamId } : undefined;
+      await deps.spend.beginRebuild({ accountId, keyId: keyId ?? undefined, team }, atMs);
+      const current = { d: periodKey('daily', at), w: periodKey('weekly', at), m: periodKey('monthly', at) };
       const tasks: Array<Promise<void>> = [
         (async () => {
           const [usage, settings] = await Promise.all([
@@ -66,14 +71,23 @@ export function createSpendService(deps: {
       if (keyId) {
         tasks.push(
           (async () => {
-            const current = {
-              d: periodKey('daily', at),
-              w: periodKey('weekly', at),
-              m: periodKey('monthly', at),
-            };
             const rows = await keySpendFrom(deps.db, keyId, current);
             await deps.spend.loadKey(
               keyId,
+              atMs,
+              current,
+              rows.map((r) => [r.period, toUnits(r.amount)]),
+            );
+          })(),
+        );
+      }
+      if (team) {
+        // The team's hash (issue 29): its spend per period in billing.team_spend, loaded like a key's.
+        tasks.push(
+          (async () => {
+            const rows = await teamSpendFrom(deps.db, team.teamId, current);
+            await deps.spend.loadTeam(
+              team,
               atMs,
               current,
               rows.map((r) => [r.period, toUnits(r.amount)]),

@@ -9,6 +9,7 @@ import type { BillingDb } from '../database';
 import { type GenerationRow, insertGenerations } from '../generations/generations.repository';
 import { createGenerationPartitions, type GenerationPartitions } from '../generations/partitions';
 import { classifyBillingFailure } from './failure';
+import { teamBatch } from './team-spend';
 import { applyBatchSums, type BatchSums } from './usage.repository';
 
 /** The four spend periods of a UTC day ('YYYY-MM-DD', the day of an event's `finished_at`). */
@@ -148,7 +149,10 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
    * while Redis is away (an admission after the outage rebuilds the hashes whose holds lapsed from
    * Postgres, so it must be up to date).
    */
-  const backlogKeys = new Map<string, { totals: Map<string, bigint>; ids: Set<string> }>();
+  const backlogKeys = new Map<
+    string,
+    { totals: Map<string, bigint>; ids: Set<string>; teamOfAccount?: string }
+  >();
   const backlogAccounts = new Map<string, { usage: bigint; ids: Set<string> }>();
   let backlogIds = 0;
   let retryTimer: NodeJS.Timeout | null = null;
@@ -158,7 +162,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
     for (const k of keys) {
       let b = backlogKeys.get(k.keyId);
       if (!b) {
-        b = { totals: new Map(), ids: new Set() };
+        b = { totals: new Map(), ids: new Set(), teamOfAccount: k.teamOfAccount };
         backlogKeys.set(k.keyId, b);
       }
       for (const [period, units] of k.totals) {
@@ -188,6 +192,7 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
   const takeBacklog = () => {
     const keys: CommittedKey[] = [...backlogKeys].map(([keyId, b]) => ({
       keyId,
+      ...(b.teamOfAccount ? { teamOfAccount: b.teamOfAccount } : {}),
       totals: [...b.totals],
       requestIds: [...b.ids],
     }));
@@ -321,7 +326,10 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         // zero costs) are read, so Redis is refreshed for them too.
         // Titles past the account's share of the day roll up as "(other)" (analytics/app-bound.ts).
         const rolled = await boundApps(trx, newRecords, deps.appsPerDay ?? 200);
+        const teams = teamBatch(events, insertedIds, units, (day) => periodsOf(day, byDay));
         const sums: BatchSums = {
+          teamSpend: teams.spend,
+          readTeamSpend: teams.read,
           hourly: rollupRows(rolled, 'hour'),
           daily: rollupRows(rolled, 'day'),
           keySpend: [...keyDeltas.values()]
@@ -370,7 +378,11 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
         for (const [id, { keyId, period }] of touchedPairs) {
           byKey.get(keyId)?.totals.push([period, keyTotals.get(id) ?? 0n]);
         }
-        return { keys: [...byKey.values()], accounts: [...byAccount.values()], inserted: insertedIds.size };
+        return {
+          keys: [...byKey.values(), ...teams.committed(totals.teams)],
+          accounts: [...byAccount.values()],
+          inserted: insertedIds.size,
+        };
       });
 
       await updateRedis(keys, accounts);

@@ -3,6 +3,7 @@ import { badRequest } from '@tollgate/errors';
 import type { ClientAddress } from '@tollgate/http';
 import { type Request, type Response, Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
+import { visibleKeys } from '../teams/team-scope';
 import type { Acting, InternalClient } from '../upstream/internal-client';
 
 const hashOf = (value: unknown) => {
@@ -33,7 +34,10 @@ export function keysRoutes(deps: { client: InternalClient; clientAddress: Client
     if (include !== undefined && include !== 'true' && include !== 'false') {
       throw badRequest('include_revoked: must be true or false');
     }
-    res.json({ data: await deps.client.listKeys(userOf(res).accountId, include === 'true') });
+    // Team viewers: their teams' keys only.
+    res.json({
+      data: visibleKeys(res, await deps.client.listKeys(userOf(res).accountId, include === 'true')),
+    });
   });
   router.post('/api/keys', requireUser, requireOwner, async (req, res) => {
     res.status(201).json({

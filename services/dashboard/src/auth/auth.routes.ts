@@ -1,5 +1,6 @@
+import { AppError } from '@tollgate/errors';
 import { type ClientAddress, parseInput } from '@tollgate/http';
-import { Router } from 'express';
+import { type RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import { clearSessionCookie, requireUser, setSessionCookie, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
@@ -22,17 +23,26 @@ export function authRoutes(deps: {
   secureCookie: boolean;
   /** The client's address as TRUSTED_PROXIES resolves it (the sign-in throttle's key, with the email). */
   clientAddress: ClientAddress;
+  /** PASSWORD_SIGN_IN: off refuses passwords (sign-in and invitations accepted with one), 403. */
+  passwordSignIn: boolean;
 }): Router {
   const router = Router();
+  const passwordsOn: RequestHandler = (_req, _res, next) => {
+    if (!deps.passwordSignIn)
+      throw new AppError('forbidden', 'Password sign-in is off: sign in with single sign-on', {
+        reason: 'password_sign_in_off',
+      });
+    next();
+  };
 
-  router.post('/api/session', async (req, res) => {
+  router.post('/api/session', passwordsOn, async (req, res) => {
     const body = parseInput(signInBody, req.body);
     const session = await deps.auth.signIn(body.email, body.password, deps.clientAddress(req));
     setSessionCookie(res, session, deps.secureCookie);
     res.status(204).end();
   });
 
-  router.post('/api/invites/accept', async (req, res) => {
+  router.post('/api/invites/accept', passwordsOn, async (req, res) => {
     const body = parseInput(acceptBody, req.body);
     const session = await deps.auth.acceptInvite(body.token, body.password);
     setSessionCookie(res, session, deps.secureCookie);

@@ -75,6 +75,8 @@ export interface AuthService {
   }>;
   /** Sets the invited user's password (once per link) and signs them in. */
   acceptInvite(token: string, password: string): Promise<NewSession>;
+  /** A new session for a user another way has signed in (single sign-on). */
+  startSession(userId: string): Promise<NewSession>;
 }
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
@@ -171,6 +173,8 @@ export function createAuthService(o: AuthOptions): AuthService {
     },
 
     signOut: (digest) => deleteSession(db, digest),
+
+    startSession,
 
     async invite(input) {
       const email = input.email.trim();

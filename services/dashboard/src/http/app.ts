@@ -22,6 +22,10 @@ import { webhooksRoutes } from '../api/webhooks.routes';
 import { authRoutes } from '../auth/auth.routes';
 import type { AuthService } from '../auth/auth.service';
 import type { DashboardDb } from '../database';
+import { ssoRoutes } from '../sso/sso.routes';
+import type { SsoService } from '../sso/sso.service';
+import { teamScope } from '../teams/team-scope';
+import { teamsRoutes } from '../teams/teams.routes';
 import type { InternalClient } from '../upstream/internal-client';
 import type { WebhooksClient } from '../upstream/webhooks-client';
 import { usersRoutes } from '../users/users.routes';
@@ -48,6 +52,10 @@ export interface DashboardAppDeps {
   clock: () => Date;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
+  /** Single sign-on (null: off) and its redirect URL; PASSWORD_SIGN_IN. */
+  sso: SsoService | null;
+  ssoRedirectUrl: string | null;
+  passwordSignIn: boolean;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -100,15 +108,30 @@ function apiRouter(deps: DashboardAppDeps): RequestHandler {
   api.use(jsonBody('64kb'));
   api.use(sameOrigin);
   api.use(loadSession(deps.auth, deps.secureCookie));
+  // Team viewers (role member): only their teams' keys and usage, decided here for every route.
+  api.use(teamScope(deps));
   api.use(
     authRoutes({
       auth: deps.auth,
       client: deps.client,
       secureCookie: deps.secureCookie,
       clientAddress: deps.clientAddress,
+      passwordSignIn: deps.passwordSignIn,
+    }),
+  );
+  api.use(
+    ssoRoutes({
+      sso: deps.sso,
+      auth: deps.auth,
+      passwordSignIn: deps.passwordSignIn,
+      publicUrl: deps.publicUrl,
+      redirectUrl: deps.ssoRedirectUrl,
+      secureCookie: deps.secureCookie,
+      clientAddress: deps.clientAddress,
     }),
   );
   api.use(usersRoutes(deps));
+  api.use(teamsRoutes(deps));
   api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
   api.use(auditRoutes({ client: deps.client, db: deps.db }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));

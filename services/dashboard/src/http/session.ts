@@ -17,7 +17,7 @@ const sessionCookieName = (secure: boolean) => (secure ? '__Host-tg_session' : '
 const CSRF_HEADER = 'x-csrf-token';
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-function parseCookies(header: string | undefined): Map<string, string> {
+export function parseCookies(header: string | undefined): Map<string, string> {
   const out = new Map<string, string>();
   for (const part of (header ?? '').split(';')) {
     const i = part.indexOf('=');

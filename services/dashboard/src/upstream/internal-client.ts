@@ -22,6 +22,7 @@ import {
   listAccountKeys,
   listAccountRefusals,
   listAccountSessions,
+  listAccountTeams,
   queryString,
   revokeAccountKey,
   type UpdateAccountKeyRequest,
@@ -65,6 +66,8 @@ const actingHeaders = (a: Acting): Record<string, string> => ({
 
 export interface InternalClient {
   account(accountId: string): Promise<Data<typeof getAccount>>;
+  /** Every team of the account (keys service). */
+  teams(accountId: string): Promise<Data<typeof listAccountTeams>>;
   /** Every key of the account (all pages). */
   listKeys(accountId: string, includeRevoked: boolean): Promise<KeyObject[]>;
   createKey(
@@ -172,6 +175,14 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
           method: getAccount.method,
           path: getAccount.path(id),
           response: getAccount.response,
+        }),
+      ),
+    teams: (id) =>
+      dataOf(
+        keys.call({
+          method: listAccountTeams.method,
+          path: listAccountTeams.path(id),
+          response: listAccountTeams.response,
         }),
       ),
     async listKeys(id, includeRevoked) {

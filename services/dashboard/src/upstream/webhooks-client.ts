@@ -2,7 +2,6 @@ import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { accountWebhooks, queryString } from '@tollgate/contracts';
 import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
-import { z } from 'zod';
 
 /**
  * The dashboard's calls to billing's alert webhooks (`/internal/accounts/{id}/webhooks…`, contracts in
@@ -45,7 +44,11 @@ export function createWebhooksClient(o: {
         })
       ).data,
     remove: async (accountId: string, id: string) => {
-      await billing.call({ method: 'DELETE', path: w.one.path(accountId, id), response: z.null() });
+      await billing.call({
+        method: 'DELETE',
+        path: w.remove.path(accountId, id),
+        response: w.remove.response,
+      });
     },
     /** The send-test button: billing sends a `webhook.test` message now; its logged attempt. */
     test: async (accountId: string, id: string) =>

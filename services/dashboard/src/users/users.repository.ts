@@ -17,7 +17,7 @@ export async function lockUser(
 }
 
 /**
- * The owners of the account who can sign in (a password set), locked: two owners demoting each
+ * The owners of the account who can sign in (a password set, or linked to single sign-on), locked: two owners demoting each
  * other at once serialise here, so one of them stays.
  */
 export async function lockActiveOwners(db: DashboardDb, accountId: string): Promise<string[]> {
@@ -26,7 +26,7 @@ export async function lockActiveOwners(db: DashboardDb, accountId: string): Prom
     .select('id')
     .where('account_id', '=', accountId)
     .where('role', '=', 'owner')
-    .where('password_hash', 'is not', null)
+    .where((eb) => eb.or([eb('password_hash', 'is not', null), eb('sso_subject', 'is not', null)]))
     .orderBy('id')
     .forUpdate()
     .execute();

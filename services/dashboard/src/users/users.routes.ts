@@ -8,13 +8,16 @@ import { listUsers } from '../auth/auth.repository';
 import type { AuthService } from '../auth/auth.service';
 import type { DashboardDb, Role } from '../database';
 import { requireOwner, requireUser, userOf } from '../http/session';
+import { membershipsOf } from '../teams/team-members.repository';
 import type { InternalClient } from '../upstream/internal-client';
 import type { UsersService } from './users.service';
 import type { UserActor } from './users-audit';
 
 /** An owner's invitation into their own account: the CLI's body without the account. */
 const inviteBody = createUser.request.omit({ account_id: true });
-const roleBody = z.strictObject({ role: z.enum(['owner', 'viewer'], { error: 'expected owner or viewer' }) });
+const roleBody = z.strictObject({
+  role: z.enum(['owner', 'viewer', 'member'], { error: 'expected owner, viewer or member' }),
+});
 
 const userIdOf = (value: unknown) => {
   if (!isUuid(value)) throw badRequest('id: must be a user id (uuid)');
@@ -43,13 +46,16 @@ export function usersRoutes(deps: {
 
   router.get('/api/users', requireUser, async (_req, res) => {
     const users = await listUsers(deps.db, userOf(res).accountId);
+    const teams = await membershipsOf(deps.db, userOf(res).accountId);
     res.json({
       data: users.map((u) => ({
         id: u.id,
         email: u.email,
         display_name: u.display_name,
         role: u.role,
-        invited: u.password_hash === null,
+        invited: u.password_hash === null && u.sso_subject === null,
+        sso: u.sso_subject !== null,
+        team_ids: teams.get(u.id) ?? [],
         created_at: u.created_at.toISOString(),
       })),
     });
@@ -99,7 +105,11 @@ export function usersRoutes(deps: {
 
   /** Ends every session of a user (signed in elsewhere, a lost laptop). */
   router.delete('/api/users/:id/sessions', requireUser, requireOwner, async (req, res) => {
-    const ended = await deps.users.endSessions(userOf(res).accountId, userIdOf(req.params.id));
+    const ended = await deps.users.endSessions(
+      userOf(res).accountId,
+      userIdOf(req.params.id),
+      actor(req, res),
+    );
     res.json({ data: { ended } });
   });
 

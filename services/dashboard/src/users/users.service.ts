@@ -23,7 +23,8 @@ export interface UsersService {
   /** `actor` (setRole, remove, newSignInLink): written to dashboard.audit_log in the change's transaction. */
   setRole(accountId: string, userId: string, role: Role, actor: UserActor): Promise<void>;
   remove(accountId: string, userId: string, actor: UserActor): Promise<void>;
-  endSessions(accountId: string, userId: string): Promise<number>;
+  /** Audited as `user.sessions_end` (only when a session ended). */
+  endSessions(accountId: string, userId: string, actor: UserActor): Promise<number>;
   /** Invited user: a new invitation. Active user: password reset (password cleared, sessions ended). */
   newSignInLink(
     accountId: string,
@@ -54,7 +55,7 @@ export function createUsersService(o: {
 
   /** Refuses a change after which no owner with a password is left. */
   async function keepAnOwner(trx: DashboardDb, accountId: string, user: User) {
-    if (user.role !== 'owner' || user.password_hash === null) return;
+    if (user.role !== 'owner' || (user.password_hash === null && user.sso_subject === null)) return;
     const owners = await lockActiveOwners(trx, accountId);
     if (owners.filter((id) => id !== user.id).length === 0) throw lastOwner();
   }
@@ -87,8 +88,19 @@ export function createUsersService(o: {
         });
       }),
 
-    endSessions: (accountId, userId) =>
-      withUser(accountId, userId, (trx, user) => deleteSessionsOf(trx, user.id)),
+    endSessions: (accountId, userId, actor) =>
+      withUser(accountId, userId, async (trx, user) => {
+        const ended = await deleteSessionsOf(trx, user.id);
+        if (ended > 0)
+          await recordUserChange(trx, actor, {
+            accountId,
+            action: 'user.sessions_end',
+            userId: user.id,
+            before: { email: user.email, sessions: ended },
+            after: { email: user.email, sessions: 0 },
+          });
+        return ended;
+      }),
 
     newSignInLink: (accountId, userId, actor) =>
       withUser(accountId, userId, async (trx, user) => {

@@ -56,7 +56,7 @@ function statusMessage(status: number, text: string): string {
 export const get = <T>(path: string) => api<T>('GET', path);
 
 export interface Me {
-  user: { id: string; email: string; display_name: string; role: 'owner' | 'viewer' };
+  user: { id: string; email: string; display_name: string; role: 'owner' | 'viewer' | 'member' };
   account: { id: string; slug: string; name: string };
   csrf_token: string;
   session_expires_at: string;

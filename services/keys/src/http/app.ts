@@ -12,6 +12,7 @@ import { keysRoutes } from '../keys/keys.routes';
 import type { KeyService } from '../keys/keys.service';
 import { ownersRoutes } from '../resolve/owners.routes';
 import { resolveRoutes } from '../resolve/resolve.routes';
+import { teamsInternalRoutes } from '../teams/teams.internal.routes';
 import { teamsRoutes } from '../teams/teams.routes';
 import type { TeamService } from '../teams/teams.service';
 
@@ -43,6 +44,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
       app.use(ownersRoutes(deps));
       app.use(keysRoutes(deps));
       app.use(teamsRoutes(deps));
+      app.use(teamsInternalRoutes(deps));
       app.use(accountKeysRoutes(deps));
       app.use(auditRoutes(deps));
     },

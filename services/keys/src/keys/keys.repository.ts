@@ -1,3 +1,4 @@
+import type { LimitReset } from '@tollgate/money';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../database';
 import type { ApiKey, ApiKeyUpdate, NewApiKey } from './keys.table';
@@ -34,10 +35,19 @@ export async function findKeyByDigest(db: Db, digest: string): Promise<ApiKey | 
   return db.selectFrom('keys.api_keys').selectAll().where('digest', '=', digest).executeTakeFirst();
 }
 
-/** The keys of these ids that exist (any account). */
-export async function findKeysByIds(db: Db, ids: readonly string[]): Promise<ApiKey[]> {
+/** The keys of these ids that exist (any account), with their team's budget (billing's threshold alerts: `POST /internal/keys/owners`). */
+export async function findOwnersByIds(
+  db: Db,
+  ids: readonly string[],
+): Promise<Array<ApiKey & { team_limit: string | null; team_limit_reset: LimitReset | null }>> {
   if (ids.length === 0) return [];
-  return db.selectFrom('keys.api_keys').selectAll().where('id', 'in', ids).execute();
+  return db
+    .selectFrom('keys.api_keys as k')
+    .leftJoin('keys.teams as t', 't.id', 'k.team_id')
+    .selectAll('k')
+    .select(['t.limit as team_limit', 't.limit_reset as team_limit_reset'])
+    .where('k.id', 'in', ids)
+    .execute();
 }
 
 export interface ListKeysQuery {

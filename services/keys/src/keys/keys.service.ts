@@ -9,7 +9,7 @@ import { lockTeam } from '../teams/teams.repository';
 import {
   findKeyByDigest,
   findKeyInAccount,
-  findKeysByIds,
+  findOwnersByIds,
   insertKey,
   listKeys,
   lockKeyInAccount,
@@ -71,7 +71,8 @@ export interface KeyService {
   /** The proxy's cache miss: the record (also cached with the version CAS), or null (negative cache). */
   resolve(digest: string): Promise<CachedKey | null>;
   /** The keys of these ids that exist, any account (billing's key → account checks). */
-  owners(ids: readonly string[]): Promise<ApiKey[]>;
+  /** Keys of these ids with their team's budget (billing's `POST /internal/keys/owners`). */
+  owners(ids: readonly string[]): Promise<Awaited<ReturnType<typeof findOwnersByIds>>>;
 }
 
 export type KeyServiceDeps = KeyChangeDeps;
@@ -82,7 +83,7 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
   const { db, cache, logger } = deps;
 
   return {
-    owners: (ids) => findKeysByIds(db, ids),
+    owners: (ids) => findOwnersByIds(db, ids),
 
     async authenticateCaller(claims) {
       const row = await findKeyInAccount(db, claims.accountId, claims.keyId);

@@ -1,10 +1,14 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { keyOwners } from '@tollgate/contracts';
+import { toDecimal, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import type { z } from 'zod';
 import { serviceCaller } from '../http/caller';
 import { parseBody } from '../keys/keys.schemas';
 import type { KeyService } from '../keys/keys.service';
+
+/** A numeric column as a plain decimal string ("7.2500000000" → "7.25"). */
+const decimal = (v: string | null) => (v === null ? null : toDecimal(toUnits(v)));
 
 /**
  * `POST /internal/keys/owners` {ids}: the account, scope and state of each existing key. Billing's
@@ -24,9 +28,11 @@ export function ownersRoutes(deps: { keys: KeyService; verifier: ServiceVerifier
         disabled: r.disabled,
         revoked: r.revoked,
         expiresAt: r.expires_at?.toISOString() ?? null,
-        limit: r.limit,
+        limit: decimal(r.limit),
         limitReset: r.limit_reset,
         teamId: r.team_id,
+        teamLimit: decimal(r.team_limit),
+        teamLimitReset: r.team_limit_reset,
       })),
     };
     res.json(answer);

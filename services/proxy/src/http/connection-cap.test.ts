@@ -32,6 +32,9 @@ describe('the connection budget', () => {
     expect(connectionBudget(10_000, 1_024, 256)).toEqual({ serve: 512, headroom: 128 });
     expect(connectionBudget(40, null)).toEqual({ serve: 40, headroom: 256 });
     expect(connectionBudget(0, null)).toEqual({ serve: 0, headroom: 0 });
+    // A provider pool as large as the limit (bench/compare: UPSTREAM_CONNECTIONS=20000): two per stream.
+    expect(connectionBudget(0, 20_000, 20_000)).toEqual({ serve: 9_500, headroom: 500 });
+    expect(connectionBudget(10_000, 20_000, 40_000)).toEqual({ serve: 9_500, headroom: 500 });
   });
 });
 

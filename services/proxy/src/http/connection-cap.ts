@@ -44,12 +44,13 @@ export interface ConnectionBudget {
 }
 
 /**
- * A served connection holds one descriptor, and the provider connections of the process at most
- * `upstreamSockets` (UPSTREAM_CONNECTIONS per provider origin). So a process with `openFiles`
- * descriptors serves openFiles − reserve − upstreamSockets connections (at most `configured`,
- * SERVER_MAX_CONNECTIONS; 0: no configured cap), and keeps half the reserve (5 % of the limit, at
- * least 256; the rest is for Redis, RabbitMQ, keys, billing, the spool and logs) for connections it
- * answers 503.
+ * A served connection holds one descriptor, and while it is answered one more to its provider; the
+ * provider connections are at most `upstreamSockets` (UPSTREAM_CONNECTIONS per provider origin). So
+ * with `openFiles` descriptors less a reserve (5 % of the limit, at least 256: Redis, RabbitMQ,
+ * keys, billing, the spool, logs and the refused connections), n connections fit while
+ * n + min(n, upstreamSockets) ≤ openFiles − reserve: (openFiles − reserve) / 2 when the provider
+ * pool is that large, else openFiles − reserve − upstreamSockets. At most `configured`
+ * (SERVER_MAX_CONNECTIONS; 0: no configured cap). Half the reserve is for connections answered 503.
  */
 export function connectionBudget(
   configured: number,
@@ -60,7 +61,11 @@ export function connectionBudget(
     return configured > 0 ? { serve: configured, headroom: MIN_RESERVE } : { serve: 0, headroom: 0 };
   }
   const reserve = Math.max(MIN_RESERVE, Math.floor(openFiles * 0.05));
-  const byFiles = Math.max(1, openFiles - reserve - upstreamSockets);
+  const usable = openFiles - reserve;
+  const byFiles = Math.max(
+    1,
+    upstreamSockets >= usable / 2 ? Math.floor(usable / 2) : usable - upstreamSockets,
+  );
   const serve = configured > 0 ? Math.min(configured, byFiles) : byFiles;
   return { serve, headroom: Math.max(1, Math.floor(reserve / 2)) };
 }

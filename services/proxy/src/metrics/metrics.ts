@@ -319,7 +319,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
             throw err;
           }
         },
-        settle: (reservation, costUnits) => guard.settle(reservation, costUnits),
+        settle: (reservation, costUnits, tokensUsed) => guard.settle(reservation, costUnits, tokensUsed),
         flush: () => guard.flush?.() ?? Promise.resolve(),
       };
     },

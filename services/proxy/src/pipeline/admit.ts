@@ -2,7 +2,8 @@ import { AppError, headerText } from '@tollgate/errors';
 
 /** A key over its `rate_limit_tpm` (429, reason tpm): `Retry-After` like the request rate limit's. */
 function tokenRateRetryAfter(res: ProxyResponse, err: unknown): void {
-  if (!(err instanceof AppError) || err.type !== 'rate_limited' || err.metadata.reason !== 'tpm') return;
+  if (!(err instanceof AppError) || err.type !== 'rate_limited') return;
+  if (err.metadata.reason !== 'tpm' && err.metadata.reason !== 'team_tpm') return;
   const seconds = err.metadata.retry_after_seconds;
   if (typeof seconds === 'number' && !res.headersSent) res.setHeader('Retry-After', String(seconds));
 }
@@ -110,7 +111,11 @@ export async function admit(
     reservation = await deps.guard.admit({
       key,
       worstCaseCostUnits: worstCase(p, prompt.tokens, media),
-      worstCaseTokens: key.rateLimitTpm == null ? undefined : worstTokens(p, prompt.tokens, media),
+      // Charged against the key's and its team's tokens per minute (issue 29), when either has one.
+      worstCaseTokens:
+        key.rateLimitTpm == null && (key.teamId == null || key.teamRateLimitTpm == null)
+          ? undefined
+          : worstTokens(p, prompt.tokens, media),
       requestId,
       check: recall ? recall.check(key) : undefined,
     });

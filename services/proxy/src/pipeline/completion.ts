@@ -316,7 +316,7 @@ export class Completion {
     let upstreamId: string | null = null;
     switch (outcome.kind) {
       case 'refused':
-        this.settle(0n);
+        this.settle(0n, 0);
         return;
       case 'served':
         ({ tokens, source, costUnits, finishReason, upstreamId } = outcome);
@@ -332,12 +332,13 @@ export class Completion {
         costUnits = this.cost(tokens);
         break;
     }
-    this.settle(costUnits);
+    this.settle(costUnits, tokens.prompt + tokens.completion);
     this.publish({ tokens, source, costUnits, finishReason, upstreamId });
   }
 
-  private settle(costUnits: bigint): void {
-    this.guard.settle(this.reservation, costUnits).catch((err: unknown) => {
+  /** `tokensUsed`: prompt + completion, what the tokens-per-minute charge is corrected to (issue 29). */
+  private settle(costUnits: bigint, tokensUsed: number): void {
+    this.guard.settle(this.reservation, costUnits, tokensUsed).catch((err: unknown) => {
       this.log.error({ err }, 'spend settle failed');
     });
   }

@@ -42,6 +42,7 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
     id: c.requestId,
     account_id: c.key.accountId,
     key_id: c.key.id,
+    ...(c.key.teamId ? { team_id: c.key.teamId } : {}),
     model: c.model.id,
     provider_name: c.provider.name,
     upstream_model: c.upstreamModel,

@@ -1,9 +1,20 @@
-import { useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { api } from '../api';
+import { api, get } from '../api';
+
+/** Whether single sign-on and password sign-in are on (GET /api/sso, no session needed). */
+const useSignInMethods = () =>
+  useQuery({
+    queryKey: ['sso'],
+    queryFn: async () =>
+      (await get<{ data: { enabled: boolean; password_sign_in: boolean } }>('/api/sso')).data,
+    retry: false,
+  });
 
 export function SignInPage() {
   const queryClient = useQueryClient();
+  const methods = useSignInMethods();
+  const passwords = methods.data?.password_sign_in ?? true;
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string | null>(null);
@@ -26,36 +37,57 @@ export function SignInPage() {
       <form className="card auth-card" onSubmit={submit} aria-label="Sign in">
         <h1>Tollgate</h1>
         <p className="muted">Sign in to your account's dashboard.</p>
-        <label>
-          Email
-          <input
-            type="email"
-            autoComplete="username"
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-            required
-          />
-        </label>
-        <label>
-          Password
-          <input
-            type="password"
-            autoComplete="current-password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-            required
-          />
-        </label>
+        {methods.data?.enabled ? (
+          <a className="button" href="/api/sso/start">
+            Sign in with single sign-on
+          </a>
+        ) : null}
+        {passwords ? <PasswordFields {...{ email, setEmail, password, setPassword }} /> : null}
         {error ? (
           <div className="error" role="alert">
             {error}
           </div>
         ) : null}
-        <button type="submit" disabled={busy}>
-          Sign in
-        </button>
+        {passwords ? (
+          <button type="submit" disabled={busy}>
+            Sign in
+          </button>
+        ) : null}
       </form>
     </div>
+  );
+}
+
+function PasswordFields(p: {
+  email: string;
+  setEmail: (v: string) => void;
+  password: string;
+  setPassword: (v: string) => void;
+}) {
+  const { email, setEmail, password, setPassword } = p;
+  return (
+    <>
+      <label>
+        Email
+        <input
+          type="email"
+          autoComplete="username"
+          value={email}
+          onChange={(e) => setEmail(e.target.value)}
+          required
+        />
+      </label>
+      <label>
+        Password
+        <input
+          type="password"
+          autoComplete="current-password"
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+          required
+        />
+      </label>
+    </>
   );
 }
 

@@ -1,0 +1,79 @@
+import { badRequest, notFound } from '@tollgate/errors';
+import { type ClientAddress, parseInput } from '@tollgate/http';
+import { Router } from 'express';
+import { z } from 'zod';
+import type { DashboardDb } from '../database';
+import { requireOwner, requireUser, userOf } from '../http/session';
+import type { InternalClient } from '../upstream/internal-client';
+import { lockUser } from '../users/users.repository';
+import { recordUserChange } from '../users/users-audit';
+import { membershipsOf, replaceTeams, sameTeams, teamsOf } from './team-members.repository';
+import { scopeOf } from './team-scope';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const teamsBody = z.strictObject({
+  team_ids: z
+    .array(z.string().regex(UUID, { error: 'must be a team id (uuid)' }))
+    .max(100)
+    .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))].sort()),
+});
+
+/**
+ * Teams as the dashboard shows them: `GET /api/teams` (the account's teams from the keys service, each
+ * with its members; a team viewer gets only their own teams) and `PUT /api/users/:id/teams` (owners:
+ * a user's memberships, audited as `user.teams`).
+ */
+export function teamsRoutes(deps: {
+  db: DashboardDb;
+  client: InternalClient;
+  clientAddress: ClientAddress;
+}): Router {
+  const router = Router();
+
+  router.get('/api/teams', requireUser, async (_req, res) => {
+    const accountId = userOf(res).accountId;
+    const [teams, members] = await Promise.all([
+      deps.client.teams(accountId),
+      membershipsOf(deps.db, accountId),
+    ]);
+    const mine = scopeOf(res);
+    const byTeam = new Map<string, string[]>();
+    for (const [user, ids] of members) for (const t of ids) byTeam.set(t, [...(byTeam.get(t) ?? []), user]);
+    res.json({
+      data: teams
+        .filter((t) => mine === null || mine.includes(t.id))
+        .map((t) => ({ id: t.id, name: t.name, key_count: t.key_count, member_ids: byTeam.get(t.id) ?? [] })),
+    });
+  });
+
+  router.put('/api/users/:id/teams', requireUser, requireOwner, async (req, res) => {
+    const { team_ids } = parseInput(teamsBody, req.body);
+    const userId = String(req.params.id);
+    if (!UUID.test(userId)) throw badRequest('id: must be a user id (uuid)');
+    const me = userOf(res);
+    const known = new Set((await deps.client.teams(me.accountId)).map((t) => t.id));
+    const unknown = team_ids.find((id) => !known.has(id));
+    if (unknown) throw badRequest(`team_ids: no team ${unknown} in this account`, { field: 'team_ids' });
+    await deps.db.transaction().execute(async (trx) => {
+      const user = await lockUser(trx, me.accountId, userId);
+      if (!user) throw notFound(`No user ${userId} in this account`);
+      const before = await teamsOf(trx, user.id);
+      if (sameTeams(before, team_ids)) return;
+      await replaceTeams(trx, me.accountId, user.id, team_ids);
+      await recordUserChange(
+        trx,
+        { userId: me.id, address: deps.clientAddress(req) },
+        {
+          accountId: me.accountId,
+          action: 'user.teams',
+          userId: user.id,
+          before: { email: user.email, teams: before },
+          after: { email: user.email, teams: team_ids },
+        },
+      );
+    });
+    res.json({ data: { id: userId, team_ids } });
+  });
+
+  return router;
+}
