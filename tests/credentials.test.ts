@@ -261,6 +261,48 @@ describe.skipIf(!haveRabbitmqctl)('RabbitMQ: a user per service with its permiss
     );
   });
 
+  it('permits the partition queues (USAGE_PARTITIONS=2): billing declares and consumes them with its user, the proxy publishes to them', async () => {
+    const partitioned = await startTestBilling({
+      AMQP_URL: withLogin(adminUrl, users.billing),
+      AMQP_PREFIX: prefix,
+      USAGE_PARTITIONS: '2',
+    });
+    const publisher = createUsagePublisher({
+      url: withLogin(adminUrl, users.proxy),
+      topology: partitioned.topology,
+      logger: createLogger({ name: 'proxy', level: 'silent' }),
+      signer: createMessageSigner('proxy', parsePrivateKey(DEV_SERVICE_KEYS.proxy.privateKey)),
+    });
+    try {
+      expect(partitioned.topology.partitions.map((p) => p.queue)).toEqual([
+        `${prefix}.billing.usage.p0`,
+        `${prefix}.billing.usage.p1`,
+      ]);
+      const events = Array.from({ length: 8 }, () => usageEvent({ account_id: randomUUID() }));
+      for (const e of events) publisher.publish(e);
+      expect(await publisher.flush(10_000)).toBe(true);
+      expect(publisher.stats().unroutable).toBe(0);
+      await vi.waitFor(
+        async () =>
+          expect(
+            await partitioned.billing.db
+              .selectFrom('billing.generations')
+              .select('id')
+              .where(
+                'id',
+                'in',
+                events.map((e) => e.id),
+              )
+              .execute(),
+          ).toHaveLength(events.length),
+        { timeout: 15_000 },
+      );
+    } finally {
+      await publisher.close();
+      await partitioned.cleanup();
+    }
+  });
+
   it.each([
     ['consume', (ch: amqp.Channel, q: string) => ch.consume(q, () => {})],
     ['purge', (ch: amqp.Channel, q: string) => ch.purgeQueue(q)],

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServiceSigner, createServiceVerifier, DEV_SERVICE_KEYS, SERVICE_NAMES } from '@tollgate/auth';
+import { usageTopology } from '@tollgate/events';
 import * as appsV1 from 'kubernetes-models/apps/v1';
 import * as autoscalingV2 from 'kubernetes-models/autoscaling/v2';
 import * as batchV1 from 'kubernetes-models/batch/v1';
@@ -22,6 +23,7 @@ import * as coreV1 from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { listServices } from '../infra/build/build';
+import { rabbitmqPermissions } from '../infra/credentials/policy.mjs';
 import { kubectlPath } from './support/kubectl';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -517,6 +519,27 @@ describe.each(overlays)('overlay %s: NetworkPolicies', (overlay) => {
 });
 
 describe('overlays', () => {
+  it("the demo's RabbitMQ users get exactly infra/credentials/policy.mjs's permissions (partition queues included)", () => {
+    const script = readFileSync(
+      resolve(root, 'infra/k8s/overlays/demo/server-init/rabbitmq-users.sh'),
+      'utf8',
+    );
+    const quoted = (name: string) => new RegExp(`^${name}='([^']*)'$`, 'm').exec(script)?.[1];
+    const policy = rabbitmqPermissions('tollgate');
+    expect(quoted('usage')).toBe(policy.proxy.write);
+    expect(quoted('billing')).toBe(policy.billing.read);
+    const billing = new RegExp(policy.billing.read);
+    for (const q of usageTopology('tollgate', 4).partitions) expect(billing.test(q.queue)).toBe(true);
+    expect(billing.test('tollgate.billing.usage')).toBe(true);
+    expect(billing.test('tollgate.billing.usagex')).toBe(false);
+    expect(new RegExp(policy.proxy.configure).test('tollgate.billing.usage.p0')).toBe(false);
+  });
+
+  it('USAGE_PARTITIONS is one shared setting of proxy and billing (the config map), 1 by default', () => {
+    const kustomization = readFileSync(resolve(root, 'infra/k8s/base/kustomization.yaml'), 'utf8');
+    expect(kustomization).toMatch(/^\s+- USAGE_PARTITIONS=1$/m);
+  });
+
   it('production references external servers and runs no provider-sim; demo brings all of them', () => {
     const prod = rendered.get('production') ?? [];
     const demo = rendered.get('demo') ?? [];

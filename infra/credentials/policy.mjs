@@ -36,12 +36,14 @@ export function redisAclRules(prefix) {
  * <write> <read>`), for the exchanges and queues of AMQP_PREFIX (@tollgate/events usageTopology).
  * The proxy may declare and write to the usage exchange, nothing else: it cannot consume, purge,
  * delete or bind billing's queue. Billing declares and consumes its queues, dead-letters refused
- * messages to the dead-letter exchange and replays them to the usage exchange.
+ * messages to the dead-letter exchange and replays them to the usage exchange. Its queues are the
+ * usage queue, the partition queues `billing.usage.p<i>` (USAGE_PARTITIONS > 1) and the dead-letter
+ * queue.
  */
 export function rabbitmqPermissions(prefix) {
   const p = escapeRegex(prefix);
   const usage = `^${p}\\.usage$`;
-  const billingNames = `^${p}\\.(usage|usage\\.dlx|billing\\.usage|billing\\.usage\\.dead)$`;
+  const billingNames = `^${p}\\.(usage|usage\\.dlx|billing\\.usage|billing\\.usage\\.p[0-9]+|billing\\.usage\\.dead)$`;
   return {
     proxy: { configure: usage, write: usage, read: '^$' },
     billing: { configure: billingNames, write: billingNames, read: billingNames },

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
 import amqplib from 'amqplib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createUsageConsumer, type UsageConsumer, type UsageConsumerOptions } from './consumer';
+import { usagePartition } from './partition';
 import { createUsagePublisher, type UsagePublisher } from './publisher';
 import { drainEvents, drainQueue, queueDepth, recordingLogger, sampleEvent } from './test-support';
 import { declareUsageTopology, topologyNames, type UsageTopology, usageTopology } from './topology';
@@ -513,5 +515,55 @@ describe('usage consumer', () => {
       expect(await queueDepth(amqp.url, topology.queue)).toBe(0);
       await vi.waitFor(async () => expect(await queueDepth(amqp.url, topology.deadLetterQueue)).toBe(1));
     });
+  });
+});
+
+describe('usage consumer of a partition (USAGE_PARTITIONS=2)', () => {
+  it('consumes only its partition; of two workers on one partition one is active, the other takes over when it goes', async () => {
+    const partitioned = usageTopology(amqp.prefix, 2);
+    const routed = createUsagePublisher({ url: amqp.url, topology: partitioned, logger: recordingLogger() });
+    const byConsumer = { a: [] as UsageEvent[], b: [] as UsageEvent[], other: [] as UsageEvent[] };
+    try {
+      const a = consume(async (batch) => void byConsumer.a.push(...batch), {
+        topology: partitioned,
+        partition: 0,
+      });
+      await a.consumer.ready();
+      const b = consume(async (batch) => void byConsumer.b.push(...batch), {
+        topology: partitioned,
+        partition: 0,
+      });
+      const other = consume(async (batch) => void byConsumer.other.push(...batch), {
+        topology: partitioned,
+        partition: 1,
+      });
+      await Promise.all([b.consumer.ready(), other.consumer.ready()]);
+      const accounts = Array.from({ length: 6 }, () => randomUUID());
+      const send = async (n: number) => {
+        const events = Array.from({ length: n }, (_, i) => sampleEvent({ account_id: accounts[i % 6] }));
+        for (const e of events) routed.publish(e);
+        expect(await routed.flush(10_000)).toBe(true);
+        return events;
+      };
+      const first = await send(60);
+      const p0 = (events: UsageEvent[]) => events.filter((e) => usagePartition(e.account_id, 2) === 0);
+      await vi.waitFor(() => expect(byConsumer.a.length + byConsumer.other.length).toBe(60), {
+        timeout: 10_000,
+      });
+      expect(byConsumer.a.map((e) => e.id)).toEqual(p0(first).map((e) => e.id)); // in publish order
+      expect(byConsumer.b).toEqual([]); // the standby received nothing
+      expect(byConsumer.other.every((e) => usagePartition(e.account_id, 2) === 1)).toBe(true);
+      expect(await b.consumer.backlog()).toBe(0);
+
+      await a.consumer.close();
+      const second = await send(60);
+      await vi.waitFor(() => expect(byConsumer.b.map((e) => e.id)).toEqual(p0(second).map((e) => e.id)), {
+        timeout: 10_000,
+      });
+    } finally {
+      await routed.close({ drainTimeoutMs: 1000 });
+      for (const c of consumers.splice(0)) await c.close();
+      await amqp.cleanup(topologyNames(partitioned));
+    }
   });
 });

@@ -7,9 +7,10 @@ import { OrderedRunner } from './consumer/ordered-runner';
 import { RetryingHandler } from './consumer/retrying-handler';
 import { Settlement } from './consumer/settlement';
 import type { EventsLogger } from './logger';
-import { declareUsageTopology } from './topology';
+import { declareUsageTopology, usagePartitionOf } from './topology';
 import { parseUsageEvent, type UsageEvent, usageMessageBodies } from './usage-event';
 
+export { combineConsumers } from './consumer/combined';
 export type {
   ConsumerStats,
   FailureKind,
@@ -50,6 +51,8 @@ class AmqpUsageConsumer implements UsageConsumer {
   private readonly log: EventsLogger;
   private readonly prefetch: number;
   private readonly batchSize: number;
+  /** The queue consumed (the partition's). */
+  private readonly queue: string;
   private readonly permanentAttempts: number;
   private readonly counters = { handled: 0, deadLettered: 0, failedBatches: 0, transientRetries: 0 };
   private readonly aggregator: BatchAggregator;
@@ -67,6 +70,7 @@ class AmqpUsageConsumer implements UsageConsumer {
   constructor(private readonly options: UsageConsumerOptions) {
     this.log = options.logger.child({ component: 'usage-consumer' });
     this.prefetch = Math.max(1, options.prefetch);
+    this.queue = usagePartitionOf(options.topology, options.partition ?? 0).queue;
     this.batchSize = Math.max(1, Math.min(options.batchSize ?? 100, this.prefetch));
     this.permanentAttempts = Math.max(1, options.permanentAttempts ?? 3);
     this.runner = new OrderedRunner(Math.max(1, options.concurrency ?? 1), (batch, previous) =>
@@ -104,6 +108,16 @@ class AmqpUsageConsumer implements UsageConsumer {
       ...this.counters,
       lagMs: oldest.length === 0 ? 0 : Math.max(0, Date.now() - Math.min(...oldest)),
     };
+  }
+
+  async backlog(): Promise<number | null> {
+    const ch = this.channel;
+    if (!ch) return null;
+    try {
+      return (await ch.checkQueue(this.queue)).messageCount;
+    } catch {
+      return null; // the channel is closing: the supervisor reconnects
+    }
   }
 
   ready(timeoutMs = 10_000): Promise<void> {
@@ -215,7 +229,7 @@ class AmqpUsageConsumer implements UsageConsumer {
     // Deliveries can arrive before `consume` resolves: they must find their channel current.
     this.channel = ch;
     try {
-      const reply = await ch.consume(topology.queue, (msg) => this.onMessage(ch, msg), { noAck: false });
+      const reply = await ch.consume(this.queue, (msg) => this.onMessage(ch, msg), { noAck: false });
       this.consumerTag = reply.consumerTag;
     } catch (err) {
       if (this.channel === ch) this.channel = null;
@@ -242,7 +256,7 @@ class AmqpUsageConsumer implements UsageConsumer {
         if (restored) log.info('RabbitMQ connection restored; consuming usage events again');
         else
           log.info(
-            { queue: options.topology.queue, prefetch: this.prefetch, batchSize: this.batchSize },
+            { queue: this.queue, prefetch: this.prefetch, batchSize: this.batchSize },
             'consuming usage events',
           );
         for (const resolve of this.readyWaiters) resolve();

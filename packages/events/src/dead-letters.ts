@@ -1,4 +1,5 @@
 import amqp, { type GetMessage } from 'amqplib';
+import { usagePartition } from './partition';
 import type { UsageTopology } from './topology';
 import { parseUsageEvent, USAGE_BATCH_MESSAGE_TYPE, usageBatchBody, usageMessageBodies } from './usage-event';
 
@@ -148,7 +149,12 @@ export async function replayDeadLetters(
         parts.length === 1 && msg.properties.type !== USAGE_BATCH_MESSAGE_TYPE
           ? (parts[0] as Buffer)
           : usageBatchBody(parts);
-      ch.publish(topology.exchange, topology.routingKey, bad.length === 0 ? msg.content : batch(good), {
+      // Back to the partition of its (first) event's account: a publisher never mixes partitions in one
+      // message, so under the same USAGE_PARTITIONS its events all belong there.
+      const first = parseUsageEvent(good[0] as Buffer);
+      const partition = first.ok ? usagePartition(first.event.account_id, topology.partitions.length) : 0;
+      const routingKey = (topology.partitions[partition] ?? topology).routingKey;
+      ch.publish(topology.exchange, routingKey, bad.length === 0 ? msg.content : batch(good), {
         ...props,
         headers: { ...rest, 'x-tollgate-replayed': true },
         persistent: true,

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { createLogger } from '@tollgate/logger';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { usagePartition } from './partition';
 import { createUsagePublisher, type PublisherMetric, type UsagePublisher } from './publisher';
 import { drainEvents, drainQueue, recordingLogger, sampleEvent } from './test-support';
 import { topologyNames, type UsageTopology, usageTopology } from './topology';
@@ -264,5 +266,37 @@ describe('usage publisher', () => {
     await publisher.close();
     publisher.publish(sampleEvent());
     expect(publisher.stats()).toMatchObject({ dropped: 1, buffered: 0 });
+  });
+});
+
+describe('usage publisher with USAGE_PARTITIONS=2', () => {
+  it("routes each event to its account's partition queue, every account's events in publish order", async () => {
+    const partitioned = usageTopology(amqp.prefix, 2);
+    const publisher = createUsagePublisher({
+      url: amqp.url,
+      topology: partitioned,
+      logger: recordingLogger(),
+      reconnect: { initialDelayMs: 20, maxDelayMs: 200 },
+    });
+    publishers.push(publisher);
+    try {
+      const accounts = Array.from({ length: 8 }, () => randomUUID());
+      const events = Array.from({ length: 200 }, (_, i) => sampleEvent({ account_id: accounts[i % 8] }));
+      for (const e of events) publisher.publish(e);
+      expect(await publisher.flush(10_000)).toBe(true);
+      expect(publisher.stats().unroutable).toBe(0);
+      for (const [i, partition] of partitioned.partitions.entries()) {
+        const got = (await drainEvents(amqp.url, partition.queue)).map(
+          (d) => JSON.parse(d.content.toString()) as { id: string; account_id: string },
+        );
+        const expected = events.filter((e) => usagePartition(e.account_id, 2) === i);
+        expect(expected.length).toBeGreaterThan(0);
+        // Everything of the partition, nothing else, in publish order (so each account's in order).
+        expect(got.map((e) => e.id)).toEqual(expected.map((e) => e.id));
+      }
+    } finally {
+      await publisher.close({ drainTimeoutMs: 0 });
+      await amqp.cleanup(topologyNames(partitioned));
+    }
   });
 });

@@ -2,6 +2,7 @@ import type { ConfirmChannel } from 'amqplib';
 import { errorMessage } from './backoff';
 import { type AmqpSupervisor, superviseAmqpConnection } from './connection';
 import type { EventsLogger } from './logger';
+import { usagePartition } from './partition';
 import { openPublisherChannel } from './publisher/channel';
 import { ConfirmWindow, type Entry } from './publisher/confirm-window';
 import { encodeMessage, type MessageLimits, SendScheduler, takeMessage } from './publisher/message-batcher';
@@ -33,6 +34,8 @@ class AmqpUsagePublisher implements UsagePublisher {
   private readonly log: EventsLogger;
   private readonly maxBuffered: number;
   private readonly limits: MessageLimits;
+  /** USAGE_PARTITIONS: an event goes to the queue of its account's partition. */
+  private readonly partitions: number;
   private readonly window: ConfirmWindow;
   private readonly scheduler: SendScheduler;
   private readonly telemetry: PublisherTelemetry<PublisherStats>;
@@ -59,7 +62,8 @@ class AmqpUsagePublisher implements UsagePublisher {
       eventsPerMessage: Math.max(1, options.eventsPerMessage ?? 100),
       maxMessageBytes: Math.max(1, options.maxMessageBytes ?? 1024 * 1024),
     };
-    this.window = new ConfirmWindow(maxInFlight);
+    this.partitions = options.topology.partitions.length;
+    this.window = new ConfirmWindow(maxInFlight, this.partitions);
     this.scheduler = new SendScheduler(
       Math.max(0, options.lingerMs ?? 5),
       this.limits.eventsPerMessage,
@@ -68,7 +72,9 @@ class AmqpUsagePublisher implements UsagePublisher {
     );
     this.telemetry = new PublisherTelemetry(this.log, () => this.stats(), options.onMetrics);
     this.spool = options.spool ? new Spool({ ...options.spool, logger: this.log }) : null;
-    this.replayer = this.spool ? new SpoolReplayer(this.spool, this.log) : null;
+    this.replayer = this.spool
+      ? new SpoolReplayer(this.spool, this.log, (parsed) => this.partitionOf(parsed?.account_id))
+      : null;
     this.supervisor = this.supervise();
   }
 
@@ -93,7 +99,7 @@ class AmqpUsagePublisher implements UsagePublisher {
       sentAt: now,
       confirmed: false,
       dropped: false,
-      partition: 0,
+      partition: this.partitionOf(event.account_id),
     };
     const { window } = this;
     window.buffered++;
@@ -173,6 +179,10 @@ class AmqpUsagePublisher implements UsagePublisher {
     return { drained, remaining };
   }
 
+  private partitionOf(accountId: unknown): number {
+    return typeof accountId === 'string' ? usagePartition(accountId, this.partitions) : 0;
+  }
+
   private idle(): boolean {
     return this.window.buffered === 0 && (this.spool?.events ?? 0) === 0;
   }
@@ -207,7 +217,7 @@ class AmqpUsagePublisher implements UsagePublisher {
       try {
         writable = ch.publish(
           options.topology.exchange,
-          options.topology.routingKey,
+          (options.topology.partitions[(entries[0] as Entry).partition] ?? options.topology).routingKey,
           message.body,
           {
             headers: options.signer?.headers(message.body, message.sentAt),

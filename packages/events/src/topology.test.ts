@@ -26,6 +26,55 @@ afterEach(async () => {
   await amqp.cleanup(topologyNames(topology));
 });
 
+describe('usageTopology partitions', () => {
+  it('with one partition the names are exactly those of an unpartitioned install', () => {
+    const t = usageTopology('tollgate');
+    expect(t).toEqual({
+      exchange: 'tollgate.usage',
+      routingKey: 'usage.v1',
+      queue: 'tollgate.billing.usage',
+      deadLetterExchange: 'tollgate.usage.dlx',
+      deadLetterQueue: 'tollgate.billing.usage.dead',
+      partitions: [{ queue: 'tollgate.billing.usage', routingKey: 'usage.v1' }],
+    });
+    expect(usageQueueArguments(t)).not.toHaveProperty('x-single-active-consumer');
+  });
+
+  it('with N partitions: a queue and routing key per partition, single active consumer', () => {
+    const t = usageTopology('tollgate', 3);
+    expect(t.partitions).toEqual(
+      [0, 1, 2].map((i) => ({ queue: `tollgate.billing.usage.p${i}`, routingKey: `usage.v1.p${i}` })),
+    );
+    expect(usageQueueArguments(t)).toMatchObject({
+      'x-single-active-consumer': true,
+      'x-queue-type': 'quorum',
+    });
+    expect(topologyNames(t).queues).toEqual([
+      'tollgate.billing.usage',
+      'tollgate.billing.usage.p0',
+      'tollgate.billing.usage.p1',
+      'tollgate.billing.usage.p2',
+      'tollgate.billing.usage.dead',
+    ]);
+  });
+
+  it('declares every partition queue, each bound by its own routing key only', async () => {
+    const t = usageTopology(amqp.prefix, 2);
+    const ch = await conn.createConfirmChannel();
+    try {
+      await declareUsageTopology(ch, t);
+      ch.publish(t.exchange, 'usage.v1.p1', Buffer.from('{}'));
+      await ch.waitForConfirms();
+      await expect
+        .poll(async () => (await ch.checkQueue(t.partitions[1]?.queue as string)).messageCount)
+        .toBe(1);
+      expect((await ch.checkQueue(t.partitions[0]?.queue as string)).messageCount).toBe(0);
+    } finally {
+      await amqp.cleanup(topologyNames(t));
+    }
+  });
+});
+
 describe('declareUsageTopology', () => {
   it('is idempotent: the proxy and billing can both declare on every start', async () => {
     const ch = await conn.createChannel();

@@ -56,6 +56,19 @@ describe('billing config', () => {
       expect(message).toContain(name);
   });
 
+  it('USAGE_PARTITIONS defaults to 1 (the single queue) and the worker takes every partition unless told', () => {
+    expect(loadConfig({})).toMatchObject({ USAGE_PARTITIONS: 1, USAGE_WORKER_PARTITIONS: 'all' });
+    expect(loadConfig({ USAGE_PARTITIONS: '4', USAGE_WORKER_PARTITIONS: '0,2-3' })).toMatchObject({
+      USAGE_PARTITIONS: 4,
+      USAGE_WORKER_PARTITIONS: '0,2-3',
+    });
+    expect(() => loadConfig({ USAGE_PARTITIONS: '0' })).toThrow(/USAGE_PARTITIONS/);
+    expect(() => loadConfig({ USAGE_PARTITIONS: '65' })).toThrow(/USAGE_PARTITIONS/);
+    expect(() => loadConfig({ USAGE_PARTITIONS: '2', USAGE_WORKER_PARTITIONS: '2' })).toThrow(
+      /USAGE_WORKER_PARTITIONS.*partition 2 does not exist/s,
+    );
+  });
+
   it('wants PREFETCH at least BATCH_SIZE', () => {
     expect(() => loadConfig({ BATCH_SIZE: '300', PREFETCH: '100' })).toThrow(/PREFETCH/);
   });

@@ -10,6 +10,7 @@ import {
   servicePrivateKeyEnv,
   servicePublicKeysEnv,
 } from '@tollgate/config';
+import { parseUsagePartitionList, usagePartitionsEnv } from '@tollgate/events';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
 import { webhookEnv } from './alerts/alerts.config';
@@ -72,6 +73,18 @@ export const billingConfigSchema = z
     AMQP_URL: z.string().url().default(defaults.amqpUrl),
     /** Prefix of the RabbitMQ exchange and queue names (must match the proxy's). */
     AMQP_PREFIX: z.string().min(1).default('tollgate'),
+    /**
+     * Usage partitions (queues `<AMQP_PREFIX>.billing.usage.p<i>`; 1 = the single queue
+     * `<AMQP_PREFIX>.billing.usage`). Must equal the proxies' USAGE_PARTITIONS (docs/operations.md
+     * "Usage partitions" for changing it: drain, then switch).
+     */
+    USAGE_PARTITIONS: usagePartitionsEnv,
+    /**
+     * The partitions this worker consumes: `all` (default) or indexes and ranges (`0,2-3`). Each
+     * partition queue has one active consumer at a time; the other workers subscribed to it wait as
+     * standbys and take over when it goes.
+     */
+    USAGE_WORKER_PARTITIONS: z.string().default('all'),
     /** Most usage events written per Postgres transaction. */
     BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(1000),
     /** Longest wait for a batch to fill before it is written anyway (records visible within ~this). */
@@ -111,6 +124,11 @@ export const billingConfigSchema = z
         path: ['USAGE_CHECKS'],
         message: `every check is required in production (missing: ${off.join(', ')})`,
       });
+    }
+    try {
+      parseUsagePartitionList(c.USAGE_WORKER_PARTITIONS, c.USAGE_PARTITIONS);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', path: ['USAGE_WORKER_PARTITIONS'], message: (err as Error).message });
     }
     if (c.PREFETCH < c.BATCH_SIZE) {
       ctx.addIssue({ code: 'custom', path: ['PREFETCH'], message: 'must be at least BATCH_SIZE' });

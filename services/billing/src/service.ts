@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { createServiceSigner, createServiceVerifier, parsePublicKeys } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { sql } from '@tollgate/db';
-import { createUsageConsumer, type UsageConsumer, usageTopology } from '@tollgate/events';
+import { type UsageConsumer, usageTopology } from '@tollgate/events';
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { serviceRegistry } from '@tollgate/metrics';
@@ -18,7 +18,7 @@ import { createBillingApp } from './http/app';
 import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
 import { recordRefusals } from './refusals/refusals.repository';
 import { createSpendService } from './spend/spend.service';
-import { classifyBillingFailure } from './usage/failure';
+import { usageConsumers } from './usage/partition-consumers';
 import { createUsageRecorder, type UsageRecorder } from './usage/usage.recorder';
 import { createUsageChecks } from './usage/usage-checks';
 import { createUsageEventHandler } from './usage/usage-event.handler';
@@ -126,29 +126,21 @@ export async function startBilling(
 
   const metrics = serviceRegistry('billing');
   const worker = workerMetrics(metrics);
-  const consumer = config.WORKER_ENABLED
-    ? createUsageConsumer({
-        url: config.AMQP_URL,
-        topology: usageTopology(config.AMQP_PREFIX),
-        logger,
-        prefetch: config.PREFETCH,
-        batchSize: config.BATCH_SIZE,
-        concurrency: config.CONCURRENT_BATCHES,
-        batchTimeoutMs: config.BATCH_TIMEOUT_MS,
-        connectionName: 'tollgate-billing',
-        classify: classifyBillingFailure,
-        verifyMessage: checks.verifyMessage,
-        handle: createUsageEventHandler({
-          recorder,
-          logger,
-          onCommitted: worker.committed,
-          refuse: checks.foreignKeys,
-          recordRefusals: (events) => recordRefusals(db, events),
-        }),
-      })
-    : null;
+  const topology = usageTopology(config.AMQP_PREFIX, config.USAGE_PARTITIONS);
+  const { consumer, partitions: usagePartitions } = usageConsumers(config, {
+    topology,
+    logger,
+    verifyMessage: checks.verifyMessage,
+    handle: createUsageEventHandler({
+      recorder,
+      logger,
+      onCommitted: worker.committed,
+      refuse: checks.foreignKeys,
+      recordRefusals: (events) => recordRefusals(db, events),
+    }),
+  });
 
-  worker.watch(consumer);
+  worker.watch(consumer, usagePartitions);
   if (config.WORKER_ENABLED) alerts.delivery.start();
   const app = createBillingApp({
     db,
@@ -161,7 +153,7 @@ export async function startBilling(
     logger,
     metrics,
     retentionCutoff: partitions.cutoff,
-    deadLetters: { amqpUrl: config.AMQP_URL, topology: usageTopology(config.AMQP_PREFIX) },
+    deadLetters: { amqpUrl: config.AMQP_URL, topology },
     readiness: {
       postgres: async () => {
         await sql`select 1`.execute(db);

@@ -116,7 +116,7 @@ export async function startTestBilling(
     USAGE_CHECKS: 'signature',
     ...env,
   });
-  const topology = usageTopology(config.AMQP_PREFIX);
+  const topology = usageTopology(config.AMQP_PREFIX, config.USAGE_PARTITIONS);
   const logger = createLogger({ name: 'billing-test', level: config.LOG_LEVEL });
   let billing = await startBilling(config, { logger, owners: testKeyOwners, ...options });
   await billing.consumer?.ready();

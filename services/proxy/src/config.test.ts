@@ -13,6 +13,13 @@ const servers = {
 };
 
 describe('proxy config', () => {
+  it('USAGE_PARTITIONS: 1 by default (the queue names of an unpartitioned install), 1..64', () => {
+    expect(loadConfig({}).USAGE_PARTITIONS).toBe(1);
+    expect(loadConfig({ USAGE_PARTITIONS: '2' }).USAGE_PARTITIONS).toBe(2);
+    for (const bad of ['0', '65', 'two'])
+      expect(() => loadConfig({ USAGE_PARTITIONS: bad })).toThrow(/USAGE_PARTITIONS/);
+  });
+
   it('works with no env at all, against local services', () => {
     const c = loadConfig({});
     expect(c.PORT).toBe(8080);

@@ -9,6 +9,7 @@ import {
   refuseDevSecretInProduction,
   servicePrivateKeyEnv,
 } from '@tollgate/config';
+import { usagePartitionsEnv } from '@tollgate/events';
 import { trustedProxiesEnv } from '@tollgate/http';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
@@ -35,6 +36,12 @@ export const proxyEnv = z
     AMQP_URL: url.default('amqp://guest:guest@127.0.0.1:5672'),
     /** Prefix of the usage exchange and queues (see @tollgate/events usageTopology). */
     AMQP_PREFIX: z.string().min(1).default('tollgate'),
+    /**
+     * Usage partitions: each event goes to queue `usagePartition(account, N)` (@tollgate/events), so
+     * billing workers share the load while an account's events stay in order. Billing's value must
+     * be the same (docs/operations.md "Usage partitions": drain, then switch).
+     */
+    USAGE_PARTITIONS: usagePartitionsEnv,
     KEYS_URL: url.default('http://127.0.0.1:8081'),
     BILLING_URL: url.default('http://127.0.0.1:8082'),
     CATALOG_PATH: z.string().min(1).default(DEFAULT_CATALOG_PATH),

@@ -7,6 +7,11 @@ export interface UsageConsumerOptions {
   /** AMQP_URL. */
   url: string;
   topology: UsageTopology;
+  /**
+   * The usage partition consumed: the queue `topology.partitions[partition]`. Default 0 (with one
+   * partition, the usage queue itself). Billing runs one consumer per partition it takes.
+   */
+  partition?: number;
   logger: EventsLogger;
   /** Unacknowledged messages the broker may push to this consumer; keep it ≥ 2 × batchSize. */
   prefetch: number;
@@ -83,6 +88,11 @@ export interface ConsumerStats {
 
 export interface UsageConsumer {
   stats(): ConsumerStats;
+  /**
+   * Messages ready in the consumed queue, not yet delivered to a consumer (the partition's backlog,
+   * from the broker); null while disconnected.
+   */
+  backlog(): Promise<number | null>;
   /** Resolves once consuming (for readiness checks and tests); rejects after `timeoutMs`. */
   ready(timeoutMs?: number): Promise<void>;
   /** Stops consuming, waits for the batch in `handle`, handles what was already received, closes. */

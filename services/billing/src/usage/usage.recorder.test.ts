@@ -145,6 +145,17 @@ describe('usage recorder (one array parameter per column, sums per batch)', () =
     });
   });
 
+  it('an event twice in one batch (a publisher retry) is recorded and charged once, as first sent', async () => {
+    const accountId = randomUUID();
+    const keyId = randomUUID();
+    const e = usageEvent({ account_id: accountId, key_id: keyId, cost: '0.25' });
+    const other = usageEvent({ account_id: accountId, key_id: keyId, cost: '0.5' });
+    const r = await s.billing.recorder.record([e, other, { ...e, cost: '7' }]);
+    expect(r).toEqual({ inserted: 2, duplicates: 0 });
+    expect((await record(e.id)).total_cost).toBe('0.25');
+    expect((await spend(keyId)).all).toBe('0.75');
+  });
+
   it('two batches written at once that share events (a redelivery) record and charge each once', async () => {
     const accountId = randomUUID();
     const keyId = randomUUID();

@@ -1,9 +1,13 @@
 import type { UsageConsumer, UsageEvent } from '@tollgate/events';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { PartitionConsumer } from './partition-consumers';
 
 export interface WorkerMetrics {
-  /** The consumer whose stats the gauges read (null: WORKER_ENABLED=false). */
-  watch(consumer: UsageConsumer | null): void;
+  /**
+   * The consumer whose stats the gauges read (null: WORKER_ENABLED=false), and the consumer of each
+   * partition the worker takes (the `{partition}` gauges).
+   */
+  watch(consumer: UsageConsumer | null, partitions?: readonly PartitionConsumer[]): void;
   /** A batch of usage events was committed: counts them and observes each one's age. */
   committed(events: readonly UsageEvent[]): void;
 }
@@ -16,6 +20,8 @@ export interface WorkerMetrics {
  */
 export function workerMetrics(registry: Registry): WorkerMetrics {
   let consumer: UsageConsumer | null = null;
+  let partitions: readonly PartitionConsumer[] = [];
+  partitionGauges(registry, () => partitions);
   const stat = (name: string, help: string, read: (s: ReturnType<UsageConsumer['stats']>) => number) =>
     new Gauge({
       name,
@@ -56,8 +62,9 @@ export function workerMetrics(registry: Registry): WorkerMetrics {
     registers: [registry],
   });
   return {
-    watch(c) {
+    watch(c, p = []) {
       consumer = c;
+      partitions = p;
     },
     committed(events) {
       const now = Date.now();
@@ -68,4 +75,48 @@ export function workerMetrics(registry: Registry): WorkerMetrics {
       }
     },
   };
+}
+
+/**
+ * Per usage partition this worker takes: its backlog (messages ready in its queue, from the broker)
+ * and its consumer's lag (age of the oldest event it holds) and state. A partition whose active
+ * consumer is another worker shows its backlog here too, and lag 0 (this worker is its standby).
+ */
+function partitionGauges(registry: Registry, read: () => readonly PartitionConsumer[]): void {
+  new Gauge({
+    name: 'tollgate_billing_partition_backlog_messages',
+    help: 'Messages ready in a usage partition queue, not yet delivered (from the broker)',
+    labelNames: ['partition'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const all = read();
+      const backlogs = await Promise.all(all.map((p) => p.consumer.backlog()));
+      all.forEach((p, i) => {
+        const n = backlogs[i];
+        if (n !== null && n !== undefined) this.set({ partition: String(p.partition) }, n);
+      });
+    },
+  });
+  new Gauge({
+    name: 'tollgate_billing_partition_lag_seconds',
+    help: "Age of the oldest usage event a partition's consumer holds in this worker (0 when idle)",
+    labelNames: ['partition'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const p of read()) this.set({ partition: String(p.partition) }, p.consumer.stats().lagMs / 1000);
+    },
+  });
+  new Gauge({
+    name: 'tollgate_billing_partition_consuming',
+    help: '1 while the consumer of a usage partition is connected and subscribed (active or standby)',
+    labelNames: ['partition'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const p of read())
+        this.set({ partition: String(p.partition) }, p.consumer.stats().connected ? 1 : 0);
+    },
+  });
 }

@@ -46,7 +46,7 @@ export async function connectRedis(config: ProxyConfig, logger: Logger): Promise
 export function usagePublisher(config: ProxyConfig, logger: Logger): UsagePublisher {
   return createUsagePublisher({
     url: config.AMQP_URL,
-    topology: usageTopology(config.AMQP_PREFIX),
+    topology: usageTopology(config.AMQP_PREFIX, config.USAGE_PARTITIONS),
     logger,
     maxBuffered: config.PUBLISHER_MAX_BUFFERED,
     eventsPerMessage: config.PUBLISHER_EVENTS_PER_MESSAGE,

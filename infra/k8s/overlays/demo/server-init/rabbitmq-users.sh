@@ -8,6 +8,6 @@ user() { # name password configure write read
   rabbitmqctl set_permissions -p / "$1" "$3" "$4" "$5" >/dev/null
 }
 usage='^tollgate\.usage$'
-billing='^tollgate\.(usage|usage\.dlx|billing\.usage|billing\.usage\.dead)$'
+billing='^tollgate\.(usage|usage\.dlx|billing\.usage|billing\.usage\.p[0-9]+|billing\.usage\.dead)$'
 user tollgate-proxy "$PROXY_AMQP_PASSWORD" "$usage" "$usage" '^$'
 user tollgate-billing "$BILLING_AMQP_PASSWORD" "$billing" "$billing" "$billing"
