@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
-import { usageTopology } from '@tollgate/events';
+import { topologyNames, usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { toUnits } from '@tollgate/money';
 import {
@@ -129,6 +129,8 @@ export interface FaultStackOptions {
   proxyEnv?: Record<string, string>;
   /** Soft limit of open files of the proxy process (raised with `ulimit -n` before it starts). */
   proxyOpenFiles?: number;
+  /** USAGE_PARTITIONS of every service (default 1: the single usage queue). */
+  usagePartitions?: number;
 }
 
 export interface KeyUnderTest {
@@ -205,6 +207,7 @@ export class FaultStack {
       AMQP_PREFIX: this.amqp.prefix,
       AMQP_URL: this.options.amqpUrl?.(this.amqp.url) ?? this.amqp.url,
       METRICS_PORT: '0',
+      USAGE_PARTITIONS: String(this.options.usagePartitions ?? 1),
     };
     this.sim = await spawnService('provider-sim', {
       ...this.env,
@@ -316,9 +319,9 @@ export class FaultStack {
   }
 
   /** Accounts and keys: `count` keys over two accounts; every third key has a limit near its spend. */
-  async createKeys(count: number, credits = '1000'): Promise<KeyUnderTest[]> {
+  async createKeys(count: number, credits = '1000', accounts = 2): Promise<KeyUnderTest[]> {
     const runtime = await this.admin();
-    for (let a = 0; a < 2; a++) {
+    for (let a = 0; a < accounts; a++) {
       const slug = `faults-${randomBytes(4).toString('hex')}`;
       const account = await runtime.accounts.create({ slug, name: slug });
       await this.addCredits(account.id, credits);
@@ -450,14 +453,28 @@ export class FaultStack {
     return outcomes;
   }
 
+  /** The usage topology of this stack (its USAGE_PARTITIONS). */
+  topology() {
+    return usageTopology(this.amqp.prefix, this.options.usagePartitions ?? 1);
+  }
+
+  /** Messages in the usage queues (every partition's, summed) and in the dead-letter queue. */
   async queueDepths(): Promise<{ queue: number; dead: number }> {
-    const t = usageTopology(this.amqp.prefix);
+    const t = this.topology();
     const conn = await amqplib.connect(this.amqp.url);
+    conn.on('error', () => {});
     try {
+      let queue = 0;
+      for (const p of t.partitions) {
+        // A failed check closes the channel: one channel per check.
+        const ch = await conn.createChannel();
+        ch.on('error', () => {});
+        queue += (await ch.checkQueue(p.queue).catch(() => ({ messageCount: 0 }))).messageCount;
+      }
       const ch = await conn.createChannel();
-      const q = await ch.checkQueue(t.queue).catch(() => ({ messageCount: 0 }));
+      ch.on('error', () => {});
       const d = await ch.checkQueue(t.deadLetterQueue).catch(() => ({ messageCount: 0 }));
-      return { queue: q.messageCount, dead: d.messageCount };
+      return { queue, dead: d.messageCount };
     } finally {
       await conn.close().catch(() => {});
     }
@@ -600,14 +617,10 @@ export class FaultStack {
     ) as ServiceProcess[];
     await Promise.all(all.map((p) => stopService(p, 'SIGTERM').catch(() => {})));
     await this.pool?.end().catch(() => {});
-    const t = usageTopology(this.amqp.prefix);
     await Promise.allSettled([
       this.redis?.cleanup(),
       this.db?.drop(),
-      this.amqp?.cleanup({
-        queues: [t.queue, t.deadLetterQueue],
-        exchanges: [t.exchange, t.deadLetterExchange],
-      }),
+      this.amqp ? this.amqp.cleanup(topologyNames(this.topology())) : undefined,
     ]);
     rmSync(this.spoolDir, { recursive: true, force: true });
   }
