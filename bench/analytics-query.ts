@@ -161,7 +161,7 @@ async function timeQuery(label: string, query: string, route = 'usage') {
   const url = `${billing.url}/internal/accounts/${account}/${route}?from=${from}&to=${to}&${query}`;
   const once = async () => {
     const s = process.hrtime.bigint();
-    const res = await fetch(url, { headers: { 'x-service-token': token() } });
+    const res = await fetch(url, { headers: { 'x-service-token': await token() } });
     const body = (await res.json()) as { data: { rows: unknown[] } };
     if (res.status !== 200) throw new Error(`${label}: HTTP ${res.status} ${JSON.stringify(body)}`);
     return { t: ms(s), rows: body.data.rows.length };

@@ -152,10 +152,10 @@ const proxyIdentity = devServiceSigner('proxy');
 const serviceToken = () => proxyIdentity.sign('billing'); // spend rebuild: the proxy's route
 // Load the Redis spend hashes (as the proxy's guard does on first use) so the worker updates them.
 await Promise.all(
-  keys.map((k) =>
+  keys.map(async (k) =>
     fetch(`${billing.url}/internal/spend/rebuild`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-service-token': serviceToken() },
+      headers: { 'content-type': 'application/json', 'x-service-token': await serviceToken() },
       body: JSON.stringify({ account_id: k.accountId, key_id: k.keyId }),
     }).then((r) => r.body?.cancel()),
   ),
@@ -233,7 +233,7 @@ for (let s = 0; s < SAMPLES; s++) {
   const e = event(s);
   const k = { keyId: e.key_id, accountId: e.account_id };
   const headers = {
-    'x-service-token': proxyIdentity.sign('billing', { kind: 'key', ...k, scope: 'inference' }),
+    'x-service-token': await proxyIdentity.sign('billing', { kind: 'key', ...k, scope: 'inference' }),
   };
   const t = performance.now();
   await publish([e]);

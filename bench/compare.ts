@@ -570,7 +570,9 @@ try {
   const credit = await fetch(`${urls.billing}/internal/accounts/${account.id}/credits`, {
     method: 'POST',
     headers: {
-      [SERVICE_TOKEN_HEADER]: createServiceSigner('admin', serviceKeys.admin.privateKey).sign('billing'),
+      [SERVICE_TOKEN_HEADER]: await createServiceSigner('admin', serviceKeys.admin.privateKey).sign(
+        'billing',
+      ),
       'content-type': 'application/json',
     },
     body: JSON.stringify({ amount: '1000000', note: 'bench' }),

@@ -475,7 +475,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('generates keys that work: each caller signs, each callee verifies only its trusted callers, nothing from the dev set', () => {
+  it('generates keys that work: each caller signs, each callee verifies only its trusted callers, nothing from the dev set', async () => {
     const configs = {
       proxy: loadProxyConfig(resolvedEnvironment('proxy')),
       keys: loadKeysConfig(resolvedEnvironment('keys')),
@@ -504,7 +504,7 @@ describe('docker-compose.yml', () => {
     >) {
       const verifier = createServiceVerifier(callee, configs[callee].SERVICE_PUBLIC_KEYS);
       for (const [caller, signer] of Object.entries(signers)) {
-        const claims = verifier.verify(signer.sign(callee));
+        const claims = await verifier.verify(await signer.sign(callee));
         expect(claims?.caller ?? null, `${caller} → ${callee}`).toBe(
           callers.includes(caller) ? caller : null,
         );

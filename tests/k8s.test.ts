@@ -264,7 +264,7 @@ describe.each(overlays)('overlay %s', (overlay) => {
     },
   );
 
-  it('ships no service key: every pod gets only its own private key, its callers trust it, nothing from the dev set', () => {
+  it('ships no service key: every pod gets only its own private key, its callers trust it, nothing from the dev set', async () => {
     const rendered = JSON.stringify(objs());
     for (const name of SERVICE_NAMES) {
       expect(rendered).not.toContain(DEV_SERVICE_KEYS[name].privateKey);
@@ -305,9 +305,10 @@ describe.each(overlays)('overlay %s', (overlay) => {
     >) {
       const verifier = createServiceVerifier(callee, envs[callee]!.SERVICE_PUBLIC_KEYS!);
       for (const [caller, signer] of Object.entries(signers)) {
-        expect(verifier.verify(signer.sign(callee))?.caller ?? null, `${caller} → ${callee}`).toBe(
-          callers.includes(caller) ? caller : null,
-        );
+        expect(
+          (await verifier.verify(await signer.sign(callee)))?.caller ?? null,
+          `${caller} → ${callee}`,
+        ).toBe(callers.includes(caller) ? caller : null);
       }
     }
   });

@@ -148,7 +148,7 @@ describe('authentication', () => {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          [SERVICE_TOKEN_HEADER]: devServiceSigner(name).sign('dashboard'),
+          [SERVICE_TOKEN_HEADER]: await devServiceSigner(name).sign('dashboard'),
         },
         body: JSON.stringify({
           account_id: stack.account.id,

@@ -217,7 +217,7 @@ describe('audit log', () => {
     await stack.addCredits(stack.account.id, '3.25');
     const dashboardSigner = createServiceSigner('dashboard', stack.serviceKeys.dashboard.privateKey);
     const res = await fetch(`${stack.services.billing.url}/internal/accounts/${stack.account.id}/audit`, {
-      headers: { [SERVICE_TOKEN_HEADER]: dashboardSigner.sign('billing') },
+      headers: { [SERVICE_TOKEN_HEADER]: await dashboardSigner.sign('billing') },
     });
     expect(res.status).toBe(200);
     const entries = ((await res.json()) as { data: Entry[] }).data.filter(

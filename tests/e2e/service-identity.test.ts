@@ -88,20 +88,20 @@ describe('service identity with production keys', () => {
     const grant = await billingCall(
       'POST',
       `/internal/accounts/${account.id}/credits`,
-      proxy.sign('billing'),
+      await proxy.sign('billing'),
       { amount: '1000000' },
     );
     expect(grant.status).toBe(403);
     const postpaid = await billingCall(
       'PUT',
       `/internal/accounts/${account.id}/postpaid`,
-      proxy.sign('billing'),
+      await proxy.sign('billing'),
       { postpaid: true },
     );
     expect(postpaid.status).toBe(403);
     // Signing as admin with the proxy's key (or the public dev admin key) is not being admin.
     for (const privateKey of [stack.serviceKeys.proxy.privateKey, DEV_SERVICE_KEYS.admin.privateKey]) {
-      const forged = createServiceSigner('admin', privateKey).sign('billing');
+      const forged = await createServiceSigner('admin', privateKey).sign('billing');
       expect(
         (await billingCall('POST', `/internal/accounts/${account.id}/credits`, forged, { amount: '1' }))
           .status,

@@ -90,7 +90,7 @@ describe('spend alerts across replicas (issue 29)', () => {
     const created = await fetch(`${billingUrl}/internal/accounts/${account.id}/webhooks`, {
       method: 'POST',
       headers: {
-        [SERVICE_TOKEN_HEADER]: devServiceSigner('dashboard').sign('billing'),
+        [SERVICE_TOKEN_HEADER]: await devServiceSigner('dashboard').sign('billing'),
         'content-type': 'application/json',
       },
       body: JSON.stringify({ url: receiver.url, thresholds: [25, 50, 75] }),

@@ -365,7 +365,7 @@ export class FaultStack {
   }
 
   async addCredits(accountId: string, amount: string) {
-    const token = devServiceSigner('admin').sign('billing'); // the admin CLI's identity
+    const token = await devServiceSigner('admin').sign('billing'); // the admin CLI's identity
     const res = await fetch(`${this.billing[0]?.url}/internal/accounts/${accountId}/credits`, {
       method: 'POST',
       headers: { [SERVICE_TOKEN_HEADER]: token, 'content-type': 'application/json' },

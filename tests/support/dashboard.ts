@@ -124,7 +124,7 @@ export async function startTestDashboard(
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          [SERVICE_TOKEN_HEADER]: admin.sign('dashboard'),
+          [SERVICE_TOKEN_HEADER]: await admin.sign('dashboard'),
         },
         body: JSON.stringify({ account_id: accountId, email, display_name: `Test ${role}`, role }),
       });

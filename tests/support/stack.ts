@@ -288,7 +288,7 @@ export async function startStack(
     const addCredits = async (accountId: string, amount: string) => {
       const res = await fetch(`${billing.url}/internal/accounts/${accountId}/credits`, {
         method: 'POST',
-        headers: { [SERVICE_TOKEN_HEADER]: serviceToken(), 'content-type': 'application/json' },
+        headers: { [SERVICE_TOKEN_HEADER]: await serviceToken(), 'content-type': 'application/json' },
         body: JSON.stringify({ amount, note: 'test stack' }),
       });
       if (!res.ok) throw new Error(`adding credits failed: HTTP ${res.status} ${await res.text()}`);

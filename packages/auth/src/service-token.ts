@@ -1,16 +1,11 @@
-import {
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  type KeyObject,
-  sign,
-  verify,
-} from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { decodeJwt, type JWTPayload, jwtVerify, SignJWT } from 'jose';
 
 /**
  * Service identity (docs/architecture.md "Service identity"): every caller signs its internal calls
  * with its own Ed25519 private key; every callee holds the public keys of the callers it trusts and
- * accepts, per route, only the callers that route names. A token is a compact EdDSA JWT:
+ * accepts, per route, only the callers that route names. A token is a compact EdDSA JWT, signed and
+ * verified by `jose`:
  *
  *   header  {"alg":"EdDSA","typ":"JWT"}
  *   payload {"iss": caller, "aud": callee, "iat", "exp", "kind": "service" | "key", "sub", "acc"?, "scope"?}
@@ -147,8 +142,8 @@ const DEV_PUBLIC = new Set(SERVICE_NAMES.map((n) => DEV_SERVICE_KEYS[n].publicKe
 /** True for a development key (private or public, whatever its encoding): never for production. */
 export const isDevServiceKey = (key: KeyObject): boolean => DEV_PUBLIC.has(spki(key));
 
-const b64url = (s: string) => Buffer.from(s).toString('base64url');
-const HEADER = b64url(JSON.stringify({ alg: 'EdDSA', typ: 'JWT' }));
+/** The one protected header every token carries (a token with any other is refused before its signature). */
+const HEADER = Buffer.from(JSON.stringify({ alg: 'EdDSA', typ: 'JWT' })).toString('base64url');
 /** Longest lifetime a callee accepts (a stolen token is useful for at most this long). */
 export const MAX_SERVICE_TOKEN_TTL_SECONDS = 300;
 /** Clock difference between hosts tolerated on `iat`. */
@@ -158,10 +153,12 @@ const MAX_TOKEN_LENGTH = 2048;
 export interface ServiceSigner {
   readonly name: ServiceName;
   /** A token from this service for `audience`, valid `ttlSeconds` (default 60). */
-  sign(audience: ServiceName, claims?: ServiceClaims, ttlSeconds?: number): string;
+  sign(audience: ServiceName, claims?: ServiceClaims, ttlSeconds?: number): Promise<string>;
 }
 
+/** Signs compact EdDSA JWTs with `jose` (docs/architecture.md "Service identity"). */
 export function createServiceSigner(name: ServiceName, privateKey: KeyObject | string): ServiceSigner {
+  // `jose` converts a KeyObject to its WebCrypto form once and keeps it (per key object).
   const key = typeof privateKey === 'string' ? parsePrivateKey(privateKey) : privateKey;
   return {
     name,
@@ -169,19 +166,15 @@ export function createServiceSigner(name: ServiceName, privateKey: KeyObject | s
       const iat = Math.floor(Date.now() / 1000);
       const payload =
         claims.kind === 'key'
-          ? {
-              iss: name,
-              aud: audience,
-              iat,
-              exp: iat + ttlSeconds,
-              kind: 'key',
-              sub: claims.keyId,
-              acc: claims.accountId,
-              scope: claims.scope,
-            }
-          : { iss: name, aud: audience, iat, exp: iat + ttlSeconds, kind: 'service', sub: name };
-      const data = `${HEADER}.${b64url(JSON.stringify(payload))}`;
-      return `${data}.${sign(null, Buffer.from(data), key).toString('base64url')}`;
+          ? { kind: 'key', sub: claims.keyId, acc: claims.accountId, scope: claims.scope }
+          : { kind: 'service', sub: name };
+      return new SignJWT(payload)
+        .setProtectedHeader({ alg: 'EdDSA', typ: 'JWT' })
+        .setIssuer(name)
+        .setAudience(audience)
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + ttlSeconds)
+        .sign(key);
     },
   };
 }
@@ -190,24 +183,49 @@ export interface ServiceVerifier {
   /** This service: the audience every accepted token must name. */
   readonly name: ServiceName;
   /** The claims of a valid, unexpired token for this service signed by a trusted caller; else null. */
-  verify(token: string): VerifiedClaims | null;
-}
-
-interface RawPayload {
-  iss?: unknown;
-  aud?: unknown;
-  iat?: unknown;
-  exp?: unknown;
-  kind?: unknown;
-  sub?: unknown;
-  acc?: unknown;
-  scope?: unknown;
+  verify(token: string): Promise<VerifiedClaims | null>;
 }
 
 /**
- * The callee's side. Verified tokens are cached by their exact string until they expire (a caller
- * re-uses one token for half its life, so an Ed25519 verification happens about once per caller per
- * 30 s, not per call); the cache holds at most `cacheSize` tokens.
+ * The claims checks, on the payload before its signature is checked (a token that fails them costs no
+ * signature check) and again by `jose` on the verified one: this service is the audience, the issuer
+ * is a trusted caller, unexpired, issued no later than CLOCK_SKEW_SECONDS from now, living at most
+ * MAX_SERVICE_TOKEN_TTL_SECONDS.
+ */
+function acceptable(
+  p: JWTPayload,
+  audience: ServiceName,
+  nowSeconds: number,
+): p is JWTPayload & {
+  iss: ServiceName;
+  exp: number;
+  iat: number;
+} {
+  if (!isServiceName(p.iss) || p.aud !== audience) return false;
+  if (typeof p.exp !== 'number' || typeof p.iat !== 'number') return false;
+  if (p.exp <= nowSeconds || p.iat > nowSeconds + CLOCK_SKEW_SECONDS) return false;
+  return p.exp - p.iat <= MAX_SERVICE_TOKEN_TTL_SECONDS;
+}
+
+/** The caller identity of a verified payload (`kind` service or key), or null for any other shape. */
+function claimsOf(p: JWTPayload & { iss: ServiceName }): VerifiedClaims | null {
+  if (p.kind === 'service' && p.sub === p.iss) return { kind: 'service', caller: p.iss };
+  if (
+    p.kind === 'key' &&
+    typeof p.sub === 'string' &&
+    typeof p.acc === 'string' &&
+    (p.scope === 'inference' || p.scope === 'management')
+  ) {
+    return { kind: 'key', keyId: p.sub, accountId: p.acc, scope: p.scope, caller: p.iss };
+  }
+  return null;
+}
+
+/**
+ * The callee's side: `jose` checks the signature (EdDSA only, header `typ: JWT`) and the claims.
+ * Verified tokens are cached by their exact string until they expire (a caller re-uses one token for
+ * half its life, so an Ed25519 verification happens about once per caller per 30 s, not per call);
+ * the cache holds at most `cacheSize` tokens. Any invalid token is null, never an exception.
  */
 export function createServiceVerifier(
   name: ServiceName,
@@ -227,9 +245,39 @@ export function createServiceVerifier(
     cache.set(token, { claims, expiresAt });
   };
 
+  const verifyNew = async (token: string, now: number): Promise<VerifiedClaims | null> => {
+    if (!token.startsWith(`${HEADER}.`)) return null;
+    let unverified: JWTPayload;
+    try {
+      unverified = decodeJwt(token);
+    } catch {
+      return null;
+    }
+    if (!acceptable(unverified, name, now / 1000)) return null;
+    const key = keys.get(unverified.iss);
+    if (!key) return null;
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, key, {
+        algorithms: ['EdDSA'],
+        typ: 'JWT',
+        audience: name,
+        issuer: unverified.iss,
+        requiredClaims: ['iat', 'exp', 'sub'],
+        currentDate: new Date(now),
+      }));
+    } catch {
+      return null;
+    }
+    if (!acceptable(payload, name, now / 1000)) return null;
+    const claims = claimsOf(payload);
+    if (claims) remember(token, claims, payload.exp * 1000);
+    return claims;
+  };
+
   return {
     name,
-    verify(token) {
+    async verify(token) {
       if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) return null;
       const now = Date.now();
       const hit = cache.get(token);
@@ -238,38 +286,7 @@ export function createServiceVerifier(
         cache.delete(token);
         return null;
       }
-      const parts = token.split('.');
-      if (parts.length !== 3 || parts[0] !== HEADER) return null;
-      let p: RawPayload;
-      try {
-        p = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as RawPayload;
-      } catch {
-        return null;
-      }
-      if (typeof p !== 'object' || p === null || !isServiceName(p.iss) || p.aud !== name) return null;
-      const key = keys.get(p.iss);
-      const nowSeconds = now / 1000;
-      if (!key || typeof p.exp !== 'number' || typeof p.iat !== 'number') return null;
-      if (p.exp <= nowSeconds || p.iat > nowSeconds + CLOCK_SKEW_SECONDS) return null;
-      if (p.exp - p.iat > MAX_SERVICE_TOKEN_TTL_SECONDS) return null;
-      const signature = Buffer.from(parts[2]!, 'base64url');
-      if (signature.length !== 64) return null;
-      if (!verify(null, Buffer.from(`${parts[0]}.${parts[1]}`), key, signature)) return null;
-      let claims: VerifiedClaims;
-      if (p.kind === 'service' && p.sub === p.iss) {
-        claims = { kind: 'service', caller: p.iss };
-      } else if (
-        p.kind === 'key' &&
-        typeof p.sub === 'string' &&
-        typeof p.acc === 'string' &&
-        (p.scope === 'inference' || p.scope === 'management')
-      ) {
-        claims = { kind: 'key', keyId: p.sub, accountId: p.acc, scope: p.scope, caller: p.iss };
-      } else {
-        return null;
-      }
-      remember(token, claims, p.exp * 1000);
-      return claims;
+      return verifyNew(token, now);
     },
   };
 }
@@ -282,14 +299,18 @@ export function serviceTokenSource(
   signer: ServiceSigner,
   audience: ServiceName,
   ttlSeconds = 60,
-): () => string {
-  let token = '';
+): () => Promise<string> {
+  let token: Promise<string> = Promise.resolve('');
   let renewAt = 0;
   return () => {
     const now = Date.now();
     if (now >= renewAt) {
       token = signer.sign(audience, { kind: 'service' }, ttlSeconds);
       renewAt = now + (ttlSeconds * 1000) / 2;
+      // A failed signature is not kept: the next call signs again.
+      token.catch(() => {
+        renewAt = 0;
+      });
     }
     return token;
   };
@@ -311,10 +332,10 @@ export function keyTokenSource(
   signer: ServiceSigner,
   audience: ServiceName,
   options: { ttlSeconds?: number; max?: number } = {},
-): (claims: KeyClaims) => string {
+): (claims: KeyClaims) => Promise<string> {
   const ttlSeconds = options.ttlSeconds ?? 60;
   const max = options.max ?? 10_000;
-  const tokens = new Map<string, { token: string; renewAt: number }>();
+  const tokens = new Map<string, { token: Promise<string>; renewAt: number }>();
   return (claims) => {
     const id = `${claims.keyId}\u0000${claims.accountId}\u0000${claims.scope}`;
     const now = Date.now();
@@ -322,7 +343,12 @@ export function keyTokenSource(
     if (cached !== undefined && now < cached.renewAt) return cached.token;
     const token = signer.sign(audience, claims, ttlSeconds);
     if (cached === undefined && tokens.size >= max) tokens.clear();
-    tokens.set(id, { token, renewAt: now + (ttlSeconds * 1000) / 2 });
+    const entry = { token, renewAt: now + (ttlSeconds * 1000) / 2 };
+    tokens.set(id, entry);
+    // A failed signature is not kept: the next call for this key signs again.
+    token.catch(() => {
+      if (tokens.get(id) === entry) tokens.delete(id);
+    });
     return token;
   };
 }

@@ -161,7 +161,7 @@ export type KeyCallerClaims = Extract<ServiceClaims, { kind: 'key' }>;
 /** The only service that hands over an API key's identity (it authenticated the key itself). */
 export const KEY_CALLER_ISSUER: ServiceName = 'proxy';
 
-function claimsOf(req: Request, verifier: ServiceVerifier): VerifiedClaims | null {
+async function claimsOf(req: Request, verifier: ServiceVerifier): Promise<VerifiedClaims | null> {
   const token = req.headers[SERVICE_TOKEN_HEADER];
   return typeof token === 'string' ? verifier.verify(token) : null;
 }
@@ -170,8 +170,8 @@ function claimsOf(req: Request, verifier: ServiceVerifier): VerifiedClaims | nul
  * The caller identity the proxy hands over on public routes: a `{kind:'key'}` token for this service,
  * signed by the proxy, with uuid key and account ids. Anything else is 401.
  */
-export function keyCallerClaims(req: Request, verifier: ServiceVerifier): KeyCallerClaims {
-  const claims = claimsOf(req, verifier);
+export async function keyCallerClaims(req: Request, verifier: ServiceVerifier): Promise<KeyCallerClaims> {
+  const claims = await claimsOf(req, verifier);
   if (
     claims?.kind !== 'key' ||
     claims.caller !== KEY_CALLER_ISSUER ||
@@ -189,8 +189,8 @@ export function keyCallerClaims(req: Request, verifier: ServiceVerifier): KeyCal
  */
 export function serviceCaller(verifier: ServiceVerifier, allowed: readonly ServiceName[]): RequestHandler {
   if (allowed.length === 0) throw new Error('serviceCaller: a route must allow at least one caller');
-  return (req, res, next) => {
-    const claims = claimsOf(req, verifier);
+  return async (req, res, next) => {
+    const claims = await claimsOf(req, verifier);
     if (claims?.kind !== 'service') throw unauthorized('Missing or invalid service token');
     if (!allowed.includes(claims.caller)) {
       throw new AppError('forbidden', `The ${claims.caller} service may not call this route`, {

@@ -93,7 +93,7 @@ describe('service client', () => {
     const answer = await withRequestId('gen-1-abcdefghijABCDEFGHIJ', () => resolve());
     expect(answer.data).toEqual(record); // unknown fields stripped by the contract
     const req = seen[0];
-    expect(devServiceVerifier('keys').verify(String(req?.headers[SERVICE_TOKEN_HEADER]))).toEqual({
+    expect(await devServiceVerifier('keys').verify(String(req?.headers[SERVICE_TOKEN_HEADER]))).toEqual({
       kind: 'service',
       caller: 'proxy',
     });

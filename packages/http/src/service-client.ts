@@ -21,7 +21,7 @@ export interface ServiceClientOptions {
   /** Base URL of the callee, e.g. http://127.0.0.1:8081 */
   url: string;
   /** The service token for this callee (cache it: see `serviceTokenSource` in @tollgate/auth). */
-  token: () => string;
+  token: () => string | Promise<string>;
   /** Deadline of one call, headers and body (default 3 s). */
   timeoutMs?: number;
   /** Keep-alive connections to the callee (default 16). */
@@ -136,15 +136,17 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     return new AppError('service_unavailable', unavailableMessage, { service: options.service });
   };
 
-  const headersFor = (extra?: Record<string, string>): Record<string, string> => {
-    const headers: Record<string, string> = { [SERVICE_TOKEN_HEADER]: options.token(), ...extra };
+  const headersFor = async (extra?: Record<string, string>): Promise<Record<string, string>> => {
+    // A caller-identity token in `extra` replaces the client's own (no signature for it then).
+    const token = extra?.[SERVICE_TOKEN_HEADER] ?? (await options.token());
+    const headers: Record<string, string> = { ...extra, [SERVICE_TOKEN_HEADER]: token };
     const requestId = currentRequestId();
     if (requestId) headers[REQUEST_ID_HEADER] = requestId;
     return headers;
   };
 
   async function call<S extends z.ZodType>(o: CallOptions<S>): Promise<z.output<S> | null> {
-    const headers = headersFor({ ...o.headers, accept: 'application/json' });
+    const headers = await headersFor({ ...o.headers, accept: 'application/json' });
     if (o.body !== undefined) headers['content-type'] = 'application/json';
     const deadline = o.timeoutMs ?? timeoutMs;
     let status: number;
@@ -195,7 +197,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
         return await pool.request({
           method: o.method as HttpMethod,
           path: o.path,
-          headers: headersFor(o.headers),
+          headers: await headersFor(o.headers),
           body: o.body,
         });
       } catch (err) {

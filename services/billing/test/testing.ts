@@ -202,14 +202,14 @@ export function usageEvent(overrides: Partial<UsageEventV1> = {}): UsageEventV1 
 }
 
 /** Headers of a caller, as the proxy forwards them (signed with the proxy's dev key, for billing). */
-export const keyHeaders = (caller: {
+export const keyHeaders = async (caller: {
   keyId: string;
   accountId: string;
   scope?: 'inference' | 'management';
 }) => {
   if (!testKeys.has(caller.keyId)) registerTestKey(caller);
   return {
-    'x-service-token': devServiceSigner('proxy').sign('billing', {
+    'x-service-token': await devServiceSigner('proxy').sign('billing', {
       kind: 'key',
       keyId: caller.keyId,
       accountId: caller.accountId,
@@ -218,7 +218,7 @@ export const keyHeaders = (caller: {
   };
 };
 /** Headers of an internal call to billing from `service` (signed with its dev key). */
-export const serviceHeaders = (service: ServiceName) => ({
-  'x-service-token': devServiceSigner(service).sign('billing'),
+export const serviceHeaders = async (service: ServiceName) => ({
+  'x-service-token': await devServiceSigner(service).sign('billing'),
   'content-type': 'application/json',
 });

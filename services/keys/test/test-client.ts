@@ -26,7 +26,8 @@ export async function api(
 ): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...options.headers };
   const token =
-    options.token ?? (options.as === null ? undefined : t.callerToken(options.as ?? t.account.managementKey));
+    options.token ??
+    (options.as === null ? undefined : await t.callerToken(options.as ?? t.account.managementKey));
   if (token !== undefined) headers[SERVICE_TOKEN_HEADER] = token;
   let body: string | undefined;
   if (options.raw !== undefined) body = options.raw;

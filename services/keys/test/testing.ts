@@ -18,7 +18,7 @@ import { type KeysServiceHandle, startKeysService } from '../src/service';
  *
  *   const keys = await startTestKeysService();
  *   const acme = await keys.createAccount();
- *   await fetch(`${keys.url}/keys`, { headers: keys.callerHeaders(acme.managementKey) });
+ *   await fetch(`${keys.url}/keys`, { headers: await keys.callerHeaders(acme.managementKey) });
  *   await keys.close();
  */
 export interface TestKey {
@@ -57,10 +57,10 @@ export interface TestKeysService {
     },
   ): Promise<TestKey>;
   /** `x-service-token` the proxy sends for a caller's key. */
-  callerToken(key: Pick<TestKey, 'id' | 'accountId' | 'scope'>): string;
-  callerHeaders(key: Pick<TestKey, 'id' | 'accountId' | 'scope'>): Record<string, string>;
+  callerToken(key: Pick<TestKey, 'id' | 'accountId' | 'scope'>): Promise<string>;
+  callerHeaders(key: Pick<TestKey, 'id' | 'accountId' | 'scope'>): Promise<Record<string, string>>;
   /** `x-service-token` for an internal call from `service` (default the proxy), signed with its dev key. */
-  serviceToken(service?: ServiceName): string;
+  serviceToken(service?: ServiceName): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -117,8 +117,8 @@ export async function startTestKeysService(
     createAccount,
     createKey,
     callerToken,
-    callerHeaders: (key) => ({
-      [SERVICE_TOKEN_HEADER]: callerToken(key),
+    callerHeaders: async (key) => ({
+      [SERVICE_TOKEN_HEADER]: await callerToken(key),
       'content-type': 'application/json',
     }),
     serviceToken: (name = 'proxy') => devServiceSigner(name).sign('keys'),

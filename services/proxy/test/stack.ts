@@ -68,9 +68,9 @@ async function startBillingStandIn() {
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const token = req.headers[SERVICE_TOKEN_HEADER];
-      const claims = typeof token === 'string' ? verifier.verify(token) : null;
+      const claims = typeof token === 'string' ? await verifier.verify(token) : null;
       const record = {
         method: req.method ?? '',
         url: req.url ?? '',

@@ -60,10 +60,10 @@ afterAll(async () => {
   await s.cleanup();
 });
 
-const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
+const api = async (path: string, init: { method?: string; body?: unknown } = {}) =>
   fetch(`${s.billing.url}${path}`, {
     method: init.method ?? 'GET',
-    headers: serviceHeaders('dashboard'),
+    headers: await serviceHeaders('dashboard'),
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
 
@@ -189,7 +189,7 @@ describe('threshold alerts decided at commit (outbox)', () => {
     const grant = async (amount: string) => {
       const res = await fetch(`${s.billing.url}/internal/accounts/${accountId}/credits`, {
         method: 'POST',
-        headers: serviceHeaders('admin'),
+        headers: await serviceHeaders('admin'),
         body: JSON.stringify({ amount }),
       });
       expect(res.status).toBe(201);
@@ -314,7 +314,7 @@ describe('webhook endpoints (management API and dashboard routes)', () => {
     const accountId = randomUUID();
     const keyId = randomUUID();
     const mgmt = {
-      ...keyHeaders({ keyId, accountId, scope: 'management' }),
+      ...(await keyHeaders({ keyId, accountId, scope: 'management' })),
       'content-type': 'application/json',
     };
     const created = await fetch(`${s.billing.url}/webhooks`, {
@@ -361,7 +361,7 @@ describe('webhook endpoints (management API and dashboard routes)', () => {
     });
     expect(bad.status).toBe(400);
     const inference = {
-      ...keyHeaders({ keyId: randomUUID(), accountId }),
+      ...(await keyHeaders({ keyId: randomUUID(), accountId })),
       'content-type': 'application/json',
     };
     expect((await fetch(`${s.billing.url}/webhooks`, { headers: inference })).status).toBe(403);

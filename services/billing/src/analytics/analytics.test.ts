@@ -24,7 +24,8 @@ afterAll(async () => {
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies checked by the assertions
 type Json = any;
-async function get(path: string, headers: Record<string, string> = serviceHeaders('dashboard')) {
+async function get(path: string, given?: Record<string, string>) {
+  const headers = given ?? (await serviceHeaders('dashboard'));
   const res = await fetch(`${s.billing.url}${path}`, { headers });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : null) as Json, text };
@@ -168,7 +169,7 @@ describe('hourly roll-ups', () => {
       (await get(`/internal/accounts/${account}/usage?from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z`, {}))
         .status,
     ).toBe(401);
-    const caller = keyHeaders({ keyId: keyA, accountId: account, scope: 'management' });
+    const caller = await keyHeaders({ keyId: keyA, accountId: account, scope: 'management' });
     expect((await get(`/internal/accounts/${account}/generations`, caller)).status).toBe(401);
     expect((await get('/internal/accounts/not-a-uuid/credits')).status).toBe(400);
   });
@@ -211,7 +212,7 @@ describe('credits ledger', () => {
     for (const amount of ['10', '2.5', '-1']) {
       const r = await fetch(`${s.billing.url}/internal/accounts/${acct}/credits`, {
         method: 'POST',
-        headers: serviceHeaders('admin'),
+        headers: await serviceHeaders('admin'),
         body: JSON.stringify({ amount, note: `grant ${amount}` }),
       });
       expect(r.status).toBe(201);
@@ -231,7 +232,7 @@ describe('GET /activity (management key, OpenRouter shape)', () => {
   const mgmt = () => keyHeaders({ keyId: randomUUID(), accountId: account, scope: 'management' });
 
   it('answers daily usage per model for the last 30 completed UTC days (today excluded)', async () => {
-    const r = await get('/activity', mgmt());
+    const r = await get('/activity', await mgmt());
     expect(r.status, r.text).toBe(200);
     expect(r.body.data).toEqual([
       {
@@ -248,20 +249,20 @@ describe('GET /activity (management key, OpenRouter shape)', () => {
         reasoning_tokens: 0,
       },
     ]);
-    const byDate = await get('/activity?date=2026-11-19', mgmt());
+    const byDate = await get('/activity?date=2026-11-19', await mgmt());
     expect(byDate.body.data).toHaveLength(1);
-    const byKey = await get(`/activity?api_key_hash=${keyA}`, mgmt());
+    const byKey = await get(`/activity?api_key_hash=${keyA}`, await mgmt());
     expect(byKey.body.data).toEqual([]);
   });
 
   it('refuses inference keys (403), today or far dates (400)', async () => {
-    const inf = keyHeaders({ keyId: randomUUID(), accountId: account, scope: 'inference' });
+    const inf = await keyHeaders({ keyId: randomUUID(), accountId: account, scope: 'inference' });
     const r = await get('/activity', inf);
     expect(r.status).toBe(403);
     expect(r.body.error.metadata.required_scope).toBe('management');
-    expect((await get('/activity?date=2026-11-20', mgmt())).status).toBe(400);
-    expect((await get('/activity?date=2026-02-30', mgmt())).status).toBe(400);
-    expect((await get('/activity?api_key_hash=abc', mgmt())).status).toBe(400);
+    expect((await get('/activity?date=2026-11-20', await mgmt())).status).toBe(400);
+    expect((await get('/activity?date=2026-02-30', await mgmt())).status).toBe(400);
+    expect((await get('/activity?api_key_hash=abc', await mgmt())).status).toBe(400);
     expect((await get('/activity', {})).status).toBe(401);
   });
 });

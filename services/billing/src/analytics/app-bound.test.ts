@@ -43,7 +43,7 @@ afterAll(async () => {
 
 async function usage(query: string) {
   const res = await fetch(`${s.billing.url}/internal/accounts/${account}/usage?${query}`, {
-    headers: serviceHeaders('dashboard'),
+    headers: await serviceHeaders('dashboard'),
   });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as Json, text };
@@ -73,7 +73,7 @@ describe('X-Title bounds', () => {
 
   it('the generation records keep every title', async () => {
     const res = await fetch(`${s.billing.url}/internal/accounts/${account}/generations?app=app-6`, {
-      headers: serviceHeaders('dashboard'),
+      headers: await serviceHeaders('dashboard'),
     });
     expect(((await res.json()) as Json).data).toHaveLength(1);
   });

@@ -47,7 +47,7 @@ afterAll(async () => {
 
 async function latency(query: string) {
   const res = await fetch(`${s.billing.url}/internal/accounts/${account}/latency?${query}`, {
-    headers: serviceHeaders('dashboard'),
+    headers: await serviceHeaders('dashboard'),
   });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as Json, text };

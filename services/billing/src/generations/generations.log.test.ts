@@ -37,7 +37,7 @@ afterAll(async () => {
 
 async function list(query: string) {
   const res = await fetch(`${s.billing.url}/internal/accounts/${account}/generations?${query}`, {
-    headers: serviceHeaders('dashboard'),
+    headers: await serviceHeaders('dashboard'),
   });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as Json, text };
@@ -132,7 +132,7 @@ describe('sessions', () => {
   });
   const get = async (path: string) => {
     const res = await fetch(`${s.billing.url}/internal/accounts/${acct}/${path}`, {
-      headers: serviceHeaders('dashboard'),
+      headers: await serviceHeaders('dashboard'),
     });
     return (await res.json()) as Json;
   };

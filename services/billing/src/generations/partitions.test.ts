@@ -109,18 +109,18 @@ describe('partitioned generation records with a retention', () => {
 
   it('answers 404 for an expired record saying it was deleted by the retention', async () => {
     const caller = await fetch(`${s.billing.url}/internal/accounts/${account}/generations/${september.id}`, {
-      headers: serviceHeaders('dashboard'),
+      headers: await serviceHeaders('dashboard'),
     });
     expect(caller.status).toBe(404);
     const body = (await caller.json()) as { error: { message: string } };
     expect(body.error.message).toMatch(/older than the retention/);
     const kept = await fetch(`${s.billing.url}/internal/accounts/${account}/generations/${october.id}`, {
-      headers: serviceHeaders('dashboard'),
+      headers: await serviceHeaders('dashboard'),
     });
     expect(kept.status).toBe(200);
     const unknown = await fetch(
       `${s.billing.url}/internal/accounts/${account}/generations/${usageEvent({ finished_at: november.finished_at }).id}`,
-      { headers: serviceHeaders('dashboard') },
+      { headers: await serviceHeaders('dashboard') },
     );
     expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(
       /not be recorded yet/,

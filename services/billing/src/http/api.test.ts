@@ -44,7 +44,7 @@ describe('billing HTTP API: authentication', () => {
     ['GET', '/credits'],
   ])('answers 401 on %s %s without a caller token, or with a service token', async (method, path) => {
     expect((await call(method, path, {})).status).toBe(401);
-    const r = await call(method, path, service());
+    const r = await call(method, path, await service());
     expect(r.status, r.text).toBe(401);
     expect(r.body.error?.metadata.error_type).toBe('unauthorized');
   });
@@ -55,11 +55,11 @@ describe('billing HTTP API: authentication', () => {
     ['POST', `/internal/accounts/${randomUUID()}/credits`],
     ['PUT', `/internal/accounts/${randomUUID()}/postpaid`],
   ])('answers 401 on %s %s to a caller token or a token signed with an unknown key', async (method, path) => {
-    expect((await call(method, path, caller(), {})).status).toBe(401);
+    expect((await call(method, path, await caller(), {})).status).toBe(401);
     // Right name, wrong key: someone else's Ed25519 key claiming to be each trusted caller.
     const { privateKey } = generateKeyPairSync('ed25519');
     for (const name of SERVICE_NAMES) {
-      const forged = token(createServiceSigner(name, privateKey).sign('billing'));
+      const forged = token(await createServiceSigner(name, privateKey).sign('billing'));
       const r = await call(method, path, forged, {});
       expect(r.status, r.text).toBe(401);
       expect(r.body.error?.metadata.error_type).toBe('unauthorized');
@@ -67,14 +67,14 @@ describe('billing HTTP API: authentication', () => {
   });
 
   it('refuses a management key on /generation with 403 and required_scope', async () => {
-    const r = await call('GET', '/generation?id=gen-1-aaaaaaaaaaaaaaaaaaaa', caller('management'));
+    const r = await call('GET', '/generation?id=gen-1-aaaaaaaaaaaaaaaaaaaa', await caller('management'));
     expect(r.status, r.text).toBe(403);
     expect(r.body.error?.metadata).toMatchObject({ error_type: 'forbidden', required_scope: 'inference' });
   });
 
   it('answers /credits for both scopes with zeros for a new account', async () => {
     for (const scope of ['inference', 'management'] as const) {
-      const r = await call('GET', '/credits', caller(scope));
+      const r = await call('GET', '/credits', await caller(scope));
       expect(r.body, r.text).toEqual({ data: { total_credits: 0, total_usage: 0 } });
     }
   });
@@ -82,7 +82,7 @@ describe('billing HTTP API: authentication', () => {
 
 describe('billing HTTP API: input validation', () => {
   it('answers 400 naming id when /generation has no id', async () => {
-    const r = await call('GET', '/generation', caller());
+    const r = await call('GET', '/generation', await caller());
     expect(r.status, r.text).toBe(400);
     expect(r.body.error?.message).toMatch(/^id:/);
   });
@@ -94,31 +94,33 @@ describe('billing HTTP API: input validation', () => {
     [{}, /^amount:/],
     [{ amount: '1', note: 5 }, /^note:/],
   ])('answers 400 for credits body %j', async (body, message) => {
-    const r = await call('POST', `/internal/accounts/${randomUUID()}/credits`, service(), body);
+    const r = await call('POST', `/internal/accounts/${randomUUID()}/credits`, await service(), body);
     expect(r.status, r.text).toBe(400);
     expect(r.body.error?.message).toMatch(message);
   });
 
   it('answers 400 for a malformed account id, a non-boolean postpaid, and invalid JSON', async () => {
     expect(
-      (await call('PUT', '/internal/accounts/acme/postpaid', service(), { postpaid: true })).status,
+      (await call('PUT', '/internal/accounts/acme/postpaid', await service(), { postpaid: true })).status,
     ).toBe(400);
-    const r = await call('PUT', `/internal/accounts/${randomUUID()}/postpaid`, service(), {
+    const r = await call('PUT', `/internal/accounts/${randomUUID()}/postpaid`, await service(), {
       postpaid: 'yes',
     });
     expect(r.status, r.text).toBe(400);
     expect(r.body.error?.message).toMatch(/^postpaid:/);
-    expect((await call('POST', '/internal/usage/keys', service('keys'), '{"keys": [')).status).toBe(400);
+    expect((await call('POST', '/internal/usage/keys', await service('keys'), '{"keys": [')).status).toBe(
+      400,
+    );
   });
 
   it('answers 400 naming the field for bad usage and rebuild bodies', async () => {
-    const a = await call('POST', '/internal/usage/keys', service('keys'), { keys: [{ id: 'x' }] });
+    const a = await call('POST', '/internal/usage/keys', await service('keys'), { keys: [{ id: 'x' }] });
     expect(a.body.error?.message).toMatch(/^keys\.0\.id:/);
-    const b = await call('POST', '/internal/usage/keys', service('keys'), {
+    const b = await call('POST', '/internal/usage/keys', await service('keys'), {
       keys: [{ id: randomUUID(), limit_reset: 'yearly' }],
     });
     expect(b.body.error?.message).toMatch(/^keys\.0\.limit_reset:/);
-    const c = await call('POST', '/internal/spend/rebuild', service('proxy'), { account_id: 'nope' });
+    const c = await call('POST', '/internal/spend/rebuild', await service('proxy'), { account_id: 'nope' });
     expect(c.body.error?.message).toMatch(/^account_id:/);
   });
 });
@@ -133,12 +135,15 @@ describe('billing HTTP API: service identity (issue 14)', () => {
     'refuses the %s identity on the credit grant and postpaid routes with 403 (only admin moves money)',
     async (name) => {
       const accountId = randomUUID();
-      for (const r of [await grant(service(name), accountId), await postpaid(service(name), accountId)]) {
+      for (const r of [
+        await grant(await service(name), accountId),
+        await postpaid(await service(name), accountId),
+      ]) {
         expect(r.status, r.text).toBe(403);
         expect(r.body.error?.metadata).toMatchObject({ error_type: 'forbidden', caller: name });
       }
       // Nothing was granted or changed.
-      const ledger = await call('GET', `/internal/accounts/${accountId}/credits`, service('dashboard'));
+      const ledger = await call('GET', `/internal/accounts/${accountId}/credits`, await service('dashboard'));
       expect(ledger.status, ledger.text).toBe(200);
       expect(ledger.body.data).toMatchObject({ ledger: [] });
       expect(Number((ledger.body.data as { total_credits: string }).total_credits)).toBe(0);
@@ -153,21 +158,21 @@ describe('billing HTTP API: service identity (issue 14)', () => {
 
   it('accepts the admin identity on the credit routes', async () => {
     const accountId = randomUUID();
-    expect((await grant(service('admin'), accountId)).status).toBe(201);
-    expect((await postpaid(service('admin'), accountId)).status).toBe(200);
+    expect((await grant(await service('admin'), accountId)).status).toBe(201);
+    expect((await postpaid(await service('admin'), accountId)).status).toBe(200);
   });
 
   it('refuses a valid admin token made for another audience (keys, dashboard) with 401', async () => {
     for (const audience of ['keys', 'dashboard', 'proxy'] as const) {
-      const r = await grant(token(devServiceSigner('admin').sign(audience)));
+      const r = await grant(token(await devServiceSigner('admin').sign(audience)));
       expect(r.status, r.text).toBe(401);
     }
   });
 
   it('refuses an expired token, a tampered one and an unsigned one with 401', async () => {
     const admin = devServiceSigner('admin');
-    expect((await grant(token(admin.sign('billing', { kind: 'service' }, -5)))).status).toBe(401);
-    const good = admin.sign('billing');
+    expect((await grant(token(await admin.sign('billing', { kind: 'service' }, -5)))).status).toBe(401);
+    const good = await admin.sign('billing');
     const [h, p, sig] = good.split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
     const longer = Buffer.from(JSON.stringify({ ...claims, exp: claims.exp + 3600 })).toString('base64url');
@@ -175,7 +180,7 @@ describe('billing HTTP API: service identity (issue 14)', () => {
     const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
     expect((await grant(token(`${none}.${p}.`))).status).toBe(401);
     // A lifetime beyond the callee's maximum is refused even when correctly signed.
-    expect((await grant(token(admin.sign('billing', { kind: 'service' }, 3600)))).status).toBe(401);
+    expect((await grant(token(await admin.sign('billing', { kind: 'service' }, 3600)))).status).toBe(401);
   });
 
   it('re-reads the caller key: another account, another scope, disabled, revoked or unknown is 401 (issue 23)', async () => {
@@ -183,32 +188,33 @@ describe('billing HTTP API: service identity (issue 14)', () => {
     const keyId = randomUUID();
     const accountId = randomUUID();
     const claims = { kind: 'key', keyId, accountId, scope: 'management' } as const;
-    const credits = () => call('GET', '/credits', token(proxy.sign('billing', claims)));
+    const credits = async () => call('GET', '/credits', token(await proxy.sign('billing', claims)));
     registerTestKey({ keyId, accountId, scope: 'management' });
     expect((await credits()).status).toBe(200);
     // The token names the key but claims another account (a proxy bug or a forged claim).
     const victim = { ...claims, accountId: randomUUID() };
-    const r = await call('GET', '/credits', token(proxy.sign('billing', victim)));
+    const r = await call('GET', '/credits', token(await proxy.sign('billing', victim)));
     expect(r.status, r.text).toBe(401);
     expect(
-      (await call('GET', '/credits', token(proxy.sign('billing', { ...claims, scope: 'inference' })))).status,
+      (await call('GET', '/credits', token(await proxy.sign('billing', { ...claims, scope: 'inference' }))))
+        .status,
     ).toBe(401);
     registerTestKey({ keyId, accountId, scope: 'management', disabled: true });
     expect((await credits()).status).toBe(401);
     registerTestKey({ keyId, accountId, scope: 'management', revoked: true });
     expect((await credits()).status).toBe(401);
     const unknown = { ...claims, keyId: randomUUID() };
-    expect((await call('GET', '/credits', token(proxy.sign('billing', unknown)))).status).toBe(401);
+    expect((await call('GET', '/credits', token(await proxy.sign('billing', unknown)))).status).toBe(401);
   });
 
   it('accepts caller identities (kind key) only from the proxy', async () => {
     const claims = { kind: 'key', keyId: randomUUID(), accountId: randomUUID(), scope: 'inference' } as const;
     registerTestKey(claims);
     expect(
-      (await call('GET', '/credits', token(devServiceSigner('proxy').sign('billing', claims)))).status,
+      (await call('GET', '/credits', token(await devServiceSigner('proxy').sign('billing', claims)))).status,
     ).toBe(200);
     for (const name of ['keys', 'dashboard', 'admin'] as const) {
-      const r = await call('GET', '/credits', token(devServiceSigner(name).sign('billing', claims)));
+      const r = await call('GET', '/credits', token(await devServiceSigner(name).sign('billing', claims)));
       expect(r.status, r.text).toBe(401);
     }
   });
@@ -222,7 +228,7 @@ describe('billing HTTP API: service identity (issue 14)', () => {
     '%s %s accepts %s and refuses every other identity with 403',
     async (method, path, allowed, body) => {
       for (const name of SERVICE_NAMES) {
-        const r = await call(method, path, service(name), body);
+        const r = await call(method, path, await service(name), body);
         if (name === allowed) expect(r.status, `${name}: ${r.text}`).not.toBe(403);
         else expect(r.status, `${name}: ${r.text}`).toBe(403);
       }
@@ -259,7 +265,7 @@ describe('billing HTTP API: internal endpoints', () => {
       { timeout: 5000 },
     );
     const unknown = randomUUID();
-    const r = await call('POST', '/internal/usage/keys', serviceHeaders('keys'), {
+    const r = await call('POST', '/internal/usage/keys', await serviceHeaders('keys'), {
       keys: [
         { id: keyId, limit_reset: null },
         { id: unknown, limit_reset: 'daily' },
@@ -275,14 +281,16 @@ describe('billing HTTP API: internal endpoints', () => {
 
   it('adds credits to a ledger and returns the exact total', async () => {
     const accountId = randomUUID();
-    await call('POST', `/internal/accounts/${accountId}/credits`, service(), {
+    await call('POST', `/internal/accounts/${accountId}/credits`, await service(), {
       amount: '10.50',
       note: 'first',
     });
-    const r = await call('POST', `/internal/accounts/${accountId}/credits`, service(), { amount: 0.1 });
+    const r = await call('POST', `/internal/accounts/${accountId}/credits`, await service(), { amount: 0.1 });
     expect(r.status, r.text).toBe(201);
     expect(r.body).toEqual({ data: { account_id: accountId, total_credits: '10.6' } });
-    const p = await call('PUT', `/internal/accounts/${accountId}/postpaid`, service(), { postpaid: true });
+    const p = await call('PUT', `/internal/accounts/${accountId}/postpaid`, await service(), {
+      postpaid: true,
+    });
     expect(p.body).toEqual({ data: { account_id: accountId, postpaid: true } });
   });
 });

@@ -19,7 +19,7 @@ export function keyCaller(
   scope: KeyScope | 'any',
 ): RequestHandler {
   return async (req, res, next) => {
-    const claims = keyCallerClaims(req, deps.verifier);
+    const claims = await keyCallerClaims(req, deps.verifier);
     const key = await deps.owners.read(claims.keyId);
     if (
       !key ||

@@ -140,7 +140,7 @@ describe("billing's internal contracts (owner side)", () => {
 async function raw(method: string, path: string, body?: unknown) {
   const res = await fetch(`${t.billing.url}${path}`, {
     method,
-    headers: serviceHeaders(callerFor(method, path)),
+    headers: await serviceHeaders(callerFor(method, path)),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   // biome-ignore lint/suspicious/noExplicitAny: inspected freely after expectContract checked the shape

@@ -57,7 +57,7 @@ describe('keys service with a real billing', () => {
     await vi.waitFor(
       async () => {
         const res = await fetch(`${keys.url}/keys/${key.id}`, {
-          headers: keys.callerHeaders(keys.account.managementKey),
+          headers: await keys.callerHeaders(keys.account.managementKey),
         });
         const body = (await res.json()) as { data: { usage: number; limit_remaining: number } };
         expect(body.data.usage, JSON.stringify(body)).toBe(0.75);
@@ -65,7 +65,7 @@ describe('keys service with a real billing', () => {
       },
       { timeout: 5000 },
     );
-    const own = await fetch(`${keys.url}/key`, { headers: keys.callerHeaders(key) });
+    const own = await fetch(`${keys.url}/key`, { headers: await keys.callerHeaders(key) });
     const body = (await own.json()) as { data: Record<string, unknown> };
     expect(body.data).toMatchObject({
       usage: 0.75,
@@ -98,7 +98,7 @@ describe('admin CLI credits commands', () => {
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toContain('total credits 35.5 USD');
     const res = await fetch(`${billing.billing.url}/credits`, {
-      headers: keyHeaders({ keyId: acct.managementKey.id, accountId: acct.id, scope: 'management' }),
+      headers: await keyHeaders({ keyId: acct.managementKey.id, accountId: acct.id, scope: 'management' }),
     });
     expect(await res.json()).toEqual({ data: { total_credits: 35.5, total_usage: 0 } });
   });

@@ -145,7 +145,7 @@ describe('spend limits through the real proxy', () => {
       method: 'PUT',
       headers: {
         'content-type': 'application/json',
-        'x-service-token': devServiceSigner('admin').sign('billing'),
+        'x-service-token': await devServiceSigner('admin').sign('billing'),
       },
       body: JSON.stringify({ postpaid: true }),
     });

@@ -53,7 +53,7 @@ afterAll(async () => {
 
 async function get(path: string) {
   const res = await fetch(`${s.billing.url}/internal/accounts/${account}${path}`, {
-    headers: serviceHeaders('dashboard'),
+    headers: await serviceHeaders('dashboard'),
   });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as Json, text };

@@ -57,7 +57,7 @@ function newKey(limit: string | null, limitReset: LimitReset | null, accountId =
 async function internal(method: string, path: string, body: unknown) {
   const res = await fetch(`${s.billing.url}${path}`, {
     method,
-    headers: serviceHeaders('admin'),
+    headers: await serviceHeaders('admin'),
     body: JSON.stringify(body),
   });
   expect(res.ok, await res.clone().text()).toBe(true);
@@ -250,7 +250,7 @@ describe('spend guard against a real billing', () => {
     await spend(key, '1', '0.99');
     expect((await admitError(key))?.type).toBe('payment_required');
     const credits = await fetch(`${s.billing.url}/credits`, {
-      headers: keyHeaders({ keyId: key.id, accountId: key.accountId, scope: 'management' }),
+      headers: await keyHeaders({ keyId: key.id, accountId: key.accountId, scope: 'management' }),
     });
     expect(await credits.json()).toEqual({ data: { total_credits: 1, total_usage: 1 } });
     await setPostpaid(key.accountId, true);

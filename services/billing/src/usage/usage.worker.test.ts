@@ -44,8 +44,8 @@ const countOf = async (id: string) =>
         .executeTakeFirstOrThrow()
     ).n,
   );
-const getGeneration = (id: string, caller: { keyId: string; accountId: string }) =>
-  fetch(`${s.billing.url}/generation?id=${id}`, { headers: keyHeaders(caller) });
+const getGeneration = async (id: string, caller: { keyId: string; accountId: string }) =>
+  fetch(`${s.billing.url}/generation?id=${id}`, { headers: await keyHeaders(caller) });
 
 describe('usage worker', () => {
   it('records a published event with its spend in all four periods, visible through GET /generation', async () => {

@@ -19,7 +19,7 @@ export function keyCaller(
   scope: KeyScope | 'any',
 ): RequestHandler {
   return async (req, res, next) => {
-    const row = await deps.keys.authenticateCaller(keyCallerClaims(req, deps.verifier));
+    const row = await deps.keys.authenticateCaller(await keyCallerClaims(req, deps.verifier));
     if (scope !== 'any' && row.scope !== scope) throw forbiddenScope(scope);
     res.locals.caller = row;
     next();

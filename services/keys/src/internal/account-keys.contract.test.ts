@@ -27,8 +27,8 @@ afterAll(async () => {
 
 // The dashboard names the user acting (the keys service's audit log).
 const acting = { [ACTOR_USER_HEADER]: '6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f' };
-const call = (method: string, path: string, body?: unknown) =>
-  api(t, method, path, { token: t.serviceToken('dashboard'), body, headers: acting });
+const call = async (method: string, path: string, body?: unknown) =>
+  api(t, method, path, { token: await t.serviceToken('dashboard'), body, headers: acting });
 
 describe("keys' dashboard contracts (owner side)", () => {
   it('getAccount', async () => {

@@ -21,12 +21,12 @@ const svc = () => t.serviceToken('dashboard');
 const base = (accountId = t.account.id) => `/internal/accounts/${accountId}`;
 // The dashboard names the user acting (the keys service's audit log).
 const ACTOR = '6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f';
-const call = (method: string, path: string, body?: unknown) =>
-  api(t, method, path, { token: svc(), body, headers: { [ACTOR_USER_HEADER]: ACTOR } });
+const call = async (method: string, path: string, body?: unknown) =>
+  api(t, method, path, { token: await svc(), body, headers: { [ACTOR_USER_HEADER]: ACTOR } });
 
 describe('dashboard key management (internal, service token)', () => {
   it('refuses a change that names no acting user (400; nothing changes, nothing is audited)', async () => {
-    const r = await api(t, 'POST', `${base()}/keys`, { token: svc(), body: { name: 'anonymous' } });
+    const r = await api(t, 'POST', `${base()}/keys`, { token: await svc(), body: { name: 'anonymous' } });
     expectError(r, 400, 'bad_request');
     expect(r.body.error.message).toMatch(/x-tollgate-actor-user/);
     const keys = await call('GET', `${base()}/keys`);
@@ -45,13 +45,15 @@ describe('dashboard key management (internal, service token)', () => {
       expectError(await api(t, method, `${base()}${path}`, { as: null, body }), 401, 'unauthorized');
       // A caller (API key) identity is not a service identity.
       expectError(await api(t, method, `${base()}${path}`, { body }), 401, 'unauthorized');
-      const forged = createServiceSigner('dashboard', generateKeyPairSync('ed25519').privateKey).sign('keys');
+      const forged = await createServiceSigner('dashboard', generateKeyPairSync('ed25519').privateKey).sign(
+        'keys',
+      );
       expectError(await api(t, method, `${base()}${path}`, { token: forged, body }), 401, 'unauthorized');
-      const forBilling = devServiceSigner('dashboard').sign('billing');
+      const forBilling = await devServiceSigner('dashboard').sign('billing');
       expectError(await api(t, method, `${base()}${path}`, { token: forBilling, body }), 401, 'unauthorized');
       // Trusted services other than the dashboard: 403, nothing done.
       for (const name of ['proxy', 'billing', 'admin'] as const) {
-        const token = t.serviceToken(name);
+        const token = await t.serviceToken(name);
         expectError(await api(t, method, `${base()}${path}`, { token, body }), 403, 'forbidden');
       }
     },

@@ -47,11 +47,11 @@ describe('authentication of every management route', () => {
       } as const;
       const tokens = [
         'not-a-jwt',
-        createServiceSigner('proxy', generateKeyPairSync('ed25519').privateKey).sign('keys', claims),
-        devServiceSigner('proxy').sign('keys', claims, -10),
-        devServiceSigner('proxy').sign('billing', claims), // for another service
-        devServiceSigner('dashboard').sign('keys', claims), // only the proxy vouches for API keys
-        t.serviceToken('proxy'),
+        await createServiceSigner('proxy', generateKeyPairSync('ed25519').privateKey).sign('keys', claims),
+        await devServiceSigner('proxy').sign('keys', claims, -10),
+        await devServiceSigner('proxy').sign('billing', claims), // for another service
+        await devServiceSigner('dashboard').sign('keys', claims), // only the proxy vouches for API keys
+        await t.serviceToken('proxy'),
       ];
       for (const token of tokens)
         expectError(await api(t, method, path, { token, body }), 401, 'unauthorized');

@@ -90,7 +90,7 @@ export function keysRoutes(deps: {
 
   // Any scope; the row is read (and checked) while billing's usage figures are fetched.
   router.get('/key', async (req, res) => {
-    const claims = keyCallerClaims(req, deps.verifier);
+    const claims = await keyCallerClaims(req, deps.verifier);
     res.json({ data: await presenter.presentCaller(claims.keyId, keys.authenticateCaller(claims)) });
   });
 

@@ -21,7 +21,7 @@ describe('POST /internal/keys/owners', () => {
     const member = await t.createKey(t.account.id);
     await t.service.runtime.keys.update(t.account.id, member.id, { governance: { teamId: team.id } });
     const res = await api(t, 'POST', '/internal/keys/owners', {
-      token: t.serviceToken('billing'),
+      token: await t.serviceToken('billing'),
       body: { ids: [limited.id, member.id] },
     });
     expectStatus(res, 200);

@@ -12,8 +12,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-const resolve = (body: unknown, token = t.serviceToken('proxy')) =>
-  api(t, 'POST', '/internal/keys/resolve', { token, body });
+const resolve = async (body: unknown, given?: string) =>
+  api(t, 'POST', '/internal/keys/resolve', { token: given ?? (await t.serviceToken('proxy')), body });
 
 describe('POST /internal/keys/resolve', () => {
   it('answers the cached record of a key and fills the cache', async () => {
@@ -69,7 +69,7 @@ describe('POST /internal/keys/resolve', () => {
       'unauthorized',
     );
     expectError(
-      await resolve({ digest: key.digest }, t.callerToken(t.account.managementKey)),
+      await resolve({ digest: key.digest }, await t.callerToken(t.account.managementKey)),
       401,
       'unauthorized',
     );
@@ -79,20 +79,25 @@ describe('POST /internal/keys/resolve', () => {
   it('accepts only the proxy identity (403 for every other trusted service), and tokens for keys only', async () => {
     const key = await t.createKey(t.account.id);
     for (const name of ['dashboard', 'billing', 'admin', 'keys'] as const) {
-      const r = await resolve({ digest: key.digest }, t.serviceToken(name));
+      const r = await resolve({ digest: key.digest }, await t.serviceToken(name));
       expectError(r, 403, 'forbidden');
       expect(r.body.error.metadata.caller).toBe(name);
     }
     // The proxy's token for billing is not a token for keys.
-    const forBilling = devServiceSigner('proxy').sign('billing');
+    const forBilling = await devServiceSigner('proxy').sign('billing');
     expectError(await resolve({ digest: key.digest }, forBilling), 401, 'unauthorized');
     // Expired, or signed with a key keys does not trust.
     expectError(
-      await resolve({ digest: key.digest }, devServiceSigner('proxy').sign('keys', { kind: 'service' }, -1)),
+      await resolve(
+        { digest: key.digest },
+        await devServiceSigner('proxy').sign('keys', { kind: 'service' }, -1),
+      ),
       401,
       'unauthorized',
     );
-    const stranger = createServiceSigner('proxy', generateKeyPairSync('ed25519').privateKey).sign('keys');
+    const stranger = await createServiceSigner('proxy', generateKeyPairSync('ed25519').privateKey).sign(
+      'keys',
+    );
     expectError(await resolve({ digest: key.digest }, stranger), 401, 'unauthorized');
   });
 
@@ -108,7 +113,7 @@ describe('POST /internal/keys/resolve', () => {
 
   it('refuses invalid JSON with 400', async () => {
     const res = await api(t, 'POST', '/internal/keys/resolve', {
-      token: t.serviceToken(),
+      token: await t.serviceToken(),
       raw: '{"digest":',
     });
     expectError(res, 400, 'bad_request');

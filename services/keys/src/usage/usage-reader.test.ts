@@ -26,7 +26,7 @@ beforeAll(async () => {
   billing = createServer(async (req, res) => {
     const body = await readBody(req);
     calls.push({
-      token: devServiceVerifier('billing').verify(String(req.headers[SERVICE_TOKEN_HEADER])),
+      token: await devServiceVerifier('billing').verify(String(req.headers[SERVICE_TOKEN_HEADER])),
       body,
     });
     const out =

@@ -52,10 +52,9 @@ export function createForwarder(options: {
   const tokenFor = keyTokenSource(options.signer, options.service);
   const clientOf = options.clientAddress ?? ((req: ProxyRequest) => req.socket.remoteAddress ?? 'unknown');
 
-  function send(req: ProxyRequest, key: CachedKey): Promise<Dispatcher.ResponseData> {
+  async function send(req: ProxyRequest, key: CachedKey): Promise<Dispatcher.ResponseData> {
     const token = tokenFor({ kind: 'key', keyId: key.id, accountId: key.accountId, scope: key.scope });
     const headers: Record<string, string> = {
-      [SERVICE_TOKEN_HEADER]: token,
       accept: 'application/json',
       [CLIENT_ADDRESS_HEADER]: clientOf(req),
     };
@@ -78,6 +77,7 @@ export function createForwarder(options: {
       body = new PassThrough();
       req.pipe(body);
     }
+    headers[SERVICE_TOKEN_HEADER] = await token;
     // req.url is relative to the mount point (`/api/v1` or `/v1` stripped) and keeps the query string.
     return owner.stream({ method: req.method ?? 'GET', path: req.url ?? '/', headers, body });
   }
