@@ -60,6 +60,7 @@ export function registerTestKey(key: {
   revoked?: boolean;
   limit?: string | null;
   limitReset?: 'daily' | 'weekly' | 'monthly' | null;
+  teamId?: string | null;
 }): void {
   testKeys.set(key.keyId, {
     id: key.keyId,
@@ -70,7 +71,7 @@ export function registerTestKey(key: {
     expiresAt: null,
     limit: key.limit ?? null,
     limitReset: key.limitReset ?? null,
-    teamId: null,
+    teamId: key.teamId ?? null,
   });
 }
 
