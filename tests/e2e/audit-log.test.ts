@@ -208,7 +208,7 @@ describe('audit log', () => {
     expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
     const lines = csv.text.trim().split('\r\n');
     expect(lines).toHaveLength(4);
-    expect(lines[0]).toMatch(/^"id","at","actor_kind"/);
+    expect(lines[0]).toMatch(/^"source","id","at","actor_kind"/);
     expect(lines[1]).toContain(`"key.revoke","key","${apiKey}"`);
     expect((await dashboard('GET', '/api/audit?colour=red')).status).toBe(400);
   });
@@ -264,7 +264,7 @@ describe('audit log', () => {
       { email: member.email, role: 'viewer' },
       { email: member.email, role: 'owner' },
     ]);
-    expect((await dashboard('GET', '/api/audit?source=dashboard&action=x')).status).toBe(400);
+    expect((await dashboard('GET', '/api/audit?source=dashboard&actor_kind=robot')).status).toBe(400);
     // An owner's invitation: the owner and their address.
     const invited = await dashboard('POST', '/api/users', {
       email: `audited-${Date.now()}@example.test`,
@@ -279,6 +279,86 @@ describe('audit log', () => {
       client_address: DASHBOARD_CLIENT,
       target: { kind: 'user', id: invited.body.data.id },
     });
+  });
+
+  it('every audited action once, with its actor, in the merged timeline (keys + billing + dashboard)', async () => {
+    await new Promise((r) => setTimeout(r, 50)); // the earlier tests' entries are older than `since`
+    const since = new Date().toISOString();
+    const expected: Array<[string, string, string, string | null, string]> = []; // target, action, actor kind, actor id, log
+    // Keys and teams by a management key.
+    const key = (await api('/keys', 'POST', { name: 'all: api' })).body.data.hash as string;
+    await api(`/keys/${key}`, 'PATCH', { limit: 3 });
+    await api(`/keys/${key}`, 'DELETE');
+    const team = (await api('/teams', 'POST', { name: 'all: team' })).body.data.id as string;
+    await api(`/teams/${team}`, 'PATCH', { name: 'all: team 2' });
+    for (const a of ['key.create', 'key.update', 'key.revoke'])
+      expected.push([key, a, 'management_key', managementId, 'keys']);
+    expected.push([team, 'team.create', 'management_key', managementId, 'keys']);
+    expected.push([team, 'team.update', 'management_key', managementId, 'keys']);
+    // Keys by a dashboard user.
+    const dKey = (await dashboard('POST', '/api/keys', { name: 'all: dashboard' })).body.data.hash as string;
+    await dashboard('PATCH', `/api/keys/${dKey}`, { limit: 2 });
+    await dashboard('DELETE', `/api/keys/${dKey}`);
+    for (const a of ['key.create', 'key.update', 'key.revoke'])
+      expected.push([dKey, a, 'user', ownerId, 'keys']);
+    // Keys, credits and users by the admin CLI.
+    const cKey = (
+      await cli(['keys', 'create-management', '--account', stack.account.slug, '--name', 'all: cli'])
+    ).data.hash as string;
+    await cli(['keys', 'revoke-management', '--account', stack.account.slug, '--hash', cKey]);
+    expected.push(
+      [cKey, 'key.create', 'admin_cli', null, 'keys'],
+      [cKey, 'key.revoke', 'admin_cli', null, 'keys'],
+    );
+    await stack.addCredits(stack.account.id, '1.5');
+    expected.push([stack.account.id, 'credits.grant', 'admin_cli', null, 'billing']);
+    const member = await dash.createUser(stack.account.id, 'viewer');
+    await dash.signIn(member);
+    const users = (await dashboard('GET', '/api/users')).body.data as Array<{ id: string; email: string }>;
+    const memberId = users.find((u) => u.email === member.email)!.id;
+    expected.push([memberId, 'user.invite', 'admin_cli', null, 'dashboard']);
+    // Users, roles, teams and sessions by the owner.
+    await dashboard('PATCH', `/api/users/${memberId}`, { role: 'member' });
+    await dashboard('PUT', `/api/users/${memberId}/teams`, { team_ids: [team] });
+    const ended = await dashboard('DELETE', `/api/users/${memberId}/sessions`);
+    expect(ended.body.data.ended).toBe(2); // the invitation accepted, then a sign-in
+    await dashboard('POST', `/api/users/${memberId}/sign-in-link`);
+    await dashboard('DELETE', `/api/users/${memberId}`);
+    for (const a of ['user.role', 'user.teams', 'user.sessions_end', 'user.password_reset', 'user.remove'])
+      expected.push([memberId, a, 'user', ownerId, 'dashboard']);
+    await api(`/teams/${team}`, 'DELETE');
+    expected.push([team, 'team.delete', 'management_key', managementId, 'keys']);
+
+    const page = await dashboard('GET', `/api/audit?source=all&since=${since}&limit=500`);
+    expect(page.status, page.text).toBe(200);
+    const entries = page.body.data as Array<Entry & { source: string; at: string }>;
+    for (const [target, action, kind, id, log] of expected) {
+      const found = entries.filter((e) => e.target.id === target && e.action === action);
+      expect([target, action, found.map((e) => [e.actor.kind, e.actor.id, e.source])]).toEqual([
+        target,
+        action,
+        [[kind, id, log]],
+      ]);
+    }
+    const extra = entries.filter((e) => !expected.some(([t, a]) => e.target.id === t && e.action === a));
+    expect(extra.map((e) => [e.action, e.target.kind, e.actor.kind])).toEqual([]); // nothing else
+    // Newest first across the three logs, and paged without loss or repeat.
+    expect(entries.map((e) => e.at)).toEqual([...entries.map((e) => e.at)].sort().reverse());
+    const seen: string[] = [];
+    let before: string | null = null;
+    do {
+      const p = await dashboard(
+        'GET',
+        `/api/audit?source=all&since=${since}&limit=4${before ? `&before=${before}` : ''}`,
+      );
+      seen.push(...(p.body.data as Array<Entry & { source: string }>).map((e) => `${e.source}:${e.id}`));
+      before = p.body.next_before;
+    } while (before);
+    expect(seen).toEqual(entries.map((e) => `${e.source}:${e.id}`));
+    const csv = await dashboard('GET', `/api/audit?source=all&since=${since}&format=csv`);
+    expect(csv.text.trim().split('\r\n')).toHaveLength(expected.length + 1);
+    expect(csv.text).toContain('"billing"');
+    expect((await dashboard('GET', '/api/audit?source=all&before=keys:x')).status).toBe(400);
   });
 
   it('is append-only: the table refuses UPDATE and DELETE', async () => {

@@ -23,3 +23,21 @@ export const accountAudit = {
   path: (accountId: string) => `${accountPath(accountId)}/audit`,
   response: auditPage,
 } as const;
+
+const instant = z.iso.datetime({ offset: true, error: 'expected an ISO 8601 instant' });
+
+/** The filters every audit log takes (keys, billing, dashboard): one entry shape, one query shape. */
+export const auditQuery = z.strictObject({
+  actor_kind: z.enum(['management_key', 'user', 'admin_cli']).optional(),
+  actor_id: z.string().min(1).max(64).optional(),
+  action: z.string().min(1).max(64).optional(),
+  target_id: z.string().min(1).max(64).optional(),
+  since: instant.optional(),
+  until: instant.optional(),
+  before: z
+    .string()
+    .regex(/^[1-9][0-9]{0,17}$/, 'an entry id')
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+export type AuditQueryInput = z.output<typeof auditQuery>;

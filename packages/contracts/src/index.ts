@@ -1,5 +1,7 @@
 export * from './audit';
 export * from './billing';
+export * from './billing-analytics';
+export * from './billing-generations';
 export * from './common';
 export * from './dashboard';
 export * from './ids';

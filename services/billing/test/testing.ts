@@ -60,6 +60,9 @@ export function registerTestKey(key: {
   revoked?: boolean;
   limit?: string | null;
   limitReset?: 'daily' | 'weekly' | 'monthly' | null;
+  teamId?: string | null;
+  teamLimit?: string | null;
+  teamLimitReset?: 'daily' | 'weekly' | 'monthly' | null;
 }): void {
   testKeys.set(key.keyId, {
     id: key.keyId,
@@ -70,7 +73,9 @@ export function registerTestKey(key: {
     expiresAt: null,
     limit: key.limit ?? null,
     limitReset: key.limitReset ?? null,
-    teamId: null,
+    teamId: key.teamId ?? null,
+    teamLimit: key.teamLimit ?? null,
+    teamLimitReset: key.teamLimitReset ?? null,
   });
 }
 

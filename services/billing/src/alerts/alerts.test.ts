@@ -258,6 +258,27 @@ describe('team thresholds', () => {
   });
 });
 
+describe('team thresholds through the recorder', () => {
+  it("alerts once per threshold of a team's limit as its keys' committed spend passes it", async () => {
+    const [accountId, teamId, k1, k2] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    for (const keyId of [k1, k2])
+      registerTestKey({ keyId, accountId, teamId, teamLimit: '1', teamLimitReset: 'daily' });
+    await endpoint(accountId);
+    const ev = (keyId: string, cost: string) => ({ ...spendEvent(accountId, keyId, cost), team_id: teamId });
+    const first = [ev(k1, '0.3'), ev(k2, '0.3')];
+    await s.billing.recorder.record(first);
+    await s.billing.recorder.record(first); // redelivered
+    await s.billing.recorder.record([ev(k2, '0.45')]);
+    const day = `d${new Date().toISOString().slice(0, 10)}`;
+    expect((await alertsOf(teamId)).map((a) => [a.scope, a.period, a.threshold])).toEqual([
+      ['team', day, '100'],
+      ['team', day, '50'],
+      ['team', day, '80'],
+    ]);
+    expect(await alertsOf(k1)).toEqual([]); // the keys have no limit of their own
+  });
+});
+
 describe('delivery from the outbox (Standard Webhooks)', () => {
   it('delivers signed messages, retries a failing receiver with backoff and logs every attempt', async () => {
     const accountId = randomUUID();

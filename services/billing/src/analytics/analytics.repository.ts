@@ -106,6 +106,8 @@ export async function queryUsage(
 }
 
 export interface ActivityRow {
+  /** Only with `byKey` (group by team, issue 29): the key the row sums. */
+  key_id?: string;
   date: string;
   model: string;
   provider_name: string;
@@ -119,11 +121,11 @@ export interface ActivityRow {
 /** Daily usage per model and provider over [from, to) (whole UTC days, daily roll-ups), newest day first. */
 export async function queryActivity(
   db: BillingDb,
-  q: { accountId: string; from: Date; to: Date; keyId?: string },
+  q: { accountId: string; from: Date; to: Date; keyId?: string; byKey?: boolean },
 ): Promise<ActivityRow[]> {
   const { rows } = await sql<ActivityRow>`
     select day::text as date,
-      model, provider_name,
+      model, provider_name, ${q.byKey ? sql`key_id::text as key_id,` : sql``}
       sum(requests)::text as requests,
       sum(tokens_prompt)::text as tokens_prompt,
       sum(tokens_completion)::text as tokens_completion,
@@ -133,7 +135,7 @@ export async function queryActivity(
     where account_id = ${q.accountId}
       and day >= ${q.from.toISOString().slice(0, 10)}::date and day < ${q.to.toISOString().slice(0, 10)}::date
       ${q.keyId ? sql`and key_id = ${q.keyId}` : sql``}
-    group by 1, 2, 3
+    group by 1, 2, 3 ${q.byKey ? sql`, key_id` : sql``}
     order by 1 desc, sum(cost) desc, 2, 3`.execute(db);
   return rows;
 }

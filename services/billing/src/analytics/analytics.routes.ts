@@ -2,7 +2,7 @@ import type { ServiceVerifier } from '@tollgate/auth';
 import { accountLatency, accountUsage, type UsageRowView } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
-import { toNumber, toUnits } from '@tollgate/money';
+import { toDecimal, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { z } from 'zod';
 import type { BillingDb } from '../database';
@@ -16,6 +16,7 @@ import {
   queryUsage,
   type UsageRow,
 } from './analytics.repository';
+import { activityByTeam } from './by-team';
 import { percentile } from './latency';
 
 const HOUR_MS = 3_600_000;
@@ -70,6 +71,8 @@ const activityQuery = z.strictObject({
     .regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a UTC date (YYYY-MM-DD)')
     .optional(),
   api_key_hash: z.string().uuid('expected a key hash (the uuid the keys API returns)').optional(),
+  /** `team` (issue 29): rows split per team, each with its `team_id` (null = keys without a team). */
+  group_by: z.enum(['team'], { error: 'expected team' }).optional(),
 });
 
 /**
@@ -168,14 +171,20 @@ export function analyticsRoutes(deps: {
       from = day;
       to = new Date(day.getTime() + DAY_MS);
     }
-    const rows = await queryActivity(deps.db, {
+    const byTeam = q.group_by === 'team';
+    const read = await queryActivity(deps.db, {
       accountId: callerOf(res).accountId,
       from,
       to,
       keyId: q.api_key_hash,
+      byKey: byTeam,
     });
+    const rows = byTeam
+      ? (await activityByTeam(read, deps.owners)).map((r) => ({ ...r, cost: toDecimal(r.cost) }))
+      : read;
     res.json({
       data: rows.map((r) => ({
+        ...('team_id' in r ? { team_id: r.team_id } : {}),
         date: r.date,
         model: r.model,
         model_permaslug: r.model,

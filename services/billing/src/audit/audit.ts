@@ -1,9 +1,8 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { accountParams } from '@tollgate/contracts';
+import { accountParams, auditQuery } from '@tollgate/contracts';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import { type Kysely, sql } from 'kysely';
-import { z } from 'zod';
 import type { Database } from '../database';
 
 type Db = Kysely<Database>;
@@ -42,15 +41,7 @@ export async function currentPostpaid(trx: Db, accountId: string): Promise<boole
   return row?.postpaid ?? false;
 }
 
-const pageQuery = z.strictObject({
-  before: z
-    .string()
-    .regex(/^[1-9][0-9]{0,17}$/, 'an entry id')
-    .optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-});
-
-/** `GET /internal/accounts/:accountId/audit` (dashboard): billing's entries, newest first, paged with `before`. */
+/** `GET /internal/accounts/:accountId/audit` (dashboard): billing's entries, newest first, the filters of every audit log (`auditQuery`), paged with `before`. */
 export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }): Router {
   const router = Router();
   router.get(
@@ -58,8 +49,14 @@ export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }):
     serviceCaller(deps.verifier, ['dashboard']),
     async (req, res) => {
       const { accountId } = parseInput(accountParams, req.params);
-      const q = parseInput(pageQuery, req.query);
+      const q = parseInput(auditQuery, req.query);
       let query = deps.db.selectFrom('billing.audit_log').selectAll().where('account_id', '=', accountId);
+      if (q.actor_kind) query = query.where('actor_kind', '=', q.actor_kind);
+      if (q.actor_id) query = query.where('actor_id', '=', q.actor_id);
+      if (q.action) query = query.where('action', '=', q.action);
+      if (q.target_id) query = query.where('target_id', '=', q.target_id);
+      if (q.since) query = query.where('at', '>=', new Date(q.since));
+      if (q.until) query = query.where('at', '<', new Date(q.until));
       if (q.before) query = query.where('id', '<', q.before as never);
       const rows = await query.orderBy(sql`id`, 'desc').limit(q.limit).execute();
       res.json({

@@ -86,66 +86,67 @@ const CSV_COLUMNS = [
   'cost_usd',
 ] as const;
 
+/** The overview page: spend today/this week/this month, credits, top models and apps, 30 days. */
+async function overview(client: InternalClient, accountId: string, now: Date) {
+  const tomorrow = new Date(startOfDay(now).getTime() + DAY_MS).toISOString();
+  const from30 = new Date(startOfDay(now).getTime() - 29 * DAY_MS);
+  // Top lists ask billing for their five groups only (never every X-Title of the month).
+  const total = (from: Date, group_by: AccountUsageQuery['group_by'] = 'none') =>
+    client.usage(accountId, {
+      from: from.toISOString(),
+      to: tomorrow,
+      granularity: 'total',
+      group_by,
+      limit: group_by === 'none' ? undefined : '5',
+    });
+  const [today, week, month, daily, models, apps, credits] = await Promise.all([
+    total(startOfDay(now)),
+    total(startOfWeek(now)),
+    total(startOfMonth(now)),
+    client.usage(accountId, {
+      from: from30.toISOString(),
+      to: tomorrow,
+      granularity: 'day',
+      group_by: 'none',
+    }),
+    total(from30, 'model'),
+    total(from30, 'app'),
+    client.credits(accountId, { limit: 1 }),
+  ]);
+  const sum = (r: { rows: UsageRowView[] }) => ({
+    cost: r.rows[0]?.cost ?? '0',
+    requests: r.rows[0]?.requests ?? 0,
+  });
+  const byDay = new Map(daily.rows.map((r) => [r.bucket?.slice(0, 10), r]));
+  const days = Array.from({ length: 30 }, (_, i) => {
+    const date = new Date(from30.getTime() + i * DAY_MS).toISOString().slice(0, 10);
+    const r = byDay.get(date);
+    return { date, cost: r?.cost ?? '0', requests: r?.requests ?? 0 };
+  });
+  const top = (r: { rows: UsageRowView[] }) =>
+    r.rows.slice(0, 5).map((x) => ({ name: x.group, cost: x.cost, requests: x.requests }));
+  return {
+    today: sum(today),
+    week: sum(week),
+    month: sum(month),
+    credits: {
+      total_credits: credits.total_credits,
+      total_usage: credits.total_usage,
+      remaining: credits.remaining,
+    },
+    top_models: top(models),
+    top_apps: top(apps),
+    daily: days,
+  };
+}
+
 /** Overview, usage analytics (+ CSV), generations, credits and the model catalog: reads only. */
 export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; clock: () => Date }): Router {
   const { client } = deps;
   const router = Router();
 
   router.get('/api/overview', requireUser, async (_req, res) => {
-    const accountId = userOf(res).accountId;
-    const now = deps.clock();
-    const tomorrow = new Date(startOfDay(now).getTime() + DAY_MS).toISOString();
-    const from30 = new Date(startOfDay(now).getTime() - 29 * DAY_MS);
-    // Top lists ask billing for their five groups only (never every X-Title of the month).
-    const total = (from: Date, group_by: AccountUsageQuery['group_by'] = 'none') =>
-      client.usage(accountId, {
-        from: from.toISOString(),
-        to: tomorrow,
-        granularity: 'total',
-        group_by,
-        limit: group_by === 'none' ? undefined : '5',
-      });
-    const [today, week, month, daily, models, apps, credits] = await Promise.all([
-      total(startOfDay(now)),
-      total(startOfWeek(now)),
-      total(startOfMonth(now)),
-      client.usage(accountId, {
-        from: from30.toISOString(),
-        to: tomorrow,
-        granularity: 'day',
-        group_by: 'none',
-      }),
-      total(from30, 'model'),
-      total(from30, 'app'),
-      client.credits(accountId, { limit: 1 }),
-    ]);
-    const sum = (r: { rows: UsageRowView[] }) => ({
-      cost: r.rows[0]?.cost ?? '0',
-      requests: r.rows[0]?.requests ?? 0,
-    });
-    const byDay = new Map(daily.rows.map((r) => [r.bucket?.slice(0, 10), r]));
-    const days = Array.from({ length: 30 }, (_, i) => {
-      const date = new Date(from30.getTime() + i * DAY_MS).toISOString().slice(0, 10);
-      const r = byDay.get(date);
-      return { date, cost: r?.cost ?? '0', requests: r?.requests ?? 0 };
-    });
-    const top = (r: { rows: UsageRowView[] }) =>
-      r.rows.slice(0, 5).map((x) => ({ name: x.group, cost: x.cost, requests: x.requests }));
-    res.json({
-      data: {
-        today: sum(today),
-        week: sum(week),
-        month: sum(month),
-        credits: {
-          total_credits: credits.total_credits,
-          total_usage: credits.total_usage,
-          remaining: credits.remaining,
-        },
-        top_models: top(models),
-        top_apps: top(apps),
-        daily: days,
-      },
-    });
+    res.json({ data: await overview(client, userOf(res).accountId, deps.clock()) });
   });
 
   router.get('/api/usage', requireUser, async (req, res) => {

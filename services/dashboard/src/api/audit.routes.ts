@@ -1,16 +1,16 @@
-import type { AuditEntry } from '@tollgate/contracts';
+import { type AuditEntry, auditQuery } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
+import { parseInput } from '@tollgate/http';
 import { Router } from 'express';
 import type { DashboardDb } from '../database';
 import { requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
 import { listUserChanges } from '../users/users-audit';
+import { AUDIT_SOURCES, type AuditSource, timelinePage } from './audit-timeline';
 import { csvCell } from './csv';
 
 /** The filters the keys service's audit listing takes; anything else is a 400 here. */
 const FILTERS = ['actor_kind', 'actor_id', 'action', 'target_id', 'since', 'until', 'before', 'limit'];
-/** `source=dashboard` (the dashboard's own entries) and `source=billing` (credits, postpaid): paged with `before`. */
-const DASHBOARD_FILTERS = ['before', 'limit'];
 /** CSV export: at most this many entries (pages of 500 read from the keys service). */
 const CSV_MAX_ENTRIES = 10_000;
 
@@ -26,6 +26,7 @@ function filtersOf(query: Record<string, unknown>): Record<string, string> {
 }
 
 const CSV_COLUMNS = [
+  'source',
   'id',
   'at',
   'actor_kind',
@@ -36,8 +37,9 @@ const CSV_COLUMNS = [
   'target_id',
 ];
 
-const csvRow = (e: AuditEntry) =>
+const csvRow = (e: AuditEntry & { source?: string }) =>
   [
+    e.source ?? '',
     e.id,
     e.at,
     e.actor.kind,
@@ -60,21 +62,13 @@ const csvRow = (e: AuditEntry) =>
 async function pageOf(
   deps: { client: InternalClient; db: DashboardDb },
   accountId: string,
-  source: 'keys' | 'dashboard' | 'billing',
+  source: AuditSource | 'all',
   filters: Record<string, string>,
-) {
+): Promise<{ data: AuditEntry[]; next_before: string | null }> {
+  if (source === 'all') return timelinePage((s, f) => pageOf(deps, accountId, s, f), filters);
   if (source === 'keys') return deps.client.audit(accountId, filters);
-  for (const k of Object.keys(filters)) {
-    if (!DASHBOARD_FILTERS.includes(k))
-      throw badRequest(`${k}: not a filter of source=${source}`, { field: k });
-  }
   if (source === 'billing') return deps.client.billingAudit(accountId, filters);
-  const limit = filters.limit === undefined ? 100 : Number(filters.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500)
-    throw badRequest('limit: 1 to 500', { field: 'limit' });
-  if (filters.before !== undefined && !/^[1-9][0-9]{0,17}$/.test(filters.before))
-    throw badRequest('before: an entry id', { field: 'before' });
-  return listUserChanges(deps.db, accountId, { before: filters.before, limit });
+  return listUserChanges(deps.db, accountId, parseInput(auditQuery, filters));
 }
 
 export function auditRoutes(deps: { client: InternalClient; db: DashboardDb }): Router {
@@ -84,18 +78,18 @@ export function auditRoutes(deps: { client: InternalClient; db: DashboardDb }): 
     if (format !== undefined && format !== 'json' && format !== 'csv')
       throw badRequest('format: expected json or csv');
     const source = req.query.source ?? 'keys';
-    if (source !== 'keys' && source !== 'dashboard' && source !== 'billing')
-      throw badRequest('source: expected keys, dashboard or billing');
+    if (source !== 'all' && !AUDIT_SOURCES.includes(source as AuditSource))
+      throw badRequest('source: expected all, keys, dashboard or billing');
     const filters = filtersOf(req.query as Record<string, unknown>);
     const accountId = userOf(res).accountId;
     if (format !== 'csv') {
-      res.json(await pageOf(deps, accountId, source, filters));
+      res.json(await pageOf(deps, accountId, source as AuditSource | 'all', filters));
       return;
     }
     const lines = [[...CSV_COLUMNS, 'before', 'after'].map(csvCell).join(',')];
     let before: string | null | undefined = filters.before;
     for (let n = 0; n < CSV_MAX_ENTRIES; ) {
-      const page = await pageOf(deps, accountId, source, {
+      const page = await pageOf(deps, accountId, source as AuditSource | 'all', {
         ...filters,
         ...(before ? { before } : {}),
         limit: '500',

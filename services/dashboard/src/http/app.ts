@@ -16,6 +16,7 @@ import express, { type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import { accountRoutes } from '../api/account.routes';
 import { auditRoutes } from '../api/audit.routes';
+import { errorsRoutes } from '../api/errors.routes';
 import { keysRoutes } from '../api/keys.routes';
 import { webhooksRoutes } from '../api/webhooks.routes';
 import { authRoutes } from '../auth/auth.routes';
@@ -134,6 +135,7 @@ function apiRouter(deps: DashboardAppDeps): RequestHandler {
   api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
   api.use(auditRoutes({ client: deps.client, db: deps.db }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
+  api.use(errorsRoutes({ client: deps.client }));
   if (deps.webhooks) api.use(webhooksRoutes({ webhooks: deps.webhooks }));
   api.use(notFoundHandler);
   // The routers carry full paths; only /api and /internal requests enter them (static files never

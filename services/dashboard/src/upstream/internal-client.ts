@@ -1,21 +1,26 @@
 import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import {
   type AccountCreditsQuery,
+  type AccountErrorsQuery,
   type AccountLatencyQuery,
   type AccountUsageQuery,
   accountAudit,
   accountCredits,
+  accountErrors,
   accountLatency,
   accountUsage,
   type CreateAccountKeyRequest,
   createAccountKey,
   getAccount,
   getAccountGeneration,
+  getAccountRefusal,
   type KeyObject,
   type ListAccountGenerationsQuery,
+  type ListAccountRefusalsQuery,
   type ListAccountSessionsQuery,
   listAccountGenerations,
   listAccountKeys,
+  listAccountRefusals,
   listAccountSessions,
   listAccountTeams,
   queryString,
@@ -95,6 +100,12 @@ export interface InternalClient {
     query: ListAccountSessionsQuery,
   ): Promise<z.output<typeof listAccountSessions.response>>;
   generation(accountId: string, id: string): Promise<Data<typeof getAccountGeneration>>;
+  /** Answered requests, upstream errors and refusals per bucket (billing's roll-ups). */
+  errors(accountId: string, query: AccountErrorsQuery): Promise<Data<typeof accountErrors>>;
+  /** The last refusals of the account or one key (billing keeps 50 per key). */
+  refusals(accountId: string, query: ListAccountRefusalsQuery): Promise<Data<typeof listAccountRefusals>>;
+  /** One refusal by the request id it answered with. */
+  refusal(accountId: string, id: string): Promise<Data<typeof getAccountRefusal>>;
   credits(accountId: string, query: AccountCreditsQuery): Promise<Data<typeof accountCredits>>;
 }
 
@@ -106,6 +117,38 @@ const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /** The `data` of an owner's `{data: …}` answer (every contract here answers in that envelope). */
 const dataOf = async <T>(answer: Promise<{ data: T }>): Promise<T> => (await answer).data;
+
+/** Errors and refusals (billing's roll-ups and last refusals per key). */
+function refusalCalls(
+  billing: ReturnType<typeof createServiceClient>,
+): Pick<InternalClient, 'errors' | 'refusals' | 'refusal'> {
+  return {
+    errors: (id, query) =>
+      dataOf(
+        billing.call({
+          method: accountErrors.method,
+          path: `${accountErrors.path(id)}${queryString(query)}`,
+          response: accountErrors.response,
+        }),
+      ),
+    refusals: (id, query) =>
+      dataOf(
+        billing.call({
+          method: listAccountRefusals.method,
+          path: `${listAccountRefusals.path(id)}${queryString(query)}`,
+          response: listAccountRefusals.response,
+        }),
+      ),
+    refusal: (id, refusalId) =>
+      dataOf(
+        billing.call({
+          method: getAccountRefusal.method,
+          path: getAccountRefusal.path(id, refusalId),
+          response: getAccountRefusal.response,
+        }),
+      ),
+  };
+}
 
 export function createInternalClient(o: InternalClientOptions): InternalClient & { close(): Promise<void> } {
   const keys = createServiceClient({
@@ -237,6 +280,7 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
           response: getAccountGeneration.response,
         }),
       ),
+    ...refusalCalls(billing),
     credits: (id, query) =>
       dataOf(
         billing.call({

@@ -1,3 +1,4 @@
+import type { AuditQueryInput } from '@tollgate/contracts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../database';
 
@@ -29,13 +30,15 @@ export async function recordUserChange(
     .execute();
 }
 
-/** The account's entries, newest first (`before`: entries with a smaller id). */
-export async function listUserChanges(
-  db: Kysely<Database>,
-  accountId: string,
-  q: { before?: string; limit: number },
-) {
+/** The account's entries matching the filters, newest first (`before`: entries with a smaller id). */
+export async function listUserChanges(db: Kysely<Database>, accountId: string, q: AuditQueryInput) {
   let query = db.selectFrom('dashboard.audit_log').selectAll().where('account_id', '=', accountId);
+  if (q.actor_kind) query = query.where('actor_kind', '=', q.actor_kind);
+  if (q.actor_id) query = query.where('actor_id', '=', q.actor_id);
+  if (q.action) query = query.where('action', '=', q.action);
+  if (q.target_id) query = query.where('target_id', '=', q.target_id);
+  if (q.since) query = query.where('at', '>=', new Date(q.since));
+  if (q.until) query = query.where('at', '<', new Date(q.until));
   if (q.before) query = query.where('id', '<', q.before as never);
   const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
   return {

@@ -15,6 +15,7 @@ const GenerationsPage = lazy(() =>
 const CreditsPage = lazy(() => import('./pages/Credits').then((m) => ({ default: m.CreditsPage })));
 const ModelsPage = lazy(() => import('./pages/Models').then((m) => ({ default: m.ModelsPage })));
 const UsersPage = lazy(() => import('./pages/Users').then((m) => ({ default: m.UsersPage })));
+const AuditPage = lazy(() => import('./pages/Audit').then((m) => ({ default: m.AuditPage })));
 const AlertsPage = lazy(() => import('./pages/Alerts').then((m) => ({ default: m.AlertsPage })));
 
 const PAGES = [
@@ -26,6 +27,7 @@ const PAGES = [
   { path: 'models', title: 'Models' },
   { path: 'users', title: 'Users' },
   { path: 'alerts', title: 'Alerts' },
+  { path: 'audit', title: 'Audit log' },
 ] as const;
 
 interface Route {
@@ -155,6 +157,7 @@ function Shell(props: { me: Me; route: Route }) {
           {page.path === 'models' && <ModelsPage />}
           {page.path === 'users' && <UsersPage owner={owner} me={me} />}
           {page.path === 'alerts' && <AlertsPage owner={owner} />}
+          {page.path === 'audit' && <AuditPage />}
         </Suspense>
       </main>
     </div>

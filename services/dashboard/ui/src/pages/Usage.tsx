@@ -7,6 +7,7 @@ import { DataTable } from '../components/DataTable';
 import { Clip, ErrorBox, Page } from '../components/ui';
 import { int, usd, usdColumn } from '../format';
 import { displayZone, when } from '../time';
+import { ErrorsSection } from './usage/Errors';
 import { LatencyTable } from './usage/Latency';
 
 type Metric = 'cost' | 'requests' | 'tokens';
@@ -280,6 +281,7 @@ export function UsagePage(props: { params: URLSearchParams }) {
         to={to.toISOString()}
         groupBy={groupBy === 'provider' ? 'provider' : 'model'}
       />
+      <ErrorsSection from={from.toISOString()} to={to.toISOString()} />
     </Page>
   );
 }

@@ -1,0 +1,121 @@
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { createColumnHelper } from '@tanstack/react-table';
+import { useState } from 'react';
+import { get } from '../api';
+import { DataTable } from '../components/DataTable';
+import { ErrorBox, Page } from '../components/ui';
+import { when } from '../format';
+import { useDebounced } from '../hooks/useDebounced';
+
+/** One entry of the merged audit timeline (keys, billing and dashboard logs). */
+interface Entry {
+  source: string;
+  id: string;
+  at: string;
+  actor: { kind: string; id: string | null };
+  client_address: string | null;
+  action: string;
+  target: { kind: string; id: string };
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+}
+interface AuditPage {
+  data: Entry[];
+  next_before: string | null;
+}
+const col = createColumnHelper<Entry>();
+const json = (v: Record<string, unknown> | null) => (v === null ? '—' : JSON.stringify(v));
+
+/** The account's audit log: every change, who, when, from where, before and after; filters and CSV. */
+export function AuditPage() {
+  const [source, setSource] = useState('all');
+  const [actorKind, setActorKind] = useState('');
+  const [action, setAction] = useState('');
+  const [target, setTarget] = useState('');
+  const filters = new URLSearchParams({ source });
+  if (actorKind) filters.set('actor_kind', actorKind);
+  const a = useDebounced(action.trim(), 300);
+  const t = useDebounced(target.trim(), 300);
+  if (a) filters.set('action', a);
+  if (t) filters.set('target_id', t);
+  const query = filters.toString();
+  const q = useInfiniteQuery({
+    queryKey: ['audit', query],
+    initialPageParam: null as string | null,
+    queryFn: async ({ pageParam }) =>
+      get<AuditPage>(
+        `/api/audit?${query}&limit=100${pageParam ? `&before=${encodeURIComponent(pageParam)}` : ''}`,
+      ),
+    getNextPageParam: (last) => last.next_before,
+  });
+  const entries = q.data?.pages.flatMap((p) => p.data) ?? [];
+  return (
+    <Page
+      title="Audit log"
+      actions={
+        <a className="button secondary" href={`/api/audit?${query}&format=csv`} download>
+          Export CSV
+        </a>
+      }
+    >
+      <form className="filters" aria-label="Audit filters" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Source
+          <select value={source} onChange={(e) => setSource(e.target.value)}>
+            <option value="all">All</option>
+            <option value="keys">Keys and teams</option>
+            <option value="billing">Credits and billing</option>
+            <option value="dashboard">Users and sign-in</option>
+          </select>
+        </label>
+        <label>
+          Actor
+          <select value={actorKind} onChange={(e) => setActorKind(e.target.value)}>
+            <option value="">Anyone</option>
+            <option value="user">Dashboard user</option>
+            <option value="management_key">Management key</option>
+            <option value="admin_cli">Admin CLI</option>
+          </select>
+        </label>
+        <label>
+          Action
+          <input value={action} placeholder="key.update" onChange={(e) => setAction(e.target.value)} />
+        </label>
+        <label>
+          Target id
+          <input value={target} onChange={(e) => setTarget(e.target.value)} />
+        </label>
+      </form>
+      <ErrorBox error={q.error} onRetry={() => q.refetch()} />
+      <DataTable
+        label="Audit log"
+        data={entries}
+        loading={q.isPending}
+        columns={[
+          col.accessor('at', { header: 'Time', cell: (c) => when(c.getValue()) }),
+          col.accessor('action', { header: 'Action' }),
+          col.accessor((e) => `${e.actor.kind}${e.actor.id ? ` ${e.actor.id}` : ''}`, {
+            id: 'actor',
+            header: 'Who',
+            meta: { wrap: true },
+          }),
+          col.accessor((e) => e.client_address ?? '—', { id: 'address', header: 'From' }),
+          col.accessor((e) => `${e.target.kind} ${e.target.id}`, {
+            id: 'target',
+            header: 'Target',
+            meta: { wrap: true },
+          }),
+          col.accessor((e) => json(e.before), { id: 'before', header: 'Before', meta: { wrap: true } }),
+          col.accessor((e) => json(e.after), { id: 'after', header: 'After', meta: { wrap: true } }),
+          col.accessor('source', { header: 'Log' }),
+        ]}
+        empty="No change matches these filters."
+      />
+      {q.hasNextPage ? (
+        <button type="button" className="secondary" onClick={() => q.fetchNextPage()}>
+          Load more
+        </button>
+      ) : null}
+    </Page>
+  );
+}
