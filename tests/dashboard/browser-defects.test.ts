@@ -349,7 +349,8 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))(
           ps.map((x) => (x as SVGGraphicsElement).getBBox().height),
         );
         await bars.nth(heights.findIndex((h) => h > 0)).hover();
-        const tip = p.locator('.recharts-tooltip-label');
+        // The Usage page has more than one chart (errors too): the tooltip of this one.
+        const tip = p.getByTestId('usage-chart').locator('.recharts-tooltip-label');
         await tip.waitFor();
         const label = (await tip.textContent()) ?? '';
         expect(label).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}/);
