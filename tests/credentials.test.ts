@@ -149,7 +149,7 @@ describe('Redis: an ACL user per service, limited to its keys', () => {
     };
     const proxyCache = createKeyCache(as(users.proxy), { prefix: redis.prefix });
     await expect(proxyCache.fill(digest, record)).rejects.toThrow(/NOPERM/);
-    await expect(as(users.proxy).hset(`${redis.prefix}key:${digest}`, 'v', '9')).rejects.toThrow(/NOPERM/);
+    await expect(as(users.proxy).hset(`${redis.prefix}key:{${digest}}`, 'v', '9')).rejects.toThrow(/NOPERM/);
     // The keys service's user writes it; the proxy's reads it through the same package code.
     expect(await createKeyCache(as(users.keys), { prefix: redis.prefix }).fill(digest, record)).toBe(true);
     expect(await proxyCache.get(digest)).toEqual({ state: 'hit', key: record });

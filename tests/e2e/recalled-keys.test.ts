@@ -48,7 +48,7 @@ async function commandsFor(
     rest = lines.pop() ?? '';
     for (const line of lines) {
       if (line.includes('[0 lua]')) continue; // commands run inside a script: the script call counts
-      const cache = line.includes(`key:${digest}`);
+      const cache = line.includes(`key:{${digest}}`);
       const spends = line.includes(spend);
       if (cache || spends) seen.push(cache && spends ? 'cache+spend' : cache ? 'cache' : 'spend');
     }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { toUnits } from '@tollgate/money';
 import { createTestRedis, type TestRedis } from '@tollgate/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createSpendStore, type SpendStore, spendTokenRateKey } from './store';
+import { createSpendStore, type SpendStore, spendKeyHash, spendTokenRateKey } from './store';
 
 /** Issue 29: the tokens-per-minute charge folded into the admission script (real Redis). */
 let r: TestRedis;
@@ -62,9 +62,9 @@ describe('admit with a tokens-per-minute limit', () => {
 
   it('refuses without holding spend, and charges no tokens for a request the spend limit refuses', async () => {
     expect((await admit(900, { limitUsd: '0.015' })).code).toBe('admitted');
-    const before = await r.client.hget(`${r.prefix}spend:key:${keyId}`, '_held');
+    const before = await r.client.hget(spendKeyHash(r.prefix, accountId, keyId), '_held');
     expect((await admit(200)).code).toBe('token_rate_limited');
-    expect(await r.client.hget(`${r.prefix}spend:key:${keyId}`, '_held')).toBe(before);
+    expect(await r.client.hget(spendKeyHash(r.prefix, accountId, keyId), '_held')).toBe(before);
     // Key limit 0.015 USD: 0.01 held, a second 0.01 does not fit → key_limit, tokens untouched.
     expect((await admit(50, { limitUsd: '0.015' })).code).toBe('key_limit');
     expect(await r.client.get(counter())).toBe('900');

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { devServiceVerifier, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { periodKey, toUnits } from '@tollgate/money';
-import { createSpendStore } from '@tollgate/spend';
+import { createSpendStore, spendKeyHash } from '@tollgate/spend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectError, expectStatus } from '../../test/test-client';
 import { startTestKeysService, type TestKeysService } from '../../test/testing';
@@ -220,8 +220,9 @@ describe('usage figures from the spend counters in Redis', () => {
     expect(me.body.data).toMatchObject({ usage: 0, limit_remaining: 3, usage_daily: 0, usage_monthly: 0 });
 
     // A spend hash of the wrong type: Redis answers the read with an error; billing is asked instead.
-    await t.redis.client.del(`${t.redis.prefix}spend:key:${key.id}`);
-    await t.redis.client.set(`${t.redis.prefix}spend:key:${key.id}`, 'not a hash');
+    const hash = spendKeyHash(t.redis.prefix, t.account.id, key.id);
+    await t.redis.client.del(hash);
+    await t.redis.client.set(hash, 'not a hash');
     answer = ({ keys }) => ({
       status: 200,
       body: {

@@ -81,7 +81,7 @@ describe('authentication', () => {
 
   it('resolves a key missing from the cache through the keys service', async () => {
     const key = await stack.keys.createKey(stack.account.id);
-    await stack.keys.redis.client.del(`${stack.config.REDIS_PREFIX}key:${digestKey(key.key)}`);
+    await stack.keys.redis.client.del(`${stack.config.REDIS_PREFIX}key:{${digestKey(key.key)}}`);
     const r = await call('/models', { key: key.key });
     expect(r.status, r.text).toBe(200);
   });

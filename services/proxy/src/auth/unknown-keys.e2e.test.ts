@@ -126,7 +126,7 @@ describe('unknown-key lookups', () => {
       expect(limited.body.error?.metadata).toMatchObject({ reason: 'unknown_keys', scope: 'address' });
       // A client that writes the attacker's address itself is still told apart by the balancer's entry.
       const created = await stack.keys.createKey(stack.account.id, { name: 'other-client' });
-      await stack.keys.redis.client.del(`${stack.config.REDIS_PREFIX}key:${created.digest}`);
+      await stack.keys.redis.client.del(`${stack.config.REDIS_PREFIX}key:{${created.digest}}`);
       const other = await models(api, created, `${attacker}, 198.51.100.23`);
       expect(other.status, JSON.stringify(other.body)).toBe(200);
     } finally {
@@ -181,10 +181,10 @@ describe('unknown-key lookups', () => {
       governance: { rateLimitRpm: 5 },
     });
     const digest = digestKey(key);
-    await redis.del(`${prefix}key:${digest}`);
+    await redis.del(`${prefix}key:{${digest}}`);
     const res = await fetch(`${stack.api}/models`, { headers: bearer(key) });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-ratelimit-remaining')).toBe('4');
-    expect(await redis.keys(`${prefix}rl:${digest}:*`)).toHaveLength(1);
+    expect(await redis.keys(`${prefix}rl:{${digest}}:*`)).toHaveLength(1);
   });
 });
