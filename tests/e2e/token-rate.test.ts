@@ -56,7 +56,9 @@ describe('rate_limit_tpm', () => {
     expect(ok.length).toBeLessThanOrEqual(Math.floor(LIMIT / MAX_TOKENS));
     expect(refused.length).toBeGreaterThanOrEqual(12 - Math.floor(LIMIT / MAX_TOKENS));
     const counter = () =>
-      stack.infra.redis.client.get(`${stack.infra.redis.prefix}spend:tpm:${key.hash}:${minute}`);
+      stack.infra.redis.client.get(
+        `${stack.infra.redis.prefix}spend:tpm:{${stack.account.id}}:${key.hash}:${minute}`,
+      );
     expect(Number(await counter())).toBeLessThanOrEqual(LIMIT);
     // Corrected at settle (issue 29): the counter ends at the tokens the admitted requests used.
     const used = ok.reduce((n, r) => n + r.body.usage.prompt_tokens + r.body.usage.completion_tokens, 0);
@@ -71,7 +73,9 @@ describe('rate_limit_tpm', () => {
     const minute = Math.floor(Date.now() / 60_000);
     for (const m of [minute - 1, minute]) {
       expect(
-        await stack.infra.redis.client.exists(`${stack.infra.redis.prefix}spend:tpm:${key.hash}:${m}`),
+        await stack.infra.redis.client.exists(
+          `${stack.infra.redis.prefix}spend:tpm:{${stack.account.id}}:${key.hash}:${m}`,
+        ),
       ).toBe(0);
     }
     const patch = (body: unknown) =>
