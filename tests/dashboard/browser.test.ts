@@ -167,11 +167,14 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('the da
       .toBe(1);
     const seenAfterMs = Date.now() - started;
     expect(seenAfterMs).toBeLessThan(10_000);
+    // The key's name comes with the key list, which may arrive after the row (its id prefix until then).
+    await expect
+      .poll(async () => (await row.textContent()) ?? '', { timeout: 10_000 })
+      .toContain('browser app');
     const text = (await row.textContent()) ?? '';
     expect(text).toContain(APP);
     expect(text).toContain(MODEL);
     expect(text).toContain(usd(cost));
-    expect(text).toContain('browser app');
     await shoot(page, 'generations-1280');
     await row.click();
     const detail = page.getByTestId('generation-detail');

@@ -24,13 +24,14 @@ describe('committedSpend', () => {
     expect(out.keys).toEqual([
       {
         keyId: 'k1',
+        accountId: 'a1',
         totals: [
           ['d1', 5_000_000_000n],
           ['all', 15_000_000_000n],
         ],
         requestIds: ['gen-1', 'gen-2'],
       },
-      { keyId: 'k2', totals: [['all', 0n]], requestIds: ['gen-3'] }, // no total yet: 0
+      { keyId: 'k2', accountId: 'a2', totals: [['all', 0n]], requestIds: ['gen-3'] }, // no total yet: 0
     ]);
     expect(out.accounts).toEqual([
       { accountId: 'a1', usageUnits: 20_000_000_000n, requestIds: ['gen-1', 'gen-2'] },
