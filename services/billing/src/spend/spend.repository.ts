@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Database } from '../database';
 
 type Db = Kysely<Database>;
@@ -14,20 +14,26 @@ export async function keySpendForPeriods(db: Db, keyIds: string[], periods: stri
     .execute();
 }
 
+/** Periods `all`, and each kind's current one or later (rows of a key's or a team's spend). */
+function currentOrLater(
+  eb: ExpressionBuilder<Database, 'billing.key_spend' | 'billing.team_spend'>,
+  current: { d: string; w: string; m: string },
+) {
+  return eb.or([
+    eb('period', '=', 'all'),
+    eb.and([eb('period', 'like', 'd%'), eb('period', '>=', current.d)]),
+    eb.and([eb('period', 'like', 'w%'), eb('period', '>=', current.w)]),
+    eb.and([eb('period', 'like', 'm%'), eb('period', '>=', current.m)]),
+  ]);
+}
+
 /** A key's spend in the current and any later period of each kind, plus all-time (for a rebuild). */
 export async function keySpendFrom(db: Db, keyId: string, current: { d: string; w: string; m: string }) {
   return db
     .selectFrom('billing.key_spend')
     .select(['period', 'amount'])
     .where('key_id', '=', keyId)
-    .where((eb) =>
-      eb.or([
-        eb('period', '=', 'all'),
-        eb.and([eb('period', 'like', 'd%'), eb('period', '>=', current.d)]),
-        eb.and([eb('period', 'like', 'w%'), eb('period', '>=', current.w)]),
-        eb.and([eb('period', 'like', 'm%'), eb('period', '>=', current.m)]),
-      ]),
-    )
+    .where((eb) => currentOrLater(eb, current))
     .execute();
 }
 
@@ -37,14 +43,7 @@ export async function teamSpendFrom(db: Db, teamId: string, current: { d: string
     .selectFrom('billing.team_spend')
     .select(['period', 'amount'])
     .where('team_id', '=', teamId)
-    .where((eb) =>
-      eb.or([
-        eb('period', '=', 'all'),
-        eb.and([eb('period', 'like', 'd%'), eb('period', '>=', current.d)]),
-        eb.and([eb('period', 'like', 'w%'), eb('period', '>=', current.w)]),
-        eb.and([eb('period', 'like', 'm%'), eb('period', '>=', current.m)]),
-      ]),
-    )
+    .where((eb) => currentOrLater(eb, current))
     .execute();
 }
 
