@@ -124,8 +124,22 @@ export async function dropRedisUsers(adminUrl: string, users: string[]): Promise
   }
 }
 
-const rabbitmqctl = (...args: string[]) =>
-  execFileSync(process.env.RABBITMQCTL ?? 'rabbitmqctl', args, { encoding: 'utf8', stdio: 'pipe' });
+/**
+ * `rabbitmqctl` reaches the broker over Erlang distribution; on a loaded host a call can fail to
+ * connect or time out although the broker is up, so a failed call is tried again (3 attempts).
+ * Every command used here is idempotent or guarded by the caller (`list_users` before `add_user`).
+ */
+function rabbitmqctl(...args: string[]): string {
+  const command = process.env.RABBITMQCTL ?? 'rabbitmqctl';
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return execFileSync(command, args, { encoding: 'utf8', stdio: 'pipe', timeout: 60_000 });
+    } catch (error) {
+      if (attempt >= 3) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000 * attempt);
+    }
+  }
+}
 
 /**
  * A RabbitMQ user per service with its permissions on `vhost` for the names of `prefix` (policy.mjs),
@@ -149,7 +163,14 @@ export function provisionRabbitmq(
     const p = permissions[service];
     if (!login || !p) continue;
     if (existing.has(login.user)) rabbitmqctl('change_password', login.user, login.password);
-    else rabbitmqctl('add_user', login.user, login.password);
+    else {
+      try {
+        rabbitmqctl('add_user', login.user, login.password);
+      } catch {
+        // a retried add_user whose first try did land: the user exists, so set its password
+        rabbitmqctl('change_password', login.user, login.password);
+      }
+    }
     rabbitmqctl('set_permissions', '-p', vhost, login.user, p.configure, p.write, p.read);
   }
 }
