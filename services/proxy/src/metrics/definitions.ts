@@ -75,8 +75,6 @@ export function requestSeries(registry: Registry) {
 }
 
 /** What a usage event handed to the publisher adds: tokens and cost by model. */
-export type UsageSeries = ReturnType<typeof usageSeries>;
-
 export function usageSeries(registry: Registry) {
   return {
     tokenUsage: new BoundHistogram(
