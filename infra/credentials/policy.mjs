@@ -27,7 +27,13 @@ export function redisAclRules(prefix) {
   return {
     proxy: [`%R~${k('key:*')}`, `~${k('rl:*')}`, `~${k('key-last-used:*')}`, `~${k('spend:*')}`, ...commands],
     // key-last-used: the 16 bucket hashes, and the single hash of older releases it drains.
-    keys: [`~${k('key:*')}`, `~${k('key-last-used')}`, `~${k('key-last-used:*')}`, `%R~${k('spend:key:*')}`, ...commands],
+    keys: [
+      `~${k('key:*')}`,
+      `~${k('key-last-used')}`,
+      `~${k('key-last-used:*')}`,
+      `%R~${k('spend:key:*')}`,
+      ...commands,
+    ],
     billing: [`~${k('spend:*')}`, ...commands],
   };
 }

@@ -1,7 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { createTestRedis, type TestRedis } from '@tollgate/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
 import {
   type CachedKey,
   createKeyCache,

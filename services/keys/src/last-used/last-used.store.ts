@@ -71,12 +71,12 @@ export function createLastUsedStore(redis: RedisClient, prefix: string): LastUse
         // One HMGET per bucket holding one of the ids, concurrently (one round trip's latency).
         const groups = [...byHash(prefix, ids, (id) => id)];
         const values = await Promise.all(groups.map(([key, group]) => redis.hmget(key, ...group)));
-        groups.forEach(([, group], g) =>
-          group.forEach((id, i) => {
+        for (const [g, [, group]] of groups.entries()) {
+          for (const [i, id] of group.entries()) {
             const at = parseMs(values[g]![i]);
             if (at) out.set(id, at);
-          }),
-        );
+          }
+        }
       } catch {
         // Redis down: responses fall back to the flushed value in Postgres.
       }

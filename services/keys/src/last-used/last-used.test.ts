@@ -1,4 +1,9 @@
-import { LAST_USED_BUCKETS, lastUsedHashKey, lastUsedHashKeys, legacyLastUsedHashKey } from '@tollgate/key-cache';
+import {
+  LAST_USED_BUCKETS,
+  lastUsedHashKey,
+  lastUsedHashKeys,
+  legacyLastUsedHashKey,
+} from '@tollgate/key-cache';
 import { createLogger } from '@tollgate/logger';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { api, expectStatus } from '../../test/test-client';
