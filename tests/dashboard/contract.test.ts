@@ -23,7 +23,10 @@ const range = () => {
 };
 
 /** GET as the SPA does; the answer parsed with the route's schema (throws on any mismatch). */
-async function read<R extends keyof typeof dashboardApi>(route: R, path: string): Promise<DashboardAnswer<R>> {
+async function read<R extends keyof typeof dashboardApi>(
+  route: R,
+  path: string,
+): Promise<DashboardAnswer<R>> {
   const r = await owner.call('GET', path);
   expect(r.status, `${path}: ${r.text}`).toBe(200);
   const parsed = dashboardApi[route].safeParse(r.body);
