@@ -1,8 +1,7 @@
-import type { AuditEntry } from '@tollgate/contracts';
+import { AUDIT_SOURCES, type AuditEntry } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 
 /** The three audit logs: keys (keys, teams), billing (credits, postpaid), dashboard (users, roles, SSO). */
-export const AUDIT_SOURCES = ['keys', 'billing', 'dashboard'] as const;
 export type AuditSource = (typeof AUDIT_SOURCES)[number];
 export type TimelineEntry = AuditEntry & { source: AuditSource };
 type Page = { data: AuditEntry[]; next_before: string | null };

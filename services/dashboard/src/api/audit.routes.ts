@@ -1,4 +1,4 @@
-import { type AuditEntry, auditQuery } from '@tollgate/contracts';
+import { AUDIT_SOURCES, type AuditEntry, auditQuery, type DashboardAnswerInput } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { Router } from 'express';
@@ -6,7 +6,7 @@ import type { DashboardDb } from '../database';
 import { requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
 import { listUserChanges } from '../users/users-audit';
-import { AUDIT_SOURCES, type AuditSource, timelinePage } from './audit-timeline';
+import { type AuditSource, timelinePage } from './audit-timeline';
 import { csvCell } from './csv';
 
 /** The filters the keys service's audit listing takes; anything else is a 400 here. */
@@ -37,9 +37,9 @@ const CSV_COLUMNS = [
   'target_id',
 ];
 
-const csvRow = (e: AuditEntry & { source?: string }) =>
+const csvRow = (e: AuditEntry & { source: string }) =>
   [
-    e.source ?? '',
+    e.source,
     e.id,
     e.at,
     e.actor.kind,
@@ -64,11 +64,16 @@ async function pageOf(
   accountId: string,
   source: AuditSource | 'all',
   filters: Record<string, string>,
-): Promise<{ data: AuditEntry[]; next_before: string | null }> {
+): Promise<DashboardAnswerInput<'audit'>> {
   if (source === 'all') return timelinePage((s, f) => pageOf(deps, accountId, s, f), filters);
-  if (source === 'keys') return deps.client.audit(accountId, filters);
-  if (source === 'billing') return deps.client.billingAudit(accountId, filters);
-  return listUserChanges(deps.db, accountId, parseInput(auditQuery, filters));
+  const page =
+    source === 'keys'
+      ? await deps.client.audit(accountId, filters)
+      : source === 'billing'
+        ? await deps.client.billingAudit(accountId, filters)
+        : await listUserChanges(deps.db, accountId, parseInput(auditQuery, filters));
+  // Each entry names its log, as the merged timeline's do.
+  return { ...page, data: page.data.map((e) => ({ ...e, source })) };
 }
 
 export function auditRoutes(deps: { client: InternalClient; db: DashboardDb }): Router {
