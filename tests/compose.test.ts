@@ -497,7 +497,7 @@ describe('docker-compose.yml', () => {
     const trusted = {
       keys: ['proxy', 'dashboard', 'billing'],
       billing: ['proxy', 'keys', 'dashboard', 'admin'],
-      dashboard: ['admin'],
+      dashboard: ['admin', 'keys'],
     };
     for (const [callee, callers] of Object.entries(trusted) as Array<
       ['keys' | 'billing' | 'dashboard', string[]]
