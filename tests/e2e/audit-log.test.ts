@@ -364,7 +364,8 @@ describe('audit log', () => {
       const seen: string[] = [];
       let before: string | null = null;
       do {
-        const p = await read(`since=${since}&limit=4${before ? `&before=${before}` : ''}`);
+        const p: { status: number; text: string; body: { data: unknown; next_before: string | null } } =
+          await read(`since=${since}&limit=4${before ? `&before=${before}` : ''}`);
         expect(p.status, `${door}: ${p.text}`).toBe(200);
         seen.push(...(p.body.data as Array<Entry & { source: string }>).map((e) => `${e.source}:${e.id}`));
         before = p.body.next_before;
