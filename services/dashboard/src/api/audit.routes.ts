@@ -6,6 +6,7 @@ import {
   type AuditSource,
   accountParams,
   auditQuery,
+  type DashboardAnswerInput,
 } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput, serviceCaller } from '@tollgate/http';
@@ -44,9 +45,9 @@ const CSV_COLUMNS = [
   'target_id',
 ];
 
-const csvRow = (e: AuditEntry & { source?: string }) =>
+const csvRow = (e: AuditEntry & { source: string }) =>
   [
-    e.source ?? '',
+    e.source,
     e.id,
     e.at,
     e.actor.kind,
@@ -71,11 +72,16 @@ async function pageOf(
   accountId: string,
   source: AuditSource | 'all',
   filters: Record<string, string>,
-): Promise<{ data: AuditEntry[]; next_before: string | null }> {
+): Promise<DashboardAnswerInput<'audit'>> {
   if (source === 'all') return timelinePage((s, f) => pageOf(deps, accountId, s, f), filters);
-  if (source === 'keys') return deps.client.audit(accountId, filters);
-  if (source === 'billing') return deps.client.billingAudit(accountId, filters);
-  return listUserChanges(deps.db, accountId, parseInput(auditQuery, filters));
+  const page =
+    source === 'keys'
+      ? await deps.client.audit(accountId, filters)
+      : source === 'billing'
+        ? await deps.client.billingAudit(accountId, filters)
+        : await listUserChanges(deps.db, accountId, parseInput(auditQuery, filters));
+  // Each entry names its log, as the merged timeline's do.
+  return { ...page, data: page.data.map((e) => ({ ...e, source })) };
 }
 
 export function auditRoutes(deps: {
