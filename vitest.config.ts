@@ -11,6 +11,7 @@ const CLUSTER_SUITES = [
   'packages/redis/src/**/*.test.ts',
   'services/billing/src/spend/spend-guard.test.ts',
   'services/proxy/src/auth/authenticate.test.ts',
+  'services/keys/src/last-used/last-used.test.ts',
 ];
 
 export default defineConfig({
