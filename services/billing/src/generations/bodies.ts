@@ -1,6 +1,6 @@
 import type { UsageEventV1 } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
-import { type ColumnType, type Kysely, type Selectable, sql } from 'kysely';
+import { type ColumnType, type Kysely, sql } from 'kysely';
 import type { Database } from '../database';
 
 /**
@@ -18,8 +18,6 @@ export interface GenerationBodiesTable {
   truncated: boolean;
   created_at: ColumnType<Date, string | Date, never>;
 }
-
-export type GenerationBodies = Selectable<GenerationBodiesTable>;
 
 type Db = Kysely<Database>;
 
@@ -63,7 +61,7 @@ const DAY_MS = 86_400_000;
 const PURGE_BATCH = 5_000;
 
 /** Deletes the bodies older than `cutoff`, in batches; returns how many. */
-export async function purgeBodies(db: Db, cutoff: Date): Promise<number> {
+async function purgeBodies(db: Db, cutoff: Date): Promise<number> {
   let total = 0;
   for (;;) {
     const { rows } = await sql<{ n: number }>`

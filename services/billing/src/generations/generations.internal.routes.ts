@@ -22,7 +22,7 @@ import {
 import { generationView } from './generations.routes';
 import type { Generation } from './generations.table';
 
-type AccountGeneration = z.input<typeof getAccountGeneration.response>['data'];
+type AccountGeneration = z.input<typeof listAccountGenerations.response>['data'][number];
 
 /** The record for the dashboard: the public view plus key, upstream model, error and exact cost. */
 const internalView = (g: Generation): AccountGeneration => ({

@@ -26,7 +26,7 @@ export const DEFAULT_REDACT_PATTERNS: readonly string[] = [
 export const REDACT_SLACK = 4_096;
 
 /** The marker appended to a cut body (after the kept bytes). */
-export const truncationMarker = (droppedBytes: number) => `\n[… truncated: ${droppedBytes} more bytes]`;
+const truncationMarker = (droppedBytes: number) => `\n[… truncated: ${droppedBytes} more bytes]`;
 
 /** Compiles redaction patterns (flags `gu`); throws naming the first invalid one. */
 export function compilePatterns(sources: readonly string[]): RegExp[] {
