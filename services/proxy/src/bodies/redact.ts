@@ -11,7 +11,7 @@ export const REDACTED = '[REDACTED]';
  * `sk-…`, AWS access key ids, GitHub tokens), bearer tokens and e-mail addresses.
  */
 export const DEFAULT_REDACT_PATTERNS: readonly string[] = [
-  String.raw`sk-[A-Za-z0-9_-]{16,}`,
+  'sk-[A-Za-z0-9_-]{16,}',
   String.raw`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`,
   String.raw`\bgh[pousr]_[A-Za-z0-9]{20,}`,
   String.raw`\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{16,}`,
