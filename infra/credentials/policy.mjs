@@ -25,8 +25,15 @@ export function redisAclRules(prefix) {
   const k = (pattern) => `${prefix}${pattern}`;
   const commands = ['+@all', '-@dangerous', '+info', 'resetchannels'];
   return {
-    proxy: [`%R~${k('key:*')}`, `~${k('rl:*')}`, `~${k('key-last-used')}`, `~${k('spend:*')}`, ...commands],
-    keys: [`~${k('key:*')}`, `~${k('key-last-used')}`, `%R~${k('spend:key:*')}`, ...commands],
+    proxy: [`%R~${k('key:*')}`, `~${k('rl:*')}`, `~${k('key-last-used:*')}`, `~${k('spend:*')}`, ...commands],
+    // key-last-used: the 16 bucket hashes, and the single hash of older releases it drains.
+    keys: [
+      `~${k('key:*')}`,
+      `~${k('key-last-used')}`,
+      `~${k('key-last-used:*')}`,
+      `%R~${k('spend:key:*')}`,
+      ...commands,
+    ],
     billing: [`~${k('spend:*')}`, ...commands],
   };
 }
