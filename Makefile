@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PNPM_VERSION := 12.21.0
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: dev start build test test-faults install pnpm servers lint typecheck check demo migrate bench bench-proxy clean
+.PHONY: dev start build test test-faults install pnpm servers lint typecheck check demo migrate bench bench-proxy bench-scale clean
 
 ## Installs pnpm (if missing) and every dependency, Node 24 included (root devDependency `node`),
 ## then builds the dashboard's web UI (services/dashboard/ui/dist, served by the dashboard service).
@@ -63,6 +63,10 @@ bench: build servers
 ## Diagnostics: the proxy alone (reduced configuration) and the billing worker alone.
 bench-proxy: install servers
 	@pnpm exec tsx bench/proxy-latency.ts && pnpm exec tsx bench/billing-throughput.ts
+
+## Scale-out: the stack on one Redis + 1 usage partition vs a local 3-master Redis Cluster + 2 (bench/scale.ts, ≈ 2 min).
+bench-scale: install servers
+	@pnpm exec tsx bench/scale.ts
 
 clean:
 	rm -rf node_modules packages/*/node_modules services/*/node_modules services/*/dist .tools .vitest-report.json

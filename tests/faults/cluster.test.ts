@@ -11,7 +11,8 @@ import { type LocalRedisCluster, startLocalRedisCluster } from '@tollgate/testki
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { simLedger } from '../support/sim-ledger';
-import { expectBilledOnce, FaultStack, type Outcome, report, sleep } from './harness';
+import { expectBilledOnce } from './expect-billed';
+import { FaultStack, type Outcome, report, sleep } from './harness';
 
 let stack: FaultStack | null = null;
 let cluster: LocalRedisCluster | null = null;

@@ -6,7 +6,8 @@
  */
 import { usagePartition } from '@tollgate/events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { expectBilledOnce, FaultStack, type Outcome, report, sleep, stopService } from './harness';
+import { expectBilledOnce } from './expect-billed';
+import { FaultStack, type Outcome, report, sleep, stopService } from './harness';
 
 let stack: FaultStack | null = null;
 afterEach(async () => {
