@@ -115,6 +115,9 @@ export interface Generation {
   usage_source: 'provider' | 'estimated';
   latency_ms: number;
   generation_time_ms: number;
+  /** The time the gateway itself added (ms, to the µs); null on records of older proxies. */
+  gateway_overhead_ms: number | null;
+  tokens_per_second: number | null;
   is_byok: boolean;
   error: { code: number; message: string } | null;
 }
