@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomFillSync, timingSafeEqual } from 'node:c
 
 import type { KeyScope } from './service-token';
 
+export * from './request-id-pattern';
 export * from './service-token';
 export const KEY_SCOPES: readonly KeyScope[] = ['inference', 'management'];
 
@@ -39,7 +40,6 @@ export function newRequestId(now = Date.now()): string {
   for (const b of bytes) s += ALPHANUM[b % 62];
   return `gen-${Math.floor(now / 1000)}-${s}`;
 }
-export const REQUEST_ID_PATTERN = /^gen-\d+-[A-Za-z0-9]{20}$/;
 
 /**
  * `newRequestId` for hot paths: the same format and alphabet, but one CSPRNG call (randomFillSync)

@@ -1,4 +1,4 @@
-import { REQUEST_ID_PATTERN } from '@tollgate/auth';
+import { REQUEST_ID_PATTERN } from '@tollgate/auth/request-id-pattern';
 import { z } from 'zod';
 import { isoDate, limitParam } from './billing-params';
 import { accountPath, decimalString, unknownParameter, uuid } from './common';

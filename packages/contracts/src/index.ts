@@ -4,6 +4,7 @@ export * from './billing-analytics';
 export * from './billing-generations';
 export * from './common';
 export * from './dashboard';
+export * from './dashboard-api';
 export * from './ids';
 export * from './keys';
 export * from './refusals';

@@ -6,6 +6,7 @@ import type { ConsumerStats, UsageConsumer, UsageConsumerOptions } from './consu
 import { OrderedRunner } from './consumer/ordered-runner';
 import { RetryingHandler } from './consumer/retrying-handler';
 import { Settlement } from './consumer/settlement';
+import { distinctEvents } from './distinct-events';
 import type { EventsLogger } from './logger';
 import { declareUsageTopology, usagePartitionOf } from './topology';
 import { parseUsageEvent, type UsageEvent, usageMessageBodies } from './usage-event';
@@ -159,12 +160,7 @@ class AmqpUsageConsumer implements UsageConsumer {
   private async runBatch(batch: Batch, previous: Promise<void>): Promise<void> {
     if (batch.channel !== this.channel) return; // its channel died: the broker redelivers it
     // A publisher retry after a lost confirm can put the same event in twice: hand each id once.
-    const seen = new Set<string>();
-    const events = batch.events.filter((e) => {
-      if (seen.has(e.id)) return false;
-      seen.add(e.id);
-      return true;
-    });
+    const events = distinctEvents(batch.events);
     const oldest = Date.parse(events[0]?.finished_at ?? '') || Date.now();
     this.oldestInFlight.push(oldest);
     try {

@@ -1,6 +1,7 @@
 export * from './connection';
 export * from './consumer';
 export * from './dead-letters';
+export * from './distinct-events';
 export type { EventsLogFn, EventsLogger } from './logger';
 export * from './partition';
 export * from './publisher';

@@ -1,8 +1,7 @@
-import type { UsageEventV1 } from '@tollgate/events';
+import { compareIds, type UsageEventV1 } from '@tollgate/events';
 import { periodKey, toDecimal } from '@tollgate/money';
 import { dayOf } from '../analytics/usage-rollup';
 import type { GenerationRow } from '../generations/generations.repository';
-import { compareIds } from './distinct-events';
 import type { BatchSums } from './usage.repository';
 
 /** What a batch adds to spend, per (key, period) and per account, and what it touched. */

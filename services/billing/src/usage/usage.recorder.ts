@@ -1,4 +1,4 @@
-import type { UsageEventV1 } from '@tollgate/events';
+import { distinctEvents, type UsageEventV1 } from '@tollgate/events';
 import type { Logger } from '@tollgate/logger';
 import type { SpendStore } from '@tollgate/spend';
 import type { ThresholdHook } from '../alerts/threshold-hook';
@@ -10,7 +10,6 @@ import { insertGenerations } from '../generations/generations.repository';
 import { createGenerationPartitions, type GenerationPartitions } from '../generations/partitions';
 import { periodsOf, spendSums, sumBatchSpend } from './batch-spend';
 import { committedSpend } from './committed-spend';
-import { distinctEvents } from './distinct-events';
 import { costMemo } from './event-cost';
 import { toGenerationRow } from './generation-row';
 import { createSpendSync } from './spend-sync';
@@ -77,7 +76,8 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
     close: () => sync.close(),
 
     async record(batch) {
-      const events = distinctEvents(batch);
+      // The first of each id, in id order: the lock order of every batch (@tollgate/events distinct-events).
+      const events = distinctEvents(batch, 'id');
       if (events.length === 0) return { inserted: 0, duplicates: 0 };
       const cost = costMemo();
       const units: bigint[] = [];

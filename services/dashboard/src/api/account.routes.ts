@@ -3,6 +3,7 @@ import type {
   AccountCreditsQuery,
   AccountLatencyQuery,
   AccountUsageQuery,
+  DashboardAnswerInput,
   ListAccountGenerationsQuery,
   ListAccountSessionsQuery,
   UsageRowView,
@@ -87,7 +88,11 @@ const CSV_COLUMNS = [
 ] as const;
 
 /** The overview page: spend today/this week/this month, credits, top models and apps, 30 days. */
-async function overview(client: InternalClient, accountId: string, now: Date) {
+async function overview(
+  client: InternalClient,
+  accountId: string,
+  now: Date,
+): Promise<DashboardAnswerInput<'overview'>['data']> {
   const tomorrow = new Date(startOfDay(now).getTime() + DAY_MS).toISOString();
   const from30 = new Date(startOfDay(now).getTime() - 29 * DAY_MS);
   // Top lists ask billing for their five groups only (never every X-Title of the month).
@@ -231,7 +236,7 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
   });
 
   router.get('/api/models', requireUser, (_req, res) => {
-    res.json({
+    const answer: DashboardAnswerInput<'models'> = {
       data: deps.catalog.models().map((m) => ({
         id: m.id,
         name: m.name,
@@ -246,7 +251,8 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
         },
         price_per_request: m.pricing.request,
       })),
-    });
+    };
+    res.json(answer);
   });
 
   return router;

@@ -1,12 +1,20 @@
-import { type AuditEntry, auditQuery } from '@tollgate/contracts';
+import { timelinePage } from '@tollgate/audit';
+import type { ServiceVerifier } from '@tollgate/auth';
+import {
+  AUDIT_SOURCES,
+  type AuditEntry,
+  type AuditSource,
+  accountParams,
+  auditQuery,
+  type DashboardAnswerInput,
+} from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import { parseInput } from '@tollgate/http';
+import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { DashboardDb } from '../database';
 import { requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
 import { listUserChanges } from '../users/users-audit';
-import { AUDIT_SOURCES, type AuditSource, timelinePage } from './audit-timeline';
 import { csvCell } from './csv';
 
 /** The filters the keys service's audit listing takes; anything else is a 400 here. */
@@ -37,9 +45,9 @@ const CSV_COLUMNS = [
   'target_id',
 ];
 
-const csvRow = (e: AuditEntry & { source?: string }) =>
+const csvRow = (e: AuditEntry & { source: string }) =>
   [
-    e.source ?? '',
+    e.source,
     e.id,
     e.at,
     e.actor.kind,
@@ -64,15 +72,33 @@ async function pageOf(
   accountId: string,
   source: AuditSource | 'all',
   filters: Record<string, string>,
-): Promise<{ data: AuditEntry[]; next_before: string | null }> {
+): Promise<DashboardAnswerInput<'audit'>> {
   if (source === 'all') return timelinePage((s, f) => pageOf(deps, accountId, s, f), filters);
-  if (source === 'keys') return deps.client.audit(accountId, filters);
-  if (source === 'billing') return deps.client.billingAudit(accountId, filters);
-  return listUserChanges(deps.db, accountId, parseInput(auditQuery, filters));
+  const page =
+    source === 'keys'
+      ? await deps.client.audit(accountId, filters)
+      : source === 'billing'
+        ? await deps.client.billingAudit(accountId, filters)
+        : await listUserChanges(deps.db, accountId, parseInput(auditQuery, filters));
+  // Each entry names its log, as the merged timeline's do.
+  return { ...page, data: page.data.map((e) => ({ ...e, source })) };
 }
 
-export function auditRoutes(deps: { client: InternalClient; db: DashboardDb }): Router {
+export function auditRoutes(deps: {
+  client: InternalClient;
+  db: DashboardDb;
+  verifier: ServiceVerifier;
+}): Router {
   const router = Router();
+  // The keys service's read of this log, for the merged `GET /audit` of management keys.
+  router.get(
+    '/internal/accounts/:accountId/audit',
+    serviceCaller(deps.verifier, ['keys']),
+    async (req, res) => {
+      const { accountId } = parseInput(accountParams, req.params);
+      res.json(await listUserChanges(deps.db, accountId, parseInput(auditQuery, req.query)));
+    },
+  );
   router.get('/api/audit', requireUser, async (req, res) => {
     const format = req.query.format;
     if (format !== undefined && format !== 'json' && format !== 'csv')

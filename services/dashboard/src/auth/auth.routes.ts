@@ -1,3 +1,4 @@
+import type { DashboardAnswerInput } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { type ClientAddress, parseInput } from '@tollgate/http';
 import { type RequestHandler, Router } from 'express';
@@ -58,14 +59,15 @@ export function authRoutes(deps: {
   router.get('/api/me', requireUser, async (_req, res) => {
     const u = userOf(res);
     const account = await deps.client.account(u.accountId);
-    res.json({
+    const answer: DashboardAnswerInput<'me'> = {
       data: {
         user: { id: u.id, email: u.email, display_name: u.displayName, role: u.role },
         account,
         csrf_token: u.csrfToken,
         session_expires_at: u.expiresAt.toISOString(),
       },
-    });
+    };
+    res.json(answer);
   });
 
   return router;

@@ -1,3 +1,4 @@
+import type { DashboardAnswerInput } from '@tollgate/contracts';
 import { notFound } from '@tollgate/errors';
 import type { ClientAddress } from '@tollgate/http';
 import { type Request, type Response, Router } from 'express';
@@ -35,7 +36,10 @@ export function ssoRoutes(deps: {
   const { sso } = deps;
 
   router.get('/api/sso', (_req, res) => {
-    res.json({ data: { enabled: sso !== null, password_sign_in: deps.passwordSignIn } });
+    const answer: DashboardAnswerInput<'sso'> = {
+      data: { enabled: sso !== null, password_sign_in: deps.passwordSignIn },
+    };
+    res.json(answer);
   });
 
   const enabled = (): SsoService => {

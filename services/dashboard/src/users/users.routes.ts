@@ -1,5 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createUser, type invitedUserSchema, isUuid } from '@tollgate/contracts';
+import { createUser, type DashboardAnswerInput, type invitedUserSchema, isUuid } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
 import { type Request, type Response, Router } from 'express';
@@ -47,7 +47,7 @@ export function usersRoutes(deps: {
   router.get('/api/users', requireUser, async (_req, res) => {
     const users = await listUsers(deps.db, userOf(res).accountId);
     const teams = await membershipsOf(deps.db, userOf(res).accountId);
-    res.json({
+    const answer: DashboardAnswerInput<'users'> = {
       data: users.map((u) => ({
         id: u.id,
         email: u.email,
@@ -58,7 +58,8 @@ export function usersRoutes(deps: {
         team_ids: teams.get(u.id) ?? [],
         created_at: u.created_at.toISOString(),
       })),
-    });
+    };
+    res.json(answer);
   });
 
   /** Creates the user and its invitation; the answer carries the one-time sign-in link. */
@@ -123,13 +124,14 @@ export function usersRoutes(deps: {
       userIdOf(req.params.id),
       actor(req, res),
     );
-    res.status(201).json({
+    const answer: DashboardAnswerInput<'signInLink'> = {
       data: {
         kind: link.kind,
         sign_in_link: inviteLink(deps.publicUrl, link.token),
         expires_at: link.expiresAt.toISOString(),
       },
-    });
+    };
+    res.status(201).json(answer);
   });
 
   /** The admin CLI (`tollgate users create`): the first owner of an account (service token). */

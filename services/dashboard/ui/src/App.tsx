@@ -1,4 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { ApiError, api, get, type Me, setCsrfToken } from './api';
 import { Loading } from './components/ui';
@@ -59,7 +60,7 @@ export function App() {
   const route = useHashRoute();
   const me = useQuery({
     queryKey: ['me'],
-    queryFn: async () => (await get<{ data: Me }>('/api/me')).data,
+    queryFn: async () => (await get<DashboardAnswer<'me'>>('/api/me')).data,
     retry: false,
   });
   useEffect(() => setCsrfToken(me.data?.csrf_token ?? null), [me.data]);

@@ -2,7 +2,7 @@
  * The SPA's only way to the server: same-origin JSON calls with the session cookie, and the session's
  * CSRF token on every state-changing request (read from GET /api/me).
  */
-import type { LimitReset } from '@tollgate/money';
+import type { DashboardData } from '@tollgate/contracts';
 
 let csrfToken: string | null = null;
 
@@ -55,69 +55,11 @@ function statusMessage(status: number, text: string): string {
 
 export const get = <T>(path: string) => api<T>('GET', path);
 
-export interface Me {
-  user: { id: string; email: string; display_name: string; role: 'owner' | 'viewer' | 'member' };
-  account: { id: string; slug: string; name: string };
-  csrf_token: string;
-  session_expires_at: string;
-}
-
-export interface Key {
-  hash: string;
-  name: string;
-  label: string;
-  scope: 'inference' | 'management';
-  limit: number | null;
-  limit_reset: LimitReset | null;
-  disabled: boolean;
-  revoked: boolean;
-  last_used_at: string | null;
-  created_at: string;
-  usage: number;
-  limit_remaining: number | null;
-  expires_at: string | null;
-  allowed_models: string[];
-  rate_limit_rpm: number | null;
-  include_byok_in_limit: boolean;
-}
-
-export interface UsageRow {
-  bucket: string | null;
-  group: string | null;
-  requests: number;
-  tokens_prompt: number;
-  tokens_completion: number;
-  tokens_cached: number;
-  tokens_cache_write: number;
-  tokens_reasoning: number;
-  cost: string;
-}
-
-export interface Generation {
-  id: string;
-  model: string;
-  provider_name: string;
-  upstream_model: string;
-  upstream_id: string | null;
-  key_id: string;
-  app: string | null;
-  created_at: string;
-  finished_at: string;
-  streamed: boolean;
-  cancelled: boolean;
-  finish_reason: string | null;
-  tokens_prompt: number;
-  tokens_completion: number;
-  tokens_cached: number;
-  tokens_cache_write: number;
-  tokens_reasoning: number;
-  cost: string;
-  usage_source: 'provider' | 'estimated';
-  latency_ms: number;
-  generation_time_ms: number;
-  /** The time the gateway itself added (ms, to the µs); null on records of older proxies. */
-  gateway_overhead_ms: number | null;
-  tokens_per_second: number | null;
-  is_byok: boolean;
-  error: { code: number; message: string } | null;
-}
+/**
+ * The answers' types come from the dashboard's contract (`dashboardApi` in @tollgate/contracts), as
+ * types only: nothing of zod or the server reaches the bundle.
+ */
+export type Me = DashboardData<'me'>;
+export type Key = DashboardData<'keys'>[number];
+export type UsageRow = DashboardData<'usage'>['rows'][number];
+export type Generation = DashboardData<'generation'>;

@@ -4,39 +4,26 @@ import { createServiceSigner, requestIdSource } from '@tollgate/auth';
 import { type Catalog, loadCatalog } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
 import type { UsagePublisher } from '@tollgate/events';
-import {
-  clientAddressResolver,
-  errorHandler,
-  healthRoutes,
-  notFoundHandler,
-  requestContext,
-} from '@tollgate/http';
-import { createKeyCache, lastUsedHashKey } from '@tollgate/key-cache';
+import { clientAddressResolver, requestContext } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
-import { openapiJson } from '@tollgate/openapi';
-import { isCluster, type RedisClient } from '@tollgate/redis';
+import type { RedisClient } from '@tollgate/redis';
 import { estimateCompletionTokens, estimatePromptTokens } from '@tollgate/tokens';
 import express, { type Response } from 'express';
-import { createAuthenticator } from '../auth/authenticate';
 import { createKeyResolver, type KeyResolver } from '../auth/key-resolver';
-import { authSteps } from '../auth/steps';
-import { UnknownKeyLimiter } from '../auth/unknown-keys';
+import { proxyAuthentication } from '../auth/proxy-auth';
 import type { ProxyConfig } from '../config';
 import { frontDoors } from '../doors';
-import { countTokensHandler, messagesErrorHandler } from '../doors/messages/routes';
-import { accountRead } from '../forward/account-read';
 import { createForwarder, type Forwarder } from '../forward/forward';
-import { createMetrics, type ProxyMetrics, routeName } from '../metrics/metrics';
-import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
+import { createMetrics, type ProxyMetrics } from '../metrics/metrics';
 import type { Completion, TokenEstimator, UsageSink } from '../pipeline/completion';
-import { CompletionSlots } from '../pipeline/concurrency';
-import { completionPipeline, type PipelineDeps } from '../pipeline/pipeline';
-import { KeyRing, ProviderHealth } from '../routing/health';
+import { completionPipeline } from '../pipeline/pipeline';
 import { allowAllSpendGuard, type SpendGuard } from '../spend/guard';
 import { Upstreams } from '../upstream/upstream';
 import { createDoorDispatch, type DoorDispatch, type EdgeState } from './doors';
 import { jsonBodyReader, parseByteLimit } from './json-body';
+import { pipelineDeps } from './pipeline-deps';
 import { connectRedis, redisSpendGuard, usagePublisher } from './resources';
+import { mountRoutes } from './routes';
 import { listenWithLimits } from './server';
 
 /** What tests (and main.ts) may inject; everything else is built from the config. */
@@ -78,7 +65,11 @@ export interface ProxyAppParts {
   stopCompletions(reason: AppError): number;
 }
 
-/** Builds the express app: health, metrics, then the API under /api/v1 and /v1. */
+/**
+ * Builds the proxy's two ways in: the front doors (served before express, http/doors.ts), each a
+ * completion pipeline, and the express app (http/routes.ts). They share the in-flight count, the
+ * authentication (auth/proxy-auth.ts) and one pipeline state (http/pipeline-deps.ts).
+ */
 export function createProxyApp(deps: {
   config: ProxyConfig;
   logger: Logger;
@@ -92,7 +83,7 @@ export function createProxyApp(deps: {
   metrics: ProxyMetrics;
   forwarders: { keys: Forwarder; billing: Forwarder };
 }): ProxyAppParts {
-  const { config, logger, redis } = deps;
+  const { config, logger } = deps;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -100,67 +91,15 @@ export function createProxyApp(deps: {
 
   // Requests in flight (both ways in: the doors and express), and whether we are draining.
   const state: EdgeState = { inFlight: 0, draining: false };
-  function onDone(this: Response) {
-    state.inFlight--;
-  }
-  app.use((_req, res, next) => {
-    state.inFlight++;
-    res.once('close', onDone);
-    if (state.draining) res.setHeader('connection', 'close');
-    next();
-  });
+  app.use(countInFlight(state));
   // Every request gets a `gen-…` id (never the client's: it becomes the generation id), sent on to
   // keys and billing as `x-request-id` and logged as `requestId`.
   const newId = requestIdSource(256);
   app.use(requestContext(logger, { trustIncoming: false, newId, accessLog: 'debug' }));
 
-  const keyCache = createKeyCache(redis, { prefix: config.REDIS_PREFIX });
-  const authenticator = createAuthenticator({
-    keyCache,
-    resolver: deps.resolver,
-    redis,
-    lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
-    logger,
-    unknownKeys: new UnknownKeyLimiter({
-      perMinute: config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE,
-      perSecond: config.UNKNOWN_KEY_LOOKUPS_PER_SECOND,
-      burst: config.UNKNOWN_KEY_LOOKUP_BURST,
-    }),
-  });
-  // Records are recalled when admission can check them; not on a Redis Cluster (docs/architecture.md).
-  const steps = authSteps(authenticator, keyCache, {
-    recall: deps.guard.checks === true && !isCluster(redis),
-    clientAddress: clientAddressResolver(config.TRUSTED_PROXIES),
-  });
-  const { auth, inference, management, authenticated } = steps;
-
-  // One pipeline's state for every door: concurrency caps, provider health, key rotation, live set.
+  const { authenticator, steps } = proxyAuthentication(config, deps);
   const live = new Set<Completion>();
-  const pipeline: PipelineDeps = {
-    catalog: deps.catalog,
-    upstreams: deps.upstreams,
-    guard: deps.guard,
-    sink: deps.sink,
-    estimator: deps.estimator,
-    keepAliveIntervalMs: config.KEEPALIVE_INTERVAL_MS,
-    streamWriteTimeoutMs: config.STREAM_WRITE_TIMEOUT_MS,
-    maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
-    cancelDrainMs: config.CANCEL_DRAIN_MS,
-    maxImages: config.MAX_IMAGES_PER_REQUEST,
-    concurrency: new CompletionSlots(
-      config.MAX_CONCURRENT_COMPLETIONS_PER_KEY,
-      config.MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT,
-    ),
-    routing: {
-      maxAttempts: config.ROUTING_MAX_ATTEMPTS,
-      deadlineMs: config.ROUTING_DEADLINE_MS,
-      health: new ProviderHealth(config.CIRCUIT_FAILURE_THRESHOLD, config.CIRCUIT_COOLDOWN_MS),
-      keys: new KeyRing(),
-    },
-    logger,
-    live,
-    recalled: steps.recall,
-  };
+  const pipeline = pipelineDeps(config, deps, live, steps.recall);
   const body = jsonBodyReader(parseByteLimit(config.BODY_LIMIT));
   const doorsOfCatalog = frontDoors(deps.catalog);
   // The front doors: served by the request listener, never by express (http/doors.ts).
@@ -173,85 +112,11 @@ export function createProxyApp(deps: {
     refusals: (event) => deps.sink.publish(event),
     routes: doorsOfCatalog.map((door) => ({
       door,
-      steps: [...(door.before ?? []), steps.doors, inference, body, completionPipeline(door, pipeline)],
+      steps: [...(door.before ?? []), steps.doors, steps.inference, body, completionPipeline(door, pipeline)],
     })),
   });
-
-  app.use(
-    healthRoutes({
-      redis: async () => {
-        await redis.ping();
-      },
-      accepting: async () => {
-        if (state.draining) throw new Error('shutting down');
-      },
-    }),
-  );
-  // No /metrics here: the public port answers it 404 (the metrics listener is METRICS_HOST:METRICS_PORT).
-
-  // The machine-readable API description (spec §9), public like the spec it describes.
-  const openapi = Buffer.from(openapiJson);
-  app.get(
-    ['/api/v1/openapi.json', '/v1/openapi.json'],
-    deps.metrics.track,
-    routeName('openapi'),
-    (_req, res) => {
-      res.setHeader('content-type', 'application/json; charset=utf-8');
-      res.setHeader('content-length', openapi.length);
-      res.end(openapi);
-    },
-  );
-
-  // The Messages door's token count (no completion: an express route), errors in Anthropic's shape.
   const messages = doorsOfCatalog.find((d) => d.api === 'messages') as (typeof doorsOfCatalog)[number];
-  app.post(
-    ['/api/v1/messages/count_tokens', '/v1/messages/count_tokens'],
-    deps.metrics.track,
-    routeName('messages_count_tokens'),
-    ...(messages.before ?? []),
-    auth,
-    inference,
-    body,
-    countTokensHandler(messages, deps.catalog, deps.estimator),
-    messagesErrorHandler(logger),
-  );
-
-  const api = express.Router();
-  api.use(deps.metrics.track);
-  // Account reads: the owner is asked while the key is authenticated (forward/account-read.ts); they
-  // authenticate themselves, with the same steps as the routes below.
-  const read = (forwarder: Forwarder, scope: 'inference' | null) =>
-    accountRead({ forwarder, authenticator, authenticate: authenticated(scope), scope });
-  api.get('/key', routeName('key'), read(deps.forwarders.keys, null));
-  api.get('/credits', routeName('credits'), read(deps.forwarders.billing, null));
-  api.get('/generation', routeName('generation'), read(deps.forwarders.billing, 'inference'));
-  // Anthropic's clients send the key as x-api-key (doors/messages/routes.ts).
-  api.get('/models', ...(messages.before ?? []));
-  api.use(auth);
-  api.get('/models', routeName('models'), inference, modelsHandler(deps.catalog));
-  api.get(
-    '/models/:author/:slug/endpoints',
-    routeName('model_endpoints'),
-    inference,
-    modelEndpointsHandler(deps.catalog),
-  );
-  api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, deps.forwarders.keys.handler());
-  api.all(['/teams', '/teams/{*rest}'], routeName('teams'), management, deps.forwarders.keys.handler());
-  api.get('/audit', routeName('audit'), management, deps.forwarders.keys.handler());
-  api.get('/activity', routeName('activity'), management, deps.forwarders.billing.handler());
-  // Alert webhook endpoints and their delivery log (billing owns them).
-  api.all(
-    ['/webhooks', '/webhooks/{*rest}'],
-    routeName('webhooks'),
-    management,
-    deps.forwarders.billing.handler(),
-  );
-  api.use(notFoundHandler);
-
-  app.use('/api/v1', api);
-  app.use('/v1', api);
-  app.use(notFoundHandler);
-  app.use(errorHandler(logger));
+  mountRoutes(app, { ...deps, authenticator, steps, body, messages, draining: () => state.draining });
   return {
     app,
     doors,
@@ -265,6 +130,19 @@ export function createProxyApp(deps: {
       for (const c of live) c.stop(reason);
       return n;
     },
+  };
+}
+
+/** Counts a request in flight until its response closes; a draining process closes its connections. */
+function countInFlight(state: EdgeState): express.RequestHandler {
+  function onDone(this: Response) {
+    state.inFlight--;
+  }
+  return (_req, res, next) => {
+    state.inFlight++;
+    res.once('close', onDone);
+    if (state.draining) res.setHeader('connection', 'close');
+    next();
   };
 }
 

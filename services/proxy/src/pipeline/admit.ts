@@ -153,7 +153,7 @@ export async function admit(
     deps.estimator,
   );
   // The client going away cancels the completion (a drain, or an abort when no provider holds it); the
-  // metrics read the completion's timings when the response closes (metrics/metrics.ts).
+  // metrics read the completion's timings when the response closes (metrics/responses.ts).
   (res.locals as CompletionLocals).completion = c;
   // From here `finish` releases the slot: a completion draining after its client went away (drain.ts)
   // still holds a provider connection, so it keeps counting against its key's and account's caps

@@ -11,7 +11,7 @@ const JSON_HEAD = { 'content-type': 'application/json; charset=utf-8' };
  * Stage 6, finish: the one place a completion ends, exactly once — the reservation settled and the
  * usage event published (Completion.finish: sent or spooled before the answer's last bytes), the
  * concurrency slot released, the completion no longer live. Its timings reach the metrics when the
- * response closes (metrics/metrics.ts reads `res.locals.completion`).
+ * response closes (metrics/responses.ts reads `res.locals.completion`).
  */
 export function finish(admitted: Admitted, outcome: Outcome, live: Set<Completion> | undefined): void {
   live?.delete(admitted.completion);

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer, DashboardData } from '@tollgate/contracts';
 import { type FormEvent, useState } from 'react';
 import { api, get } from '../api';
 import { DataTable } from '../components/DataTable';
@@ -7,24 +8,8 @@ import { Badge, Clip, CopyButton, ErrorBox, Modal, Page } from '../components/ui
 import { ms, usd } from '../format';
 import { when } from '../time';
 
-interface Webhook {
-  id: string;
-  url: string;
-  thresholds: number[];
-  low_credit: string | null;
-  enabled: boolean;
-  created_at: string;
-}
-interface Attempt {
-  id: string;
-  type: string;
-  attempt: number;
-  attempted_at: string;
-  status_code: number | null;
-  latency_ms: number;
-  error: string | null;
-  delivery_status: 'pending' | 'delivered' | 'failed';
-}
+type Webhook = DashboardData<'webhooks'>[number];
+type Attempt = DashboardData<'deliveries'>[number];
 const hookCol = createColumnHelper<Webhook>();
 const logCol = createColumnHelper<Attempt>();
 
@@ -42,7 +27,7 @@ function AddWebhook(props: { onSecret: (secret: string) => void }) {
   const [lowCredit, setLowCredit] = useState('');
   const add = useMutation({
     mutationFn: () =>
-      api<{ data: { secret: string } }>('POST', '/api/webhooks', {
+      api<DashboardAnswer<'createWebhook'>>('POST', '/api/webhooks', {
         url,
         thresholds: percentages(thresholds),
         low_credit: lowCredit.trim() === '' ? null : Number(lowCredit),
@@ -84,7 +69,8 @@ function DeliveryLog(props: { webhook: Webhook }) {
   const q = useQuery({
     queryKey: ['webhook-log', props.webhook.id],
     queryFn: async () =>
-      (await get<{ data: Attempt[] }>(`/api/webhooks/${props.webhook.id}/deliveries?limit=100`)).data,
+      (await get<DashboardAnswer<'deliveries'>>(`/api/webhooks/${props.webhook.id}/deliveries?limit=100`))
+        .data,
     refetchInterval: 5000,
   });
   return (
@@ -130,7 +116,7 @@ export function AlertsPage(props: { owner: boolean }) {
   const [open, setOpen] = useState<string | null>(null);
   const q = useQuery({
     queryKey: ['webhooks'],
-    queryFn: async () => (await get<{ data: Webhook[] }>('/api/webhooks')).data,
+    queryFn: async () => (await get<DashboardAnswer<'webhooks'>>('/api/webhooks')).data,
   });
   const refresh = () => {
     void queryClient.invalidateQueries({ queryKey: ['webhooks'] });

@@ -1,5 +1,6 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { useState } from 'react';
 import { get } from '../api';
 import { DataTable } from '../components/DataTable';
@@ -8,21 +9,8 @@ import { when } from '../format';
 import { useDebounced } from '../hooks/useDebounced';
 
 /** One entry of the merged audit timeline (keys, billing and dashboard logs). */
-interface Entry {
-  source: string;
-  id: string;
-  at: string;
-  actor: { kind: string; id: string | null };
-  client_address: string | null;
-  action: string;
-  target: { kind: string; id: string };
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-}
-interface AuditPage {
-  data: Entry[];
-  next_before: string | null;
-}
+type Entry = AuditAnswer['data'][number];
+type AuditAnswer = DashboardAnswer<'audit'>;
 const col = createColumnHelper<Entry>();
 const json = (v: Record<string, unknown> | null) => (v === null ? '—' : JSON.stringify(v));
 
@@ -43,7 +31,7 @@ export function AuditPage() {
     queryKey: ['audit', query],
     initialPageParam: null as string | null,
     queryFn: async ({ pageParam }) =>
-      get<AuditPage>(
+      get<AuditAnswer>(
         `/api/audit?${query}&limit=100${pageParam ? `&before=${encodeURIComponent(pageParam)}` : ''}`,
       ),
     getNextPageParam: (last) => last.next_before,

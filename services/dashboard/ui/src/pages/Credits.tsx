@@ -1,23 +1,13 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer, DashboardData } from '@tollgate/contracts';
 import { get } from '../api';
 import { DataTable } from '../components/DataTable';
 import { ErrorBox, Page, Stat } from '../components/ui';
 import { usd, usdColumn, when } from '../format';
 
-interface Entry {
-  id: string;
-  amount: string;
-  note: string | null;
-  created_at: string;
-}
-interface Credits {
-  total_credits: string;
-  total_usage: string;
-  remaining: string;
-  ledger: Entry[];
-  next_before: string | null;
-}
+type Credits = DashboardData<'credits'>;
+type Entry = Credits['ledger'][number];
 const col = createColumnHelper<Entry>();
 
 export function CreditsPage() {
@@ -25,7 +15,11 @@ export function CreditsPage() {
     queryKey: ['credits'],
     initialPageParam: null as string | null,
     queryFn: async ({ pageParam }) =>
-      (await get<{ data: Credits }>(`/api/credits?limit=50${pageParam ? `&before=${pageParam}` : ''}`)).data,
+      (
+        await get<DashboardAnswer<'credits'>>(
+          `/api/credits?limit=50${pageParam ? `&before=${pageParam}` : ''}`,
+        )
+      ).data,
     getNextPageParam: (last) => last.next_before,
   });
   const first = q.data?.pages[0];

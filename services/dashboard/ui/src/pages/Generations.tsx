@@ -1,5 +1,6 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { createColumnHelper, type SortingState } from '@tanstack/react-table';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { useMemo, useState } from 'react';
 import { type Generation, get, type Key } from '../api';
 import { DataTable } from '../components/DataTable';
@@ -19,11 +20,7 @@ const SORTS: Record<string, string> = {
   latency: 'latency',
 };
 
-interface LogPage {
-  data: Generation[];
-  next_before: string | null;
-  next_offset?: number | null;
-}
+type LogPage = DashboardAnswer<'generations'>;
 type Cursor = { before?: string; offset?: number } | null;
 
 /** The filters as query parameters; text filters are prefixes, applied once typing pauses. */
@@ -132,7 +129,7 @@ export function GenerationsPage(props: { openId: string | null; params: URLSearc
   const [sorting, setSorting] = useState<SortingState>([]);
   const keys = useQuery({
     queryKey: ['keys', true],
-    queryFn: async () => (await get<{ data: Key[] }>('/api/keys?include_revoked=true')).data,
+    queryFn: async () => (await get<DashboardAnswer<'keys'>>('/api/keys?include_revoked=true')).data,
   });
   const keyName = useMemo(() => {
     const m = new Map((keys.data ?? []).map((k) => [k.hash, k.name]));

@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { useMemo, useState } from 'react';
-import { api, get, type Key, type UsageRow } from '../api';
+import { api, get, type Key } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Sparkline } from '../components/Sparkline';
 import { Badge, ErrorBox, Page } from '../components/ui';
@@ -22,7 +23,7 @@ function useTraffic() {
   const q = `from=${new Date(fromMs).toISOString()}&to=${to.toISOString()}&granularity=day&group_by=key`;
   const usage = useQuery({
     queryKey: ['usage', q],
-    queryFn: async () => (await get<{ data: { rows: UsageRow[] } }>(`/api/usage?${q}`)).data.rows,
+    queryFn: async () => (await get<DashboardAnswer<'usage'>>(`/api/usage?${q}`)).data.rows,
     refetchInterval: 30_000,
   });
   return useMemo(() => {
@@ -68,7 +69,8 @@ export function KeysPage(props: { owner: boolean }) {
   const [revoking, setRevoking] = useState<Key | null>(null);
   const keys = useQuery({
     queryKey: ['keys', showRevoked],
-    queryFn: async () => (await get<{ data: Key[] }>(`/api/keys?include_revoked=${showRevoked}`)).data,
+    queryFn: async () =>
+      (await get<DashboardAnswer<'keys'>>(`/api/keys?include_revoked=${showRevoked}`)).data,
     refetchInterval: 10_000,
   });
   const traffic = useTraffic();

@@ -1,24 +1,18 @@
 import { useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer, DashboardData } from '@tollgate/contracts';
 import { get } from '../api';
 import { DataTable } from '../components/DataTable';
 import { ErrorBox, Page } from '../components/ui';
 import { int, usdColumn } from '../format';
 
-interface Model {
-  id: string;
-  name: string;
-  context_length: number;
-  providers: string[];
-  price_per_million: { prompt: string; completion: string; cache_read: string; cache_write: string };
-  price_per_request: string;
-}
+type Model = DashboardData<'models'>[number];
 const col = createColumnHelper<Model>();
 
 export function ModelsPage() {
   const q = useQuery({
     queryKey: ['models'],
-    queryFn: async () => (await get<{ data: Model[] }>('/api/models')).data,
+    queryFn: async () => (await get<DashboardAnswer<'models'>>('/api/models')).data,
   });
   const models = q.data ?? [];
   const price = usdColumn(

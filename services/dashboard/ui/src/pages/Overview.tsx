@@ -1,19 +1,12 @@
 import { useQuery } from '@tanstack/react-query';
+import type { DashboardAnswer, DashboardData } from '@tollgate/contracts';
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { get } from '../api';
 import { Clip, ErrorBox, Loading, Page, Stat } from '../components/ui';
 import { int, plural, usd } from '../format';
 import { utcDay } from '../time';
 
-interface Overview {
-  today: { cost: string; requests: number };
-  week: { cost: string; requests: number };
-  month: { cost: string; requests: number };
-  credits: { total_credits: string; total_usage: string; remaining: string };
-  top_models: Array<{ name: string | null; cost: string; requests: number }>;
-  top_apps: Array<{ name: string | null; cost: string; requests: number }>;
-  daily: Array<{ date: string; cost: string; requests: number }>;
-}
+type Overview = DashboardData<'overview'>;
 
 function TopList(props: { title: string; rows: Overview['top_models']; empty: string; unnamed: string }) {
   return (
@@ -64,7 +57,7 @@ function SpendChart(props: { daily: Overview['daily'] }) {
 export function OverviewPage() {
   const q = useQuery({
     queryKey: ['overview'],
-    queryFn: async () => (await get<{ data: Overview }>('/api/overview')).data,
+    queryFn: async () => (await get<DashboardAnswer<'overview'>>('/api/overview')).data,
     // Coming back to the overview always shows fresh figures (a cached answer may predate new spend).
     refetchOnMount: 'always',
     refetchInterval: 10_000,

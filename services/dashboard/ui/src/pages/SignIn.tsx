@@ -1,4 +1,5 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { type FormEvent, useState } from 'react';
 import { api, get } from '../api';
 
@@ -6,8 +7,7 @@ import { api, get } from '../api';
 const useSignInMethods = () =>
   useQuery({
     queryKey: ['sso'],
-    queryFn: async () =>
-      (await get<{ data: { enabled: boolean; password_sign_in: boolean } }>('/api/sso')).data,
+    queryFn: async () => (await get<DashboardAnswer<'sso'>>('/api/sso')).data,
     retry: false,
   });
 

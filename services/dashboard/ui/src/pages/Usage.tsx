@@ -1,8 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { useCallback, useMemo, useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
-import { get, type Key, type UsageRow } from '../api';
+import { get, type UsageRow } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Clip, ErrorBox, Page } from '../components/ui';
 import { int, usd, usdColumn } from '../format';
@@ -65,13 +66,12 @@ export function UsagePage(props: { params: URLSearchParams }) {
 
   const usage = useQuery({
     queryKey: ['usage', query],
-    queryFn: async () =>
-      (await get<{ data: { rows: UsageRow[]; next_offset?: number | null } }>(`/api/usage?${query}`)).data,
+    queryFn: async () => (await get<DashboardAnswer<'usage'>>(`/api/usage?${query}`)).data,
     refetchInterval: 10_000,
   });
   const keys = useQuery({
     queryKey: ['keys', true],
-    queryFn: async () => (await get<{ data: Key[] }>('/api/keys?include_revoked=true')).data,
+    queryFn: async () => (await get<DashboardAnswer<'keys'>>('/api/keys?include_revoked=true')).data,
     enabled: groupBy === 'key',
   });
   const keyName = useMemo(() => new Map((keys.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);

@@ -1,19 +1,13 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer, DashboardData } from '@tollgate/contracts';
 import { type FormEvent, useState } from 'react';
 import { api, get, type Me } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Badge, CopyButton, ErrorBox, Modal, Page } from '../components/ui';
 import { when } from '../time';
 
-interface User {
-  id: string;
-  email: string;
-  display_name: string;
-  role: 'owner' | 'viewer';
-  invited: boolean;
-  created_at: string;
-}
+type User = DashboardData<'users'>[number];
 const col = createColumnHelper<User>();
 
 function InviteForm(props: { onLink: (link: string) => void }) {
@@ -23,7 +17,7 @@ function InviteForm(props: { onLink: (link: string) => void }) {
   const [role, setRole] = useState<'owner' | 'viewer'>('viewer');
   const invite = useMutation({
     mutationFn: () =>
-      api<{ data: { sign_in_link: string } }>('POST', '/api/users', { email, display_name: name, role }),
+      api<DashboardAnswer<'invite'>>('POST', '/api/users', { email, display_name: name, role }),
     onSuccess: (r) => {
       props.onLink(r.data.sign_in_link);
       setEmail('');
@@ -111,7 +105,7 @@ function ConfirmUserAction(props: {
       if (action.kind === 'role') return api('PATCH', base, { role: action.role });
       if (action.kind === 'remove') return api('DELETE', base);
       if (action.kind === 'end-sessions') return api('DELETE', `${base}/sessions`);
-      return api<{ data: { sign_in_link: string } }>('POST', `${base}/sign-in-link`);
+      return api<DashboardAnswer<'signInLink'>>('POST', `${base}/sign-in-link`);
     },
     onSuccess: (r) => {
       void queryClient.invalidateQueries({ queryKey: ['users'] });
@@ -146,7 +140,7 @@ export function UsersPage(props: { owner: boolean; me: Me }) {
   const [pending, setPending] = useState<{ user: User; action: Action } | null>(null);
   const users = useQuery({
     queryKey: ['users'],
-    queryFn: async () => (await get<{ data: User[] }>('/api/users')).data,
+    queryFn: async () => (await get<DashboardAnswer<'users'>>('/api/users')).data,
   });
   const act = (user: User, action: Action) => () => setPending({ user, action });
   const columns = [

@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
-import { type Generation, get } from '../../api';
+import type { DashboardAnswer } from '@tollgate/contracts';
+import { get } from '../../api';
 import { CopyButton, ErrorBox, Loading, Modal } from '../../components/ui';
 import { int, ms, overheadMs, usd } from '../../format';
 import { when } from '../../time';
@@ -13,7 +14,7 @@ export function GenerationDetail(props: {
   const g = useQuery({
     queryKey: ['generation', props.id],
     queryFn: async () =>
-      (await get<{ data: Generation }>(`/api/generations/${encodeURIComponent(props.id)}`)).data,
+      (await get<DashboardAnswer<'generation'>>(`/api/generations/${encodeURIComponent(props.id)}`)).data,
   });
   const d = g.data;
   const rows: Array<[string, string]> = d

@@ -1,21 +1,13 @@
 import { useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { get } from '../../api';
 import { DataTable } from '../../components/DataTable';
 import { Clip, ErrorBox } from '../../components/ui';
 import { int, usdColumn } from '../../format';
 import { whenShort } from '../../time';
 
-interface Session {
-  session_id: string;
-  requests: number;
-  cost: string;
-  tokens_prompt: number;
-  tokens_completion: number;
-  first_at: string;
-  last_at: string;
-  models: string[];
-}
+type Session = DashboardAnswer<'sessions'>['data'][number];
 const col = createColumnHelper<Session>();
 
 /**
@@ -26,7 +18,11 @@ export function SessionsPanel(props: { range: string; selected: string; onSelect
   const q = useQuery({
     queryKey: ['sessions', props.range],
     queryFn: async () =>
-      (await get<{ data: Session[] }>(`/api/sessions?limit=10${props.range ? `&${props.range}` : ''}`)).data,
+      (
+        await get<DashboardAnswer<'sessions'>>(
+          `/api/sessions?limit=10${props.range ? `&${props.range}` : ''}`,
+        )
+      ).data,
     refetchInterval: 10_000,
   });
   const sessions = q.data ?? [];

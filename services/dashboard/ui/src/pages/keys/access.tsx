@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { get, type Key } from '../../api';
 import { when } from '../../time';
 
@@ -41,7 +42,7 @@ export function accessBody(a: Access, from?: Access): Record<string, unknown> {
 function ModelPicker(props: { value: string[]; disabled: boolean; onChange: (v: string[]) => void }) {
   const models = useQuery({
     queryKey: ['models'],
-    queryFn: async () => (await get<{ data: Array<{ id: string }> }>('/api/models')).data,
+    queryFn: async () => (await get<DashboardAnswer<'models'>>('/api/models')).data,
   });
   const ids = (models.data ?? []).map((m) => m.id);
   const vendors = [...new Set(ids.map((id) => `${id.split('/')[0]}/*`))];

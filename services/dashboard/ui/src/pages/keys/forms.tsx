@@ -1,4 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { LIMIT_RESETS } from '@tollgate/money';
 import { type FormEvent, useState } from 'react';
 import { api, type Key } from '../../api';
@@ -32,7 +33,7 @@ export function CreateKeyForm(props: { onCreated: (k: Key & { key: string }) => 
   const create = useMutation({
     mutationFn: () => {
       const rules = accessBody(access);
-      return api<{ data: Key & { key: string } }>('POST', '/api/keys', {
+      return api<DashboardAnswer<'createKey'>>('POST', '/api/keys', {
         name,
         ...(management
           ? {

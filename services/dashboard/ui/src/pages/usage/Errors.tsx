@@ -1,15 +1,18 @@
 import { useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { type FormEvent, useMemo, useState } from 'react';
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
-import { get, type Key } from '../../api';
+import { get } from '../../api';
 import { DataTable } from '../../components/DataTable';
 import { Clip, ErrorBox } from '../../components/ui';
 import { int } from '../../format';
 import { when } from '../../time';
 
-const TYPES = ['limit', 'rate_limit', 'auth', 'bad_request', 'provider', 'other'] as const;
-type RefusalType = (typeof TYPES)[number];
+type ErrorsRow = DashboardAnswer<'errors'>['data']['rows'][number];
+type Refusal = DashboardAnswer<'refusal'>['data'];
+type RefusalType = Refusal['error_type'];
+/** Every refusal type of the contract (the Record makes a new one a type error here). */
 const TYPE_LABEL: Record<RefusalType, string> = {
   limit: 'Limit',
   rate_limit: 'Rate limit',
@@ -18,25 +21,7 @@ const TYPE_LABEL: Record<RefusalType, string> = {
   provider: 'Provider',
   other: 'Other',
 };
-interface ErrorsRow {
-  bucket: string | null;
-  group: string | null;
-  requests: number;
-  errors: number;
-  refused: Record<RefusalType, number>;
-  status: { '2xx': number; '4xx': number; '5xx': number };
-  error_rate: number;
-}
-interface Refusal {
-  id: string;
-  key_id: string;
-  model: string | null;
-  status: number;
-  error_type: RefusalType;
-  code: string;
-  message: string;
-  created_at: string;
-}
+const TYPES = Object.keys(TYPE_LABEL) as RefusalType[];
 const pct = (r: number) => `${(r * 100).toFixed(1)} %`;
 const refusedOf = (r: ErrorsRow) => TYPES.reduce((a, t) => a + r.refused[t], 0);
 const col = createColumnHelper<ErrorsRow>();
@@ -73,7 +58,7 @@ function RefusalLookup() {
     enabled: asked !== null,
     retry: false,
     queryFn: async () =>
-      (await get<{ data: Refusal }>(`/api/refusals/${encodeURIComponent(asked ?? '')}`)).data,
+      (await get<DashboardAnswer<'refusal'>>(`/api/refusals/${encodeURIComponent(asked ?? '')}`)).data,
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -108,7 +93,7 @@ export function ErrorsSection(props: { from: string; to: string }) {
   const [key, setKey] = useState<string | null>(null);
   const keys = useQuery({
     queryKey: ['keys', true],
-    queryFn: async () => (await get<{ data: Key[] }>('/api/keys?include_revoked=true')).data,
+    queryFn: async () => (await get<DashboardAnswer<'keys'>>('/api/keys?include_revoked=true')).data,
   });
   const names = useMemo(() => new Map((keys.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);
   const keyName = (hash: string) => names.get(hash) ?? hash.slice(0, 8);
@@ -116,20 +101,20 @@ export function ErrorsSection(props: { from: string; to: string }) {
   const daily = useQuery({
     queryKey: ['errors', range, 'day'],
     queryFn: async () =>
-      (await get<{ data: { rows: ErrorsRow[] } }>(`/api/errors?${range}&granularity=day`)).data.rows,
+      (await get<DashboardAnswer<'errors'>>(`/api/errors?${range}&granularity=day`)).data.rows,
     refetchInterval: 10_000,
   });
   const byKey = useQuery({
     queryKey: ['errors', range, 'key'],
     queryFn: async () =>
-      (await get<{ data: { rows: ErrorsRow[] } }>(`/api/errors?${range}&granularity=total&group_by=key`)).data
-        .rows,
+      (await get<DashboardAnswer<'errors'>>(`/api/errors?${range}&granularity=total&group_by=key`)).data.rows,
     refetchInterval: 10_000,
   });
   const recent = useQuery({
     queryKey: ['refusals', key],
     enabled: key !== null,
-    queryFn: async () => (await get<{ data: Refusal[] }>(`/api/refusals?key_id=${key}&limit=20`)).data,
+    queryFn: async () =>
+      (await get<DashboardAnswer<'refusals'>>(`/api/refusals?key_id=${key}&limit=20`)).data,
   });
   const columns = [
     col.accessor((r) => keyName(r.group ?? ''), {

@@ -1,27 +1,13 @@
 import { useQuery } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
+import type { DashboardAnswer } from '@tollgate/contracts';
 import { get } from '../../api';
 import { DataTable } from '../../components/DataTable';
 import { Clip, ErrorBox } from '../../components/ui';
 import { int, overheadMs } from '../../format';
 
-interface Figures {
-  avg: number | null;
-  p50: number | null;
-  p90: number | null;
-  p99: number | null;
-}
-interface LatencyRow {
-  group: string | null;
-  requests: number;
-  errors: number;
-  error_rate: number;
-  ttft_ms: Figures;
-  total_ms: Figures;
-  gateway_overhead_ms: Figures;
-  overhead_requests: number;
-  tokens_per_second: number | null;
-}
+type LatencyRow = DashboardAnswer<'latency'>['data']['rows'][number];
+type Figures = LatencyRow['ttft_ms'];
 const col = createColumnHelper<LatencyRow>();
 const msOf = (n: number | null) =>
   n === null ? '—' : n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${int(n)} ms`;
@@ -37,7 +23,7 @@ export function LatencyTable(props: { from: string; to: string; groupBy: 'model'
   const query = `from=${props.from}&to=${props.to}&group_by=${props.groupBy}`;
   const q = useQuery({
     queryKey: ['latency', query],
-    queryFn: async () => (await get<{ data: { rows: LatencyRow[] } }>(`/api/latency?${query}`)).data.rows,
+    queryFn: async () => (await get<DashboardAnswer<'latency'>>(`/api/latency?${query}`)).data.rows,
     refetchInterval: 10_000,
   });
   const columns = [
