@@ -33,6 +33,7 @@ type EventSource = Pick<
   | 'receivedAt'
   | 'upstreamStartedAt'
   | 'upstreamEndedAt'
+  | 'bodies'
 >;
 
 /**
@@ -97,6 +98,7 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number, now:
     generation_time_ms: Math.max(0, finishedAt - c.startedAt),
     ...(overhead === undefined ? {} : { gateway_overhead_us: overhead }),
     attempts: c.attempts,
+    ...(c.bodies ? { bodies: c.bodies.result(c.request.stream) } : {}),
   };
 }
 
