@@ -89,7 +89,7 @@ describe.skipIf(browserUnavailable)('errors and refusals in Chromium', () => {
       .poll(() => page.getByTestId(`errors-${limitedHash}`).textContent(), { timeout: 15_000 })
       .toContain('100.0 %');
     const limitedRow = page.getByTestId(`errors-${limitedHash}`);
-    await expect.poll(() => limitedRow.textContent(), { timeout: 10_000 }).toContain('tiny budget');
+    await expect.poll(() => limitedRow.textContent(), { timeout: 30_000 }).toContain('tiny budget');
     // The inference key: 3 served + 1 bad request = 25 % errors, one bad request.
     const inferenceRow = page.getByTestId(`errors-${stack.inferenceKeyId}`);
     expect(await inferenceRow.textContent()).toContain('25.0 %');
