@@ -25,6 +25,8 @@ export const cachedKeySchema = z.object({
   allowedModels: z.array(z.string()).optional(),
   rateLimitRpm: z.number().int().nullable().optional(),
   rateLimitTpm: z.number().int().nullable().optional(),
+  /** The prompt and answer of its requests are kept (opt-in bodies, issue 28); absent = no. */
+  storeBodies: z.boolean().optional(),
   /** The key's team (issue 29); absent or null = none. */
   teamId: z.string().nullable().optional(),
   /** The team's budget, copied into the record (CachedKey); absent = none. */
@@ -146,6 +148,8 @@ const rateLimitTpm = z
 export { limit as usdLimitInput, rateLimitTpm as rateLimitTpmInput };
 
 const includeByok = z.boolean({ error: 'expected true or false' });
+/** Opt-in bodies (issue 28): keep the prompt and the answer of the key's requests (bounded, redacted). */
+const storeBodies = z.boolean({ error: 'expected true or false' });
 
 /** A team of the key's account (`GET /teams`), or null for none. */
 const teamId = z
@@ -162,6 +166,7 @@ const keySettings = {
   allowed_models: allowedModels.optional(),
   rate_limit_rpm: rateLimitRpm.nullable().optional(),
   rate_limit_tpm: rateLimitTpm.nullable().optional(),
+  store_bodies: storeBodies.optional(),
   team_id: teamId.nullable().optional(),
 };
 
@@ -206,6 +211,8 @@ export const keyObjectSchema = z.object({
   rate_limit_rpm: z.number().int().nullable(),
   /** Tokens per minute (worst case at admission), null = none. */
   rate_limit_tpm: z.number().int().nullable(),
+  /** Opt-in bodies (issue 28): its requests' prompt and answer are kept. */
+  store_bodies: z.boolean(),
   /** The key's team (issue 29), null = none. */
   team_id: z.string().nullable(),
   // OpenRouter's fields for concepts Tollgate does not have (neutral values, docs/api.md).
