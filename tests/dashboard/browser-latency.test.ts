@@ -7,12 +7,17 @@
  * Screenshots at 1280, 1920 and 390 px (test-results/dashboard/usage-latency-*.png); axe finds no
  * serious violation; the section never makes the page wider than the screen.
  */
-import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { audit, launchChromium, NO_BROWSER, SHOTS, signInPage } from '../support/browser';
+import {
+  browserUnavailable,
+  launchChromium,
+  SHOTS,
+  seriousAxeViolations,
+  signInPage,
+} from '../support/browser';
 import {
   type DashboardSession,
   startTestDashboard,
@@ -60,9 +65,8 @@ const OVERHEAD = String.raw`(\d+\.\d{3}|\d[\d,]*) ms`;
 const OVERHEAD_CELL = new RegExp(`^${OVERHEAD} / ${OVERHEAD}$`);
 const msOf = (cell: string) => Number(cell.split(' ms')[0]!.replace(/,/g, ''));
 
-describe.skipIf(NO_BROWSER)('latency in Chromium', () => {
+describe.skipIf(browserUnavailable)('latency in Chromium', () => {
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     stack = await startStack();
     dash = await startTestDashboard(stack);
     owner = await dash.createUser(stack.account.id, 'owner');
@@ -148,7 +152,7 @@ describe.skipIf(NO_BROWSER)('latency in Chromium', () => {
       await page
         .getByRole('region', { name: /Latency and errors/ })
         .screenshot({ path: resolve(SHOTS, `usage-latency-${width}.png`) });
-      violations.push(...(await audit(page)).map((v) => `usage@${width} ${v}`));
+      violations.push(...(await seriousAxeViolations(page)).map((v) => `usage@${width} ${v}`));
       const overflow = (await page.evaluate(
         'document.documentElement.scrollWidth - window.innerWidth',
       )) as number;

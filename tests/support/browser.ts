@@ -1,8 +1,10 @@
 /**
- * Chromium for the dashboard's browser tests (tests/dashboard/browser-*.test.ts): where it is, a
- * headless launch, signing a user in through the page, and the axe-core audit every page passes.
+ * The dashboard's browser tests' common part (Chromium through playwright-core): whether they can
+ * run here, the browser they launch, signing in, opening a page, screenshots and the axe audit.
+ * Outside CI a machine without Chromium or a built UI (`make install` builds it) skips them; CI never
+ * skips.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import axe from 'axe-core';
@@ -10,15 +12,18 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import type { TestUser } from './dashboard';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-/** Where the tests write their screenshots. */
-export const SHOTS = resolve(root, 'test-results/dashboard');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-/** Outside CI the browser tests are skipped without a Chromium or a built UI. */
-export const NO_BROWSER =
-  !process.env.CI &&
-  (!existsSync(CHROMIUM) || !existsSync(resolve(root, 'services/dashboard/ui/dist/index.html')));
+const UI_BUILT = existsSync(resolve(root, 'services/dashboard/ui/dist/index.html'));
 
+/** Chromium or the built UI is missing outside CI: `describe.skipIf(browserUnavailable)`. */
+export const browserUnavailable = !process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT);
+
+/** Where the browser tests put their screenshots. */
+export const SHOTS = resolve(root, 'test-results/dashboard');
+
+/** Headless Chromium (CHROMIUM_PATH, default /usr/bin/chromium), quiet: no sync, no updates. */
 export function launchChromium(): Promise<Browser> {
+  mkdirSync(SHOTS, { recursive: true });
   return chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -33,19 +38,34 @@ export function launchChromium(): Promise<Browser> {
   });
 }
 
-/** Signs `user` in through the sign-in page and waits for the Overview. */
-export async function signInPage(page: Page, dashboardUrl: string, user: TestUser): Promise<void> {
-  await page.goto(dashboardUrl);
-  await page.getByLabel('Email').fill(user.email);
-  await page.getByLabel('Password').fill(user.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+/** A whole-page screenshot, test-results/dashboard/<name>.png. */
+export async function shoot(p: Page, name: string): Promise<void> {
+  await p.screenshot({ path: resolve(SHOTS, `${name}.png`), fullPage: true });
 }
 
-/** The page's serious and critical axe-core violations, one line each (rule: targets). */
-export async function audit(page: Page): Promise<string[]> {
-  await page.evaluate(axe.source);
-  return (await page.evaluate(async () => {
+/** Signs in with email and password on the dashboard at `url`, and waits for the Overview. */
+export async function signInPage(p: Page, url: string, user: TestUser): Promise<void> {
+  await p.goto(url);
+  await p.getByLabel('Email').fill(user.email);
+  await p.getByLabel('Password').fill(user.password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('heading', { name: 'Overview' }).waitFor();
+}
+
+/**
+ * Opens a page of the dashboard at `url` (`path`: `usage`, `usage?group_by=app`…) and waits for its
+ * heading. `fresh`: through about:blank, so nothing the page before cached is shown.
+ */
+export async function openPage(p: Page, url: string, path: string, options: { fresh?: boolean } = {}) {
+  if (options.fresh) await p.goto('about:blank');
+  await p.goto(`${url}/#/${path}`);
+  await p.getByRole('heading', { level: 1 }).waitFor();
+}
+
+/** The serious and critical axe-core violations of the page, one line each (empty: none). */
+export async function seriousAxeViolations(p: Page): Promise<string[]> {
+  await p.evaluate(axe.source);
+  return (await p.evaluate(async () => {
     // biome-ignore lint/suspicious/noExplicitAny: axe is a global the script above defined
     const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
     return r.violations
