@@ -6,29 +6,19 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { DEV_SERVICE_KEYS, digestKey, parsePrivateKey } from '@tollgate/auth';
+import { DEV_SERVICE_KEYS, parsePrivateKey } from '@tollgate/auth';
 import { createMessageSigner, createUsagePublisher, inspectDeadLetters } from '@tollgate/events';
-import { createKeyCache } from '@tollgate/key-cache';
 import { createLogger } from '@tollgate/logger';
-import {
-  createTestDatabase,
-  createTestRedis,
-  runId,
-  type TestDatabase,
-  type TestRedis,
-} from '@tollgate/testkit';
+import { createTestDatabase, runId, type TestDatabase } from '@tollgate/testkit';
 import amqp from 'amqplib';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   dropPostgresRoles,
   dropRabbitmqUsers,
-  dropRedisUsers,
   type Login,
   provisionPostgres,
   provisionRabbitmq,
-  provisionRedis,
   withLogin,
 } from '../infra/credentials/provision';
 import { createBillingDb, migrateBillingDb } from '../services/billing/src/database';
