@@ -16,7 +16,12 @@ import {
   shoot,
   signInPage,
 } from '../support/browser';
-import { type DashboardSession, startTestDashboard, type TestDashboard, type TestUser } from '../support/dashboard';
+import {
+  type DashboardSession,
+  startTestDashboard,
+  type TestDashboard,
+  type TestUser,
+} from '../support/dashboard';
 import { MODEL, type Stack, startStack } from '../support/stack';
 
 const ZONE = 'America/New_York';
