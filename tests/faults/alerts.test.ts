@@ -5,10 +5,11 @@
  */
 import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { toDecimal, toUnits } from '@tollgate/money';
+import { freePort } from '@tollgate/testkit';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { WebhookReceiver } from '../support/webhook-receiver';
-import { FaultStack, freePort, MODEL, type ServiceProcess, sleep } from './harness';
+import { FaultStack, MODEL, type ServiceProcess, sleep } from './harness';
 
 /** One non-streamed completion through `proxy`; the status and, for a 200, the cost it carried. */
 async function chat(proxy: ServiceProcess, key: string): Promise<{ status: number; cost?: string }> {
