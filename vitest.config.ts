@@ -11,6 +11,8 @@ const CLUSTER_SUITES = [
   'packages/redis/src/**/*.test.ts',
   'services/billing/src/spend/spend-guard.test.ts',
   'services/proxy/src/auth/authenticate.test.ts',
+  'services/keys/src/last-used/last-used.test.ts',
+  'tests/credentials-redis.test.ts',
 ];
 
 export default defineConfig({
@@ -18,7 +20,8 @@ export default defineConfig({
     // The fault suite runs on its own (`make test-faults`, tests/faults/vitest.config.ts).
     exclude: ['tests/faults/**', '**/node_modules/**'],
     testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // A whole stack (Postgres template, three services, RabbitMQ) can take over a minute on a loaded host.
+    hookTimeout: 120_000,
     // testkit's (servers, run id, cleanup), then the run's migrated template database.
     globalSetup: ['packages/testkit/src/global-setup.ts', 'tests/support/template-db.ts'],
     pool: 'forks',

@@ -298,7 +298,7 @@ describe.each(overlays)('overlay %s', (overlay) => {
     const trusted = {
       keys: ['proxy', 'dashboard', 'billing'],
       billing: ['proxy', 'keys', 'dashboard'],
-      dashboard: [] as string[],
+      dashboard: ['keys'],
     };
     for (const [callee, callers] of Object.entries(trusted) as Array<
       ['keys' | 'billing' | 'dashboard', string[]]
@@ -442,6 +442,7 @@ describe.each(overlays)('overlay %s: NetworkPolicies', (overlay) => {
       [dashboard!, billing!, 8082],
       [keys!, billing!, 8082],
       [billing!, keys!, 8081],
+      [keys!, dashboard!, 8083],
       [proxy!, redis!, 6379],
       [proxy!, rabbitmq!, 5672],
       [keys!, postgres!, 5432],

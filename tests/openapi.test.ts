@@ -872,7 +872,14 @@ describe('the running stack, checked against the document', () => {
       expect(ok.body.data, describeResponse(ok)).toEqual([
         expect.objectContaining({ action: 'key.create', target: { kind: 'key', id: made.hash } }),
       ]);
+      // Billing's entries too (the stack's credits, granted by the admin CLI's route).
+      const all = await stack.api('/audit?limit=500', { key });
+      conforms('get', '/audit', all, 200);
+      expect(all.body.data, describeResponse(all)).toContainEqual(
+        expect.objectContaining({ source: 'billing', action: 'credits.grant' }),
+      );
       conforms('get', '/audit', await stack.api('/audit?limit=0', { key }), 400);
+      conforms('get', '/audit', await stack.api('/audit?before=12', { key }), 400);
       conforms('get', '/audit', await stack.api('/audit', { key: stack.inferenceKey }), 403);
       conforms('get', '/audit', await stack.api('/audit', { key: generateKey() }), 401);
     });

@@ -26,7 +26,7 @@ import { rabbitmqPermissions, redisAclRules } from '../credentials/policy.mjs';
 export const TRUST = {
   keys: ['proxy', 'dashboard', 'billing'],
   billing: ['proxy', 'keys', 'dashboard', 'admin'],
-  dashboard: ['admin'],
+  dashboard: ['admin', 'keys'],
 };
 export const CALLERS = ['proxy', 'keys', 'billing', 'dashboard', 'admin'];
 

@@ -2,7 +2,9 @@
  * The audit log through the real stack: key changes made by a management key (through the proxy),
  * a dashboard user (through the dashboard API) and the admin CLI each appear exactly once, with the
  * right actor, the client's address as TRUSTED_PROXIES resolves it, and the record before and after;
- * `GET /audit` (management keys), the dashboard's filters and CSV export; the table is append-only.
+ * `GET /audit` (management keys: the merged timeline of the keys service's, billing's and the
+ * dashboard's logs, read over their internal routes), the dashboard's filters and CSV export; the
+ * tables are append-only.
  */
 import { createServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import pg from 'pg';
@@ -29,7 +31,8 @@ const API_CLIENT = '198.51.100.9';
 const DASHBOARD_CLIENT = '203.0.113.5';
 
 beforeAll(async () => {
-  stack = await startStack({ proxyEnv: { TRUSTED_PROXIES: '1' } });
+  // `dashboard`: keys knows the dashboard's address (DASHBOARD_URL), as in production.
+  stack = await startStack({ proxyEnv: { TRUSTED_PROXIES: '1' }, dashboard: true });
   dash = await startTestDashboard(stack, { env: { TRUSTED_PROXIES: '1' } });
   owner = await dash.createUser(stack.account.id, 'owner');
   session = await dash.signIn(owner);
@@ -190,10 +193,16 @@ describe('audit log', () => {
     const first = await api('/audit?limit=2');
     expect(first.body.data).toHaveLength(2);
     const next = await api(`/audit?limit=2&before=${first.body.next_before}`);
-    expect(Number(next.body.data[0].id)).toBeLessThan(Number(first.body.data[1].id));
-    const bad = await api('/audit?actor_kind=robot');
-    expect(bad.status).toBe(400);
-    expect(bad.body.error.message).toMatch(/actor_kind/);
+    expect(next.status, describeResponse(next)).toBe(200);
+    const ids = (p: { body: { data: Array<Entry & { source: string }> } }) =>
+      p.body.data.map((e) => `${e.source}:${e.id}`);
+    expect(ids(next).filter((id) => ids(first).includes(id))).toEqual([]);
+    expect(next.body.data[0].at <= first.body.data[1].at).toBe(true);
+    for (const query of ['actor_kind=robot', 'since=yesterday', 'before=keys:x', 'before=12', 'colour=red']) {
+      const bad = await api(`/audit?${query}`);
+      expect(bad.status, `${query}: ${describeResponse(bad)}`).toBe(400);
+      expect(bad.body.error.message).toMatch(new RegExp(query.split('=')[0]!));
+    }
 
     const inference = await stack.api('/audit', { key: stack.inferenceKey });
     expect(inference.status).toBe(403);
@@ -329,32 +338,56 @@ describe('audit log', () => {
     await api(`/teams/${team}`, 'DELETE');
     expected.push([team, 'team.delete', 'management_key', managementId, 'keys']);
 
-    const page = await dashboard('GET', `/api/audit?source=all&since=${since}&limit=500`);
-    expect(page.status, page.text).toBe(200);
-    const entries = page.body.data as Array<Entry & { source: string; at: string }>;
-    for (const [target, action, kind, id, log] of expected) {
-      const found = entries.filter((e) => e.target.id === target && e.action === action);
-      expect([target, action, found.map((e) => [e.actor.kind, e.actor.id, e.source])]).toEqual([
-        target,
-        action,
-        [[kind, id, log]],
-      ]);
+    // The same timeline through both doors: the dashboard's `source=all` and `GET /audit`.
+    const doors = {
+      dashboard: (query: string) => dashboard('GET', `/api/audit?source=all&${query}`),
+      'GET /audit': (query: string) => api(`/audit?${query}`),
+    };
+    const timelines: Record<string, string[]> = {};
+    for (const [door, read] of Object.entries(doors)) {
+      const page = await read(`since=${since}&limit=500`);
+      expect(page.status, `${door}: ${page.text}`).toBe(200);
+      const entries = page.body.data as Array<Entry & { source: string; at: string }>;
+      for (const [target, action, kind, id, log] of expected) {
+        const found = entries.filter((e) => e.target.id === target && e.action === action);
+        expect([door, target, action, found.map((e) => [e.actor.kind, e.actor.id, e.source])]).toEqual([
+          door,
+          target,
+          action,
+          [[kind, id, log]],
+        ]);
+      }
+      const extra = entries.filter((e) => !expected.some(([t, a]) => e.target.id === t && e.action === a));
+      expect([door, extra.map((e) => [e.action, e.target.kind, e.actor.kind])]).toEqual([door, []]); // nothing else
+      // Newest first across the three logs, and paged without loss or repeat.
+      expect(entries.map((e) => e.at)).toEqual([...entries.map((e) => e.at)].sort().reverse());
+      const seen: string[] = [];
+      let before: string | null = null;
+      do {
+        const p: { status: number; text: string; body: { data: unknown; next_before: string | null } } =
+          await read(`since=${since}&limit=4${before ? `&before=${before}` : ''}`);
+        expect(p.status, `${door}: ${p.text}`).toBe(200);
+        seen.push(...(p.body.data as Array<Entry & { source: string }>).map((e) => `${e.source}:${e.id}`));
+        before = p.body.next_before;
+      } while (before);
+      timelines[door] = entries.map((e) => `${e.source}:${e.id}`);
+      expect(seen).toEqual(timelines[door]);
     }
-    const extra = entries.filter((e) => !expected.some(([t, a]) => e.target.id === t && e.action === a));
-    expect(extra.map((e) => [e.action, e.target.kind, e.actor.kind])).toEqual([]); // nothing else
-    // Newest first across the three logs, and paged without loss or repeat.
-    expect(entries.map((e) => e.at)).toEqual([...entries.map((e) => e.at)].sort().reverse());
-    const seen: string[] = [];
-    let before: string | null = null;
-    do {
-      const p = await dashboard(
-        'GET',
-        `/api/audit?source=all&since=${since}&limit=4${before ? `&before=${before}` : ''}`,
-      );
-      seen.push(...(p.body.data as Array<Entry & { source: string }>).map((e) => `${e.source}:${e.id}`));
-      before = p.body.next_before;
-    } while (before);
-    expect(seen).toEqual(entries.map((e) => `${e.source}:${e.id}`));
+    expect(timelines['GET /audit']).toEqual(timelines.dashboard);
+    // Filters apply to every log: the admin CLI's entries come from all three.
+    const byCli = await api(`/audit?since=${since}&actor_kind=admin_cli`);
+    expect(
+      (byCli.body.data as Array<Entry & { source: string }>).map((e) => [e.source, e.action]).reverse(),
+    ).toEqual([
+      ['keys', 'key.create'],
+      ['keys', 'key.revoke'],
+      ['billing', 'credits.grant'],
+      ['dashboard', 'user.invite'],
+    ]);
+    const grants = await api(`/audit?since=${since}&action=credits.grant`);
+    expect(grants.body.data.map((e: Entry & { source: string }) => e.source)).toEqual(['billing']);
+    const none = await api(`/audit?since=${since}&until=${since}`);
+    expect(none.body).toEqual({ data: [], next_before: null });
     const csv = await dashboard('GET', `/api/audit?source=all&since=${since}&format=csv`);
     expect(csv.text.trim().split('\r\n')).toHaveLength(expected.length + 1);
     expect(csv.text).toContain('"billing"');
@@ -375,5 +408,12 @@ describe('audit log', () => {
     } finally {
       await db.end();
     }
+  });
+
+  it('GET /audit answers 503 naming the dashboard when the dashboard does not answer (never a partial timeline)', async () => {
+    await dash.close();
+    const down = await api('/audit');
+    expect(down.status, describeResponse(down)).toBe(503);
+    expect(down.body.error.message).toMatch(/dashboard did not answer/);
   });
 });

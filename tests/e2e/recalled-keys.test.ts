@@ -7,6 +7,7 @@
 
 import { connect } from 'node:net';
 import { digestKey } from '@tollgate/auth';
+import { lastUsedHashKey } from '@tollgate/key-cache';
 import { spendKeyHash } from '@tollgate/spend';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeResponse, MODEL, type Stack, startStack } from '../support/stack';
@@ -114,8 +115,8 @@ describe('recalled key records (checked admission)', () => {
     const r = await chat(key.key);
     expect(r.status, describeResponse(r)).toBe(401);
     await new Promise((r) => setTimeout(r, 100)); // the write is fire-and-forget
-    // The hash the proxy writes last uses to (`lastUsedHashKey` of @tollgate/key-cache).
-    const written = await stack.infra.redis.client.hget(`${stack.infra.redis.prefix}key-last-used`, key.hash);
+    const hashKey = lastUsedHashKey(stack.infra.redis.prefix, key.hash);
+    const written = await stack.infra.redis.client.hget(hashKey, key.hash);
     expect(written === null || Number(written) < revokedAt, `last use written at ${written}`).toBe(true);
   });
 

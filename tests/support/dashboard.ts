@@ -52,23 +52,29 @@ export interface TestDashboard {
 }
 
 let counter = 0;
+/** Stacks whose reserved dashboard port (the `dashboard` option) a dashboard already listens on. */
+const portTaken = new WeakSet<Stack>();
 
 export async function startTestDashboard(
   stack: Stack,
   options: DashboardOptions & { env?: Record<string, string> } = {},
 ): Promise<TestDashboard> {
+  // The first dashboard of a stack started with `dashboard: true` listens where keys expects it.
+  const port = stack.dashboardPort !== null && !portTaken.has(stack) ? stack.dashboardPort : 0;
+  if (port) portTaken.add(stack);
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.STACK_LOG_LEVEL ?? 'silent',
     HOST: '127.0.0.1',
-    PORT: '0',
+    PORT: String(port),
     DATABASE_URL: stack.infra.database.url,
     KEYS_URL: stack.services.keys.url,
     BILLING_URL: stack.services.billing.url,
     CATALOG_PATH: DEV_CATALOG_PATH,
     // The stack's service keys (development ones unless the stack generated its own).
     SERVICE_PRIVATE_KEY: stack.serviceKeys.dashboard.privateKey,
-    SERVICE_PUBLIC_KEYS: `admin=${stack.serviceKeys.admin.publicKey}`,
+    // The admin CLI (users) and keys (its log, for the merged `GET /audit`).
+    SERVICE_PUBLIC_KEYS: `admin=${stack.serviceKeys.admin.publicKey},keys=${stack.serviceKeys.keys.publicKey}`,
     ...options.env,
   });
   const admin = createServiceSigner('admin', stack.serviceKeys.admin.privateKey);

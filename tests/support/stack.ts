@@ -85,6 +85,8 @@ export interface Stack {
   catalog: Catalog;
   /** The proxy's configuration (for extra proxies in tests: `startProxy(loadConfig({...env}), {catalog})`). */
   proxyConfig: ProxyConfig;
+  /** With the `dashboard` option: the port keys knows the dashboard by (`startTestDashboard` takes it). */
+  dashboardPort: number | null;
   /** Isolation handles (prefixes, database) of this stack. */
   infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp };
   /**
@@ -161,6 +163,11 @@ export async function startStack(
     proxyEnv?: Record<string, string>;
     /** More billing settings (e.g. WEBHOOK_ALLOWED_CIDRS for a local webhook receiver). */
     billingEnv?: Record<string, string>;
+    /**
+     * Reserve the dashboard's port and give it to keys as DASHBOARD_URL, so `GET /audit` merges the
+     * dashboard's log; start the dashboard with `startTestDashboard`, which takes that port.
+     */
+    dashboard?: boolean;
     /** Options of this stack's simulator (its keys and AWS credentials). */
     sim?: Parameters<typeof startProviderSim>[0];
   } = {},
@@ -228,6 +235,7 @@ export async function startStack(
       : loadCatalog(catalogPath, { PROVIDER_SIM_URL: sim.url });
     // Billing asks keys who owns a key and keys asks billing for usage: keys' port is fixed first.
     const keysPort = await freePort();
+    const dashboardPort = options.dashboard ? await freePort() : null;
     const billing = await startBilling(
       loadBillingConfig({
         ...common,
@@ -254,6 +262,7 @@ export async function startStack(
         PORT: String(keysPort),
         DATABASE_URL: database.url,
         BILLING_URL: billing.url,
+        ...(dashboardPort ? { DASHBOARD_URL: `http://127.0.0.1:${dashboardPort}` } : {}),
         LAST_USED_FLUSH_MS: '200',
         SERVICE_PRIVATE_KEY: serviceKeys.keys.privateKey,
         SERVICE_PUBLIC_KEYS: trust('proxy', 'dashboard', 'billing'),
@@ -355,6 +364,7 @@ export async function startStack(
       services: { sim, billing, keys, proxy },
       catalog,
       proxyConfig,
+      dashboardPort,
       infra: { database, redis, amqp },
       serviceKeys,
       logins: logins?.urls ?? null,

@@ -41,3 +41,20 @@ export const auditQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 export type AuditQueryInput = z.output<typeof auditQuery>;
+
+/** The three audit logs: keys (keys, teams), billing (credits, postpaid), dashboard (users, roles, SSO). */
+export const AUDIT_SOURCES = ['keys', 'billing', 'dashboard'] as const;
+export type AuditSource = (typeof AUDIT_SOURCES)[number];
+
+/** An entry of the merged timeline (`GET /audit`, the dashboard's `source=all`): which log it is from. */
+export const auditTimelineEntry = auditEntry.extend({ source: z.enum(AUDIT_SOURCES) });
+export type AuditTimelineEntry = z.output<typeof auditTimelineEntry>;
+
+/** A page of the merged timeline; `next_before` is the cursor of the next page (`keys:120,billing:end,…`). */
+export const auditTimelinePage = z.object({
+  data: z.array(auditTimelineEntry),
+  next_before: z.string().nullable(),
+});
+
+/** The merged timeline's filters: every log's, `before` the timeline's cursor (checked by `@tollgate/audit`). */
+export const auditTimelineQuery = auditQuery.extend({ before: z.string().max(200).optional() });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auditEntry } from './audit';
+import { auditTimelinePage } from './audit';
 import { accountLatency, accountUsage } from './billing-analytics';
 import {
   accountCredits,
@@ -87,11 +87,6 @@ const signInLinkSchema = z.object({
   expires_at: z.string(),
 });
 
-/** The three audit logs the dashboard merges: keys (keys, teams), billing, dashboard (users, SSO). */
-export const AUDIT_SOURCES = ['keys', 'billing', 'dashboard'] as const;
-/** `GET /api/audit`: an entry of the timeline, with the log it came from. */
-const auditTimelineEntry = auditEntry.extend({ source: z.enum(AUDIT_SOURCES) });
-
 const answer = <T extends z.ZodType>(data: T) => z.object({ data });
 
 /** Every route of the SPA's with the schema of its answer (`data`, and a page's cursor). */
@@ -117,7 +112,8 @@ export const dashboardApi = {
   webhooks: accountWebhooks.list.response,
   createWebhook: accountWebhooks.create.response,
   deliveries: accountWebhooks.attempts.response,
-  audit: z.object({ data: z.array(auditTimelineEntry), next_before: z.string().nullable() }),
+  /** `GET /api/audit`: entries of the timeline, each with the log it came from. */
+  audit: auditTimelinePage,
 } as const;
 
 /** The answer of a route of the SPA's, as the browser reads it. */

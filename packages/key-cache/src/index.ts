@@ -35,6 +35,8 @@ export interface CachedKey {
   rateLimitRpm?: number | null;
   /** Tokens per minute across all proxies, charged with the admission's worst case (issue 29). */
   rateLimitTpm?: number | null;
+  /** Opt-in bodies (issue 28): the proxy captures the prompt and the answer (bounded); absent = no. */
+  storeBodies?: boolean;
   /** The key's team (issue 29); absent or null = none. */
   teamId?: string | null;
   /**
@@ -247,5 +249,32 @@ export function allowsModel(key: CachedKey, modelId: string): boolean {
   return false;
 }
 
-/** Where the proxy records successful authentications; the keys service flushes them to Postgres. */
-export const lastUsedHashKey = (prefix: string) => `${prefix}key-last-used`;
+/**
+ * How many hashes the last-used writes are spread over. Each is its own hash tag (its own slot), so on
+ * a Redis Cluster they land on every master instead of one hot hash. Changing it strands at most one
+ * flush interval of values in the old buckets: the keys service reads buckets 0..N-1 only.
+ */
+export const LAST_USED_BUCKETS = 16;
+
+/** FNV-1a of the key id, so the proxy and the keys service agree on a key's bucket. */
+export function lastUsedBucket(keyId: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < keyId.length; i++) {
+    h ^= keyId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % LAST_USED_BUCKETS;
+}
+
+const lastUsedBucketKey = (prefix: string, bucket: number) => `${prefix}key-last-used:{${bucket}}`;
+
+/** Where the proxy records a key's successful authentications; the keys service flushes them. */
+export const lastUsedHashKey = (prefix: string, keyId: string) =>
+  lastUsedBucketKey(prefix, lastUsedBucket(keyId));
+
+/** Every last-used hash, in bucket order (what the keys service flushes). */
+export const lastUsedHashKeys = (prefix: string): string[] =>
+  Array.from({ length: LAST_USED_BUCKETS }, (_, b) => lastUsedBucketKey(prefix, b));
+
+/** The single hash of releases before the buckets: drained by the keys service, never written. */
+export const legacyLastUsedHashKey = (prefix: string) => `${prefix}key-last-used`;

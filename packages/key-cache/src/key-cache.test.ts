@@ -1,7 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import { createTestRedis, type TestRedis } from '@tollgate/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CachedKey, createKeyCache, type KeyCache, lastUsedHashKey } from './index';
+import {
+  type CachedKey,
+  createKeyCache,
+  type KeyCache,
+  LAST_USED_BUCKETS,
+  lastUsedBucket,
+  lastUsedHashKey,
+  lastUsedHashKeys,
+} from './index';
 
 let redis: TestRedis;
 let cache: KeyCache;
@@ -40,7 +49,24 @@ describe('key cache', () => {
     // The digest is the record's hash tag, and its rate window's (one slot, found from the digest).
     expect(cache.redisKey('abc')).toBe(`${redis.prefix}key:{abc}`);
     expect(cache.rateWindow('abc', 60_000).counterKey).toBe(`${redis.prefix}rl:{abc}:1`);
-    expect(lastUsedHashKey(redis.prefix)).toBe(`${redis.prefix}key-last-used`);
+    const id = '00000000-0000-4000-8000-000000000001';
+    expect(lastUsedHashKey(redis.prefix, id)).toBe(`${redis.prefix}key-last-used:{${lastUsedBucket(id)}}`);
+  });
+
+  it('spreads last-used writes over 16 hashes, each its own hash tag (no single hot hash)', async () => {
+    const counts = new Array<number>(LAST_USED_BUCKETS).fill(0);
+    for (let i = 0; i < 16_000; i++) counts[lastUsedBucket(randomUUID())]! += 1;
+    // Every bucket gets about 1/16 of the keys (1,000 each; FNV-1a of random ids is near uniform).
+    for (const c of counts) expect(c).toBeGreaterThan(800);
+    expect(new Set(lastUsedHashKeys(redis.prefix)).size).toBe(LAST_USED_BUCKETS);
+    // Pinned: the proxy writes a key's bucket and the keys service reads it, across releases.
+    expect(lastUsedBucket('00000000-0000-4000-8000-000000000001')).toBe(2);
+    expect(lastUsedBucket('00000000-0000-4000-8000-000000000002')).toBe(15);
+    expect(lastUsedBucket('9b2f6c1e-3d4a-4f5b-8c7d-0e1f2a3b4c5d')).toBe(4);
+    // Each bucket is writable on its own (on a cluster: routed to its slot's master).
+    await Promise.all(lastUsedHashKeys(redis.prefix).map((k, b) => redis.client.hset(k, 'b', b)));
+    for (const [b, k] of lastUsedHashKeys(redis.prefix).entries())
+      expect(await redis.client.hget(k, 'b')).toBe(String(b));
   });
 
   it('writes a short-lived negative entry that never overwrites a record', async () => {

@@ -148,10 +148,14 @@ export async function startLocalRedisCluster(
       try {
         await m.connect();
         const myId = String(await m.call('CLUSTER', 'MYID'));
-        const replicas = (await m.call('CLUSTER', 'REPLICAS', myId)) as string[];
-        const addr = replicas[0]?.split(' ')[1];
-        if (!addr) throw new Error(`master ${masterPort} has no replica`);
-        replicaPort = Number(addr.split('@')[0]?.split(':')[1]);
+        // A replica attaches asynchronously after the cluster is created: wait until the master sees one.
+        let addr: string | undefined;
+        await waitFor(`a replica of master ${masterPort}`, async () => {
+          const replicas = (await m.call('CLUSTER', 'REPLICAS', myId)) as string[];
+          addr = replicas[0]?.split(' ')[1];
+          return addr !== undefined;
+        });
+        replicaPort = Number(addr!.split('@')[0]?.split(':')[1]);
       } finally {
         m.disconnect();
       }

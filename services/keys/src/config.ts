@@ -29,8 +29,16 @@ export const keysConfigSchema = z
     /** Internal service: loopback by default; set 0.0.0.0 (or an internal address) inside a private network. */
     HOST: z.string().min(1).default('127.0.0.1'),
     DATABASE_URL: z.string().url().default(defaults.databaseUrl),
-    /** Billing's internal API, for usage figures on key objects. Unset: usage figures are zero. */
+    /**
+     * Billing's internal API, for usage figures on key objects and billing's audit entries in
+     * `GET /audit`. Unset: usage figures are zero and `GET /audit` has no billing entries.
+     */
     BILLING_URL: optionalUrl,
+    /**
+     * The dashboard's internal API, for its audit entries (users, roles, teams, sessions) in the
+     * merged `GET /audit`. Unset: `GET /audit` lists the keys service's and billing's entries only.
+     */
+    DASHBOARD_URL: optionalUrl,
     /** How often pending `last_used_at` values are moved from Redis to Postgres. */
     LAST_USED_FLUSH_MS: z.coerce.number().int().min(50).max(3_600_000).default(5000),
   })

@@ -5,6 +5,7 @@ import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { serviceRegistry } from '@tollgate/metrics';
 import type { Registry } from 'prom-client';
+import { createRemoteAuditLogs } from './audit/audit-sources';
 import type { KeysConfig } from './config';
 import { createKeysApp } from './http/app';
 import { startLastUsedFlusher } from './last-used/last-used.flusher';
@@ -39,6 +40,12 @@ export async function startKeysService(
     logger,
   });
   const metrics = serviceRegistry('keys');
+  const remoteAudit = createRemoteAuditLogs({
+    billingUrl: config.BILLING_URL,
+    dashboardUrl: config.DASHBOARD_URL,
+    privateKey: config.SERVICE_PRIVATE_KEY,
+    logger,
+  });
   const app = createKeysApp({
     metrics,
     db: runtime.db,
@@ -46,6 +53,7 @@ export async function startKeysService(
     teams: runtime.teams,
     accounts: runtime.accounts,
     presenter: runtime.presenter,
+    remoteAudit,
     verifier: createServiceVerifier('keys', config.SERVICE_PUBLIC_KEYS),
     logger,
     readiness: {
@@ -62,6 +70,7 @@ export async function startKeysService(
     server = await listen(app, config.PORT, config.HOST, logger);
   } catch (err) {
     await flusher.stop();
+    await remoteAudit.close();
     await runtime.close();
     throw err;
   }
@@ -79,6 +88,7 @@ export async function startKeysService(
       closing ??= (async () => {
         await closeServer(server);
         await flusher.stop();
+        await remoteAudit.close();
         await runtime.close();
       })();
       return closing;

@@ -41,12 +41,12 @@ export async function currentPostpaid(trx: Db, accountId: string): Promise<boole
   return row?.postpaid ?? false;
 }
 
-/** `GET /internal/accounts/:accountId/audit` (dashboard): billing's entries, newest first, the filters of every audit log (`auditQuery`), paged with `before`. */
+/** `GET /internal/accounts/:accountId/audit` (dashboard, and keys for the merged `GET /audit`): billing's entries, newest first, the filters of every audit log (`auditQuery`), paged with `before`. */
 export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }): Router {
   const router = Router();
   router.get(
     '/internal/accounts/:accountId/audit',
-    serviceCaller(deps.verifier, ['dashboard']),
+    serviceCaller(deps.verifier, ['dashboard', 'keys']),
     async (req, res) => {
       const { accountId } = parseInput(accountParams, req.params);
       const q = parseInput(auditQuery, req.query);

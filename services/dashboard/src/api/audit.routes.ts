@@ -1,12 +1,20 @@
-import { AUDIT_SOURCES, type AuditEntry, auditQuery, type DashboardAnswerInput } from '@tollgate/contracts';
+import { timelinePage } from '@tollgate/audit';
+import type { ServiceVerifier } from '@tollgate/auth';
+import {
+  AUDIT_SOURCES,
+  type AuditEntry,
+  type AuditSource,
+  accountParams,
+  auditQuery,
+  type DashboardAnswerInput,
+} from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import { parseInput } from '@tollgate/http';
+import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { DashboardDb } from '../database';
 import { requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
 import { listUserChanges } from '../users/users-audit';
-import { type AuditSource, timelinePage } from './audit-timeline';
 import { csvCell } from './csv';
 
 /** The filters the keys service's audit listing takes; anything else is a 400 here. */
@@ -76,8 +84,21 @@ async function pageOf(
   return { ...page, data: page.data.map((e) => ({ ...e, source })) };
 }
 
-export function auditRoutes(deps: { client: InternalClient; db: DashboardDb }): Router {
+export function auditRoutes(deps: {
+  client: InternalClient;
+  db: DashboardDb;
+  verifier: ServiceVerifier;
+}): Router {
   const router = Router();
+  // The keys service's read of this log, for the merged `GET /audit` of management keys.
+  router.get(
+    '/internal/accounts/:accountId/audit',
+    serviceCaller(deps.verifier, ['keys']),
+    async (req, res) => {
+      const { accountId } = parseInput(accountParams, req.params);
+      res.json(await listUserChanges(deps.db, accountId, parseInput(auditQuery, req.query)));
+    },
+  );
   router.get('/api/audit', requireUser, async (req, res) => {
     const format = req.query.format;
     if (format !== undefined && format !== 'json' && format !== 'csv')

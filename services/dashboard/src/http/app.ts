@@ -133,7 +133,7 @@ function apiRouter(deps: DashboardAppDeps): RequestHandler {
   api.use(usersRoutes(deps));
   api.use(teamsRoutes(deps));
   api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
-  api.use(auditRoutes({ client: deps.client, db: deps.db }));
+  api.use(auditRoutes({ client: deps.client, db: deps.db, verifier: deps.verifier }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
   api.use(errorsRoutes({ client: deps.client }));
   if (deps.webhooks) api.use(webhooksRoutes({ webhooks: deps.webhooks }));

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { DashboardAnswer } from '@tollgate/contracts';
 import { lazy, Suspense, useEffect, useState } from 'react';
+import { HashRouter, Link, Route, Routes, useLocation, useParams, useSearchParams } from 'react-router';
 import { ApiError, api, get, type Me, setCsrfToken } from './api';
 import { Loading } from './components/ui';
 import { AcceptInvitePage, SignInPage } from './pages/SignIn';
@@ -31,33 +32,27 @@ const PAGES = [
   { path: 'audit', title: 'Audit log' },
 ] as const;
 
-interface Route {
-  path: string;
-  /** `#/generations/<id>`: the part after the page. */
-  sub: string;
-  params: URLSearchParams;
-}
-
-function readHash(): Route {
-  const raw = window.location.hash.replace(/^#\/?/, '');
-  const [path = '', query = ''] = raw.split('?');
-  const [page = '', ...rest] = path.split('/');
-  return { path: page, sub: decodeURIComponent(rest.join('/')), params: new URLSearchParams(query) };
-}
-
-/** Hash routing: `#/keys`, `#/generations/gen-…`, `#/accept?token=…` (the token never reaches a server log). */
-function useHashRoute(): Route {
-  const [route, setRoute] = useState(readHash);
-  useEffect(() => {
-    const on = () => setRoute(readHash());
-    window.addEventListener('hashchange', on);
-    return () => window.removeEventListener('hashchange', on);
-  }, []);
-  return route;
-}
-
+/**
+ * Hash routing (react-router's HashRouter): `#/keys`, `#/generations/gen-…`, `#/usage?group_by=key`,
+ * `#/accept?token=…` (the fragment never reaches a server log, nor the invitation's token with it).
+ */
 export function App() {
-  const route = useHashRoute();
+  return (
+    <HashRouter>
+      <Routes>
+        <Route path="/accept/*" element={<AcceptRoute />} />
+        <Route path="*" element={<SignedIn />} />
+      </Routes>
+    </HashRouter>
+  );
+}
+
+function AcceptRoute() {
+  const [params] = useSearchParams();
+  return <AcceptInvitePage token={params.get('token') ?? ''} />;
+}
+
+function SignedIn() {
   const me = useQuery({
     queryKey: ['me'],
     queryFn: async () => (await get<DashboardAnswer<'me'>>('/api/me')).data,
@@ -65,7 +60,6 @@ export function App() {
   });
   useEffect(() => setCsrfToken(me.data?.csrf_token ?? null), [me.data]);
 
-  if (route.path === 'accept') return <AcceptInvitePage token={route.params.get('token') ?? ''} />;
   if (me.isPending) return <div className="center">{<Loading />}</div>;
   if (me.error) {
     if (me.error instanceof ApiError && me.error.status === 401) return <SignInPage />;
@@ -75,7 +69,7 @@ export function App() {
       </div>
     );
   }
-  return <Shell me={me.data} route={route} />;
+  return <Shell me={me.data} />;
 }
 
 /** Display time zone: the viewer's or UTC (periods stay UTC either way). */
@@ -101,8 +95,20 @@ function ZonePicker(props: { onChange: () => void }) {
   );
 }
 
-function Shell(props: { me: Me; route: Route }) {
-  const { me, route } = props;
+/** The query string (`#/usage?group_by=key`) as the page's filters: another one starts the page anew. */
+function UsageRoute() {
+  const [params] = useSearchParams();
+  return <UsagePage key={params.toString()} params={params} />;
+}
+
+/** `#/generations/<id>` opens one record over the list (`#/generations?key_id=…` filters it). */
+function GenerationsRoute() {
+  const [params] = useSearchParams();
+  return <GenerationsPage openId={useParams()['*'] || null} params={params} />;
+}
+
+function Shell(props: { me: Me }) {
+  const { me } = props;
   const queryClient = useQueryClient();
   const [zoneVersion, setZoneVersion] = useState(0);
   const signOut = useMutation({
@@ -116,7 +122,9 @@ function Shell(props: { me: Me; route: Route }) {
     },
   });
   const owner = me.user.role === 'owner';
-  const page = PAGES.find((p) => p.path === (route.path || 'overview')) ?? PAGES[0];
+  // The page of the path's first segment; the overview for `#/` and any unknown path.
+  const first = useLocation().pathname.split('/')[1] ?? '';
+  const page = PAGES.find((p) => p.path === first) ?? PAGES[0];
   return (
     <div className="shell">
       <nav className="nav" aria-label="Main">
@@ -129,9 +137,9 @@ function Shell(props: { me: Me; route: Route }) {
         <ul>
           {PAGES.map((p) => (
             <li key={p.path}>
-              <a href={`#/${p.path}`} aria-current={p.path === page.path ? 'page' : undefined}>
+              <Link to={`/${p.path}`} aria-current={p.path === page.path ? 'page' : undefined}>
                 {p.title}
-              </a>
+              </Link>
             </li>
           ))}
         </ul>
@@ -148,17 +156,17 @@ function Shell(props: { me: Me; route: Route }) {
       </nav>
       <main className="main" key={zoneVersion}>
         <Suspense fallback={<Loading />}>
-          {page.path === 'overview' && <OverviewPage />}
-          {page.path === 'keys' && <KeysPage owner={owner} />}
-          {page.path === 'usage' && <UsagePage params={route.params} />}
-          {page.path === 'generations' && (
-            <GenerationsPage openId={route.sub || null} params={route.params} />
-          )}
-          {page.path === 'credits' && <CreditsPage />}
-          {page.path === 'models' && <ModelsPage />}
-          {page.path === 'users' && <UsersPage owner={owner} me={me} />}
-          {page.path === 'alerts' && <AlertsPage owner={owner} />}
-          {page.path === 'audit' && <AuditPage />}
+          <Routes>
+            <Route path="/keys/*" element={<KeysPage owner={owner} />} />
+            <Route path="/usage/*" element={<UsageRoute />} />
+            <Route path="/generations/*" element={<GenerationsRoute />} />
+            <Route path="/credits/*" element={<CreditsPage />} />
+            <Route path="/models/*" element={<ModelsPage />} />
+            <Route path="/users/*" element={<UsersPage owner={owner} me={me} />} />
+            <Route path="/alerts/*" element={<AlertsPage owner={owner} />} />
+            <Route path="/audit/*" element={<AuditPage />} />
+            <Route path="*" element={<OverviewPage />} />
+          </Routes>
         </Suspense>
       </main>
     </div>

@@ -1,3 +1,4 @@
+import type { AuditEntry } from '@tollgate/contracts';
 import type { Kysely } from 'kysely';
 import { toCachedKey } from '../cache/key-cache-sync';
 import type { Database } from '../database';
@@ -33,6 +34,7 @@ function keySnapshot(row: ApiKey): Record<string, unknown> {
     allowed_models: row.allowed_models,
     rate_limit_rpm: row.rate_limit_rpm,
     rate_limit_tpm: row.rate_limit_tpm,
+    store_bodies: row.store_bodies,
     team_id: row.team_id,
   };
 }
@@ -107,7 +109,7 @@ export function listAudit(db: Db, q: AuditQuery): Promise<AuditRow[]> {
 }
 
 /** The API's audit entry. */
-export function presentAudit(row: AuditRow) {
+export function presentAudit(row: AuditRow): AuditEntry {
   return {
     id: row.id,
     at: row.at.toISOString(),
@@ -115,7 +117,7 @@ export function presentAudit(row: AuditRow) {
     client_address: row.client_address,
     action: row.action,
     target: { kind: row.target_kind, id: row.target_id },
-    before: row.before ?? null,
-    after: row.after ?? null,
+    before: (row.before ?? null) as Record<string, unknown> | null,
+    after: (row.after ?? null) as Record<string, unknown> | null,
   };
 }

@@ -5,6 +5,7 @@ import type express from 'express';
 import type { Registry } from 'prom-client';
 import type { AccountService } from '../accounts/accounts.service';
 import { auditRoutes } from '../audit/audit.routes';
+import type { RemoteAuditLogs } from '../audit/audit-sources';
 import type { KeysDb } from '../database';
 import { accountKeysRoutes } from '../internal/account-keys.routes';
 import type { KeyPresenter } from '../keys/key-view';
@@ -22,6 +23,8 @@ export interface KeysAppDeps {
   accounts: AccountService;
   /** The audit log is read straight from the service's own schema. */
   db: KeysDb;
+  /** Billing's and the dashboard's audit logs, merged into `GET /audit`. */
+  remoteAudit: RemoteAuditLogs;
   presenter: KeyPresenter;
   /** Checks the service tokens of internal and caller routes (this service's trusted callers). */
   verifier: ServiceVerifier;

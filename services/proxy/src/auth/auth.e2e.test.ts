@@ -72,7 +72,10 @@ describe('authentication', () => {
     const r = await call('/models', { headers: { authorization: `bearer ${key.key}` } });
     expect(r.status, r.text).toBe(200);
     const lastUsed = await vi.waitFor(async () => {
-      const v = await stack.keys.redis.client.hget(lastUsedHashKey(stack.config.REDIS_PREFIX), key.id);
+      const v = await stack.keys.redis.client.hget(
+        lastUsedHashKey(stack.config.REDIS_PREFIX, key.id),
+        key.id,
+      );
       if (v === null) throw new Error('not recorded yet');
       return Number(v);
     });

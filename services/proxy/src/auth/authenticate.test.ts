@@ -39,12 +39,12 @@ describe('last-used recording', () => {
         close: async () => {},
       },
       redis: r.client,
-      lastUsedKey: lastUsedHashKey(r.prefix),
+      lastUsedKey: (keyId) => lastUsedHashKey(r.prefix, keyId),
       logger: createLogger({ name: 'test', level: 'silent' }),
       lastUsedIntervalMs: 1000,
       now: () => clock,
     });
-    const recorded = () => r.client.hget(lastUsedHashKey(r.prefix), record.id);
+    const recorded = () => r.client.hget(lastUsedHashKey(r.prefix, record.id), record.id);
 
     await auth.authenticate(`Bearer ${key}`);
     await vi.waitFor(async () => expect(await recorded()).toBe('1000000'));

@@ -61,7 +61,8 @@ export interface AuthDeps {
   resolver: KeyResolver;
   /** For the fire-and-forget last-used write. */
   redis: RedisClient;
-  lastUsedKey: string;
+  /** The last-used hash of a key id (`lastUsedHashKey` of @tollgate/key-cache: one of 16 buckets). */
+  lastUsedKey: (keyId: string) => string;
   logger: Logger;
   /**
    * At most one last-used write per key per this many ms (default 1000). The keys service flushes
@@ -101,7 +102,7 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
     if (previous !== undefined && t - previous < intervalMs) return;
     if (lastWritten.size >= LAST_USED_TRACKED_MAX) lastWritten.clear();
     lastWritten.set(keyId, t);
-    redis.hset(lastUsedKey, keyId, t).catch(onLastUsedError);
+    redis.hset(lastUsedKey(keyId), keyId, t).catch(onLastUsedError);
   }
 
   const unknownKeys = deps.unknownKeys;

@@ -25,7 +25,7 @@ export function proxyAuthentication(
     keyCache,
     resolver: deps.resolver,
     redis,
-    lastUsedKey: lastUsedHashKey(config.REDIS_PREFIX),
+    lastUsedKey: (keyId) => lastUsedHashKey(config.REDIS_PREFIX, keyId),
     logger,
     unknownKeys: new UnknownKeyLimiter({
       perMinute: config.UNKNOWN_KEY_LOOKUPS_PER_MINUTE,

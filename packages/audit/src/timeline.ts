@@ -1,10 +1,15 @@
-import { AUDIT_SOURCES, type AuditEntry } from '@tollgate/contracts';
+import {
+  AUDIT_SOURCES,
+  type AuditEntry,
+  type AuditSource,
+  type AuditTimelineEntry,
+} from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 
-/** The three audit logs: keys (keys, teams), billing (credits, postpaid), dashboard (users, roles, SSO). */
-export type AuditSource = (typeof AUDIT_SOURCES)[number];
-export type TimelineEntry = AuditEntry & { source: AuditSource };
 type Page = { data: AuditEntry[]; next_before: string | null };
+
+/** Reads one page of one log, newest first, with the filters given (`before` an entry id of that log). */
+export type AuditPageReader = (source: AuditSource, filters: Record<string, string>) => Promise<Page>;
 
 /**
  * The merged timeline's cursor: where each source stands, `keys:120,billing:end,dashboard:7` (an
@@ -29,11 +34,13 @@ const newer = (a: AuditEntry, b: AuditEntry) => a.at > b.at || (a.at === b.at &&
 /**
  * One page of the merged timeline, newest first: a page of `limit` from each source not yet at its
  * end, merged by time keeping each source's own order; the cursor records where each source stands.
+ * `filters` are the caller's query (the `auditTimelineQuery` of @tollgate/contracts): every one but
+ * `before` and `limit` is handed to each source as given.
  */
 export async function timelinePage(
-  read: (source: AuditSource, filters: Record<string, string>) => Promise<Page>,
+  read: AuditPageReader,
   filters: Record<string, string>,
-): Promise<{ data: TimelineEntry[]; next_before: string | null }> {
+): Promise<{ data: AuditTimelineEntry[]; next_before: string | null }> {
   const { before, ...rest } = filters;
   const cursor = parseCursor(before);
   const limit = rest.limit === undefined ? 100 : Number(rest.limit);
@@ -47,7 +54,7 @@ export async function timelinePage(
       return { source, page, taken: 0 };
     }),
   );
-  const data: TimelineEntry[] = [];
+  const data: AuditTimelineEntry[] = [];
   while (data.length < limit) {
     let best: (typeof pages)[number] | undefined;
     for (const p of pages) {
