@@ -14,7 +14,7 @@ export const RANGES = { '24h': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
 /** A preset (the last N days up to now) or `custom`: whole UTC days picked in the controls. */
 export type Range = keyof typeof RANGES | 'custom';
 /** Longest custom range (the usage API's bound for daily buckets). */
-export const MAX_CUSTOM_DAYS = 1100;
+const MAX_CUSTOM_DAYS = 1100;
 
 /** Groups the chart stacks by name (the rest summed as "other"). */
 export const CHART_SERIES = 8;
