@@ -18,6 +18,7 @@ const ModelsPage = lazy(() => import('./pages/Models').then((m) => ({ default: m
 const UsersPage = lazy(() => import('./pages/Users').then((m) => ({ default: m.UsersPage })));
 const AuditPage = lazy(() => import('./pages/Audit').then((m) => ({ default: m.AuditPage })));
 const AlertsPage = lazy(() => import('./pages/Alerts').then((m) => ({ default: m.AlertsPage })));
+const TeamsPage = lazy(() => import('./pages/Teams').then((m) => ({ default: m.TeamsPage })));
 
 const PAGES = [
   { path: 'overview', title: 'Overview' },
@@ -26,10 +27,13 @@ const PAGES = [
   { path: 'generations', title: 'Generations' },
   { path: 'credits', title: 'Credits' },
   { path: 'models', title: 'Models' },
+  { path: 'teams', title: 'Teams' },
   { path: 'users', title: 'Users' },
   { path: 'alerts', title: 'Alerts' },
   { path: 'audit', title: 'Audit log' },
 ] as const;
+/** What a team viewer (role `member`) may open: their teams' keys, usage and budgets, and the models. */
+const MEMBER_PAGES = new Set(['keys', 'usage', 'teams', 'models']);
 
 interface Route {
   path: string;
@@ -116,7 +120,9 @@ function Shell(props: { me: Me; route: Route }) {
     },
   });
   const owner = me.user.role === 'owner';
-  const page = PAGES.find((p) => p.path === (route.path || 'overview')) ?? PAGES[0];
+  const member = me.user.role === 'member';
+  const pages = member ? PAGES.filter((p) => MEMBER_PAGES.has(p.path)) : PAGES;
+  const page = pages.find((p) => p.path === route.path) ?? pages[0]!;
   return (
     <div className="shell">
       <nav className="nav" aria-label="Main">
@@ -127,7 +133,7 @@ function Shell(props: { me: Me; route: Route }) {
           </span>
         </div>
         <ul>
-          {PAGES.map((p) => (
+          {pages.map((p) => (
             <li key={p.path}>
               <a href={`#/${p.path}`} aria-current={p.path === page.path ? 'page' : undefined}>
                 {p.title}
@@ -150,12 +156,13 @@ function Shell(props: { me: Me; route: Route }) {
         <Suspense fallback={<Loading />}>
           {page.path === 'overview' && <OverviewPage />}
           {page.path === 'keys' && <KeysPage owner={owner} />}
-          {page.path === 'usage' && <UsagePage params={route.params} />}
+          {page.path === 'usage' && <UsagePage params={route.params} member={member} />}
           {page.path === 'generations' && (
             <GenerationsPage openId={route.sub || null} params={route.params} />
           )}
           {page.path === 'credits' && <CreditsPage />}
           {page.path === 'models' && <ModelsPage />}
+          {page.path === 'teams' && <TeamsPage owner={owner} member={member} />}
           {page.path === 'users' && <UsersPage owner={owner} me={me} />}
           {page.path === 'alerts' && <AlertsPage owner={owner} />}
           {page.path === 'audit' && <AuditPage />}

@@ -12,7 +12,8 @@ import { ErrorsSection } from './usage/Errors';
 import { LatencyTable } from './usage/Latency';
 
 type Metric = 'cost' | 'requests' | 'tokens';
-type GroupBy = 'none' | 'model' | 'app' | 'key' | 'provider';
+type GroupBy = 'none' | 'model' | 'app' | 'key' | 'team' | 'provider';
+const GROUPS: GroupBy[] = ['none', 'model', 'app', 'key', 'team', 'provider'];
 /** Series colours: each at least 4.5:1 against white (legend text is drawn in them). */
 const COLORS = [
   '#1d4ed8',
@@ -46,15 +47,19 @@ const col = createColumnHelper<Totals>();
 /** A legend entry of at most 40 characters (a 300-character X-Title would push the chart away). */
 const shorten = (s: string) => (s.length > 40 ? `${s.slice(0, 39)}…` : s);
 
-export function UsagePage(props: { params: URLSearchParams }) {
+/**
+ * Usage analytics over billing's roll-ups. A team viewer (`member`) sees their teams' totals: the
+ * grouping is fixed to team (the server answers only their teams' rows), without the account-wide
+ * latency and error sections.
+ */
+export function UsagePage(props: { params: URLSearchParams; member?: boolean }) {
   const [range, setRange] = useState<keyof typeof RANGES>('30d');
   const [granularity, setGranularity] = useState<'hour' | 'day'>('day');
   const initialGroup = props.params.get('group_by');
-  const [groupBy, setGroupBy] = useState<GroupBy>(
-    initialGroup && ['none', 'model', 'app', 'key', 'provider'].includes(initialGroup)
-      ? (initialGroup as GroupBy)
-      : 'model',
+  const [chosenGroup, setGroupBy] = useState<GroupBy>(
+    initialGroup && GROUPS.includes(initialGroup as GroupBy) ? (initialGroup as GroupBy) : 'model',
   );
+  const groupBy: GroupBy = props.member ? 'team' : chosenGroup;
   const [metric, setMetric] = useState<Metric>('cost');
   const days = RANGES[range];
   const effectiveGranularity = days > 31 ? 'day' : granularity;
@@ -74,7 +79,16 @@ export function UsagePage(props: { params: URLSearchParams }) {
     queryFn: async () => (await get<DashboardAnswer<'keys'>>('/api/keys?include_revoked=true')).data,
     enabled: groupBy === 'key',
   });
-  const keyName = useMemo(() => new Map((keys.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);
+  const teams = useQuery({
+    queryKey: ['teams'],
+    queryFn: async () => (await get<DashboardAnswer<'teams'>>('/api/teams')).data,
+    enabled: groupBy === 'team',
+  });
+  const keyName = useMemo(() => {
+    const names = new Map((keys.data ?? []).map((k) => [k.hash, k.name]));
+    for (const t of teams.data ?? []) names.set(t.id, t.name);
+    return names;
+  }, [keys.data, teams.data]);
   const labelOf = useCallback(
     (g: string | null) =>
       groupBy === 'none'
@@ -82,8 +96,10 @@ export function UsagePage(props: { params: URLSearchParams }) {
         : g === null
           ? groupBy === 'app'
             ? '(no X-Title)'
-            : '—'
-          : groupBy === 'key'
+            : groupBy === 'team'
+              ? '(no team)'
+              : '—'
+          : groupBy === 'key' || groupBy === 'team'
             ? (keyName.get(g) ?? g.slice(0, 8))
             : g,
     [groupBy, keyName],
@@ -215,11 +231,13 @@ export function UsagePage(props: { params: URLSearchParams }) {
             value={groupBy}
             onChange={(e) => setGroupBy(e.target.value as GroupBy)}
             aria-label="Group by"
+            disabled={props.member}
           >
             <option value="none">nothing</option>
             <option value="model">model</option>
             <option value="app">app (X-Title)</option>
             <option value="key">key</option>
+            <option value="team">team</option>
             <option value="provider">provider</option>
           </select>
         </label>
@@ -276,12 +294,16 @@ export function UsagePage(props: { params: URLSearchParams }) {
         empty="No usage in this range."
         rowTestId={(t) => `usage-${t.label}`}
       />
-      <LatencyTable
-        from={new Date(Math.max(from.getTime(), to.getTime() - 31 * DAY)).toISOString()}
-        to={to.toISOString()}
-        groupBy={groupBy === 'provider' ? 'provider' : 'model'}
-      />
-      <ErrorsSection from={from.toISOString()} to={to.toISOString()} />
+      {!props.member && (
+        <>
+          <LatencyTable
+            from={new Date(Math.max(from.getTime(), to.getTime() - 31 * DAY)).toISOString()}
+            to={to.toISOString()}
+            groupBy={groupBy === 'provider' ? 'provider' : 'model'}
+          />
+          <ErrorsSection from={from.toISOString()} to={to.toISOString()} />
+        </>
+      )}
     </Page>
   );
 }
