@@ -12,6 +12,7 @@ const CLUSTER_SUITES = [
   'services/billing/src/spend/spend-guard.test.ts',
   'services/proxy/src/auth/authenticate.test.ts',
   'services/keys/src/last-used/last-used.test.ts',
+  'tests/credentials-redis.test.ts',
 ];
 
 export default defineConfig({

@@ -37,6 +37,7 @@ import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/t
 import pg from 'pg';
 import { processSettings } from '../services/proxy/src/runtime';
 import { createServiceLogins } from '../tests/support/logins';
+import { type CountsResult, measureCounts } from './compare/counts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The test kit's names (database, Redis prefix, RabbitMQ prefix) carry this run id.
@@ -279,6 +280,17 @@ const pct = (xs: number[], p: number) => {
 };
 const r2 = (n: number) => Math.round(n * 100) / 100;
 const r3 = (n: number) => Math.round(n * 1000) / 1000;
+
+/** `INFO commandstats` of a redis-server: command → calls and µs (commands inside scripts counted). */
+function redisCommandStats(port: number): Map<string, { calls: number; usec: number }> {
+  const out = execFileSync('redis-cli', ['-p', String(port), 'info', 'commandstats']).toString();
+  const m = new Map<string, { calls: number; usec: number }>();
+  for (const line of out.split('\n')) {
+    const x = /^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/.exec(line.trim());
+    if (x) m.set(x[1] as string, { calls: Number(x[2]), usec: Number(x[3]) });
+  }
+  return m;
+}
 
 // ---------------------------------------------------------------- setup
 
@@ -715,20 +727,7 @@ try {
 
   // ------------------------------------------------------------ 0. Redis commands per chat request
   if (privateRedis && phase('redis')) {
-    const stats = async () => {
-      const out = execFileSync('redis-cli', [
-        '-p',
-        String(privateRedisPort),
-        'info',
-        'commandstats',
-      ]).toString();
-      const m = new Map<string, { calls: number; usec: number }>();
-      for (const line of out.split('\n')) {
-        const x = /^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/.exec(line.trim());
-        if (x) m.set(x[1] as string, { calls: Number(x[2]), usec: Number(x[3]) });
-      }
-      return m;
-    };
+    const stats = async () => redisCommandStats(privateRedisPort);
     await new Promise((r) => setTimeout(r, 2000));
     const before = await stats();
     const n = 500;
@@ -897,7 +896,7 @@ try {
       )) {
         await quiesce();
         const cpu0 = proxyCpu(name);
-        const r = await load<{ ttfb: number[]; errors: number }>({
+        const r = await load<{ ttfb: number[]; errors: number; errorKinds?: Record<string, number> }>({
           kind: 'rate',
           rate: 500,
           seconds: SECONDS,
@@ -906,7 +905,7 @@ try {
         });
         ttfb[name] = [...(ttfb[name] ?? []), ...r.ttfb];
         log(
-          `round ${round + 1} stream ttfb @500 ${name}: p50 ${r2(pct(r.ttfb, 50))} p99 ${r2(pct(r.ttfb, 99))} ms (errors ${r.errors})${cpuNote(name, cpu0, 500 * SECONDS)}`,
+          `round ${round + 1} stream ttfb @500 ${name}: p50 ${r2(pct(r.ttfb, 50))} p99 ${r2(pct(r.ttfb, 99))} ms (errors ${r.errors}${r.errors ? ` ${JSON.stringify(r.errorKinds)}` : ''})${cpuNote(name, cpu0, 500 * SECONDS)}`,
         );
       }
     }
@@ -990,6 +989,55 @@ try {
       log(`cpu @${CPU_RATE} ${label}: ${JSON.stringify(cpu[label])}`);
     }
     results.cpuAtFixedRate = { rate: CPU_RATE, seconds, ...cpu };
+  }
+
+  // ------------------------------------------------------------ 3b. counts per request (issue 30)
+  // Diagnostic (bench/cpu-per-request.ts; not in `make bench`'s default phases): proxy CPU, system
+  // calls by name and per peer, Redis commands per request at a fixed rate, JSON and streamed; with
+  // BENCH_PROXY_B tollgate and tollgate-b alternate, BENCH_ROUNDS times.
+  if (ONLY.includes('counts')) {
+    const n = Number(process.env.BENCH_COUNT_REQUESTS ?? 3000);
+    const rate = Number(process.env.BENCH_COUNT_RATE ?? CPU_RATE);
+    const withStrace = process.env.BENCH_COUNT_STRACE !== '0';
+    const modes = (process.env.BENCH_COUNT_MODES ?? 'json,stream').split(',').map((m) => m === 'stream');
+    const peers = new Map<number, string>([
+      [upstreamPort, 'upstream'],
+      [privateRedisPort, 'redis'],
+      [Number(new URL(amqp.url).port || 5672), 'rabbitmq'],
+      [ports.keys as number, 'keys'],
+      [ports.billing as number, 'billing'],
+    ]);
+    const ctx = {
+      load,
+      quiesce,
+      cpuMs,
+      peers,
+      tmp: join(catalogDir, 'counts'),
+      redisStats: () => (privateRedis ? redisCommandStats(privateRedisPort) : null),
+    };
+    const runs: Record<string, CountsResult[]> = {};
+    const names = proxyB ? ['tollgate', 'tollgate-b'] : ['tollgate'];
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const stream of modes) {
+        for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+          const b = name === 'tollgate-b';
+          const r = await measureCounts(ctx, {
+            pid: (b ? proxyB?.pid : proxy.pid) as number,
+            redisPid: privateRedis?.pid,
+            others: { billing: [billing.pid as number], 'rabbitmq (beam.smp)': pidsOf('beam.smp') },
+            listenPort: (b ? ports.proxyB : ports.proxy) as number,
+            request: targets[name]?.('bench/fast', stream) as LoadRequest,
+            rate,
+            requests: n,
+            strace: withStrace,
+          });
+          const label = `${name} ${stream ? 'stream' : 'json'}`;
+          runs[label] = [...(runs[label] ?? []), r];
+          log(`counts round ${round + 1} ${label}: ${JSON.stringify(r)}`);
+        }
+      }
+    }
+    results.countsPerRequest = { rate, requests: n, strace: withStrace, runs };
   }
 
   // ------------------------------------------------------------ 4. billing

@@ -6,29 +6,19 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { DEV_SERVICE_KEYS, digestKey, parsePrivateKey } from '@tollgate/auth';
+import { DEV_SERVICE_KEYS, parsePrivateKey } from '@tollgate/auth';
 import { createMessageSigner, createUsagePublisher, inspectDeadLetters } from '@tollgate/events';
-import { createKeyCache } from '@tollgate/key-cache';
 import { createLogger } from '@tollgate/logger';
-import {
-  createTestDatabase,
-  createTestRedis,
-  runId,
-  type TestDatabase,
-  type TestRedis,
-} from '@tollgate/testkit';
+import { createTestDatabase, runId, type TestDatabase } from '@tollgate/testkit';
 import amqp from 'amqplib';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   dropPostgresRoles,
   dropRabbitmqUsers,
-  dropRedisUsers,
   type Login,
   provisionPostgres,
   provisionRabbitmq,
-  provisionRedis,
   withLogin,
 } from '../infra/credentials/provision';
 import { createBillingDb, migrateBillingDb } from '../services/billing/src/database';
@@ -110,62 +100,7 @@ describe('Postgres: a role per service, its own schema only', () => {
   });
 });
 
-describe('Redis: an ACL user per service, limited to its keys', () => {
-  let redis: TestRedis;
-  const users = { proxy: login('proxy'), keys: login('keys'), billing: login('billing') };
-  const clients: Redis[] = [];
-  const as = (l: Login) => {
-    const c = new Redis(withLogin(redis.url, { user: l.user, password: l.password }), {
-      maxRetriesPerRequest: 1,
-    });
-    clients.push(c);
-    return c;
-  };
-
-  beforeAll(async () => {
-    redis = await createTestRedis();
-    await provisionRedis(redis.url, redis.prefix, users);
-  });
-  afterAll(async () => {
-    for (const c of clients) c.disconnect();
-    await dropRedisUsers(
-      redis.url,
-      Object.values(users).map((u) => u.user),
-    );
-    await redis.cleanup();
-  });
-
-  it("refuses the proxy's user writing a key-cache record (minting a key), and lets it read one", async () => {
-    const digest = digestKey(randomUUID());
-    const record = {
-      id: randomUUID(),
-      accountId: randomUUID(),
-      scope: 'inference' as const,
-      disabled: false,
-      revoked: false,
-      limit: null,
-      limitReset: null,
-      version: 1,
-    };
-    const proxyCache = createKeyCache(as(users.proxy), { prefix: redis.prefix });
-    await expect(proxyCache.fill(digest, record)).rejects.toThrow(/NOPERM/);
-    await expect(as(users.proxy).hset(`${redis.prefix}key:{${digest}}`, 'v', '9')).rejects.toThrow(/NOPERM/);
-    // The keys service's user writes it; the proxy's reads it through the same package code.
-    expect(await createKeyCache(as(users.keys), { prefix: redis.prefix }).fill(digest, record)).toBe(true);
-    expect(await proxyCache.get(digest)).toEqual({ state: 'hit', key: record });
-  });
-
-  it("keeps each user to its own keys: spend is billing's (keys reads it), nothing outside the prefix", async () => {
-    const spend = `${redis.prefix}spend:key:${randomUUID()}`;
-    await as(users.billing).hset(spend, 'all', '5');
-    expect(await as(users.keys).hget(spend, 'all')).toBe('5');
-    await expect(as(users.keys).hset(spend, 'all', '0')).rejects.toThrow(/NOPERM/);
-    await expect(as(users.billing).hset(`${redis.prefix}key:x`, 'v', '1')).rejects.toThrow(/NOPERM/);
-    await expect(as(users.proxy).get('tg:anything-else')).rejects.toThrow(/NOPERM/);
-    await expect(as(users.proxy).flushall()).rejects.toThrow(/NOPERM/);
-    expect(await as(users.proxy).incr(`${redis.prefix}rl:x:1`)).toBe(1);
-  });
-});
+// Redis: tests/credentials-redis.test.ts (runs on a single node and on the local Redis Cluster).
 
 const haveRabbitmqctl = (() => {
   try {

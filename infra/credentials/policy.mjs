@@ -15,17 +15,39 @@ export const RABBITMQ_SERVICES = ['proxy', 'billing'];
 const escapeRegex = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
+ * The commands of a Redis Cluster client (ioredis `Cluster`) beyond its data: `CLUSTER SLOTS` (the
+ * slot map, read at connect and after every MOVED), `CLUSTER SHARDS` (its Redis 7 successor, for a
+ * client that reads that instead) and `CLUSTER INFO` (the ready check). Every other CLUSTER
+ * subcommand is refused: `GETKEYSINSLOT` would list key names outside the user's patterns, and the
+ * topology-changing ones (FAILOVER, MEET, SETSLOT, …) are the operator's. Redis 6 files the whole
+ * CLUSTER command under @dangerous, so without these three a service user cannot use a cluster at all.
+ * Harmless on a single node (the commands answer an error there; nothing calls them).
+ */
+export const REDIS_CLUSTER_COMMANDS = ['-cluster', '+cluster|slots', '+cluster|shards', '+cluster|info'];
+
+/**
  * Redis ACL rules per service (`ACL SETUSER <name> <rules…>`), under the deployment's REDIS_PREFIX.
  * `%R~` is read-only: the proxy reads key-cache records but cannot write one (it would mint a
  * working key); keys reads the committed spend of a key but cannot change it. Commands: everything
  * but the dangerous ones (FLUSHALL, KEYS, CONFIG, ACL, DEBUG, …), plus INFO for the client's ready
- * check; no Pub/Sub channel.
+ * check and the three cluster discovery commands above; no Pub/Sub channel.
  */
 export function redisAclRules(prefix) {
   const k = (pattern) => `${prefix}${pattern}`;
-  const commands = ['+@all', '-@dangerous', '+info', 'resetchannels'];
+  const commands = ['+@all', '-@dangerous', '+info', ...REDIS_CLUSTER_COMMANDS, 'resetchannels'];
   return {
-    proxy: [`%R~${k('key:*')}`, `~${k('rl:*')}`, `~${k('key-last-used:*')}`, `~${k('spend:*')}`, ...commands],
+    proxy: [
+      `%R~${k('key:*')}`,
+      `~${k('rl:*')}`,
+      `~${k('key-last-used:*')}`,
+      `~${k('spend:*')}`,
+      ...commands,
+      // Its scripts name a key-cache record next to the rate window and spend hashes (the read and
+      // count in one call, the checked admission), and Redis checks a script's declared keys as
+      // written to. This selector lets EVAL/EVALSHA name them; every command inside the script is
+      // still checked against the rules above, so a script cannot write a record either.
+      `(~${k('key:*')} ~${k('rl:*')} ~${k('spend:*')} +eval +evalsha)`,
+    ],
     // key-last-used: the 16 bucket hashes, and the single hash of older releases it drains.
     keys: [
       `~${k('key:*')}`,

@@ -87,47 +87,76 @@ export async function dropPostgresRoles(adminUrl: string, users: string[]): Prom
   }
 }
 
-/** An ACL user per service, limited to its key patterns under `prefix` (policy.mjs). */
+/**
+ * The nodes `adminUrl` names: itself, or for a `redis+cluster://` (`rediss+cluster://`) URL every node
+ * of that cluster, masters and replicas (`CLUSTER NODES` of the seed). ACL users are per node on a
+ * Redis Cluster (they are not replicated), and a replica serves its master's slots after a failover.
+ */
+async function redisNodeUrls(adminUrl: string): Promise<string[]> {
+  const url = new URL(adminUrl);
+  if (!url.protocol.endsWith('+cluster:')) return [adminUrl];
+  url.protocol = url.protocol.replace('+cluster', '');
+  const seed = new Redis(url.toString(), { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await seed.connect();
+  try {
+    const nodes = String(await seed.call('CLUSTER', 'NODES'));
+    return nodes
+      .split('\n')
+      .map((line) => line.split(' '))
+      .filter((f) => f.length > 2 && !/fail|noaddr|handshake/.test(f[2] ?? ''))
+      .map((f) => {
+        const address = (f[1] ?? '').split('@')[0] ?? '';
+        const node = new URL(url.toString());
+        const colon = address.lastIndexOf(':');
+        node.hostname = address.slice(0, colon) || url.hostname;
+        node.port = address.slice(colon + 1);
+        return node.toString();
+      });
+  } finally {
+    seed.disconnect();
+  }
+}
+
+/** Runs `command` (arguments) on every node of `adminUrl` (one node, or every node of a cluster). */
+async function onEveryRedisNode(adminUrl: string, commands: string[][]): Promise<void> {
+  for (const nodeUrl of await redisNodeUrls(adminUrl)) {
+    const redis = new Redis(nodeUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+    try {
+      for (const [name, ...args] of commands) await redis.call(name as string, ...args);
+    } finally {
+      redis.disconnect();
+    }
+  }
+}
+
+/**
+ * An ACL user per service, limited to its key patterns under `prefix` (policy.mjs), on the Redis of
+ * `adminUrl`: one node, or every node of a cluster (`redis+cluster://…`).
+ */
 export async function provisionRedis(
   adminUrl: string,
   prefix: string,
   users: Partial<Record<'proxy' | 'keys' | 'billing', Login>>,
 ): Promise<void> {
-  const redis = new Redis(adminUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  await redis.connect();
-  try {
-    const rules = redisAclRules(prefix) as Record<string, string[]>;
-    for (const [service, login] of Object.entries(users)) {
-      if (!login) continue;
-      await redis.call(
-        'ACL',
-        'SETUSER',
-        login.user,
-        'reset',
-        'on',
-        `>${login.password}`,
-        ...(rules[service] ?? []),
-      );
-    }
-  } finally {
-    redis.disconnect();
-  }
+  const rules = redisAclRules(prefix) as Record<string, string[]>;
+  const commands = Object.entries(users).flatMap(([service, login]) =>
+    login
+      ? [['ACL', 'SETUSER', login.user, 'reset', 'on', `>${login.password}`, ...(rules[service] ?? [])]]
+      : [],
+  );
+  await onEveryRedisNode(adminUrl, commands);
 }
 
 export async function dropRedisUsers(adminUrl: string, users: string[]): Promise<void> {
-  const redis = new Redis(adminUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  await redis.connect();
-  try {
-    if (users.length > 0) await redis.call('ACL', 'DELUSER', ...users);
-  } finally {
-    redis.disconnect();
-  }
+  if (users.length > 0) await onEveryRedisNode(adminUrl, [['ACL', 'DELUSER', ...users]]);
 }
 
 /**
  * `rabbitmqctl` reaches the broker over Erlang distribution; on a loaded host a call can fail to
  * connect or time out although the broker is up, so a failed call is tried again (3 attempts).
  * Every command used here is idempotent or guarded by the caller (`list_users` before `add_user`).
+ * `--` ends the options: a password may start with '-' (base64url), which rabbitmqctl would read as a flag.
  */
 function rabbitmqctl(...args: string[]): string {
   const command = process.env.RABBITMQCTL ?? 'rabbitmqctl';
@@ -162,13 +191,13 @@ export function provisionRabbitmq(
   for (const [service, login] of Object.entries(users)) {
     const p = permissions[service];
     if (!login || !p) continue;
-    if (existing.has(login.user)) rabbitmqctl('change_password', login.user, login.password);
+    if (existing.has(login.user)) rabbitmqctl('change_password', '--', login.user, login.password);
     else {
       try {
-        rabbitmqctl('add_user', login.user, login.password);
+        rabbitmqctl('add_user', '--', login.user, login.password);
       } catch {
         // a retried add_user whose first try did land: the user exists, so set its password
-        rabbitmqctl('change_password', login.user, login.password);
+        rabbitmqctl('change_password', '--', login.user, login.password);
       }
     }
     rabbitmqctl('set_permissions', '-p', vhost, login.user, p.configure, p.write, p.read);

@@ -26,6 +26,7 @@ import {
 } from '@tollgate/testkit';
 import amqplib from 'amqplib';
 import pg from 'pg';
+import { expect } from 'vitest';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 export const MODEL = 'openai/gpt-4o-mini';
@@ -682,6 +683,23 @@ const countBy = (values: number[]) => {
   for (const v of values) m[v] = (m[v] ?? 0) + 1;
   return m;
 };
+
+/**
+ * A load with nothing lost, doubled, mispriced or unexplained: records and spend totals agree, no key
+ * over its limit, the queues drained, and every refusal a limit (402, 403, 429), never a 5xx.
+ */
+export function expectBilledOnce(f: Figures): void {
+  expect(f.served).toBeGreaterThan(50);
+  expect(f.lost).toBe(0);
+  expect(f.duplicated).toBe(0);
+  expect(f.wrongCost).toBe(0);
+  expect(f.unexplainedRecords).toBe(0);
+  expect(f.sumMismatches).toBe(0);
+  expect(f.overshot).toBe(0);
+  expect(f.queue).toBe(0);
+  expect(f.dlq).toBe(0);
+  for (const status of Object.keys(f.refusedByStatus)) expect(['402', '403', '429']).toContain(status);
+}
 
 /** Prints a scenario's figures (the note quotes them). */
 export function report(scenario: string, f: Figures): void {

@@ -6,7 +6,7 @@
  */
 import { usagePartition } from '@tollgate/events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FaultStack, type Figures, type Outcome, report, sleep, stopService } from './harness';
+import { expectBilledOnce, FaultStack, type Outcome, report, sleep, stopService } from './harness';
 
 let stack: FaultStack | null = null;
 afterEach(async () => {
@@ -23,19 +23,6 @@ function backgroundLoad(s: FaultStack, concurrency: number, pauseMs: number) {
       return running;
     },
   };
-}
-
-function expectBilledOnce(f: Figures) {
-  expect(f.served).toBeGreaterThan(50);
-  expect(f.lost).toBe(0);
-  expect(f.duplicated).toBe(0);
-  expect(f.wrongCost).toBe(0);
-  expect(f.unexplainedRecords).toBe(0);
-  expect(f.sumMismatches).toBe(0);
-  expect(f.overshot).toBe(0);
-  expect(f.queue).toBe(0);
-  expect(f.dlq).toBe(0);
-  for (const status of Object.keys(f.refusedByStatus)) expect(['402', '403', '429']).toContain(status);
 }
 
 /**

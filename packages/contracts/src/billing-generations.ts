@@ -203,7 +203,16 @@ export const getAccountGeneration = {
   method: 'GET',
   path: (accountId: string, id: string) => `${accountPath(accountId)}/generations/${encodeURIComponent(id)}`,
   params: z.object({ id: generationId }),
-  response: z.object({ data: accountGenerationSchema }),
+  response: z.object({
+    data: accountGenerationSchema.extend({
+      /**
+       * Opt-in bodies (issue 28): the prompt and answer kept for a key with `store_bodies` (redacted
+       * and bounded by the proxy), null when none were kept or they are past BODIES_RETENTION_DAYS.
+       * Only here (the account's dashboard): the public `GET /generation` has no such field.
+       */
+      bodies: z.object({ prompt: z.string(), answer: z.string(), truncated: z.boolean() }).nullable(),
+    }),
+  }),
 } as const;
 
 /** `GET /internal/accounts/:accountId/credits`: balance (exact decimals) and the ledger, newest first. */

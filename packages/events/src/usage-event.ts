@@ -15,6 +15,9 @@ const REQUEST_ID = /^gen-\d+-[A-Za-z0-9]{20}$/;
 /** The proxy's front doors (services/proxy/src/doors/): which API a request came in by. */
 export const API_TYPES = ['chat', 'messages', 'responses', 'embeddings'] as const;
 
+/** Most characters of a kept prompt or answer: BODIES_MAX_BYTES' ceiling (256 KiB) plus its marker. */
+export const BODY_MAX_CHARS = 262_144 + 64;
+
 const nonEmpty = () => f.text(1);
 const optionalText = () => f.optional(f.nullable(f.text()));
 
@@ -92,6 +95,18 @@ const usageEventV1Fields = f.object({
   ),
   /** Hosted tools the request offered that were withheld from the provider (`POST /responses`). */
   withheld_tools: f.optional(f.array(f.text(1, 64), 32)),
+  /**
+   * Opt-in bodies (issue 28): the request's prompt and answer, when its key keeps them — redacted and
+   * cut to the proxy's BODIES_MAX_BYTES (UTF-8 bytes, then a truncation marker) before they leave it.
+   * Absent for every other key (and in events before it existed).
+   */
+  bodies: f.optional(
+    f.object({
+      prompt: f.text(0, BODY_MAX_CHARS),
+      answer: f.text(0, BODY_MAX_CHARS),
+      truncated: f.boolean(),
+    }),
+  ),
 });
 
 export const usageEventV1 = usageEventV1Fields.zod;

@@ -35,6 +35,8 @@ export interface CachedKey {
   rateLimitRpm?: number | null;
   /** Tokens per minute across all proxies, charged with the admission's worst case (issue 29). */
   rateLimitTpm?: number | null;
+  /** Opt-in bodies (issue 28): the proxy captures the prompt and the answer (bounded); absent = no. */
+  storeBodies?: boolean;
   /** The key's team (issue 29); absent or null = none. */
   teamId?: string | null;
   /**

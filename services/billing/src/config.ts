@@ -108,6 +108,11 @@ export const billingConfigSchema = z
      * The roll-ups, spend totals and credits are never dropped.
      */
     GENERATION_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
+    /**
+     * Days the opt-in bodies (prompt and answer of keys with `store_bodies`) are kept; purged every
+     * hour by `created_at`, never kept longer than GENERATION_RETENTION_DAYS when that is shorter.
+     */
+    BODIES_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
     /** Monthly partitions of the generation records created ahead of the current month. */
     GENERATION_PARTITIONS_AHEAD: z.coerce.number().int().min(1).max(24).default(3),
     /** Run the usage-event worker in this process (false: read API only). */

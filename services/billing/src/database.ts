@@ -10,6 +10,7 @@ import type {
 } from './alerts/alerts.table';
 import type { UsageDailyTable, UsageHourlyTable } from './analytics/usage-rollup.table';
 import type { AccountSettingsTable, CreditLedgerTable } from './credits/credits.table';
+import type { GenerationBodiesTable } from './generations/bodies';
 import type { GenerationsTable } from './generations/generations.table';
 import type { AccountUsageTable, KeySpendTable, TeamSpendTable } from './spend/spend.table';
 
@@ -18,6 +19,7 @@ export const BILLING_SCHEMA = 'billing';
 
 export interface Database {
   'billing.generations': GenerationsTable;
+  'billing.generation_bodies': GenerationBodiesTable;
   'billing.key_spend': KeySpendTable;
   'billing.team_spend': TeamSpendTable;
   'billing.account_usage': AccountUsageTable;

@@ -13,6 +13,7 @@ import { createAlerts } from './alerts/alerts';
 import type { BillingConfig } from './config';
 import { createCreditsService } from './credits/credits.service';
 import { type BillingDb, createBillingDb, migrateBillingDb } from './database';
+import { createBodiesRetention } from './generations/bodies';
 import { createGenerationPartitions, type GenerationPartitions } from './generations/partitions';
 import { createBillingApp } from './http/app';
 import { type KeyOwners, keysServiceOwners } from './keys/key-owners';
@@ -112,6 +113,13 @@ export async function startBilling(
     alerts: alerts.hook,
   });
   await partitions.start();
+  const bodiesRetention = createBodiesRetention(db, {
+    retentionDays: config.BODIES_RETENTION_DAYS,
+    generationCutoff: partitions.cutoff,
+    clock,
+    logger,
+  });
+  await bodiesRetention.start();
   const credits = createCreditsService({ db, spend: spendStore, logger });
   const spend = createSpendService({ db, spend: spendStore, clock });
   // Billing prices events itself: the proxy's catalog, prices only (no provider URL or key needed).
@@ -198,6 +206,7 @@ export async function startBilling(
     close() {
       closing ??= (async () => {
         partitions.stop();
+        bodiesRetention.stop();
         await closeServer(server);
         await consumer?.close();
         await alerts.close();

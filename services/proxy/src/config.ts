@@ -13,6 +13,7 @@ import { usagePartitionsEnv } from '@tollgate/events';
 import { trustedProxiesEnv } from '@tollgate/http';
 import { metricsEnv } from '@tollgate/metrics';
 import { z } from 'zod';
+import { compilePatterns, DEFAULT_REDACT_PATTERNS } from './bodies/redact';
 
 /** The dev catalog of the repo, resolved relative to this file (works from any cwd). */
 export const DEFAULT_CATALOG_PATH = fileURLToPath(
@@ -20,6 +21,24 @@ export const DEFAULT_CATALOG_PATH = fileURLToPath(
 );
 
 const url = z.string().url();
+
+/** BODIES_REDACT: a JSON array of valid regular expressions, compiled once (bodies/redact.ts). */
+const bodiesRedact = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    try {
+      const sources: unknown =
+        raw === undefined || raw.trim() === '' ? DEFAULT_REDACT_PATTERNS : JSON.parse(raw);
+      if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string' && s.length > 0)) {
+        throw new Error('expected a JSON array of non-empty regular expression strings');
+      }
+      return compilePatterns(sources);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  });
 const positiveMs = z.coerce.number().int().positive();
 
 export const proxyEnv = z
@@ -155,6 +174,14 @@ export const proxyEnv = z
     KEY_LOOKUP_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(256),
     /** node:cluster workers (1 = no cluster). */
     WORKERS: z.coerce.number().int().min(1).max(256).default(1),
+    /**
+     * Opt-in bodies (issue 28; only for keys with `store_bodies`): most UTF-8 bytes kept of a prompt,
+     * and of an answer (then a truncation marker), and the patterns redacted before they leave the
+     * proxy — a JSON array of regular expressions (flags `gu`); unset: API keys, bearer tokens and
+     * e-mail addresses (bodies/redact.ts); `[]`: none.
+     */
+    BODIES_MAX_BYTES: z.coerce.number().int().min(256).max(262_144).default(32_768),
+    BODIES_REDACT: bodiesRedact,
   })
   .superRefine(refuseDevSecretInProduction)
   .superRefine((c, ctx) => {

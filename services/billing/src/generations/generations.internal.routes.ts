@@ -12,6 +12,7 @@ import type { z } from 'zod';
 import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { serviceCaller } from '../http/caller';
+import { findBodies } from './bodies';
 import {
   findGeneration,
   listGenerations,
@@ -21,7 +22,7 @@ import {
 import { generationView } from './generations.routes';
 import type { Generation } from './generations.table';
 
-type AccountGeneration = z.input<typeof getAccountGeneration.response>['data'];
+type AccountGeneration = z.input<typeof listAccountGenerations.response>['data'][number];
 
 /** The record for the dashboard: the public view plus key, upstream model, error and exact cost. */
 const internalView = (g: Generation): AccountGeneration => ({
@@ -123,7 +124,10 @@ export function generationsInternalRoutes(deps: {
       const row = await findGeneration(deps.db, id);
       if (!row || row.account_id !== accountId)
         throw notFound(missingGenerationMessage(id, deps.retentionCutoff()));
-      const answer: z.input<typeof getAccountGeneration.response> = { data: internalView(row) };
+      const bodies = await findBodies(deps.db, accountId, row.id);
+      const answer: z.input<typeof getAccountGeneration.response> = {
+        data: { ...internalView(row), bodies },
+      };
       res.json(answer);
     },
   );

@@ -5,6 +5,7 @@ import type { ThresholdHook } from '../alerts/threshold-hook';
 import { boundApps } from '../analytics/app-bound';
 import { rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
+import { insertBodies } from '../generations/bodies';
 import { insertGenerations } from '../generations/generations.repository';
 import { createGenerationPartitions, type GenerationPartitions } from '../generations/partitions';
 import { periodsOf, spendSums, sumBatchSpend } from './batch-spend';
@@ -91,6 +92,8 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
       const alertPlan = (await deps.alerts?.prepare(deps.db, events)) ?? null;
       const { committed, inserted } = await deps.db.transaction().execute(async (trx) => {
         const insertedIds = new Set(await insertGenerations(trx, rows));
+        // Opt-in bodies (issue 28) of the records just inserted, in the same transaction.
+        await insertBodies(trx, events, insertedIds);
         const spend = sumBatchSpend(events, rows, units, insertedIds);
         // Same lock order in every worker: roll-ups by primary key, spend by key id then period,
         // accounts by id. Titles past the account's share of the day roll up as "(other)"

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { DashboardAnswer } from '@tollgate/contracts';
 import { lazy, Suspense, useEffect, useState } from 'react';
+import { HashRouter, Link, Route, Routes, useLocation, useParams, useSearchParams } from 'react-router';
 import { ApiError, api, get, type Me, setCsrfToken } from './api';
 import { Loading } from './components/ui';
 import { AcceptInvitePage, SignInPage } from './pages/SignIn';
@@ -35,33 +36,27 @@ const PAGES = [
 /** What a team viewer (role `member`) may open: their teams' keys, usage and budgets, and the models. */
 const MEMBER_PAGES = new Set(['keys', 'usage', 'teams', 'models']);
 
-interface Route {
-  path: string;
-  /** `#/generations/<id>`: the part after the page. */
-  sub: string;
-  params: URLSearchParams;
-}
-
-function readHash(): Route {
-  const raw = window.location.hash.replace(/^#\/?/, '');
-  const [path = '', query = ''] = raw.split('?');
-  const [page = '', ...rest] = path.split('/');
-  return { path: page, sub: decodeURIComponent(rest.join('/')), params: new URLSearchParams(query) };
-}
-
-/** Hash routing: `#/keys`, `#/generations/gen-…`, `#/accept?token=…` (the token never reaches a server log). */
-function useHashRoute(): Route {
-  const [route, setRoute] = useState(readHash);
-  useEffect(() => {
-    const on = () => setRoute(readHash());
-    window.addEventListener('hashchange', on);
-    return () => window.removeEventListener('hashchange', on);
-  }, []);
-  return route;
-}
-
+/**
+ * Hash routing (react-router's HashRouter): `#/keys`, `#/generations/gen-…`, `#/usage?group_by=key`,
+ * `#/accept?token=…` (the fragment never reaches a server log, nor the invitation's token with it).
+ */
 export function App() {
-  const route = useHashRoute();
+  return (
+    <HashRouter>
+      <Routes>
+        <Route path="/accept/*" element={<AcceptRoute />} />
+        <Route path="*" element={<SignedIn />} />
+      </Routes>
+    </HashRouter>
+  );
+}
+
+function AcceptRoute() {
+  const [params] = useSearchParams();
+  return <AcceptInvitePage token={params.get('token') ?? ''} />;
+}
+
+function SignedIn() {
   const me = useQuery({
     queryKey: ['me'],
     queryFn: async () => (await get<DashboardAnswer<'me'>>('/api/me')).data,
@@ -69,7 +64,6 @@ export function App() {
   });
   useEffect(() => setCsrfToken(me.data?.csrf_token ?? null), [me.data]);
 
-  if (route.path === 'accept') return <AcceptInvitePage token={route.params.get('token') ?? ''} />;
   if (me.isPending) return <div className="center">{<Loading />}</div>;
   if (me.error) {
     if (me.error instanceof ApiError && me.error.status === 401) return <SignInPage />;
@@ -79,7 +73,7 @@ export function App() {
       </div>
     );
   }
-  return <Shell me={me.data} route={route} />;
+  return <Shell me={me.data} />;
 }
 
 /** Display time zone: the viewer's or UTC (periods stay UTC either way). */
@@ -105,8 +99,20 @@ function ZonePicker(props: { onChange: () => void }) {
   );
 }
 
-function Shell(props: { me: Me; route: Route }) {
-  const { me, route } = props;
+/** The query string (`#/usage?group_by=key`) as the page's filters: another one starts the page anew. */
+function UsageRoute(props: { member: boolean }) {
+  const [params] = useSearchParams();
+  return <UsagePage key={params.toString()} params={params} member={props.member} />;
+}
+
+/** `#/generations/<id>` opens one record over the list (`#/generations?key_id=…` filters it). */
+function GenerationsRoute() {
+  const [params] = useSearchParams();
+  return <GenerationsPage openId={useParams()['*'] || null} params={params} />;
+}
+
+function Shell(props: { me: Me }) {
+  const { me } = props;
   const queryClient = useQueryClient();
   const [zoneVersion, setZoneVersion] = useState(0);
   const signOut = useMutation({
@@ -122,7 +128,10 @@ function Shell(props: { me: Me; route: Route }) {
   const owner = me.user.role === 'owner';
   const member = me.user.role === 'member';
   const pages = member ? PAGES.filter((p) => MEMBER_PAGES.has(p.path)) : PAGES;
-  const page = pages.find((p) => p.path === route.path) ?? pages[0]!;
+  // The page of the path's first segment; the first page (overview, or keys for a team viewer) for
+  // `#/` and any unknown path.
+  const first = useLocation().pathname.split('/')[1] ?? '';
+  const page = pages.find((p) => p.path === first) ?? pages[0]!;
   return (
     <div className="shell">
       <nav className="nav" aria-label="Main">
@@ -135,9 +144,9 @@ function Shell(props: { me: Me; route: Route }) {
         <ul>
           {pages.map((p) => (
             <li key={p.path}>
-              <a href={`#/${p.path}`} aria-current={p.path === page.path ? 'page' : undefined}>
+              <Link to={`/${p.path}`} aria-current={p.path === page.path ? 'page' : undefined}>
                 {p.title}
-              </a>
+              </Link>
             </li>
           ))}
         </ul>
@@ -154,18 +163,23 @@ function Shell(props: { me: Me; route: Route }) {
       </nav>
       <main className="main" key={zoneVersion}>
         <Suspense fallback={<Loading />}>
-          {page.path === 'overview' && <OverviewPage />}
-          {page.path === 'keys' && <KeysPage owner={owner} />}
-          {page.path === 'usage' && <UsagePage params={route.params} member={member} />}
-          {page.path === 'generations' && (
-            <GenerationsPage openId={route.sub || null} params={route.params} />
-          )}
-          {page.path === 'credits' && <CreditsPage />}
-          {page.path === 'models' && <ModelsPage />}
-          {page.path === 'teams' && <TeamsPage owner={owner} member={member} />}
-          {page.path === 'users' && <UsersPage owner={owner} me={me} />}
-          {page.path === 'alerts' && <AlertsPage owner={owner} />}
-          {page.path === 'audit' && <AuditPage />}
+          <Routes>
+            <Route path="/keys/*" element={<KeysPage owner={owner} />} />
+            <Route path="/usage/*" element={<UsageRoute member={member} />} />
+            <Route path="/models/*" element={<ModelsPage />} />
+            <Route path="/teams/*" element={<TeamsPage owner={owner} member={member} />} />
+            {/* A team viewer has only their teams' pages (the server refuses the rest anyway). */}
+            {!member && (
+              <>
+                <Route path="/generations/*" element={<GenerationsRoute />} />
+                <Route path="/credits/*" element={<CreditsPage />} />
+                <Route path="/users/*" element={<UsersPage owner={owner} me={me} />} />
+                <Route path="/alerts/*" element={<AlertsPage owner={owner} />} />
+                <Route path="/audit/*" element={<AuditPage />} />
+              </>
+            )}
+            <Route path="*" element={member ? <KeysPage owner={false} /> : <OverviewPage />} />
+          </Routes>
         </Suspense>
       </main>
     </div>

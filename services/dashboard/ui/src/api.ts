@@ -62,4 +62,4 @@ export const get = <T>(path: string) => api<T>('GET', path);
 export type Me = DashboardData<'me'>;
 export type Key = DashboardData<'keys'>[number];
 export type UsageRow = DashboardData<'usage'>['rows'][number];
-export type Generation = DashboardData<'generation'>;
+export type Generation = DashboardData<'generations'>[number];

@@ -34,6 +34,7 @@ function keySnapshot(row: ApiKey): Record<string, unknown> {
     allowed_models: row.allowed_models,
     rate_limit_rpm: row.rate_limit_rpm,
     rate_limit_tpm: row.rate_limit_tpm,
+    store_bodies: row.store_bodies,
     team_id: row.team_id,
   };
 }

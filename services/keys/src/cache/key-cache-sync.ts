@@ -32,6 +32,7 @@ export function toCachedKey(row: ApiKey, team?: TeamLimits | null): CachedKey {
     allowedModels: row.allowed_models,
     rateLimitRpm: row.rate_limit_rpm,
     rateLimitTpm: row.rate_limit_tpm,
+    ...(row.store_bodies ? { storeBodies: true } : {}),
     teamId: row.team_id,
     ...(row.team_id !== null && team
       ? {

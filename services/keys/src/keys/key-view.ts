@@ -71,6 +71,7 @@ function toKeyObject(row: ApiKey, usage: KeyUsage, pendingLastUsed?: Date): KeyO
     allowed_models: row.allowed_models,
     rate_limit_rpm: row.rate_limit_rpm,
     rate_limit_tpm: row.rate_limit_tpm,
+    store_bodies: row.store_bodies,
     team_id: row.team_id,
     byok_usage: 0,
     byok_usage_daily: 0,

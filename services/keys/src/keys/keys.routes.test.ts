@@ -138,6 +138,7 @@ describe('§3 state table', () => {
         'allowed_models',
         'rate_limit_rpm',
         'rate_limit_tpm',
+        'store_bodies',
         'byok_usage',
         'byok_usage_daily',
         'byok_usage_weekly',

@@ -50,6 +50,7 @@ export function governanceOf(body: {
   allowed_models?: string[];
   rate_limit_rpm?: number | null;
   rate_limit_tpm?: number | null;
+  store_bodies?: boolean;
   team_id?: string | null;
 }): KeyGovernanceInput {
   return {
@@ -58,6 +59,7 @@ export function governanceOf(body: {
     allowedModels: body.allowed_models,
     rateLimitRpm: body.rate_limit_rpm,
     rateLimitTpm: body.rate_limit_tpm,
+    storeBodies: body.store_bodies,
     teamId: body.team_id,
   };
 }

@@ -35,6 +35,8 @@ export interface KeyGovernanceInput {
   rateLimitRpm?: number | null;
   /** Tokens per minute (worst case at admission), null = none. */
   rateLimitTpm?: number | null;
+  /** Opt-in bodies (issue 28). */
+  storeBodies?: boolean;
   /** A team of the key's account, or null for none (inference keys only). */
   teamId?: string | null;
 }
@@ -114,6 +116,7 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
           allowed_models: input.governance?.allowedModels ?? [],
           rate_limit_rpm: input.governance?.rateLimitRpm ?? null,
           rate_limit_tpm: input.governance?.rateLimitTpm ?? null,
+          store_bodies: input.governance?.storeBodies ?? false,
         });
         await recordKeyChange(trx, actor, 'key.create', null, created);
         return { changed: true, row: created };
@@ -223,6 +226,9 @@ function governanceChanges(current: ApiKey, g: KeyGovernanceInput | undefined, c
   }
   if (g.rateLimitTpm !== undefined && g.rateLimitTpm !== current.rate_limit_tpm) {
     changes.rate_limit_tpm = g.rateLimitTpm;
+  }
+  if (g.storeBodies !== undefined && g.storeBodies !== current.store_bodies) {
+    changes.store_bodies = g.storeBodies;
   }
 }
 

@@ -28,6 +28,8 @@ export interface ApiKeysTable {
   rate_limit_rpm: number | null;
   /** Tokens per minute (worst case at admission); null = none. */
   rate_limit_tpm: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Opt-in bodies (issue 28): the prompt and answer of its requests are kept. */
+  store_bodies: Generated<boolean>;
   /** Bumped by every change; the key cache compares it (CAS). */
   version: Generated<number>;
   last_used_at: ColumnType<Date | null, never, Date | null>;

@@ -22,6 +22,7 @@ export function pipelineDeps(
     maxDurationMs: config.COMPLETION_MAX_DURATION_MS,
     cancelDrainMs: config.CANCEL_DRAIN_MS,
     maxImages: config.MAX_IMAGES_PER_REQUEST,
+    bodies: { maxBytes: config.BODIES_MAX_BYTES, patterns: config.BODIES_REDACT },
     concurrency: new CompletionSlots(
       config.MAX_CONCURRENT_COMPLETIONS_PER_KEY,
       config.MAX_CONCURRENT_COMPLETIONS_PER_ACCOUNT,

@@ -4,6 +4,7 @@ import { AppError } from '@tollgate/errors';
 import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
+import type { BodyCapture } from '../bodies/capture';
 import type { ApiType } from '../doors/door';
 import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
@@ -81,6 +82,8 @@ export class Completion {
   private child: Logger | null = null;
   private promptExact: number | null;
   readonly reservation: SpendReservation | null;
+  /** Opt-in bodies (issue 28): the prompt and answer kept for a key with `storeBodies`, else null. */
+  bodies: BodyCapture | null = null;
 
   constructor(
     init: CompletionInit,
@@ -320,6 +323,8 @@ export class Completion {
         return;
       case 'served':
         ({ tokens, source, costUnits, finishReason, upstreamId } = outcome);
+        // A JSON answer is its last bytes (a stream's were captured as they were relayed).
+        if (!this.request.stream && outcome.lastBytes !== null) this.bodies?.answer(outcome.lastBytes);
         break;
       case 'failed':
         // The provider accepted the request; its answer was never seen: the whole output budget.

@@ -2,6 +2,7 @@ import type { Catalog } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
 import { authenticatedKey } from '../auth/authenticate';
 import { type Recall, type RecallDeps, withRecall } from '../auth/recall';
+import { type BodiesConfig, BodyCapture } from '../bodies/capture';
 import type { FrontDoor } from '../doors/door';
 import type { Handler, ProxyRequest, ProxyResponse } from '../http/types';
 import { type AdmitDeps, type Admitted, admit } from './admit';
@@ -19,6 +20,8 @@ export interface PipelineDeps extends AdmitDeps, RelayDeps {
   live?: Set<Completion>;
   /** Recalled key records, checked by the admission script (auth/recall.ts); absent: never recalled. */
   recalled?: RecallDeps;
+  /** Opt-in bodies: what is kept for a key with `storeBodies` (absent: nothing is, whatever the key says). */
+  bodies?: BodiesConfig;
 }
 
 /** A relay that threw (a bug): ended like a broken answer, so the completion still ends once. */
@@ -44,10 +47,13 @@ export function completionPipeline(door: FrontDoor, deps: PipelineDeps): Handler
 
   async function run(req: ProxyRequest, res: ProxyResponse, recall: Recall | null): Promise<void> {
     const key = authenticatedKey(res);
+    // Opt-in bodies (issue 28): the caller's body as received, before any stage reads or rewrites it.
+    const bodies = key.storeBodies && deps.bodies ? new BodyCapture(deps.bodies, req.body) : null;
     const parsed = parse(door, req.body, key, deps.catalog, req.headers);
     const planned = plan(door, parsed, key, planDeps);
     const admitted: Admitted = await admit(deps, req, res, planned, key, recall);
     const c = admitted.completion;
+    c.bodies = bodies;
     deps.live?.add(c);
     // Whatever the relay says, or, should it throw, a failure billed like a broken answer.
     let outcome: Outcome = UNFINISHED;

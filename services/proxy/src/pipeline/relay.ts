@@ -115,12 +115,17 @@ async function relayStream(deps: RelayDeps, c: Completion, p: Plan, res: ProxyRe
       const last = endedWith(up.body);
       if (bridge) {
         const text = bridge.push(bytes as Uint8Array);
+        c.bodies?.answer(text);
         if (text.length > 0) await stream.push(Buffer.from(text), last);
-      } else await stream.push(bytes as Buffer, last);
+      } else {
+        c.bodies?.answer(bytes as Buffer);
+        await stream.push(bytes as Buffer, last);
+      }
       if (stream.terminated) break;
     }
     if (bridge && !stream.terminated) {
       const text = bridge.end();
+      c.bodies?.answer(text);
       if (text.length > 0) await stream.push(Buffer.from(text));
     }
     if (!stream.terminated) stream.endOfInput();

@@ -30,6 +30,7 @@ type EventSource = Pick<
   | 'startedAt'
   | 'firstByteAt'
   | 'attempts'
+  | 'bodies'
 >;
 
 /** The usage event of a completion that ended at `finishedAt` (Completion.finish publishes it). */
@@ -74,6 +75,7 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
     latency_ms: Math.max(0, (c.firstByteAt || finishedAt) - c.startedAt),
     generation_time_ms: Math.max(0, finishedAt - c.startedAt),
     attempts: c.attempts,
+    ...(c.bodies ? { bodies: c.bodies.result(c.request.stream) } : {}),
   };
 }
 

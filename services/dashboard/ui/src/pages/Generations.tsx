@@ -2,6 +2,7 @@ import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { createColumnHelper, type SortingState } from '@tanstack/react-table';
 import type { DashboardAnswer } from '@tollgate/contracts';
 import { useMemo, useState } from 'react';
+import { useNavigate } from 'react-router';
 import { type Generation, get, type Key } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Badge, Clip, ErrorBox, Page } from '../components/ui';
@@ -215,9 +216,9 @@ export function GenerationsPage(props: { openId: string | null; params: URLSearc
       cell: (c) => <code className="small">{c.getValue().slice(0, 12)}…</code>,
     }),
   ];
-  const open = (id: string | null) => {
-    window.location.hash = id ? `#/generations/${encodeURIComponent(id)}` : '#/generations';
-  };
+  const navigate = useNavigate();
+  const open = (id: string | null) =>
+    navigate(id ? `/generations/${encodeURIComponent(id)}` : '/generations');
   return (
     <Page
       title="Generations"

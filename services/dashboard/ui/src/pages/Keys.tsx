@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createColumnHelper } from '@tanstack/react-table';
 import type { DashboardAnswer } from '@tollgate/contracts';
 import { useMemo, useState } from 'react';
+import { Link } from 'react-router';
 import { api, get, type Key } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Sparkline } from '../components/Sparkline';
@@ -49,7 +50,7 @@ function Traffic(props: { k: Key; traffic: ReturnType<typeof useTraffic> }) {
   const requests = t?.requests.reduce((a, b) => a + b, 0) ?? 0;
   const cost = t?.cost.reduce((a, b) => a + b, 0) ?? 0;
   return (
-    <a className="traffic" href={`#/generations?key_id=${props.k.hash}`} title="Open this key's requests">
+    <Link className="traffic" to={`/generations?key_id=${props.k.hash}`} title="Open this key's requests">
       <Sparkline
         values={t?.requests ?? Array<number>(SPARK_DAYS).fill(0)}
         label={`${props.k.name}: ${requests} requests, ${usd(cost)} in ${SPARK_DAYS} days`}
@@ -57,7 +58,7 @@ function Traffic(props: { k: Key; traffic: ReturnType<typeof useTraffic> }) {
       <span className="small">
         {requests} req · {usd(cost)}
       </span>
-    </a>
+    </Link>
   );
 }
 

@@ -1,6 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import type { DashboardAnswer } from '@tollgate/contracts';
 import { type FormEvent, useState } from 'react';
+import { useNavigate } from 'react-router';
 import { api, get } from '../api';
 
 /** Whether single sign-on and password sign-in are on (GET /api/sso, no session needed). */
@@ -93,6 +94,7 @@ function PasswordFields(p: {
 
 export function AcceptInvitePage(props: { token: string }) {
   const queryClient = useQueryClient();
+  const navigate = useNavigate();
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string | null>(null);
   const submit = async (e: FormEvent) => {
@@ -101,7 +103,7 @@ export function AcceptInvitePage(props: { token: string }) {
     try {
       await api('POST', '/api/invites/accept', { token: props.token, password });
       await queryClient.invalidateQueries({ queryKey: ['me'] });
-      window.location.hash = '#/overview';
+      void navigate('/overview');
     } catch (err) {
       setError((err as Error).message);
     }

@@ -4,6 +4,7 @@ import { get } from '../../api';
 import { CopyButton, ErrorBox, Loading, Modal } from '../../components/ui';
 import { int, ms, usd } from '../../format';
 import { when } from '../../time';
+import { GenerationBodies } from './Bodies';
 
 /** One record in full; its URL is `#/generations/<id>` (shareable with the account's other users). */
 export function GenerationDetail(props: {
@@ -59,6 +60,7 @@ export function GenerationDetail(props: {
           </div>
         ))}
       </dl>
+      {d ? <GenerationBodies bodies={d.bodies} /> : null}
       <div className="row">
         <button type="button" onClick={props.onClose}>
           Close

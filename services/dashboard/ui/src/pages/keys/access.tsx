@@ -12,6 +12,8 @@ export interface Access {
   allowedModels: string[];
   rateLimitRpm: string;
   includeByok: boolean;
+  /** Opt-in bodies: the key's prompts and answers are kept (redacted, bounded, for a retention). */
+  storeBodies: boolean;
 }
 
 export const accessOf = (k?: Key): Access => ({
@@ -19,6 +21,7 @@ export const accessOf = (k?: Key): Access => ({
   allowedModels: k?.allowed_models ?? [],
   rateLimitRpm: k?.rate_limit_rpm == null ? '' : String(k.rate_limit_rpm),
   includeByok: k?.include_byok_in_limit ?? false,
+  storeBodies: k?.store_bodies ?? false,
 });
 
 const sameList = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -32,6 +35,7 @@ export function accessBody(a: Access, from?: Access): Record<string, unknown> {
     body.rate_limit_rpm = a.rateLimitRpm === '' ? null : Number(a.rateLimitRpm);
   }
   if (a.includeByok !== from?.includeByok) body.include_byok_in_limit = a.includeByok;
+  if (a.storeBodies !== from?.storeBodies) body.store_bodies = a.storeBodies;
   return body;
 }
 
@@ -109,6 +113,15 @@ export function AccessFields(props: { value: Access; management: boolean; onChan
         />
         Include BYOK usage in the spend limit (stored; no effect: Tollgate has no BYOK yet)
       </label>
+      <label className="checkbox">
+        <input
+          type="checkbox"
+          checked={props.value.storeBodies}
+          disabled={props.management}
+          onChange={(e) => set({ storeBodies: e.target.checked })}
+        />
+        Keep prompts and answers (shown in Generations; redacted, size-bounded, deleted after the retention)
+      </label>
     </>
   );
 }
@@ -123,5 +136,6 @@ export function accessSummary(k: Key): string {
   }
   if (k.allowed_models.length > 0) parts.push(k.allowed_models.join(', '));
   if (k.rate_limit_rpm !== null) parts.push(`${k.rate_limit_rpm} rpm`);
+  if (k.store_bodies) parts.push('keeps bodies');
   return parts.length > 0 ? parts.join(' · ') : '—';
 }

@@ -1,0 +1,139 @@
+/**
+ * Issue 28, opt-in bodies through the whole stack with the official `openai` client: a key with
+ * `store_bodies` has the prompt and the answer of its requests kept (streamed and not), with the
+ * default patterns (API keys, e-mail addresses) redacted before they leave the proxy; a key without it
+ * (the default) has nothing kept. The bodies reach the dashboard's read of the generation; the public
+ * `GET /generation` has no such field.
+ */
+import { createServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeResponse, MODEL, type Stack, startStack } from '../support/stack';
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(() => stack?.close(), 120_000);
+
+const SECRET = `sk-proj-${'Q'.repeat(32)}`;
+const EMAIL = 'ana.lopez@example.com';
+const PROMPT = `My key is ${SECRET} and my mail ${EMAIL}; say hello`;
+
+const clientOf = (key: string) => new OpenAI({ baseURL: stack.baseUrl, apiKey: key, maxRetries: 0 });
+
+async function keptRows(id: string) {
+  return stack.services.billing.db
+    .selectFrom('billing.generation_bodies')
+    .select(['prompt', 'answer', 'truncated'])
+    .where('id', '=', id)
+    .execute();
+}
+
+/** The generation as the dashboard reads it (billing's internal route, the dashboard's service token). */
+async function dashboardRead(id: string) {
+  const signer = createServiceSigner('dashboard', stack.serviceKeys.dashboard.privateKey);
+  const res = await fetch(
+    `${stack.services.billing.url}/internal/accounts/${stack.account.id}/generations/${id}`,
+    { headers: { [SERVICE_TOKEN_HEADER]: await signer.sign('billing') } },
+  );
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { data: { bodies: unknown } }).data;
+}
+
+describe('opt-in bodies', () => {
+  it('keeps the prompt and the answer of a key with store_bodies, redacted (non-streamed)', async () => {
+    const key = await stack.createInferenceKey(stack.account.managementKey, {
+      name: 'keeps',
+      store_bodies: true,
+    });
+    expect((key.body as { data: { store_bodies: boolean } }).data.store_bodies).toBe(true);
+    const completion = await clientOf(key.key).chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: PROMPT }],
+      max_tokens: 16,
+    });
+    const text = completion.choices[0]?.message.content ?? '';
+    expect(text.length).toBeGreaterThan(0);
+    const pub = await stack.waitForGeneration(completion.id, key.key);
+    expect(pub.status, describeResponse(pub)).toBe(200);
+    expect(pub.body.data).not.toHaveProperty('bodies');
+    const [row] = await keptRows(completion.id);
+    expect(row).toBeDefined();
+    expect(row?.prompt).toContain('My key is [REDACTED] and my mail [REDACTED]; say hello');
+    expect(row?.prompt).not.toContain(SECRET);
+    expect(row?.prompt).not.toContain(EMAIL);
+    expect(JSON.parse(row?.prompt ?? '')).toMatchObject({ model: MODEL, max_tokens: 16 });
+    expect(row?.answer).toBe(text);
+    expect(row?.truncated).toBe(false);
+    expect(await dashboardRead(completion.id)).toMatchObject({
+      bodies: { prompt: row?.prompt, answer: text, truncated: false },
+    });
+  });
+
+  it('keeps the streamed answer’s text, as the client read it', async () => {
+    const key = await stack.createInferenceKey(stack.account.managementKey, { name: 'keeps-stream' });
+    const patched = await stack.api(`/keys/${key.hash}`, {
+      key: stack.account.managementKey,
+      method: 'PATCH',
+      body: { store_bodies: true },
+    });
+    expect(patched.status, describeResponse(patched)).toBe(200);
+    expect(patched.body.data.store_bodies).toBe(true);
+    const stream = await clientOf(key.key).chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: `${PROMPT} (streamed)` }],
+      stream: true,
+      max_tokens: 24,
+    });
+    let id = '';
+    let text = '';
+    for await (const chunk of stream) {
+      id = chunk.id;
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    expect(text.length).toBeGreaterThan(0);
+    const pub = await stack.waitForGeneration(id, key.key);
+    expect(pub.status, describeResponse(pub)).toBe(200);
+    const [row] = await keptRows(id);
+    expect(row?.prompt).toContain('[REDACTED] and my mail [REDACTED]; say hello (streamed)');
+    expect(row?.prompt).not.toContain(SECRET);
+    expect(row?.answer).toBe(text);
+  });
+
+  it('keeps nothing for a key without it (the default), streamed or not', async () => {
+    const key = await stack.createInferenceKey(stack.account.managementKey, { name: 'default' });
+    expect((key.body as { data: { store_bodies: boolean } }).data.store_bodies).toBe(false);
+    const client = clientOf(key.key);
+    const plain = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: PROMPT }],
+      max_tokens: 8,
+    });
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: PROMPT }],
+      stream: true,
+      max_tokens: 8,
+    });
+    let streamedId = '';
+    for await (const chunk of stream) streamedId = chunk.id;
+    for (const id of [plain.id, streamedId]) {
+      const pub = await stack.waitForGeneration(id, key.key);
+      expect(pub.status, describeResponse(pub)).toBe(200);
+      expect(await keptRows(id)).toEqual([]);
+      expect(await dashboardRead(id)).toMatchObject({ bodies: null });
+    }
+  });
+
+  it('refuses a store_bodies that is not a boolean with 400 naming the field', async () => {
+    const res = await stack.api('/keys', {
+      key: stack.account.managementKey,
+      method: 'POST',
+      body: { name: 'bad', store_bodies: 'yes' },
+    });
+    expect(res.status, describeResponse(res)).toBe(400);
+    expect(res.body.error.message).toMatch(/store_bodies/);
+  });
+});
