@@ -7,11 +7,15 @@
  * control that changes anything; the server refuses the rest. Screenshots at 1280 and 390 px wide
  * go to test-results/dashboard/.
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  browserUnavailable,
+  launchChromium,
+  openPage,
+  seriousAxeViolations,
+  shoot,
+} from '../support/browser';
 import {
   type DashboardSession,
   startTestDashboard,
@@ -19,11 +23,6 @@ import {
   type TestUser,
 } from '../support/dashboard';
 import { describeResponse, MODEL, type Stack, startStack } from '../support/stack';
-
-const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const UI_BUILT = existsSync(resolve(root, 'services/dashboard/ui/dist/index.html'));
-const SHOTS = resolve(root, 'test-results/dashboard');
 
 let stack: Stack;
 let dash: TestDashboard;
@@ -48,7 +47,7 @@ async function signIn(p: Page, user: TestUser) {
 }
 
 async function open(p: Page, path: string, heading: string) {
-  await p.goto(`${dash.url}/#/${path}`);
+  await openPage(p, dash.url, path);
   await p.getByRole('heading', { level: 1, name: heading }).waitFor();
 }
 
@@ -72,9 +71,8 @@ const fitsWidth = (p: Page) =>
   p.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
 
 // Outside CI a machine without Chromium or a built UI (`make install` builds it) skips; CI never skips.
-describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('Teams in Chromium', () => {
+describe.skipIf(browserUnavailable)('Teams in Chromium', () => {
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     stack = await startStack();
     dash = await startTestDashboard(stack);
     owner = await dash.createUser(stack.account.id, 'owner');
@@ -110,16 +108,7 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('Teams 
       },
       { timeout: 15_000, interval: 100 },
     );
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
@@ -183,7 +172,8 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('Teams 
       [],
       [platform],
     ]);
-    await page.screenshot({ path: resolve(SHOTS, 'teams-owner-1280.png'), fullPage: true });
+    await shoot(page, 'teams-owner-1280');
+    expect(await seriousAxeViolations(page)).toEqual([]);
     expect(await fitsWidth(page)).toBe(true);
 
     // The usage analytics by team: one row per team, named.
@@ -195,7 +185,7 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('Teams 
     await open(page, 'teams', 'Teams');
     await card.getByText('of $2.00 this month (UTC)').waitFor();
     expect(await fitsWidth(page)).toBe(true);
-    await page.screenshot({ path: resolve(SHOTS, 'teams-owner-390.png'), fullPage: true });
+    await shoot(page, 'teams-owner-390');
   });
 
   it("a team viewer sees only their team's card, keys and usage totals, and nothing that changes", async () => {
@@ -220,7 +210,7 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('Teams 
       .waitFor();
     await expect(page.getByRole('region', { name: 'Team research' }).count()).resolves.toBe(0);
     await expect(page.getByRole('button', { name: /Add member|Remove/ }).count()).resolves.toBe(0);
-    await page.screenshot({ path: resolve(SHOTS, 'teams-member-1280.png'), fullPage: true });
+    await shoot(page, 'teams-member-1280');
     // Their team's usage totals (the grouping is fixed to team).
     await open(page, 'usage', 'Usage');
     await page.getByTestId('usage-platform').waitFor();
