@@ -25,7 +25,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -33,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { createServiceSigner, generateServiceKeyPair, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
-import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
+import { createTestAmqp, createTestDatabase, createTestRedis, freePort } from '@tollgate/testkit';
 import pg from 'pg';
 import { processSettings } from '../services/proxy/src/runtime';
 import { createServiceLogins } from '../tests/support/logins';
@@ -68,16 +67,6 @@ const log = (line: string) => process.stdout.write(`[${new Date().toISOString().
 // ---------------------------------------------------------------- processes
 
 const children: ChildProcess[] = [];
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => res(port));
-    });
-  });
-}
 
 function spawnProcess(name: string, args: string[], env: Record<string, string>, cwd = root): ChildProcess {
   const child = spawn(process.execPath, args, {
