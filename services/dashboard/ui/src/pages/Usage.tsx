@@ -6,7 +6,7 @@ import { ErrorsSection } from './usage/Errors';
 import { LatencyTable } from './usage/Latency';
 import { UsageChart } from './usage/UsageChart';
 import { UsageTable } from './usage/UsageTable';
-import { DAY, GROUP_BYS, type GroupBy, RANGES, usageWindow } from './usage/usage-data';
+import { DAY, GROUP_BYS, type GroupBy, utcDayOf, viewWindow } from './usage/usage-data';
 import { useUsage } from './usage/useUsage';
 
 /** `?group_by=` of the page's address, when it names a grouping (default: by model). */
@@ -24,12 +24,12 @@ export function UsagePage(props: { params: URLSearchParams }) {
   const [view, setView] = useState<UsageView>(() => ({
     range: '30d',
     granularity: 'day',
+    fromDay: utcDayOf(Date.now() - 6 * DAY),
+    toDay: utcDayOf(Date.now()),
     groupBy: groupByOf(props.params),
     metric: 'cost',
   }));
-  const days = RANGES[view.range];
-  const granularity = days > 31 ? 'day' : view.granularity;
-  const { unit, from, to } = usageWindow(days, granularity);
+  const { unit, from, to, granularity, error } = viewWindow(view);
   const query = `from=${from.toISOString()}&to=${to.toISOString()}&granularity=${granularity}&group_by=${view.groupBy}`;
   const data = useUsage(query, view.groupBy, view.metric, {
     from: from.toISOString(),
@@ -51,9 +51,17 @@ export function UsagePage(props: { params: URLSearchParams }) {
         </a>
       }
     >
-      <UsageControls view={view} onChange={setView} />
-      <p className="muted small">
-        Buckets are UTC {granularity === 'hour' ? 'hours' : 'days'}; a range ends with the current one.
+      <UsageControls
+        view={view}
+        daysOnly={to.getTime() - from.getTime() > 31 * DAY}
+        error={error}
+        onChange={setView}
+      />
+      <p className="muted small" data-testid="usage-range">
+        {from.toISOString().slice(0, 16).replace('T', ' ')} –{' '}
+        {to.toISOString().slice(0, 16).replace('T', ' ')} UTC. Buckets are UTC{' '}
+        {granularity === 'hour' ? 'hours' : 'days'}
+        {view.range === 'custom' ? '.' : '; a range ends with the current one.'}
       </p>
       <ErrorBox error={data.usage.error} onRetry={() => data.usage.refetch()} />
       <UsageChart
