@@ -18,15 +18,17 @@ const groupByOf = (params: URLSearchParams): GroupBy => {
 /**
  * Usage: spend, requests or tokens per bucket and group (usage/UsageChart.tsx), the totals per group
  * (usage/UsageTable.tsx), latency percentiles (usage/Latency.tsx) and errors (usage/Errors.tsx) of
- * the range the controls pick (usage/Controls.tsx); the data comes from usage/useUsage.ts.
+ * the range the controls pick (usage/Controls.tsx); the data comes from usage/useUsage.ts. A team
+ * viewer (`member`) sees their teams' totals: grouped by team (the server answers only their teams'
+ * rows), without the account-wide latency and errors.
  */
-export function UsagePage(props: { params: URLSearchParams }) {
+export function UsagePage(props: { params: URLSearchParams; member?: boolean }) {
   const [view, setView] = useState<UsageView>(() => ({
     range: '30d',
     granularity: 'day',
     fromDay: utcDayOf(Date.now() - 6 * DAY),
     toDay: utcDayOf(Date.now()),
-    groupBy: groupByOf(props.params),
+    groupBy: props.member ? 'team' : groupByOf(props.params),
     metric: 'cost',
   }));
   const { unit, from, to, granularity, error } = viewWindow(view);
@@ -56,6 +58,7 @@ export function UsagePage(props: { params: URLSearchParams }) {
         daysOnly={to.getTime() - from.getTime() > 31 * DAY}
         error={error}
         onChange={setView}
+        fixedGroup={props.member}
       />
       <p className="muted small" data-testid="usage-range">
         {from.toISOString().slice(0, 16).replace('T', ' ')} –{' '}
@@ -78,12 +81,16 @@ export function UsagePage(props: { params: URLSearchParams }) {
         </p>
       ) : null}
       <UsageTable totals={data.totals} groupBy={view.groupBy} loading={data.usage.isPending} />
-      <LatencyTable
-        from={new Date(Math.max(from.getTime(), to.getTime() - 31 * DAY)).toISOString()}
-        to={to.toISOString()}
-        groupBy={view.groupBy === 'provider' ? 'provider' : 'model'}
-      />
-      <ErrorsSection from={from.toISOString()} to={to.toISOString()} />
+      {!props.member && (
+        <>
+          <LatencyTable
+            from={new Date(Math.max(from.getTime(), to.getTime() - 31 * DAY)).toISOString()}
+            to={to.toISOString()}
+            groupBy={view.groupBy === 'provider' ? 'provider' : 'model'}
+          />
+          <ErrorsSection from={from.toISOString()} to={to.toISOString()} />
+        </>
+      )}
     </Page>
   );
 }

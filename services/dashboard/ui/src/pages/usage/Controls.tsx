@@ -18,6 +18,8 @@ export function UsageControls(props: {
   /** Why the custom range is not one (shown beside its days), or null. */
   error: string | null;
   onChange: (view: UsageView) => void;
+  /** A team viewer: the grouping is fixed to team. */
+  fixedGroup?: boolean;
 }) {
   const { view, onChange, daysOnly } = props;
   const set = (change: Partial<UsageView>) => onChange({ ...view, ...change });
@@ -68,11 +70,13 @@ export function UsageControls(props: {
           value={view.groupBy}
           onChange={(e) => set({ groupBy: e.target.value as GroupBy })}
           aria-label="Group by"
+          disabled={props.fixedGroup}
         >
           <option value="none">nothing</option>
           <option value="model">model</option>
           <option value="app">app (X-Title)</option>
           <option value="key">key</option>
+          <option value="team">team</option>
           <option value="provider">provider</option>
         </select>
       </label>

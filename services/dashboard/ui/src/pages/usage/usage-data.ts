@@ -6,8 +6,8 @@ import type { UsageRow } from '../../api';
  */
 
 export type Metric = 'cost' | 'requests' | 'tokens';
-export type GroupBy = 'none' | 'model' | 'app' | 'key' | 'provider';
-export const GROUP_BYS: readonly GroupBy[] = ['none', 'model', 'app', 'key', 'provider'];
+export type GroupBy = 'none' | 'model' | 'app' | 'key' | 'team' | 'provider';
+export const GROUP_BYS: readonly GroupBy[] = ['none', 'model', 'app', 'key', 'team', 'provider'];
 
 export const DAY = 86_400_000;
 export const RANGES = { '24h': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
