@@ -109,4 +109,72 @@ describe.skipIf(browserUnavailable)('opt-in bodies and time in Chromium', () => 
     expect(await page.getByTestId('generation-prompt').count()).toBe(0);
     expect(await page.getByTestId('generation-detail').textContent()).not.toContain(EMAIL);
   });
+
+  it('custom date ranges on Usage (UTC days) and Generations (the viewer’s time), times labelled with the zone', async () => {
+    const { id } = await chat(stack.inferenceKey, 'timed');
+    const requests: URL[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/api/')) requests.push(new URL(r.url()));
+    });
+    const last = (path: string) => [...requests].reverse().find((u) => u.pathname === path)?.searchParams;
+    const today = new Date().toISOString().slice(0, 10);
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+
+    await openPage(page, dash.url, 'usage', { fresh: true });
+    const controls = page.getByRole('group', { name: 'Usage controls' });
+    await controls.locator('select').first().selectOption('custom');
+    await controls.getByLabel('From (UTC day)').fill(today);
+    await controls.getByLabel('To (UTC day, included)').fill(today);
+    await expect.poll(() => last('/api/usage')?.get('from')).toBe(`${today}T00:00:00.000Z`);
+    expect(last('/api/usage')?.get('to')).toBe(`${tomorrow}T00:00:00.000Z`);
+    await expect.poll(() => page.getByTestId(`usage-${MODEL}`).count()).toBe(1);
+    expect(await page.getByTestId('usage-range').textContent()).toContain('UTC');
+    await controls.getByLabel('From (UTC day)').fill(yesterday);
+    await controls.getByLabel('To (UTC day, included)').fill(yesterday);
+    await expect.poll(() => last('/api/usage')?.get('to')).toBe(`${today}T00:00:00.000Z`);
+    await expect.poll(() => page.getByText('No usage in this range.').count()).toBe(1);
+    await controls.getByLabel('From (UTC day)').fill(today);
+    expect(await page.getByTestId('range-error').textContent()).toMatch(/ends before it starts/);
+    await shoot(page, 'bodies-usage-custom-range-1280');
+
+    // Generations: the pickers are in the viewer's zone (labelled), sent as UTC instants.
+    const local = (ms: number) => {
+      const p = Object.fromEntries(
+        new Intl.DateTimeFormat('en-CA', {
+          timeZone: ZONE,
+          year: 'numeric',
+          month: '2-digit',
+          day: '2-digit',
+          hour: '2-digit',
+          minute: '2-digit',
+          hourCycle: 'h23',
+        })
+          .formatToParts(new Date(ms))
+          .map((x) => [x.type, x.value]),
+      );
+      return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}`;
+    };
+    const hourAgo = Math.floor((Date.now() - 3_600_000) / 60_000) * 60_000;
+    await openPage(page, dash.url, 'generations', { fresh: true });
+    const row = page.getByTestId(`generation-${id}`);
+    await row.waitFor();
+    // Times in the viewer's zone, with the zone (New York in November: EST).
+    expect(await row.textContent()).toMatch(/\d{2}-\d{2} \d{2}:\d{2} (EST|GMT-5)/);
+    const fromLabel = page.getByLabel(/^From \(/);
+    expect(await page.locator('label', { has: fromLabel }).textContent()).toContain('your time');
+    await fromLabel.fill(local(hourAgo));
+    await expect.poll(() => last('/api/generations')?.get('from')).toBe(new Date(hourAgo).toISOString());
+    await row.waitFor();
+    await page.getByLabel(/^To \(/).fill(local(hourAgo + 60_000));
+    await expect
+      .poll(() => last('/api/generations')?.get('to'))
+      .toBe(new Date(hourAgo + 60_000).toISOString());
+    await expect.poll(() => row.count()).toBe(0);
+    await shoot(page, 'bodies-generations-range-ny-1280');
+
+    // Periods stay UTC and say so.
+    await openPage(page, dash.url, 'overview', { fresh: true });
+    expect(await page.getByTestId('spend-today').textContent()).toContain('(UTC)');
+  });
 });
