@@ -270,6 +270,19 @@ const pct = (xs: number[], p: number) => {
 const r2 = (n: number) => Math.round(n * 100) / 100;
 const r3 = (n: number) => Math.round(n * 1000) / 1000;
 
+/** TcpExt ListenOverflows of /proc/net/netstat: connections dropped on a full accept queue (null: unknown). */
+function listenOverflows(): { overflows: number } | null {
+  try {
+    const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
+    const head = lines.find((l) => l.startsWith('TcpExt:'))?.split(' ');
+    const values = lines.filter((l) => l.startsWith('TcpExt:'))[1]?.split(' ');
+    const i = head?.indexOf('ListenOverflows') ?? -1;
+    return i > 0 && values ? { overflows: Number(values[i]) } : null;
+  } catch {
+    return null;
+  }
+}
+
 /** `INFO commandstats` of a redis-server: command → calls and µs (commands inside scripts counted). */
 function redisCommandStats(port: number): Map<string, { calls: number; usec: number }> {
   const out = execFileSync('redis-cli', ['-p', String(port), 'info', 'commandstats']).toString();
@@ -1219,6 +1232,7 @@ try {
     const runs: Record<string, Record<string, unknown>> = {};
     for (const name of ['direct', 'tollgate'] as const) {
       await quiesce();
+      const overflows0 = listenOverflows();
       runs[name] = await load<Record<string, unknown>>({
         kind: 'streams',
         streams: STREAMS,
@@ -1227,6 +1241,11 @@ try {
         deadlineMs: 60_000,
         ...(targets[name]?.(name === 'direct' ? 'paced-64-20' : 'bench/paced', true) as LoadRequest),
       });
+      // Connections the kernel dropped because the accept queue was full (the whole machine's count:
+      // other work adds to it, a burst of this size dominates it).
+      const overflows1 = listenOverflows();
+      if (overflows0 && overflows1)
+        (runs[name] as Record<string, unknown>).listenOverflows = overflows1.overflows - overflows0.overflows;
       log(`streams ${STREAMS} ${name}: ${JSON.stringify(runs[name])}`);
     }
     results.concurrentStreams = {
