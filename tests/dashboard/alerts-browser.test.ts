@@ -4,30 +4,19 @@
  * presses "Send test", and the delivery log shows the receiver's answer; the receiver verifies the
  * Standard Webhooks signature with that secret. A viewer sees the page without the buttons that change.
  */
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserUnavailable, launchChromium, openPage, signInPage } from '../support/browser';
 import { startTestDashboard, type TestDashboard, type TestUser } from '../support/dashboard';
 import { type Stack, startStack } from '../support/stack';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 let stack: Stack;
 let dash: TestDashboard;
 let browser: Browser;
-const got: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
-const receiver = createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => {
-    body += c.toString();
-  });
-  req.on('end', () => {
-    got.push({ headers: req.headers, body });
-    res.statusCode = 202;
-    res.end();
-  });
-});
+const receiver = new WebhookReceiver(202);
+const got = receiver.got;
 
 /** Signs in and opens the Alerts page. */
 async function signIn(p: Page, user: TestUser) {
@@ -38,14 +27,14 @@ async function signIn(p: Page, user: TestUser) {
 
 describe.skipIf(browserUnavailable)('the Alerts page in Chromium', () => {
   beforeAll(async () => {
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    await receiver.start();
     stack = await startStack({ billingEnv: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1' } });
     dash = await startTestDashboard(stack);
     browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
-    receiver.close();
+    await receiver.stop();
     await browser?.close();
     await dash?.close();
     await stack?.close();
@@ -55,7 +44,7 @@ describe.skipIf(browserUnavailable)('the Alerts page in Chromium', () => {
     const owner = await dash.createUser(stack.account.id, 'owner');
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
     await signIn(page, owner);
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alerts`;
+    const url = receiver.url('/alerts');
     const form = page.getByRole('form', { name: 'Add a webhook' });
     await form.getByLabel('URL').fill(url);
     await form.getByLabel(/Thresholds/).fill('25, 75');

@@ -12,12 +12,13 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { freePort } from '@tollgate/testkit';
 import Provider from 'oidc-provider';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserUnavailable, launchChromium } from '../support/browser';
 import { startTestDashboard, type TestDashboard } from '../support/dashboard';
-import { freePort, type Stack, startStack } from '../support/stack';
+import { type Stack, startStack } from '../support/stack';
 
 let stack: Stack;
 let dash: TestDashboard;

@@ -8,8 +8,9 @@ import { accountPath, decimalString, unknownParameter, uuid } from './common';
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 const granularity = z.enum(['hour', 'day', 'total'], { error: 'expected hour, day or total' });
-const groupBy = z.enum(['model', 'app', 'key', 'provider', 'none'], {
-  error: 'expected model, app, key, provider or none',
+/** `team` (issue 29): per the key's current team (`group` the team id, null: keys without a team). */
+const groupBy = z.enum(['model', 'app', 'key', 'team', 'provider', 'none'], {
+  error: 'expected model, app, key, team, provider or none',
 });
 /** Most buckets one query may ask for (hourly: 31 days; daily: ~3 years). */
 const MAX_SPAN_MS: Record<z.output<typeof granularity>, number> = {
@@ -22,7 +23,7 @@ const MAX_SPAN_MS: Record<z.output<typeof granularity>, number> = {
 export const usageRowSchema = z.object({
   /** Start of the hour/day bucket; null for granularity `total`. */
   bucket: z.string().nullable(),
-  /** The group's value (model, app, key id, provider); null for `none` and for requests without an app. */
+  /** The group's value (model, app, key id, team id, provider); null for `none`, requests without an app, keys without a team. */
   group: z.string().nullable(),
   requests: z.number().int(),
   tokens_prompt: z.number().int(),

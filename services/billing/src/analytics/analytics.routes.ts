@@ -10,7 +10,7 @@ import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
 import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
-import { activityByTeam } from './by-team';
+import { activityByTeam, usageByTeam } from './by-team';
 import { percentile, tokensPerSecond } from './latency';
 import { type LatencyRow, queryLatency } from './latency.repository';
 
@@ -98,20 +98,23 @@ export function analyticsRoutes(deps: {
       const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
       const from = floorTo(q.from, unit);
       const to = ceilTo(q.to, unit);
+      const byTeam = q.group_by === 'team';
       const query = {
         accountId,
         from,
         to,
         granularity: q.granularity,
-        groupBy: q.group_by,
+        // By team: read per key, then summed per the key's team (by-team.ts).
+        groupBy: q.group_by === 'team' ? ('key' as const) : q.group_by,
         filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
       };
       // Grouped answers hold the top `limit` groups by cost from `offset` (never every X-Title).
-      const { rows, more } = await queryUsage(deps.db, {
+      const read = await queryUsage(deps.db, {
         ...query,
-        rank: q.group_by === 'none' ? undefined : { limit: q.limit, offset: q.offset },
+        rank: q.group_by === 'none' || byTeam ? undefined : { limit: q.limit, offset: q.offset },
       });
-      const nextOffset = more ? q.offset + q.limit : null;
+      const rows = byTeam ? await usageByTeam(read.rows, deps.owners) : read.rows;
+      const nextOffset = read.more && !byTeam ? q.offset + q.limit : null;
       const answer: z.input<typeof accountUsage.response> = {
         data: {
           from: from.toISOString(),

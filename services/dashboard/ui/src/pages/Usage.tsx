@@ -6,7 +6,7 @@ import { ErrorsSection } from './usage/Errors';
 import { LatencyTable } from './usage/Latency';
 import { UsageChart } from './usage/UsageChart';
 import { UsageTable } from './usage/UsageTable';
-import { DAY, GROUP_BYS, type GroupBy, RANGES, usageWindow } from './usage/usage-data';
+import { DAY, GROUP_BYS, type GroupBy, utcDayOf, viewWindow } from './usage/usage-data';
 import { useUsage } from './usage/useUsage';
 
 /** `?group_by=` of the page's address, when it names a grouping (default: by model). */
@@ -18,18 +18,20 @@ const groupByOf = (params: URLSearchParams): GroupBy => {
 /**
  * Usage: spend, requests or tokens per bucket and group (usage/UsageChart.tsx), the totals per group
  * (usage/UsageTable.tsx), latency percentiles (usage/Latency.tsx) and errors (usage/Errors.tsx) of
- * the range the controls pick (usage/Controls.tsx); the data comes from usage/useUsage.ts.
+ * the range the controls pick (usage/Controls.tsx); the data comes from usage/useUsage.ts. A team
+ * viewer (`member`) sees their teams' totals: grouped by team (the server answers only their teams'
+ * rows), without the account-wide latency and errors.
  */
-export function UsagePage(props: { params: URLSearchParams }) {
+export function UsagePage(props: { params: URLSearchParams; member?: boolean }) {
   const [view, setView] = useState<UsageView>(() => ({
     range: '30d',
     granularity: 'day',
-    groupBy: groupByOf(props.params),
+    fromDay: utcDayOf(Date.now() - 6 * DAY),
+    toDay: utcDayOf(Date.now()),
+    groupBy: props.member ? 'team' : groupByOf(props.params),
     metric: 'cost',
   }));
-  const days = RANGES[view.range];
-  const granularity = days > 31 ? 'day' : view.granularity;
-  const { unit, from, to } = usageWindow(days, granularity);
+  const { unit, from, to, granularity, error } = viewWindow(view);
   const query = `from=${from.toISOString()}&to=${to.toISOString()}&granularity=${granularity}&group_by=${view.groupBy}`;
   const data = useUsage(query, view.groupBy, view.metric, {
     from: from.toISOString(),
@@ -51,9 +53,18 @@ export function UsagePage(props: { params: URLSearchParams }) {
         </a>
       }
     >
-      <UsageControls view={view} onChange={setView} />
-      <p className="muted small">
-        Buckets are UTC {granularity === 'hour' ? 'hours' : 'days'}; a range ends with the current one.
+      <UsageControls
+        view={view}
+        daysOnly={to.getTime() - from.getTime() > 31 * DAY}
+        error={error}
+        onChange={setView}
+        fixedGroup={props.member}
+      />
+      <p className="muted small" data-testid="usage-range">
+        {from.toISOString().slice(0, 16).replace('T', ' ')} –{' '}
+        {to.toISOString().slice(0, 16).replace('T', ' ')} UTC. Buckets are UTC{' '}
+        {granularity === 'hour' ? 'hours' : 'days'}
+        {view.range === 'custom' ? '.' : '; a range ends with the current one.'}
       </p>
       <ErrorBox error={data.usage.error} onRetry={() => data.usage.refetch()} />
       <UsageChart
@@ -70,12 +81,16 @@ export function UsagePage(props: { params: URLSearchParams }) {
         </p>
       ) : null}
       <UsageTable totals={data.totals} groupBy={view.groupBy} loading={data.usage.isPending} />
-      <LatencyTable
-        from={new Date(Math.max(from.getTime(), to.getTime() - 31 * DAY)).toISOString()}
-        to={to.toISOString()}
-        groupBy={view.groupBy === 'provider' ? 'provider' : 'model'}
-      />
-      <ErrorsSection from={from.toISOString()} to={to.toISOString()} />
+      {!props.member && (
+        <>
+          <LatencyTable
+            from={new Date(Math.max(from.getTime(), to.getTime() - 31 * DAY)).toISOString()}
+            to={to.toISOString()}
+            groupBy={view.groupBy === 'provider' ? 'provider' : 'model'}
+          />
+          <ErrorsSection from={from.toISOString()} to={to.toISOString()} />
+        </>
+      )}
     </Page>
   );
 }

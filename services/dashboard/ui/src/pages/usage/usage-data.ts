@@ -6,12 +6,15 @@ import type { UsageRow } from '../../api';
  */
 
 export type Metric = 'cost' | 'requests' | 'tokens';
-export type GroupBy = 'none' | 'model' | 'app' | 'key' | 'provider';
-export const GROUP_BYS: readonly GroupBy[] = ['none', 'model', 'app', 'key', 'provider'];
+export type GroupBy = 'none' | 'model' | 'app' | 'key' | 'team' | 'provider';
+export const GROUP_BYS: readonly GroupBy[] = ['none', 'model', 'app', 'key', 'team', 'provider'];
 
 export const DAY = 86_400_000;
 export const RANGES = { '24h': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
-export type Range = keyof typeof RANGES;
+/** A preset (the last N days up to now) or `custom`: whole UTC days picked in the controls. */
+export type Range = keyof typeof RANGES | 'custom';
+/** Longest custom range (the usage API's bound for daily buckets). */
+const MAX_CUSTOM_DAYS = 1100;
 
 /** Groups the chart stacks by name (the rest summed as "other"). */
 export const CHART_SERIES = 8;
@@ -31,11 +34,50 @@ const metricOf = (r: UsageRow, m: Metric) =>
   m === 'cost' ? Number(r.cost) : m === 'requests' ? r.requests : r.tokens_prompt + r.tokens_completion;
 
 /** Whole hours or days up to the end of the current one, `days` long. */
-export function usageWindow(days: number, granularity: 'hour' | 'day', now = Date.now()) {
+function usageWindow(days: number, granularity: 'hour' | 'day', now = Date.now()) {
   const unit = granularity === 'hour' ? 3_600_000 : DAY;
   const to = new Date(Math.ceil((now + 1) / unit) * unit);
   const from = new Date(to.getTime() - days * DAY);
   return { unit, from, to };
+}
+
+/** `YYYY-MM-DD` of the UTC day `ms` falls in. */
+export const utcDayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * A custom range: the UTC days `fromDay` to `toDay` inclusive (`YYYY-MM-DD`, the date inputs' values),
+ * as instants [from, to); or why it is not a range.
+ */
+export function dayWindow(fromDay: string, toDay: string): { from: Date; to: Date } | { error: string } {
+  const from = Date.parse(`${fromDay}T00:00:00Z`);
+  const last = Date.parse(`${toDay}T00:00:00Z`);
+  if (Number.isNaN(from) || Number.isNaN(last)) return { error: 'Pick both days of the range.' };
+  if (last < from) return { error: 'The range ends before it starts: pick a "to" day on or after "from".' };
+  const to = last + DAY;
+  if (to - from > MAX_CUSTOM_DAYS * DAY) return { error: `A range is at most ${MAX_CUSTOM_DAYS} days.` };
+  return { from: new Date(from), to: new Date(to) };
+}
+
+/**
+ * The window the page shows: a preset's last N days up to the end of the current bucket, or a custom
+ * range of whole UTC days; hourly buckets only up to 31 days (the API's bound), else daily.
+ */
+export function viewWindow(
+  view: { range: Range; granularity: 'hour' | 'day'; fromDay: string; toDay: string },
+  now = Date.now(),
+): { unit: number; from: Date; to: Date; granularity: 'hour' | 'day'; error: string | null } {
+  if (view.range !== 'custom') {
+    const days = RANGES[view.range];
+    const granularity = days > 31 ? 'day' : view.granularity;
+    return { ...usageWindow(days, granularity, now), granularity, error: null };
+  }
+  const w = dayWindow(view.fromDay, view.toDay);
+  if ('error' in w) {
+    // Nothing valid picked yet: the last 7 days meanwhile (the controls say what is wrong).
+    return { ...usageWindow(7, view.granularity, now), granularity: view.granularity, error: w.error };
+  }
+  const granularity = w.to.getTime() - w.from.getTime() > 31 * DAY ? 'day' : view.granularity;
+  return { unit: granularity === 'hour' ? 3_600_000 : DAY, ...w, granularity, error: null };
 }
 
 /** One row per group, the most spend first (then the most requests). */

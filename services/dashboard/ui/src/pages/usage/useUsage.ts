@@ -4,21 +4,30 @@ import { useCallback, useMemo } from 'react';
 import { get } from '../../api';
 import { CHART_SERIES, chartPoints, type GroupBy, type Metric, totalsOf } from './usage-data';
 
-/** The label of a group: a key's name, `(no X-Title)` for an app without one. */
+/** The label of a group: a key's or team's name, `(no X-Title)` for an app without one. */
 function useGroupLabel(groupBy: GroupBy) {
   const keys = useQuery({
     queryKey: ['keys', true],
     queryFn: async () => (await get<DashboardAnswer<'keys'>>('/api/keys?include_revoked=true')).data,
     enabled: groupBy === 'key',
   });
-  const keyName = useMemo(() => new Map((keys.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);
+  const teams = useQuery({
+    queryKey: ['teams'],
+    queryFn: async () => (await get<DashboardAnswer<'teams'>>('/api/teams')).data,
+    enabled: groupBy === 'team',
+  });
+  const names = useMemo(() => {
+    const byId = new Map((keys.data ?? []).map((k) => [k.hash, k.name]));
+    for (const t of teams.data ?? []) byId.set(t.id, t.name);
+    return byId;
+  }, [keys.data, teams.data]);
   return useCallback(
     (g: string | null) => {
       if (groupBy === 'none') return 'All';
-      if (g === null) return groupBy === 'app' ? '(no X-Title)' : '—';
-      return groupBy === 'key' ? (keyName.get(g) ?? g.slice(0, 8)) : g;
+      if (g === null) return groupBy === 'app' ? '(no X-Title)' : groupBy === 'team' ? '(no team)' : '—';
+      return groupBy === 'key' || groupBy === 'team' ? (names.get(g) ?? g.slice(0, 8)) : g;
     },
-    [groupBy, keyName],
+    [groupBy, names],
   );
 }
 
