@@ -79,6 +79,19 @@ describe('proxy config', () => {
     // Nothing calls the proxy with a service token: it trusts no service key.
     expect('SERVICE_PUBLIC_KEYS' in loadConfig({})).toBe(false);
   });
+
+  it('opt-in bodies: default redaction patterns, a JSON array of its own, or none; an invalid one is named', () => {
+    const defaults = loadConfig({});
+    expect(defaults.BODIES_MAX_BYTES).toBe(32_768);
+    expect(defaults.BODIES_REDACT.length).toBeGreaterThan(0);
+    expect('mail me@example.com'.replace(defaults.BODIES_REDACT.at(-1) as RegExp, 'X')).toBe('mail X');
+    const own = loadConfig({ BODIES_REDACT: String.raw`["\\d{3}-\\d{4}"]`, BODIES_MAX_BYTES: '1024' });
+    expect(own.BODIES_REDACT.map((r) => r.source)).toEqual([String.raw`\d{3}-\d{4}`]);
+    expect(loadConfig({ BODIES_REDACT: '[]' }).BODIES_REDACT).toEqual([]);
+    expect(() => loadConfig({ BODIES_REDACT: '["(unclosed"]' })).toThrow(/BODIES_REDACT[\s\S]*unclosed/);
+    expect(() => loadConfig({ BODIES_REDACT: '"sk-"' })).toThrow(/BODIES_REDACT[\s\S]*JSON array/);
+    expect(() => loadConfig({ BODIES_MAX_BYTES: '10' })).toThrow(/BODIES_MAX_BYTES/);
+  });
 });
 
 describe('configEnv', () => {
