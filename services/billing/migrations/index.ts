@@ -15,6 +15,7 @@ import * as alerts from './2026_11_27_100000_alerts';
 import * as refusals from './2026_11_27_110000_refusals';
 import * as latencyRollups from './2026_11_27_120000_latency_rollups';
 import * as generationBodies from './2026_11_27_141000_generation_bodies';
+import * as usageAccountHourly from './2026_11_27_150000_usage_account_hourly';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_110000_refusals': refusals,
   '2026_11_27_120000_latency_rollups': latencyRollups,
   '2026_11_27_141000_generation_bodies': generationBodies,
+  '2026_11_27_150000_usage_account_hourly': usageAccountHourly,
 };

@@ -38,12 +38,26 @@ export const GROUP_COLUMN = {
 const DAY_MS = 86_400_000;
 const isDay = (d: Date) => d.getTime() % DAY_MS === 0;
 
-/** The table, time column and bounds a query reads (daily roll-ups for whole days). */
+/** No filter at all: the whole account's traffic. */
+const unfiltered = (q: UsageQuery) => {
+  const f = q.filters ?? {};
+  return !f.keyId && !f.model && f.app === undefined && !f.provider;
+};
+
+/**
+ * The table, time column and bounds a query reads: daily roll-ups for whole days; hours of the
+ * whole account without grouping or filters from `usage_account_hourly` (one row per hour).
+ */
 export function source(q: UsageQuery) {
   const daily = q.granularity === 'day' || (q.granularity === 'total' && isDay(q.from) && isDay(q.to));
+  const wholeAccount = !daily && q.groupBy === 'none' && unfiltered(q);
   return {
     daily,
-    table: daily ? sql`billing.usage_daily` : sql`billing.usage_hourly`,
+    table: daily
+      ? sql`billing.usage_daily`
+      : wholeAccount
+        ? sql`billing.usage_account_hourly`
+        : sql`billing.usage_hourly`,
     time: daily ? sql.ref('day') : sql.ref('hour'),
     lower: daily ? sql`${q.from.toISOString().slice(0, 10)}::date` : sql`${q.from}::timestamptz`,
     upper: daily ? sql`${q.to.toISOString().slice(0, 10)}::date` : sql`${q.to}::timestamptz`,
@@ -68,6 +82,7 @@ const USAGE_COLUMNS = sql.raw(`key_id, model, app, provider_name, requests, toke
  */
 function splitTotal(q: UsageQuery) {
   if (q.granularity !== 'total' || (isDay(q.from) && isDay(q.to))) return null;
+  if (q.groupBy === 'none' && unfiltered(q)) return null; // usage_account_hourly: one row per hour
   const firstDay = new Date(Math.ceil(q.from.getTime() / DAY_MS) * DAY_MS);
   const lastDay = new Date(Math.floor(q.to.getTime() / DAY_MS) * DAY_MS);
   if (lastDay <= firstDay) return null;

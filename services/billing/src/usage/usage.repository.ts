@@ -65,6 +65,18 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
         requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
         tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
       on conflict (account_id, hour, key_id, model, app, provider_name) do update set ${sql.raw(rollupSums)}
+    ), account_hourly as (
+      -- The same increments summed per (account, hour), in primary key order (the lock order).
+      insert into billing.usage_account_hourly as t (account_id, hour, requests, tokens_prompt, tokens_completion,
+        tokens_cached, tokens_cache_write, tokens_reasoning, cost, errors)
+      select account_id, bucket::timestamptz, sum(requests), sum(tokens_prompt), sum(tokens_completion),
+        sum(tokens_cached), sum(tokens_cache_write), sum(tokens_reasoning), sum(cost), sum(errors)
+      from json_to_recordset(${json(s.hourly)}) as r(
+        account_id uuid, bucket text, requests bigint, tokens_prompt bigint, tokens_completion bigint,
+        tokens_cached bigint, tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
+      group by 1, 2
+      order by 1, 2
+      on conflict (account_id, hour) do update set ${sql.raw(rollupSums)}
     ), daily as (
       insert into billing.usage_daily as t (day, ${sql.raw(rollupColumns)})
       select bucket::date, ${sql.raw(rollupColumns)}
