@@ -26,7 +26,17 @@ import {
 } from '../support/dashboard';
 import { MODEL, type Stack, startStack } from '../support/stack';
 
-const PAGES = ['overview', 'keys', 'usage', 'generations', 'credits', 'models', 'users'] as const;
+const PAGES = [
+  'overview',
+  'keys',
+  'usage',
+  'generations',
+  'credits',
+  'models',
+  'users',
+  'alerts',
+  'audit',
+] as const;
 
 const CAFE = 'Café bot ✓';
 const LONG = `Long title ${'x'.repeat(289)}`;
