@@ -89,7 +89,7 @@ export const accountUsage = {
 } as const;
 export type AccountUsageQuery = z.input<typeof accountUsage.query>;
 
-/** Percentiles of one latency measure (ms), read from the roll-ups' histograms (±20 %). */
+/** Average and percentiles of one latency measure (ms), read from the roll-ups' histograms (±20 %). */
 const latencyFigures = z.object({
   avg: z.number().nullable(),
   p50: z.number().nullable(),
@@ -141,7 +141,16 @@ export const accountLatency = {
           error_rate: z.number(),
           ttft_ms: latencyFigures,
           total_ms: latencyFigures,
-          /** Completion tokens per second of generation after the first token (null: none). */
+          /**
+           * The time the gateway itself added (ms, to the µs: 0.412), over the requests whose record
+           * carries it (`overhead_requests`; records of proxies before it existed have none).
+           */
+          gateway_overhead_ms: latencyFigures,
+          overhead_requests: z.number().int(),
+          /**
+           * Completion tokens per second of generation: after the first token when streamed, over the
+           * whole time when not (null: none).
+           */
           tokens_per_second: z.number().nullable(),
         }),
       ),

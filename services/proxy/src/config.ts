@@ -221,3 +221,18 @@ export const spoolDir = (config: Pick<ProxyConfig, 'STATE_DIR' | 'SPOOL_DIR'>): 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProxyConfig {
   return load(proxyEnv, env);
 }
+
+/**
+ * The environment that loads back into `config` (a test starting a second proxy like a first one):
+ * every value as its env text — the redaction patterns as the JSON array of their sources, an absent
+ * value as empty.
+ */
+export function configEnv(config: ProxyConfig): Record<string, string> {
+  const text = (v: unknown): string => {
+    if (v === undefined || v === null) return '';
+    if (Array.isArray(v) && v.length > 0 && v.every((x) => x instanceof RegExp))
+      return JSON.stringify(v.map((x: RegExp) => x.source));
+    return String(v);
+  };
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, text(v)]));
+}

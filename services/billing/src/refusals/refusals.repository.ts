@@ -169,7 +169,8 @@ export interface ErrorsQuery {
 }
 
 /**
- * The answered requests (and those that ended with an upstream error) from the usage roll-ups, and
+ * The answered requests (and those that ended with an upstream error) from the latency roll-ups
+ * (the usage roll-ups' counts without the per-app split: a quarter of the rows or fewer), and
  * the refusals by error type and status class from the refusal roll-ups, per bucket and group. Day
  * and whole-range queries over whole days read the daily tables.
  */
@@ -192,7 +193,7 @@ export async function queryErrors(
   const [answered, refused] = await Promise.all([
     sql<ErrorsRow>`
       select ${bucket} as bucket, ${group} as group, sum(requests) as requests, sum(errors) as errors
-      from ${sql.table(`billing.usage_${suffix}`)} where ${where}
+      from ${sql.table(`billing.latency_${suffix}`)} where ${where}
       group by 1, 2 order by 1, 2`.execute(db),
     sql<RefusedRow>`
       select ${bucket} as bucket, ${group} as group, error_type, status_class, sum(refused) as refused
