@@ -3,6 +3,7 @@
  * crossing with 2 proxies and 2 billing workers running, survives being down for a minute (delivered
  * after), and every delivery's Standard Webhooks signature verifies with the library's verifier.
  */
+import { randomUUID } from 'node:crypto';
 import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { toDecimal, toUnits } from '@tollgate/money';
 import { freePort } from '@tollgate/testkit';
@@ -60,6 +61,8 @@ describe('spend alerts across replicas (issue 29)', () => {
       headers: {
         [SERVICE_TOKEN_HEADER]: await devServiceSigner('dashboard').sign('billing'),
         'content-type': 'application/json',
+        // The owner acting, as the dashboard names them (billing audits endpoint changes).
+        'x-tollgate-actor-user': randomUUID(),
       },
       body: JSON.stringify({ url: receiver.url('/tollgate-alerts'), thresholds: [25, 50, 75] }),
     });

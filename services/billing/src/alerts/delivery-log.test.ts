@@ -21,6 +21,7 @@ import { loadConfig } from '../config';
 import { pruneDeliveryLog } from './retention';
 
 let s: TestBillingStack;
+const ACTING_USER = randomUUID();
 let receiver: Server;
 let url: string;
 /** Every request the receiver got, by the path it was sent to. */
@@ -55,7 +56,8 @@ afterAll(async () => {
 const api = async (path: string, init: { method?: string; body?: unknown } = {}) =>
   fetch(`${s.billing.url}${path}`, {
     method: init.method ?? 'GET',
-    headers: await serviceHeaders('dashboard'),
+    // The dashboard names the user acting on every call (billing's audit log of endpoint changes).
+    headers: { ...(await serviceHeaders('dashboard')), 'x-tollgate-actor-user': ACTING_USER },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
 

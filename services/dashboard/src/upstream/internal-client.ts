@@ -60,7 +60,7 @@ export interface Acting {
   address: string;
 }
 
-const actingHeaders = (a: Acting): Record<string, string> => ({
+export const actingHeaders = (a: Acting): Record<string, string> => ({
   [ACTOR_USER_HEADER]: a.userId,
   [CLIENT_ADDRESS_HEADER]: a.address,
 });
