@@ -1,23 +1,15 @@
 import { z } from 'zod';
-import { isoDate, limitParam } from './billing-params';
+import { checkRange, isoDate, limitParam, MAX_SPAN_MS } from './billing-params';
 import { accountPath, decimalString, unknownParameter, uuid } from './common';
 
 // ---------------------------------------------------------------------------------------------------
 // The dashboard's reads (caller: dashboard; the account is in the path).
 
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 const granularity = z.enum(['hour', 'day', 'total'], { error: 'expected hour, day or total' });
 /** `team` (issue 29): per the key's current team (`group` the team id, null: keys without a team). */
 const groupBy = z.enum(['model', 'app', 'key', 'team', 'provider', 'none'], {
   error: 'expected model, app, key, team, provider or none',
 });
-/** Most buckets one query may ask for (hourly: 31 days; daily: ~3 years). */
-const MAX_SPAN_MS: Record<z.output<typeof granularity>, number> = {
-  hour: 31 * DAY_MS,
-  day: 1100 * DAY_MS,
-  total: 1100 * DAY_MS,
-};
 
 /** One analytics row: counts as numbers, cost as an exact decimal string (USD). */
 export const usageRowSchema = z.object({
@@ -61,19 +53,9 @@ export const accountUsage = {
       },
       unknownParameter,
     )
-    .superRefine((q, ctx) => {
-      // zod runs this even when a field failed: only compare real dates.
-      if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
-      if (q.to.getTime() <= q.from.getTime())
-        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
-      else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS[q.granularity]) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['to'],
-          message: `range too long for granularity ${q.granularity}`,
-        });
-      }
-    }),
+    .superRefine((q, ctx) =>
+      checkRange(q, ctx, MAX_SPAN_MS[q.granularity], `range too long for granularity ${q.granularity}`),
+    ),
   /** `from`/`to`: the range widened to whole buckets. */
   response: z.object({
     data: z.object({
@@ -120,13 +102,7 @@ export const accountLatency = {
       },
       unknownParameter,
     )
-    .superRefine((q, ctx) => {
-      if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
-      if (q.to.getTime() <= q.from.getTime())
-        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
-      else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS.hour)
-        ctx.addIssue({ code: 'custom', path: ['to'], message: 'range too long (at most 31 days)' });
-    }),
+    .superRefine((q, ctx) => checkRange(q, ctx, MAX_SPAN_MS.hour, 'range too long (at most 31 days)')),
   response: z.object({
     data: z.object({
       from: z.string(),
