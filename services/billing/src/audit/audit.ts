@@ -1,9 +1,9 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { accountParams, auditQuery } from '@tollgate/contracts';
-import type { AuditActorKind } from '@tollgate/db';
+import { type AuditActorKind, listAuditLog } from '@tollgate/db';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../database';
 
 type Db = Kysely<Database>;
@@ -77,29 +77,7 @@ export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }):
     serviceCaller(deps.verifier, ['dashboard', 'keys']),
     async (req, res) => {
       const { accountId } = parseInput(accountParams, req.params);
-      const q = parseInput(auditQuery, req.query);
-      let query = deps.db.selectFrom('billing.audit_log').selectAll().where('account_id', '=', accountId);
-      if (q.actor_kind) query = query.where('actor_kind', '=', q.actor_kind);
-      if (q.actor_id) query = query.where('actor_id', '=', q.actor_id);
-      if (q.action) query = query.where('action', '=', q.action);
-      if (q.target_id) query = query.where('target_id', '=', q.target_id);
-      if (q.since) query = query.where('at', '>=', new Date(q.since));
-      if (q.until) query = query.where('at', '<', new Date(q.until));
-      if (q.before) query = query.where('id', '<', q.before as never);
-      const rows = await query.orderBy(sql`id`, 'desc').limit(q.limit).execute();
-      res.json({
-        data: rows.map((r) => ({
-          id: r.id,
-          at: r.at.toISOString(),
-          actor: { kind: r.actor_kind, id: r.actor_id },
-          client_address: r.client_address,
-          action: r.action,
-          target: { kind: r.target_kind, id: r.target_id },
-          before: r.before ?? null,
-          after: r.after ?? null,
-        })),
-        next_before: rows.length === q.limit ? (rows[rows.length - 1]?.id ?? null) : null,
-      });
+      res.json(await listAuditLog(deps.db, 'billing', accountId, parseInput(auditQuery, req.query)));
     },
   );
   return router;
