@@ -326,6 +326,8 @@ describe('audit log', () => {
     );
     await stack.addCredits(stack.account.id, '1.5');
     expected.push([stack.account.id, 'credits.grant', 'admin_cli', null, 'billing']);
+    await cli(['accounts', 'set-postpaid', '--account', stack.account.slug]);
+    expected.push([stack.account.id, 'settings.postpaid', 'admin_cli', null, 'billing']);
     // Alert webhooks (billing's settings): made by a management key, changed and removed by the owner.
     const hook = await api('/webhooks', 'POST', { url: 'http://127.0.0.1:9/hook', thresholds: [50] });
     expect(hook.status, describeResponse(hook)).toBe(201);
@@ -354,6 +356,16 @@ describe('audit log', () => {
       expected.push([memberId, a, 'user', ownerId, 'dashboard']);
     await api(`/teams/${team}`, 'DELETE');
     expected.push([team, 'team.delete', 'management_key', managementId, 'keys']);
+    // An owner's invitation, sent again before it was accepted.
+    const invited = await dashboard('POST', '/api/users', {
+      email: `all-${Date.now()}@example.test`,
+      display_name: 'All: invited',
+      role: 'viewer',
+    });
+    expect(invited.status, invited.text).toBe(201);
+    expect((await dashboard('POST', `/api/users/${invited.body.data.id}/sign-in-link`)).status).toBe(201);
+    for (const a of ['user.invite', 'user.reinvite'])
+      expected.push([invited.body.data.id, a, 'user', ownerId, 'dashboard']);
 
     // The same timeline through both doors: the dashboard's `source=all` and `GET /audit`.
     const doors = {
@@ -399,6 +411,7 @@ describe('audit log', () => {
       ['keys', 'key.create'],
       ['keys', 'key.revoke'],
       ['billing', 'credits.grant'],
+      ['billing', 'settings.postpaid'],
       ['dashboard', 'user.invite'],
     ]);
     const hookChange = (await api(`/audit?since=${since}&action=webhook.update`)).body.data[0] as Entry;
