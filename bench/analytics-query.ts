@@ -11,8 +11,9 @@
  *    (the rows the worker writes, batch by batch, in the generation transaction), checked to hold the
  *    same request count and cost as the records.
  * 4. Timed: billing's internal analytics API, 30 days by day grouped by model (and by app, key,
- *    provider, and 30 days by hour), and the latency/errors query (percentiles from the roll-ups'
- *    histograms) by model and by provider, `--runs` times each after a warm-up; p50/p95/max in ms.
+ *    provider, and 30 days by hour), the latency query (percentiles from the latency roll-ups'
+ *    bucket columns) by model and by provider, and the errors query by day and by hour, `--runs`
+ *    times each after a warm-up; p50/p95/max in ms. `--keep` leaves the database for EXPLAIN.
  *    The same query in SQL alone (EXPLAIN ANALYZE execution time) is printed for reference.
  */
 import { randomUUID } from 'node:crypto';
@@ -30,6 +31,8 @@ const { values } = parseArgs({
     apps: { type: 'string', default: '4' },
     providers: { type: 'string', default: '2' },
     runs: { type: 'string', default: '40' },
+    /** Leaves the seeded database in place and prints its URL (for EXPLAIN by hand). */
+    keep: { type: 'boolean', default: false },
   },
 });
 const N = Number(values.generations);
@@ -69,7 +72,7 @@ async function insertGenerations(accountId: string, count: number, keyIds: strin
     `insert into billing.generations (id, account_id, key_id, model, provider_name, upstream_model, upstream_id,
       app, streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
       tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
-      generation_time_ms, error, created_at, finished_at)
+      generation_time_ms, gateway_overhead_us, error, created_at, finished_at)
     select 'gen-bench-' || $1::text || '-' || g,
       $1::uuid,
       ($2::uuid[])[1 + floor(random() * ${keyIds.length})::int],
@@ -82,6 +85,7 @@ async function insertGenerations(accountId: string, count: number, keyIds: strin
       100 + g % 900, 20 + g % 400, g % 50, 0, g % 30,
       ((g % 997) + 1) * 0.0000001375,
       false, 'provider', 50 + (g * 7919) % 2000, 50 + (g * 7919) % 2000 + 200 + g % 5000,
+      200 + (g * 104729) % 3000,
       case when g % 50 = 0 then '{"code": 502, "message": "upstream failed"}'::jsonb end,
       $3::timestamptz + (g::double precision / ${count}) * interval '30 days',
       $3::timestamptz + (g::double precision / ${count}) * interval '30 days'
@@ -96,39 +100,74 @@ function ms(start: bigint) {
 
 console.log(`inserting ${N} generations (+${Math.floor(N / 10)} of another account)…`);
 let start = process.hrtime.bigint();
+// generations is partitioned by month of created_at: the months the 30 days cover, as billing makes them.
+await billing.partitions.ensureFor([t0.toISOString(), now.toISOString()]);
 await insertGenerations(account, N, keys);
 await insertGenerations(noise, Math.floor(N / 10), [randomUUID()]);
 console.log(`  inserted in ${(ms(start) / 1000).toFixed(1)} s`);
 
 start = process.hrtime.bigint();
-// 172 k groups × 60 aggregates: in memory, not spilled to disk (this session only).
+// 172 k groups × 20 aggregates: in memory, not spilled to disk (this session only).
 await db.query(`set work_mem = '512MB'`);
 // The latency histograms' buckets as services/billing/src/analytics/latency.ts draws them (bench only).
-await db.query(`create function pg_temp.lat_bucket(ms bigint) returns int language sql immutable as
-  $$ select case when ms < 25 then 0 else least(24, floor(2 * ln(ms / 25.0::float8) / ln(2.0::float8))::int + 1) end $$`);
-/** `array[count(*) filter (where <column> = 0), …, (= 24)]`: a histogram in one pass. */
-const histOf = (column: string) =>
-  `array[${Array.from({ length: 25 }, (_, k) => `count(*) filter (where ${column} = ${k})`).join(', ')}]`;
-const rollupColumns = `account_id, key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion,
-  tokens_cached, tokens_cache_write, tokens_reasoning, cost, ttft_ms, total_ms, ttft_hist, total_hist, errors`;
+await db.query(`create function pg_temp.lat_bucket(v bigint) returns int language sql immutable as
+  $$ select case when v < 25 then 0 else least(24, floor(2 * ln(v / 25.0::float8) / ln(2.0::float8))::int + 1) end $$`);
+const usageColumns = `account_id, key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion,
+  tokens_cached, tokens_cache_write, tokens_reasoning, cost, errors`;
 await db.query(`
-  insert into billing.usage_hourly (hour, ${rollupColumns})
+  insert into billing.usage_hourly (hour, ${usageColumns})
   select date_trunc('hour', finished_at, 'UTC'), account_id, key_id, model, coalesce(app, ''), provider_name,
     count(*), sum(tokens_prompt), sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write),
-    sum(tokens_reasoning), sum(total_cost), sum(latency_ms), sum(generation_time_ms),
-    ${histOf('ttft_b')}, ${histOf('total_b')},
-    count(*) filter (where error is not null)
-  from (select *, pg_temp.lat_bucket(latency_ms) as ttft_b, pg_temp.lat_bucket(generation_time_ms) as total_b
-    from billing.generations) g
+    sum(tokens_reasoning), sum(total_cost), count(*) filter (where error is not null)
+  from billing.generations
   group by 1, 2, 3, 4, 5, 6`);
 await db.query(`
-  insert into billing.usage_daily (day, ${rollupColumns})
-  select (hour at time zone 'UTC')::date, account_id, key_id, model, app, provider_name,
-    sum(requests), sum(tokens_prompt), sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write),
-    sum(tokens_reasoning), sum(cost), sum(ttft_ms), sum(total_ms), billing.hist_sum(ttft_hist),
-    billing.hist_sum(total_hist), sum(errors)
+  insert into billing.usage_daily (day, ${usageColumns})
+  select (hour at time zone 'UTC')::date, ${usageColumns.replace(/(requests|tokens_\w+|cost|errors)/g, 'sum($1)')}
   from billing.usage_hourly
   group by 1, 2, 3, 4, 5, 6`);
+await db.query(`
+  insert into billing.usage_account_hourly
+  select account_id, hour, ${usageColumns
+    .split(',')
+    .slice(5)
+    .map((c) => `sum(${c.trim()})`)
+    .join(', ')}
+  from billing.usage_hourly
+  group by account_id, hour`);
+// The latency roll-ups: the same records per (hour, key, model, provider), one bucket column each.
+const hists = { ttft: 'ttft_b', total: 'total_b', overhead: 'overhead_b' } as const;
+const bucketCols = Object.keys(hists).flatMap((h) =>
+  Array.from({ length: 25 }, (_, k) => `${h}_b${String(k).padStart(2, '0')}`),
+);
+const bucketCounts = Object.values(hists).flatMap((b) =>
+  Array.from({ length: 25 }, (_, k) => `count(*) filter (where ${b} = ${k})`),
+);
+const latencyColumns = `account_id, key_id, model, provider_name, requests, errors, tokens_completion, ttft_ms,
+  total_ms, gen_ms, overhead_us, overhead_n, ${bucketCols.join(', ')}`;
+await db.query(`
+  insert into billing.latency_hourly (hour, ${latencyColumns})
+  select date_trunc('hour', finished_at, 'UTC'), account_id, key_id, model, provider_name,
+    count(*), count(*) filter (where error is not null), sum(tokens_completion), sum(latency_ms),
+    sum(generation_time_ms),
+    sum(case when streamed then generation_time_ms - latency_ms else generation_time_ms end),
+    coalesce(sum(gateway_overhead_us), 0), count(gateway_overhead_us), ${bucketCounts.join(', ')}
+  from (select *, pg_temp.lat_bucket(latency_ms) as ttft_b, pg_temp.lat_bucket(generation_time_ms) as total_b,
+      pg_temp.lat_bucket(gateway_overhead_us) as overhead_b
+    from billing.generations) g
+  group by 1, 2, 3, 4, 5`);
+await db.query(`
+  insert into billing.latency_daily (day, ${latencyColumns})
+  select (hour at time zone 'UTC')::date, account_id, key_id, model, provider_name,
+    ${latencyColumns
+      .split(',')
+      .slice(4)
+      .map((c) => `sum(${c.trim()})`)
+      .join(', ')}
+  from billing.latency_hourly
+  group by 1, 2, 3, 4, 5`);
+await db.query('analyze billing.latency_hourly');
+await db.query('analyze billing.latency_daily');
 await db.query('analyze billing.usage_hourly');
 await db.query('analyze billing.usage_daily');
 const { rows: counts } = await db.query<{
@@ -137,16 +176,18 @@ const { rows: counts } = await db.query<{
   requests: string;
   cost: string;
   gen_cost: string;
+  latency_requests: string;
 }>(
   `select (select count(*) from billing.usage_hourly where account_id = $1)::text as rollups,
     (select count(*) from billing.usage_daily where account_id = $1)::text as daily,
     (select sum(requests) from billing.usage_hourly where account_id = $1)::text as requests,
     (select sum(cost) from billing.usage_hourly where account_id = $1)::text as cost,
-    (select sum(total_cost) from billing.generations where account_id = $1)::text as gen_cost`,
+    (select sum(total_cost) from billing.generations where account_id = $1)::text as gen_cost,
+    (select sum(requests) from billing.latency_daily where account_id = $1)::text as latency_requests`,
   [account],
 );
 const c = counts[0]!;
-if (Number(c.requests) !== N || c.cost !== c.gen_cost) {
+if (Number(c.requests) !== N || Number(c.latency_requests) !== N || c.cost !== c.gen_cost) {
   throw new Error(`roll-ups disagree with the records: ${JSON.stringify(c)}`);
 }
 console.log(
@@ -191,9 +232,15 @@ await timeQuery('by day, grouped by key', 'granularity=day&group_by=key');
 await timeQuery('by day, grouped by provider', 'granularity=day&group_by=provider');
 await timeQuery('total, grouped by model', 'granularity=total&group_by=model');
 await timeQuery('by hour, no grouping', 'granularity=hour&group_by=none');
+// Grouped hours read every (key, model, app, provider) row of every hour: not served by a coarser table.
+await timeQuery('by hour, grouped by model', 'granularity=hour&group_by=model');
 // Errors and latency: percentiles from the roll-ups' histograms (GET …/latency reads the hourly table).
 await timeQuery('latency + errors by model', 'group_by=model', 'latency');
 await timeQuery('latency + errors by provider', 'group_by=provider', 'latency');
+await timeQuery('latency, one key, by model', `group_by=model&key_id=${keys[0]}`, 'latency');
+// Errors and refusals per bucket (GET …/errors: requests and upstream errors from the latency roll-ups).
+await timeQuery('errors by day, grouped by key', 'granularity=day&group_by=key', 'errors');
+await timeQuery('errors by hour, no grouping', 'granularity=hour&group_by=none', 'errors');
 
 const { rows: plan } = await db.query<{ 'QUERY PLAN': string }>(
   `explain (analyze, format text)
@@ -212,4 +259,5 @@ console.log(
 await db.end();
 await billing.close();
 await redis.cleanup();
-await database.drop();
+if (values.keep) console.log(`kept: ${database.url} (account ${account})`);
+else await database.drop();

@@ -25,7 +25,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -33,10 +32,11 @@ import { fileURLToPath } from 'node:url';
 import { createServiceSigner, generateServiceKeyPair, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
-import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
+import { createTestAmqp, createTestDatabase, createTestRedis, freePort } from '@tollgate/testkit';
 import pg from 'pg';
 import { processSettings } from '../services/proxy/src/runtime';
 import { createServiceLogins } from '../tests/support/logins';
+import { type CountsResult, measureCounts } from './compare/counts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The test kit's names (database, Redis prefix, RabbitMQ prefix) carry this run id.
@@ -67,16 +67,6 @@ const log = (line: string) => process.stdout.write(`[${new Date().toISOString().
 // ---------------------------------------------------------------- processes
 
 const children: ChildProcess[] = [];
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => res(port));
-    });
-  });
-}
 
 function spawnProcess(name: string, args: string[], env: Record<string, string>, cwd = root): ChildProcess {
   const child = spawn(process.execPath, args, {
@@ -279,6 +269,30 @@ const pct = (xs: number[], p: number) => {
 };
 const r2 = (n: number) => Math.round(n * 100) / 100;
 const r3 = (n: number) => Math.round(n * 1000) / 1000;
+
+/** TcpExt ListenOverflows of /proc/net/netstat: connections dropped on a full accept queue (null: unknown). */
+function listenOverflows(): { overflows: number } | null {
+  try {
+    const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
+    const head = lines.find((l) => l.startsWith('TcpExt:'))?.split(' ');
+    const values = lines.filter((l) => l.startsWith('TcpExt:'))[1]?.split(' ');
+    const i = head?.indexOf('ListenOverflows') ?? -1;
+    return i > 0 && values ? { overflows: Number(values[i]) } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `INFO commandstats` of a redis-server: command → calls and µs (commands inside scripts counted). */
+function redisCommandStats(port: number): Map<string, { calls: number; usec: number }> {
+  const out = execFileSync('redis-cli', ['-p', String(port), 'info', 'commandstats']).toString();
+  const m = new Map<string, { calls: number; usec: number }>();
+  for (const line of out.split('\n')) {
+    const x = /^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/.exec(line.trim());
+    if (x) m.set(x[1] as string, { calls: Number(x[2]), usec: Number(x[3]) });
+  }
+  return m;
+}
 
 // ---------------------------------------------------------------- setup
 
@@ -715,20 +729,7 @@ try {
 
   // ------------------------------------------------------------ 0. Redis commands per chat request
   if (privateRedis && phase('redis')) {
-    const stats = async () => {
-      const out = execFileSync('redis-cli', [
-        '-p',
-        String(privateRedisPort),
-        'info',
-        'commandstats',
-      ]).toString();
-      const m = new Map<string, { calls: number; usec: number }>();
-      for (const line of out.split('\n')) {
-        const x = /^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/.exec(line.trim());
-        if (x) m.set(x[1] as string, { calls: Number(x[2]), usec: Number(x[3]) });
-      }
-      return m;
-    };
+    const stats = async () => redisCommandStats(privateRedisPort);
     await new Promise((r) => setTimeout(r, 2000));
     const before = await stats();
     const n = 500;
@@ -897,7 +898,7 @@ try {
       )) {
         await quiesce();
         const cpu0 = proxyCpu(name);
-        const r = await load<{ ttfb: number[]; errors: number }>({
+        const r = await load<{ ttfb: number[]; errors: number; errorKinds?: Record<string, number> }>({
           kind: 'rate',
           rate: 500,
           seconds: SECONDS,
@@ -906,7 +907,7 @@ try {
         });
         ttfb[name] = [...(ttfb[name] ?? []), ...r.ttfb];
         log(
-          `round ${round + 1} stream ttfb @500 ${name}: p50 ${r2(pct(r.ttfb, 50))} p99 ${r2(pct(r.ttfb, 99))} ms (errors ${r.errors})${cpuNote(name, cpu0, 500 * SECONDS)}`,
+          `round ${round + 1} stream ttfb @500 ${name}: p50 ${r2(pct(r.ttfb, 50))} p99 ${r2(pct(r.ttfb, 99))} ms (errors ${r.errors}${r.errors ? ` ${JSON.stringify(r.errorKinds)}` : ''})${cpuNote(name, cpu0, 500 * SECONDS)}`,
         );
       }
     }
@@ -990,6 +991,55 @@ try {
       log(`cpu @${CPU_RATE} ${label}: ${JSON.stringify(cpu[label])}`);
     }
     results.cpuAtFixedRate = { rate: CPU_RATE, seconds, ...cpu };
+  }
+
+  // ------------------------------------------------------------ 3b. counts per request (issue 30)
+  // Diagnostic (bench/cpu-per-request.ts; not in `make bench`'s default phases): proxy CPU, system
+  // calls by name and per peer, Redis commands per request at a fixed rate, JSON and streamed; with
+  // BENCH_PROXY_B tollgate and tollgate-b alternate, BENCH_ROUNDS times.
+  if (ONLY.includes('counts')) {
+    const n = Number(process.env.BENCH_COUNT_REQUESTS ?? 3000);
+    const rate = Number(process.env.BENCH_COUNT_RATE ?? CPU_RATE);
+    const withStrace = process.env.BENCH_COUNT_STRACE !== '0';
+    const modes = (process.env.BENCH_COUNT_MODES ?? 'json,stream').split(',').map((m) => m === 'stream');
+    const peers = new Map<number, string>([
+      [upstreamPort, 'upstream'],
+      [privateRedisPort, 'redis'],
+      [Number(new URL(amqp.url).port || 5672), 'rabbitmq'],
+      [ports.keys as number, 'keys'],
+      [ports.billing as number, 'billing'],
+    ]);
+    const ctx = {
+      load,
+      quiesce,
+      cpuMs,
+      peers,
+      tmp: join(catalogDir, 'counts'),
+      redisStats: () => (privateRedis ? redisCommandStats(privateRedisPort) : null),
+    };
+    const runs: Record<string, CountsResult[]> = {};
+    const names = proxyB ? ['tollgate', 'tollgate-b'] : ['tollgate'];
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const stream of modes) {
+        for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+          const b = name === 'tollgate-b';
+          const r = await measureCounts(ctx, {
+            pid: (b ? proxyB?.pid : proxy.pid) as number,
+            redisPid: privateRedis?.pid,
+            others: { billing: [billing.pid as number], 'rabbitmq (beam.smp)': pidsOf('beam.smp') },
+            listenPort: (b ? ports.proxyB : ports.proxy) as number,
+            request: targets[name]?.('bench/fast', stream) as LoadRequest,
+            rate,
+            requests: n,
+            strace: withStrace,
+          });
+          const label = `${name} ${stream ? 'stream' : 'json'}`;
+          runs[label] = [...(runs[label] ?? []), r];
+          log(`counts round ${round + 1} ${label}: ${JSON.stringify(r)}`);
+        }
+      }
+    }
+    results.countsPerRequest = { rate, requests: n, strace: withStrace, runs };
   }
 
   // ------------------------------------------------------------ 4. billing
@@ -1182,6 +1232,7 @@ try {
     const runs: Record<string, Record<string, unknown>> = {};
     for (const name of ['direct', 'tollgate'] as const) {
       await quiesce();
+      const overflows0 = listenOverflows();
       runs[name] = await load<Record<string, unknown>>({
         kind: 'streams',
         streams: STREAMS,
@@ -1190,6 +1241,11 @@ try {
         deadlineMs: 60_000,
         ...(targets[name]?.(name === 'direct' ? 'paced-64-20' : 'bench/paced', true) as LoadRequest),
       });
+      // Connections the kernel dropped because the accept queue was full (the whole machine's count:
+      // other work adds to it, a burst of this size dominates it).
+      const overflows1 = listenOverflows();
+      if (overflows0 && overflows1)
+        (runs[name] as Record<string, unknown>).listenOverflows = overflows1.overflows - overflows0.overflows;
       log(`streams ${STREAMS} ${name}: ${JSON.stringify(runs[name])}`);
     }
     results.concurrentStreams = {

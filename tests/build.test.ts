@@ -7,7 +7,6 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { usageTopology } from '@tollgate/events';
@@ -15,6 +14,7 @@ import {
   createTestAmqp,
   createTestDatabase,
   createTestRedis,
+  freePort,
   type TestDatabase,
   type TestRedis,
 } from '@tollgate/testkit';
@@ -23,17 +23,6 @@ import { listServices } from '../infra/build/build';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const services = listServices();
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 interface Running {
   name: string;

@@ -18,6 +18,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@tollgate/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 
@@ -26,14 +27,6 @@ const TOOLS = ['dirname', 'mkdir', 'sleep', 'cat', 'rm', 'head', 'ls'];
 
 let dir: string;
 let servers: Server[] = [];
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 async function listen(port: number): Promise<void> {
   const s = createServer((c) => c.destroy());

@@ -10,9 +10,9 @@ import { usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { createLogger } from '@tollgate/logger';
 import { loadConfig as loadProxyConfig, startProxy } from '@tollgate/proxy';
-import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
+import { createTestAmqp, createTestDatabase, createTestRedis, freePort } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEV_CATALOG_PATH, freePort } from './support/stack';
+import { DEV_CATALOG_PATH } from './support/stack';
 
 type Line = Record<string, unknown>;
 

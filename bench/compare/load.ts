@@ -176,9 +176,17 @@ async function rate(j: Extract<Job, { kind: 'rate' }>) {
   const all = await Promise.all(results);
   agent.destroy();
   const ok = all.filter((t) => t.status === 200 && !t.error);
+  // What the errors were (issue 30: "2 errors of 8,000"): `HTTP <status>` or the socket error.
+  const errorKinds: Record<string, number> = {};
+  for (const t of all) {
+    if (t.status === 200 && !t.error) continue;
+    const kind = t.error ? `${t.error}${t.status ? ` after HTTP ${t.status}` : ''}` : `HTTP ${t.status}`;
+    errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
+  }
   return {
     requests: all.length,
     errors: all.length - ok.length,
+    errorKinds,
     ttfb: ok.map((t) => round(t.ttfb)),
     total: ok.map((t) => round(t.total)),
   };

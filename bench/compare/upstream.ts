@@ -152,7 +152,10 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
-server.listen(Number(process.env.UPSTREAM_PORT ?? 0), '127.0.0.1', () => {
+// The same accept queue as the proxy's (SERVER_LISTEN_BACKLOG): at Node's default 511 a 2,000-stream
+// burst straight at the upstream (and the proxy's provider connections) had handshakes dropped and
+// retried 1 s later, which is not the upstream's speed (issue 30).
+server.listen({ port: Number(process.env.UPSTREAM_PORT ?? 0), host: '127.0.0.1', backlog: 4096 }, () => {
   process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
 });
 process.once('SIGTERM', () => {

@@ -156,6 +156,7 @@ export async function dropRedisUsers(adminUrl: string, users: string[]): Promise
  * `rabbitmqctl` reaches the broker over Erlang distribution; on a loaded host a call can fail to
  * connect or time out although the broker is up, so a failed call is tried again (3 attempts).
  * Every command used here is idempotent or guarded by the caller (`list_users` before `add_user`).
+ * `--` ends the options: a password may start with '-' (base64url), which rabbitmqctl would read as a flag.
  */
 function rabbitmqctl(...args: string[]): string {
   const command = process.env.RABBITMQCTL ?? 'rabbitmqctl';
@@ -190,13 +191,13 @@ export function provisionRabbitmq(
   for (const [service, login] of Object.entries(users)) {
     const p = permissions[service];
     if (!login || !p) continue;
-    if (existing.has(login.user)) rabbitmqctl('change_password', login.user, login.password);
+    if (existing.has(login.user)) rabbitmqctl('change_password', '--', login.user, login.password);
     else {
       try {
-        rabbitmqctl('add_user', login.user, login.password);
+        rabbitmqctl('add_user', '--', login.user, login.password);
       } catch {
         // a retried add_user whose first try did land: the user exists, so set its password
-        rabbitmqctl('change_password', login.user, login.password);
+        rabbitmqctl('change_password', '--', login.user, login.password);
       }
     }
     rabbitmqctl('set_permissions', '-p', vhost, login.user, p.configure, p.write, p.read);

@@ -4,118 +4,85 @@
  * presses "Send test", and the delivery log shows the receiver's answer; the receiver verifies the
  * Standard Webhooks signature with that secret. A viewer sees the page without the buttons that change.
  */
-import { existsSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserUnavailable, launchChromium, openPage, signInPage } from '../support/browser';
 import { startTestDashboard, type TestDashboard, type TestUser } from '../support/dashboard';
 import { type Stack, startStack } from '../support/stack';
-
-const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const UI_BUILT = existsSync(resolve(root, 'services/dashboard/ui/dist/index.html'));
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 let stack: Stack;
 let dash: TestDashboard;
 let browser: Browser;
-const got: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
-const receiver = createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => {
-    body += c.toString();
-  });
-  req.on('end', () => {
-    got.push({ headers: req.headers, body });
-    res.statusCode = 202;
-    res.end();
-  });
-});
+const receiver = new WebhookReceiver(202);
+const got = receiver.got;
 
+/** Signs in and opens the Alerts page. */
 async function signIn(p: Page, user: TestUser) {
-  await p.goto(dash.url);
-  await p.getByLabel('Email').fill(user.email);
-  await p.getByLabel('Password').fill(user.password);
-  await p.getByRole('button', { name: 'Sign in' }).click();
-  await p.getByRole('heading', { name: 'Overview' }).waitFor();
-  await p.goto(`${dash.url}/#/alerts`);
+  await signInPage(p, dash.url, user);
+  await openPage(p, dash.url, 'alerts');
   await p.getByRole('heading', { level: 1, name: 'Alerts' }).waitFor();
 }
 
-// Outside CI a machine without Chromium or a built UI (`make install` builds it) skips; CI never skips.
-describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))(
-  'the Alerts page in Chromium',
-  () => {
-    beforeAll(async () => {
-      await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-      stack = await startStack({ billingEnv: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1' } });
-      dash = await startTestDashboard(stack);
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-        ],
-      });
-    }, 120_000);
+describe.skipIf(browserUnavailable)('the Alerts page in Chromium', () => {
+  beforeAll(async () => {
+    await receiver.start();
+    stack = await startStack({ billingEnv: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1' } });
+    dash = await startTestDashboard(stack);
+    browser = await launchChromium();
+  }, 120_000);
 
-    afterAll(async () => {
-      receiver.close();
-      await browser?.close();
-      await dash?.close();
-      await stack?.close();
-    });
+  afterAll(async () => {
+    await receiver.stop();
+    await browser?.close();
+    await dash?.close();
+    await stack?.close();
+  });
 
-    it('an owner adds a webhook, sees its secret once, sends a signed test and reads the delivery log; a viewer only reads', async () => {
-      const owner = await dash.createUser(stack.account.id, 'owner');
-      const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-      await signIn(page, owner);
-      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alerts`;
-      const form = page.getByRole('form', { name: 'Add a webhook' });
-      await form.getByLabel('URL').fill(url);
-      await form.getByLabel(/Thresholds/).fill('25, 75');
-      await form.getByLabel(/Low-credit/).fill('3');
-      await form.getByRole('button', { name: 'Add' }).click();
-      const shown = page.getByTestId('webhook-secret');
-      await shown.waitFor();
-      const secret = (await shown.textContent())!.trim();
-      expect(secret).toMatch(/^whsec_/);
-      await page.getByRole('button', { name: 'Done' }).click();
-      await expect.poll(() => shown.count()).toBe(0); // shown once: gone from the page
-      const row = page.getByRole('row', { name: new RegExp(url) });
-      await row.waitFor();
-      expect(await row.textContent()).toContain('25 %, 75 %');
+  it('an owner adds a webhook, sees its secret once, sends a signed test and reads the delivery log; a viewer only reads', async () => {
+    const owner = await dash.createUser(stack.account.id, 'owner');
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+    await signIn(page, owner);
+    const url = receiver.url('/alerts');
+    const form = page.getByRole('form', { name: 'Add a webhook' });
+    await form.getByLabel('URL').fill(url);
+    await form.getByLabel(/Thresholds/).fill('25, 75');
+    await form.getByLabel(/Low-credit/).fill('3');
+    await form.getByRole('button', { name: 'Add' }).click();
+    const shown = page.getByTestId('webhook-secret');
+    await shown.waitFor();
+    const secret = (await shown.textContent())!.trim();
+    expect(secret).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await expect.poll(() => shown.count()).toBe(0); // shown once: gone from the page
+    const row = page.getByRole('row', { name: new RegExp(url) });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('25 %, 75 %');
 
-      await row.getByRole('button', { name: 'Send test' }).click();
-      const log = page.getByRole('table', { name: `Delivery log of ${url}` });
-      await log.getByRole('cell', { name: '202', exact: true }).waitFor();
-      expect(await log.textContent()).toContain('webhook.test');
-      expect(got).toHaveLength(1);
-      expect(
-        new Webhook(secret).verify(got[0]!.body, got[0]!.headers as Record<string, string>),
-      ).toMatchObject({
+    await row.getByRole('button', { name: 'Send test' }).click();
+    const log = page.getByRole('table', { name: `Delivery log of ${url}` });
+    await log.getByRole('cell', { name: '202', exact: true }).waitFor();
+    expect(await log.textContent()).toContain('webhook.test');
+    expect(got).toHaveLength(1);
+    expect(new Webhook(secret).verify(got[0]!.body, got[0]!.headers as Record<string, string>)).toMatchObject(
+      {
         type: 'webhook.test',
-      });
-      expect(await page.content()).not.toContain(secret);
+      },
+    );
+    expect(await page.content()).not.toContain(secret);
 
-      const viewer = await dash.createUser(stack.account.id, 'viewer');
-      const vpage = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-      await signIn(vpage, viewer);
-      const vrow = vpage.getByRole('row', { name: new RegExp(url) });
-      await vrow.waitFor();
-      expect(await vrow.getByRole('button', { name: 'Send test' }).count()).toBe(0);
-      expect(await vpage.getByRole('form', { name: 'Add a webhook' }).count()).toBe(0);
-      await vrow.getByRole('button', { name: 'Delivery log' }).click();
-      await vpage
-        .getByRole('table', { name: `Delivery log of ${url}` })
-        .getByRole('cell', { name: '202', exact: true })
-        .waitFor();
-    }, 120_000);
-  },
-);
+    const viewer = await dash.createUser(stack.account.id, 'viewer');
+    const vpage = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+    await signIn(vpage, viewer);
+    const vrow = vpage.getByRole('row', { name: new RegExp(url) });
+    await vrow.waitFor();
+    expect(await vrow.getByRole('button', { name: 'Send test' }).count()).toBe(0);
+    expect(await vpage.getByRole('form', { name: 'Add a webhook' }).count()).toBe(0);
+    await vrow.getByRole('button', { name: 'Delivery log' }).click();
+    await vpage
+      .getByRole('table', { name: `Delivery log of ${url}` })
+      .getByRole('cell', { name: '202', exact: true })
+      .waitFor();
+  }, 120_000);
+});

@@ -3,33 +3,22 @@
  * signing secret shown once), sends a test message that a local receiver gets signed, reads the
  * delivery log; a viewer reads but changes nothing; another account sees none of it.
  */
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DashboardSession, startTestDashboard, type TestDashboard } from '../support/dashboard';
 import { type Stack, startStack } from '../support/stack';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 let stack: Stack;
 let dash: TestDashboard;
 let owner: DashboardSession;
 let viewer: DashboardSession;
 let stranger: DashboardSession;
-const got: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
-const receiver = createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => {
-    body += c.toString();
-  });
-  req.on('end', () => {
-    got.push({ headers: req.headers, body });
-    res.statusCode = 200;
-    res.end('ok');
-  });
-});
+const receiver = new WebhookReceiver(200);
+const got = receiver.got;
 
 beforeAll(async () => {
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  await receiver.start();
   stack = await startStack({ billingEnv: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1' } });
   dash = await startTestDashboard(stack);
   owner = await dash.signIn(await dash.createUser(stack.account.id, 'owner'));
@@ -38,14 +27,14 @@ beforeAll(async () => {
   stranger = await dash.signIn(await dash.createUser(other.id, 'owner'));
 });
 afterAll(async () => {
-  receiver.close();
+  await receiver.stop();
   await dash?.close();
   await stack?.close();
 });
 
 describe('dashboard Alerts page API', () => {
   it('adds a webhook, sends a signed test, shows the delivery log; viewers read only; other accounts see nothing', async () => {
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const url = receiver.url('/hook');
     const created = await owner.call('POST', '/api/webhooks', { url, thresholds: [80, 50], low_credit: 2 });
     expect(created.status, created.text).toBe(201);
     const { id, secret } = created.body.data;

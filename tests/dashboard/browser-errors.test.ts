@@ -5,12 +5,16 @@
  * 1920 and 390 px (test-results/dashboard/usage-errors-*.png); axe finds no serious violation; the
  * section never makes the page wider than the screen.
  */
-import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import axe from 'axe-core';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  seriousAxeViolations as audit,
+  browserUnavailable,
+  launchChromium,
+  SHOTS,
+  signInPage,
+} from '../support/browser';
 import {
   type DashboardSession,
   startTestDashboard,
@@ -19,10 +23,6 @@ import {
 } from '../support/dashboard';
 import { MODEL, type Stack, startStack } from '../support/stack';
 
-const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-const SHOTS = resolve(root, 'test-results/dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const UI_BUILT = existsSync(resolve(root, 'services/dashboard/ui/dist/index.html'));
 const messages = [{ role: 'user', content: 'hi' }];
 
 let stack: Stack;
@@ -35,138 +35,105 @@ let limitedHash = '';
 let refusedId = '';
 let badId = '';
 
-async function audit(p: Page) {
-  await p.evaluate(axe.source);
-  return (await p.evaluate(async () => {
-    // biome-ignore lint/suspicious/noExplicitAny: axe is a global the script above defined
-    const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-    return r.violations
-      .filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical')
-      .map(
-        (v: { id: string; nodes: Array<{ target: string[] }> }) =>
-          `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
-      );
-  })) as string[];
-}
-
-describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))(
-  'errors and refusals in Chromium',
-  () => {
-    beforeAll(async () => {
-      mkdirSync(SHOTS, { recursive: true });
-      stack = await startStack();
-      dash = await startTestDashboard(stack);
-      owner = await dash.createUser(stack.account.id, 'owner');
-      api = await dash.signIn(owner);
-      const limited = await stack.createInferenceKey(stack.account.managementKey, {
-        name: 'tiny budget',
-        limit: 0.000001,
-      });
-      limitedHash = limited.hash;
-      for (let i = 0; i < 3; i++)
-        expect(
-          (
-            await stack.api('/chat/completions', {
-              key: stack.inferenceKey,
-              body: { model: MODEL, messages },
-            })
-          ).status,
-        ).toBe(200);
-      const refused = await stack.api('/chat/completions', {
-        key: limited.key,
-        body: { model: MODEL, messages },
-      });
-      expect(refused.status).toBe(403);
-      refusedId = refused.headers.get('x-request-id') as string;
-      const bad = await stack.api('/chat/completions', {
-        key: stack.inferenceKey,
-        body: { model: MODEL, messages: 7 },
-      });
-      badId = bad.headers.get('x-request-id') as string;
-      await vi.waitFor(
-        async () => expect((await api.call('GET', `/api/refusals/${badId}`)).status).toBe(200),
-        { timeout: 15_000, interval: 200 },
-      );
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      });
-      page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-      await page.goto(dash.url);
-      await page.getByLabel('Email').fill(owner.email);
-      await page.getByLabel('Password').fill(owner.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { name: 'Overview' }).waitFor();
-    }, 180_000);
-
-    afterAll(async () => {
-      await browser?.close();
-      await dash?.close();
-      await stack?.close();
+describe.skipIf(browserUnavailable)('errors and refusals in Chromium', () => {
+  beforeAll(async () => {
+    stack = await startStack();
+    dash = await startTestDashboard(stack);
+    owner = await dash.createUser(stack.account.id, 'owner');
+    api = await dash.signIn(owner);
+    const limited = await stack.createInferenceKey(stack.account.managementKey, {
+      name: 'tiny budget',
+      limit: 0.000001,
     });
-
-    it('charts the error rate, lists refusals per key, a key’s last refusals, and finds a refusal by id', async () => {
-      await page.goto(`${dash.url}/#/usage`);
-      const section = page.getByRole('region', { name: 'Errors and refusals' });
-      await section.waitFor();
-      await expect
-        .poll(() => page.getByTestId(`errors-${limitedHash}`).textContent(), { timeout: 15_000 })
-        .toContain('100.0 %');
-      const limitedRow = page.getByTestId(`errors-${limitedHash}`);
-      await expect.poll(() => limitedRow.textContent(), { timeout: 30_000 }).toContain('tiny budget');
-      // The inference key: 3 served + 1 bad request = 25 % errors, one bad request.
-      const inferenceRow = page.getByTestId(`errors-${stack.inferenceKeyId}`);
-      expect(await inferenceRow.textContent()).toContain('25.0 %');
+    limitedHash = limited.hash;
+    for (let i = 0; i < 3; i++)
       expect(
-        await page.getByTestId('error-rate-chart').locator('.recharts-bar-rectangle').count(),
-      ).toBeGreaterThan(0);
-      await limitedRow.click();
-      await page.getByTestId(`refusal-${refusedId}`).waitFor();
-      expect(await page.getByTestId(`refusal-${refusedId}`).textContent()).toMatch(/403.*Limit/);
-      await page.getByLabel('Request id').fill(badId);
-      await page.getByRole('button', { name: 'Find refusal' }).click();
-      await expect
-        .poll(() => page.getByTestId('refusal-found').textContent())
-        .toMatch(/400 Bad request \(bad_request\)/);
-      await page.getByLabel('Request id').fill('gen-1-aaaaaaaaaaaaaaaaaaaa');
-      await page.getByRole('button', { name: 'Find refusal' }).click();
-      await page.getByTestId('refusal-missing').waitFor();
+        (
+          await stack.api('/chat/completions', {
+            key: stack.inferenceKey,
+            body: { model: MODEL, messages },
+          })
+        ).status,
+      ).toBe(200);
+    const refused = await stack.api('/chat/completions', {
+      key: limited.key,
+      body: { model: MODEL, messages },
     });
+    expect(refused.status).toBe(403);
+    refusedId = refused.headers.get('x-request-id') as string;
+    const bad = await stack.api('/chat/completions', {
+      key: stack.inferenceKey,
+      body: { model: MODEL, messages: 7 },
+    });
+    badId = bad.headers.get('x-request-id') as string;
+    await vi.waitFor(async () => expect((await api.call('GET', `/api/refusals/${badId}`)).status).toBe(200), {
+      timeout: 15_000,
+      interval: 200,
+    });
+    browser = await launchChromium();
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    await signInPage(page, dash.url, owner);
+  }, 180_000);
 
-    it('photographs the section at 1280, 1920 and 390 px without overflow or serious axe violations', async () => {
-      const violations: string[] = [];
-      for (const width of [1280, 1920, 390]) {
-        await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
-        await page.goto(`${dash.url}/#/usage`);
-        await page.getByTestId(`errors-${limitedHash}`).waitFor();
-        await page.getByTestId(`errors-${limitedHash}`).click();
-        await page.getByTestId(`refusal-${refusedId}`).waitFor();
-        await page.waitForLoadState('networkidle');
-        await page
-          .getByRole('region', { name: 'Errors and refusals' })
-          .screenshot({ path: resolve(SHOTS, `usage-errors-${width}.png`) });
-        await page.screenshot({ path: resolve(SHOTS, `usage-${width}-errors-page.png`), fullPage: true });
-        violations.push(...(await audit(page)).map((v) => `usage@${width} ${v}`));
-        const overflow = (await page.evaluate(
-          'document.documentElement.scrollWidth - window.innerWidth',
-        )) as number;
-        const wide = await page.evaluate(() =>
-          [...document.querySelectorAll('body *')]
-            .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
-            .slice(0, 5)
-            .map((e) => `${e.tagName}.${e.className} ${e.textContent?.slice(0, 40)}`),
-        );
-        expect(overflow, `usage overflows at ${width} px: ${wide.join(' | ')}`).toBeLessThanOrEqual(1);
-      }
-      expect(violations).toEqual([]);
-    });
-  },
-);
+  afterAll(async () => {
+    await browser?.close();
+    await dash?.close();
+    await stack?.close();
+  });
+
+  it('charts the error rate, lists refusals per key, a key’s last refusals, and finds a refusal by id', async () => {
+    await page.goto(`${dash.url}/#/usage`);
+    const section = page.getByRole('region', { name: 'Errors and refusals' });
+    await section.waitFor();
+    await expect
+      .poll(() => page.getByTestId(`errors-${limitedHash}`).textContent(), { timeout: 15_000 })
+      .toContain('100.0 %');
+    const limitedRow = page.getByTestId(`errors-${limitedHash}`);
+    await expect.poll(() => limitedRow.textContent(), { timeout: 30_000 }).toContain('tiny budget');
+    // The inference key: 3 served + 1 bad request = 25 % errors, one bad request.
+    const inferenceRow = page.getByTestId(`errors-${stack.inferenceKeyId}`);
+    expect(await inferenceRow.textContent()).toContain('25.0 %');
+    expect(
+      await page.getByTestId('error-rate-chart').locator('.recharts-bar-rectangle').count(),
+    ).toBeGreaterThan(0);
+    await limitedRow.click();
+    await page.getByTestId(`refusal-${refusedId}`).waitFor();
+    expect(await page.getByTestId(`refusal-${refusedId}`).textContent()).toMatch(/403.*Limit/);
+    await page.getByLabel('Request id').fill(badId);
+    await page.getByRole('button', { name: 'Find refusal' }).click();
+    await expect
+      .poll(() => page.getByTestId('refusal-found').textContent())
+      .toMatch(/400 Bad request \(bad_request\)/);
+    await page.getByLabel('Request id').fill('gen-1-aaaaaaaaaaaaaaaaaaaa');
+    await page.getByRole('button', { name: 'Find refusal' }).click();
+    await page.getByTestId('refusal-missing').waitFor();
+  });
+
+  it('photographs the section at 1280, 1920 and 390 px without overflow or serious axe violations', async () => {
+    const violations: string[] = [];
+    for (const width of [1280, 1920, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+      await page.goto(`${dash.url}/#/usage`);
+      await page.getByTestId(`errors-${limitedHash}`).waitFor();
+      await page.getByTestId(`errors-${limitedHash}`).click();
+      await page.getByTestId(`refusal-${refusedId}`).waitFor();
+      await page.waitForLoadState('networkidle');
+      await page
+        .getByRole('region', { name: 'Errors and refusals' })
+        .screenshot({ path: resolve(SHOTS, `usage-errors-${width}.png`) });
+      await page.screenshot({ path: resolve(SHOTS, `usage-${width}-errors-page.png`), fullPage: true });
+      violations.push(...(await audit(page)).map((v) => `usage@${width} ${v}`));
+      const overflow = (await page.evaluate(
+        'document.documentElement.scrollWidth - window.innerWidth',
+      )) as number;
+      const wide = await page.evaluate(() =>
+        [...document.querySelectorAll('body *')]
+          .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+          .slice(0, 5)
+          .map((e) => `${e.tagName}.${e.className} ${e.textContent?.slice(0, 40)}`),
+      );
+      expect(overflow, `usage overflows at ${width} px: ${wide.join(' | ')}`).toBeLessThanOrEqual(1);
+    }
+    expect(violations).toEqual([]);
+  });
+});

@@ -4,18 +4,11 @@
  * back and forward through pages and through an opened record, an unknown address (the overview), and
  * an invitation's `#/accept?token=…` link, whose token never reaches the server in a URL.
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserUnavailable, launchChromium, shoot, signInPage } from '../support/browser';
 import { startTestDashboard, type TestDashboard, type TestUser } from '../support/dashboard';
 import { MODEL, type Stack, startStack } from '../support/stack';
-
-const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-const SHOTS = resolve(root, 'test-results/dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const UI_BUILT = existsSync(resolve(root, 'services/dashboard/ui/dist/index.html'));
 
 const PAGES: Array<[string, string]> = [
   ['overview', 'Overview'],
@@ -45,9 +38,8 @@ const heading = () => page.getByRole('heading', { level: 1 }).textContent();
 const current = () =>
   page.getByRole('navigation', { name: 'Main' }).locator('[aria-current="page"]').textContent();
 
-describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('dashboard URLs in Chromium', () => {
+describe.skipIf(browserUnavailable)('dashboard URLs in Chromium', () => {
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     stack = await startStack();
     dash = await startTestDashboard(stack);
     owner = await dash.createUser(stack.account.id, 'owner');
@@ -63,23 +55,10 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('dashbo
     expect(r.status, r.text).toBe(200);
     requestId = r.body.id;
     await stack.waitForGeneration(requestId, created.body.data.key);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+    browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
     page.on('request', (req) => requested.push(req.url()));
-    await page.goto(dash.url);
-    await page.getByLabel('Email').fill(owner.email);
-    await page.getByLabel('Password').fill(owner.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await signInPage(page, dash.url, owner);
   }, 120_000);
 
   afterAll(async () => {
@@ -129,7 +108,7 @@ describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('dashbo
     await page.getByTestId(`generation-${requestId}`).click();
     await detail.waitFor();
     expect(await hash()).toBe(`#/generations/${requestId}`);
-    await page.screenshot({ path: resolve(SHOTS, 'routing-generation-1280.png'), fullPage: true });
+    await shoot(page, 'routing-generation-1280');
     await page.goBack();
     await expect.poll(() => detail.count()).toBe(0);
     expect(await hash()).toBe('#/generations');

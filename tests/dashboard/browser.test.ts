@@ -8,19 +8,18 @@
  * proxy; a viewer can change nothing; sign-out ends the session. Every page is photographed at
  * 1280 px and 390 px into test-results/dashboard/ (git-ignored).
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usd } from '../../services/dashboard/ui/src/format';
+import {
+  browserUnavailable,
+  launchChromium,
+  openPage as openAt,
+  shoot,
+  signInPage,
+} from '../support/browser';
 import { startTestDashboard, type TestDashboard, type TestUser } from '../support/dashboard';
 import { MODEL, type Stack, startStack } from '../support/stack';
-
-const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-const SHOTS = resolve(root, 'test-results/dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const UI_BUILT = existsSync(resolve(root, 'services/dashboard/ui/dist/index.html'));
 
 let stack: Stack;
 let dash: TestDashboard;
@@ -32,22 +31,8 @@ let page: Page;
 
 const PAGES = ['overview', 'keys', 'usage', 'generations', 'credits', 'models', 'users'] as const;
 
-async function shoot(p: Page, name: string) {
-  await p.screenshot({ path: resolve(SHOTS, `${name}.png`), fullPage: true });
-}
-
-async function signIn(p: Page, user: TestUser) {
-  await p.goto(dash.url);
-  await p.getByLabel('Email').fill(user.email);
-  await p.getByLabel('Password').fill(user.password);
-  await p.getByRole('button', { name: 'Sign in' }).click();
-  await p.getByRole('heading', { name: 'Overview' }).waitFor();
-}
-
-async function openPage(p: Page, path: (typeof PAGES)[number]) {
-  await p.goto(`${dash.url}/#/${path}`);
-  await p.getByRole('heading', { level: 1 }).waitFor();
-}
+const signIn = (p: Page, user: TestUser) => signInPage(p, dash.url, user);
+const openPage = (p: Page, path: (typeof PAGES)[number]) => openAt(p, dash.url, path);
 
 /** Creates a key through the form; returns the plaintext shown once. */
 async function createKey(p: Page, o: { name: string; management?: boolean; limit?: string }) {
@@ -78,26 +63,13 @@ const chat = (key: string, title: string) =>
     headers: { 'X-Title': title },
   });
 
-// Outside CI a machine without Chromium or a built UI (`make install` builds it) skips; CI never skips.
-describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))('the dashboard in Chromium', () => {
+describe.skipIf(browserUnavailable)('the dashboard in Chromium', () => {
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     stack = await startStack();
     dash = await startTestDashboard(stack);
     owner = await dash.createUser(stack.account.id, 'owner');
     viewer = await dash.createUser(stack.account.id, 'viewer');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     ownerContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     page = await ownerContext.newPage();
   }, 120_000);

@@ -71,11 +71,19 @@ describe('the dashboard API answers its contract', () => {
     expect((await read('overview', '/api/overview')).data.daily).toHaveLength(30);
     expect((await read('keys', '/api/keys?include_revoked=true')).data.map((k) => k.hash)).toContain(keyHash);
     expect((await read('models', '/api/models')).data.length).toBeGreaterThan(0);
+    const team = await stack.api('/teams', {
+      key: stack.account.managementKey,
+      body: { name: 'contract team', limit: 5, limit_reset: 'weekly' },
+    });
+    expect(team.status, team.text).toBe(201);
+    expect((await read('teams', '/api/teams')).data).toEqual([
+      expect.objectContaining({ name: 'contract team', limit: 5, usage: 0, limit_remaining: 5 }),
+    ]);
     expect((await read('credits', '/api/credits?limit=50')).data.ledger.length).toBeGreaterThan(0);
   });
 
   it('usage, latency, the request log, a generation and the sessions', async () => {
-    for (const group of ['none', 'model', 'key'])
+    for (const group of ['none', 'model', 'key', 'team'])
       await read('usage', `/api/usage?${range()}&granularity=day&group_by=${group}`);
     await read('latency', `/api/latency?${range()}&group_by=model`);
     const log = await read('generations', '/api/generations?limit=50');

@@ -10,20 +10,15 @@
  *   callback are refused with a 400 naming the reason;
  * - every SSO sign-in, creation, role change and removal is in the dashboard's audit log.
  */
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { freePort } from '@tollgate/testkit';
 import Provider from 'oidc-provider';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserUnavailable, launchChromium } from '../support/browser';
 import { startTestDashboard, type TestDashboard } from '../support/dashboard';
-import { freePort, type Stack, startStack } from '../support/stack';
-
-const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const UI_BUILT = existsSync(resolve(root, 'services/dashboard/ui/dist/index.html'));
+import { type Stack, startStack } from '../support/stack';
 
 let stack: Stack;
 let dash: TestDashboard;
@@ -99,17 +94,7 @@ beforeAll(async () => {
       PASSWORD_SIGN_IN: 'false',
     },
   });
-  if (existsSync(CHROMIUM) && UI_BUILT)
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+  if (!browserUnavailable) browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
@@ -145,123 +130,117 @@ const usersOf = async (page: Page) => {
 };
 
 // Each test signs in through the provider's forms several times: minutes on a loaded machine.
-describe.skipIf(!process.env.CI && (!existsSync(CHROMIUM) || !UI_BUILT))(
-  'single sign-on (OIDC, in the browser)',
-  { timeout: 180_000 },
-  () => {
-    it('offers only SSO when password sign-in is off, and refuses passwords', async () => {
-      const page = await (await browser.newContext()).newPage();
-      await page.goto(dash.url);
-      await page.getByRole('link', { name: 'Sign in with single sign-on' }).waitFor();
-      expect(await page.getByLabel('Password').count()).toBe(0);
-      const refused = await dash.request('POST', '/api/session', {
-        body: { email: 'someone@corp.example', password: 'a long enough password' },
-      });
-      expect(refused.status).toBe(403);
-      expect(refused.body.error.metadata.reason).toBe('password_sign_in_off');
-      await expect(dash.createUser(stack.account.id, 'viewer')).rejects.toThrow(/accept: HTTP 403/);
-      await page.context().close();
+describe.skipIf(browserUnavailable)('single sign-on (OIDC, in the browser)', { timeout: 180_000 }, () => {
+  it('offers only SSO when password sign-in is off, and refuses passwords', async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(dash.url);
+    await page.getByRole('link', { name: 'Sign in with single sign-on' }).waitFor();
+    expect(await page.getByLabel('Password').count()).toBe(0);
+    const refused = await dash.request('POST', '/api/session', {
+      body: { email: 'someone@corp.example', password: 'a long enough password' },
     });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.metadata.reason).toBe('password_sign_in_off');
+    await expect(dash.createUser(stack.account.id, 'viewer')).rejects.toThrow(/accept: HTTP 403/);
+    await page.context().close();
+  });
 
-    it('a first sign-in creates the user with the mapped role; team groups make team viewers', async () => {
-      groups.set(ALICE, ['tollgate-admins', 'eng']);
-      groups.set(BOB, ['eng', 'unrelated']);
-      const alice = await (await browser.newContext()).newPage();
-      await ssoSignIn(alice, ALICE);
-      await alice.getByRole('heading', { name: 'Overview' }).waitFor();
-      expect(await alice.getByTestId('role').textContent()).toBe('owner');
+  it('a first sign-in creates the user with the mapped role; team groups make team viewers', async () => {
+    groups.set(ALICE, ['tollgate-admins', 'eng']);
+    groups.set(BOB, ['eng', 'unrelated']);
+    const alice = await (await browser.newContext()).newPage();
+    await ssoSignIn(alice, ALICE);
+    await alice.getByRole('heading', { name: 'Overview' }).waitFor();
+    expect(await alice.getByTestId('role').textContent()).toBe('owner');
 
-      const bob = await (await browser.newContext()).newPage();
-      await ssoSignIn(bob, BOB);
-      await bob.getByRole('heading', { level: 1 }).waitFor();
-      expect(await bob.getByTestId('role').textContent()).toBe('member');
+    const bob = await (await browser.newContext()).newPage();
+    await ssoSignIn(bob, BOB);
+    await bob.getByRole('heading', { level: 1 }).waitFor();
+    expect(await bob.getByTestId('role').textContent()).toBe('member');
 
-      const users = await usersOf(alice);
-      expect(users.find((u) => u.email === `${ALICE}@corp.example`)?.role).toBe('owner');
-      expect(users.find((u) => u.email === `${BOB}@corp.example`)?.role).toBe('member');
-      await bob.context().close();
-      // Alice's first session stays open for the next test.
-      (globalThis as { aliceFirst?: Page }).aliceFirst = alice;
+    const users = await usersOf(alice);
+    expect(users.find((u) => u.email === `${ALICE}@corp.example`)?.role).toBe('owner');
+    expect(users.find((u) => u.email === `${BOB}@corp.example`)?.role).toBe('member');
+    await bob.context().close();
+    // Alice's first session stays open for the next test.
+    (globalThis as { aliceFirst?: Page }).aliceFirst = alice;
+  });
+
+  it('a user removed from the group loses access at the next sign-in, older sessions too', async () => {
+    const first = (globalThis as { aliceFirst?: Page }).aliceFirst as Page;
+    // Demoted first (owner → viewer): the next sign-in changes the role.
+    groups.set(ALICE, ['finance']);
+    const again = await (await browser.newContext()).newPage();
+    await ssoSignIn(again, ALICE);
+    await again.getByRole('heading', { name: 'Overview' }).waitFor();
+    expect(await again.getByTestId('role').textContent()).toBe('viewer');
+    await again.context().close();
+
+    // Removed from every mapped group: refused, and the user is gone with their sessions.
+    groups.set(ALICE, ['unrelated']);
+    const last = await (await browser.newContext()).newPage();
+    const answer = last.waitForResponse((r) => r.url().startsWith(`${dash.url}/api/sso/callback`));
+    await ssoSignIn(last, ALICE);
+    const refused = await answer;
+    expect(refused.status()).toBe(403);
+    expect(await refused.json()).toMatchObject({ error: { metadata: { reason: 'sso_no_access' } } });
+    expect((await first.request.get(`${dash.url}/api/me`)).status()).toBe(401);
+    await first.reload();
+    await first.getByRole('link', { name: 'Sign in with single sign-on' }).waitFor();
+    await first.context().close();
+    await last.context().close();
+
+    // Every step is in the dashboard's audit log, as the signing-in user.
+    groups.set(BOB, ['tollgate-admins']);
+    const bob = await (await browser.newContext()).newPage();
+    await ssoSignIn(bob, BOB);
+    await bob.getByRole('heading', { name: 'Overview' }).waitFor();
+    const audit = await bob.request.get(`${dash.url}/api/audit?source=dashboard&limit=100`);
+    const entries = ((await audit.json()).data as Array<{ action: string; after: unknown; before: unknown }>)
+      .filter((e) => JSON.stringify([e.before, e.after]).includes(ALICE))
+      .map((e) => e.action)
+      .reverse();
+    expect(entries).toEqual([
+      'sso.user_create',
+      'sso.sign_in',
+      'sso.role',
+      'sso.teams',
+      'sso.sign_in',
+      'sso.access_removed',
+    ]);
+    await bob.context().close();
+  });
+
+  it('a forged state or nonce, a missing cookie and a replayed callback are refused with a 400', async () => {
+    groups.set(BOB, ['tollgate-admins']);
+    // A forged state: the provider sends back what it was given, which is not this browser's.
+    const page = await (await browser.newContext()).newPage();
+    await forgeAuthorizeParam(page, 'state', 'forged-state');
+    const stateAnswer = page.waitForResponse((r) => r.url().startsWith(`${dash.url}/api/sso/callback`));
+    await ssoSignIn(page, BOB);
+    const badState = await stateAnswer;
+    expect(badState.status()).toBe(400);
+    expect(await badState.json()).toMatchObject({
+      error: { message: expect.stringMatching(/state/), metadata: { reason: 'sso_state' } },
     });
+    await page.context().close();
 
-    it('a user removed from the group loses access at the next sign-in, older sessions too', async () => {
-      const first = (globalThis as { aliceFirst?: Page }).aliceFirst as Page;
-      // Demoted first (owner → viewer): the next sign-in changes the role.
-      groups.set(ALICE, ['finance']);
-      const again = await (await browser.newContext()).newPage();
-      await ssoSignIn(again, ALICE);
-      await again.getByRole('heading', { name: 'Overview' }).waitFor();
-      expect(await again.getByTestId('role').textContent()).toBe('viewer');
-      await again.context().close();
+    // A forged nonce on the way out: the ID token then carries it, and the check refuses it.
+    const nonce = await (await browser.newContext()).newPage();
+    await forgeAuthorizeParam(nonce, 'nonce', 'forged-nonce');
+    const nonceAnswer = nonce.waitForResponse((r) => r.url().startsWith(`${dash.url}/api/sso/callback`));
+    await ssoSignIn(nonce, BOB);
+    const badNonce = await nonceAnswer;
+    expect(badNonce.status()).toBe(400);
+    expect(await badNonce.json()).toMatchObject({ error: { metadata: { reason: 'sso_response' } } });
+    expect((await nonce.request.get(`${dash.url}/api/me`)).status()).toBe(401);
 
-      // Removed from every mapped group: refused, and the user is gone with their sessions.
-      groups.set(ALICE, ['unrelated']);
-      const last = await (await browser.newContext()).newPage();
-      const answer = last.waitForResponse((r) => r.url().startsWith(`${dash.url}/api/sso/callback`));
-      await ssoSignIn(last, ALICE);
-      const refused = await answer;
-      expect(refused.status()).toBe(403);
-      expect(await refused.json()).toMatchObject({ error: { metadata: { reason: 'sso_no_access' } } });
-      expect((await first.request.get(`${dash.url}/api/me`)).status()).toBe(401);
-      await first.reload();
-      await first.getByRole('link', { name: 'Sign in with single sign-on' }).waitFor();
-      await first.context().close();
-      await last.context().close();
-
-      // Every step is in the dashboard's audit log, as the signing-in user.
-      groups.set(BOB, ['tollgate-admins']);
-      const bob = await (await browser.newContext()).newPage();
-      await ssoSignIn(bob, BOB);
-      await bob.getByRole('heading', { name: 'Overview' }).waitFor();
-      const audit = await bob.request.get(`${dash.url}/api/audit?source=dashboard&limit=100`);
-      const entries = (
-        (await audit.json()).data as Array<{ action: string; after: unknown; before: unknown }>
-      )
-        .filter((e) => JSON.stringify([e.before, e.after]).includes(ALICE))
-        .map((e) => e.action)
-        .reverse();
-      expect(entries).toEqual([
-        'sso.user_create',
-        'sso.sign_in',
-        'sso.role',
-        'sso.teams',
-        'sso.sign_in',
-        'sso.access_removed',
-      ]);
-      await bob.context().close();
-    });
-
-    it('a forged state or nonce, a missing cookie and a replayed callback are refused with a 400', async () => {
-      groups.set(BOB, ['tollgate-admins']);
-      // A forged state: the provider sends back what it was given, which is not this browser's.
-      const page = await (await browser.newContext()).newPage();
-      await forgeAuthorizeParam(page, 'state', 'forged-state');
-      const stateAnswer = page.waitForResponse((r) => r.url().startsWith(`${dash.url}/api/sso/callback`));
-      await ssoSignIn(page, BOB);
-      const badState = await stateAnswer;
-      expect(badState.status()).toBe(400);
-      expect(await badState.json()).toMatchObject({
-        error: { message: expect.stringMatching(/state/), metadata: { reason: 'sso_state' } },
-      });
-      await page.context().close();
-
-      // A forged nonce on the way out: the ID token then carries it, and the check refuses it.
-      const nonce = await (await browser.newContext()).newPage();
-      await forgeAuthorizeParam(nonce, 'nonce', 'forged-nonce');
-      const nonceAnswer = nonce.waitForResponse((r) => r.url().startsWith(`${dash.url}/api/sso/callback`));
-      await ssoSignIn(nonce, BOB);
-      const badNonce = await nonceAnswer;
-      expect(badNonce.status()).toBe(400);
-      expect(await badNonce.json()).toMatchObject({ error: { metadata: { reason: 'sso_response' } } });
-      expect((await nonce.request.get(`${dash.url}/api/me`)).status()).toBe(401);
-
-      // The same callback again (replayed) or from another browser (no cookie): 400.
-      const replay = await nonce.request.get(badNonce.url(), { maxRedirects: 0 });
-      expect(replay.status()).toBe(400);
-      const stranger = await fetch(badNonce.url(), { redirect: 'manual' });
-      expect(stranger.status).toBe(400);
-      expect(((await stranger.json()) as { error: { message: string } }).error.message).toMatch(/cookie/);
-      await nonce.context().close();
-    });
-  },
-);
+    // The same callback again (replayed) or from another browser (no cookie): 400.
+    const replay = await nonce.request.get(badNonce.url(), { maxRedirects: 0 });
+    expect(replay.status()).toBe(400);
+    const stranger = await fetch(badNonce.url(), { redirect: 'manual' });
+    expect(stranger.status).toBe(400);
+    expect(((await stranger.json()) as { error: { message: string } }).error.message).toMatch(/cookie/);
+    await nonce.context().close();
+  });
+});

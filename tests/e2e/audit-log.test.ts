@@ -32,7 +32,12 @@ const DASHBOARD_CLIENT = '203.0.113.5';
 
 beforeAll(async () => {
   // `dashboard`: keys knows the dashboard's address (DASHBOARD_URL), as in production.
-  stack = await startStack({ proxyEnv: { TRUSTED_PROXIES: '1' }, dashboard: true });
+  stack = await startStack({
+    proxyEnv: { TRUSTED_PROXIES: '1' },
+    dashboard: true,
+    // Webhook endpoints on this host (their changes are audited; nothing is delivered to them here).
+    billingEnv: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1' },
+  });
   dash = await startTestDashboard(stack, { env: { TRUSTED_PROXIES: '1' } });
   owner = await dash.createUser(stack.account.id, 'owner');
   session = await dash.signIn(owner);
@@ -321,6 +326,20 @@ describe('audit log', () => {
     );
     await stack.addCredits(stack.account.id, '1.5');
     expected.push([stack.account.id, 'credits.grant', 'admin_cli', null, 'billing']);
+    await cli(['accounts', 'set-postpaid', '--account', stack.account.slug]);
+    expected.push([stack.account.id, 'settings.postpaid', 'admin_cli', null, 'billing']);
+    // Alert webhooks (billing's settings): made by a management key, changed and removed by the owner.
+    const hook = await api('/webhooks', 'POST', { url: 'http://127.0.0.1:9/hook', thresholds: [50] });
+    expect(hook.status, describeResponse(hook)).toBe(201);
+    const hookId = hook.body.data.id as string;
+    expect((await dashboard('PATCH', `/api/webhooks/${hookId}`, { thresholds: [80] })).status).toBe(200);
+    expect((await dashboard('PATCH', `/api/webhooks/${hookId}`, { thresholds: [80] })).status).toBe(200); // no change
+    expect((await dashboard('DELETE', `/api/webhooks/${hookId}`)).status).toBe(204);
+    expected.push(
+      [hookId, 'webhook.create', 'management_key', managementId, 'billing'],
+      [hookId, 'webhook.update', 'user', ownerId, 'billing'],
+      [hookId, 'webhook.delete', 'user', ownerId, 'billing'],
+    );
     const member = await dash.createUser(stack.account.id, 'viewer');
     await dash.signIn(member);
     const users = (await dashboard('GET', '/api/users')).body.data as Array<{ id: string; email: string }>;
@@ -337,6 +356,16 @@ describe('audit log', () => {
       expected.push([memberId, a, 'user', ownerId, 'dashboard']);
     await api(`/teams/${team}`, 'DELETE');
     expected.push([team, 'team.delete', 'management_key', managementId, 'keys']);
+    // An owner's invitation, sent again before it was accepted.
+    const invited = await dashboard('POST', '/api/users', {
+      email: `all-${Date.now()}@example.test`,
+      display_name: 'All: invited',
+      role: 'viewer',
+    });
+    expect(invited.status, invited.text).toBe(201);
+    expect((await dashboard('POST', `/api/users/${invited.body.data.id}/sign-in-link`)).status).toBe(201);
+    for (const a of ['user.invite', 'user.reinvite'])
+      expected.push([invited.body.data.id, a, 'user', ownerId, 'dashboard']);
 
     // The same timeline through both doors: the dashboard's `source=all` and `GET /audit`.
     const doors = {
@@ -382,8 +411,16 @@ describe('audit log', () => {
       ['keys', 'key.create'],
       ['keys', 'key.revoke'],
       ['billing', 'credits.grant'],
+      ['billing', 'settings.postpaid'],
       ['dashboard', 'user.invite'],
     ]);
+    const hookChange = (await api(`/audit?since=${since}&action=webhook.update`)).body.data[0] as Entry;
+    expect(hookChange).toMatchObject({
+      client_address: DASHBOARD_CLIENT,
+      before: { thresholds: [50], enabled: true },
+      after: { thresholds: [80], enabled: true },
+    });
+    expect(JSON.stringify(hookChange)).not.toMatch(/whsec_|secret/);
     const grants = await api(`/audit?since=${since}&action=credits.grant`);
     expect(grants.body.data.map((e: Entry & { source: string }) => e.source)).toEqual(['billing']);
     const none = await api(`/audit?since=${since}&until=${since}`);

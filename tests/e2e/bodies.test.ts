@@ -5,6 +5,8 @@
  * (the default) has nothing kept. The bodies reach the dashboard's read of the generation; the public
  * `GET /generation` has no such field.
  */
+
+import Anthropic from '@anthropic-ai/sdk';
 import { createServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,5 +137,53 @@ describe('opt-in bodies', () => {
     });
     expect(res.status, describeResponse(res)).toBe(400);
     expect(res.body.error.message).toMatch(/store_bodies/);
+  });
+
+  it.each([
+    ['native (Anthropic-format provider)', 'anthropic/claude-sonnet-4.5'],
+    ['translated (OpenAI-format provider)', 'openai/gpt-4o-mini'],
+  ])('keeps a Messages stream’s text through the Anthropic SDK, %s', async (_name, model) => {
+    const key = await stack.createInferenceKey(stack.account.managementKey, {
+      name: `keeps-messages-${model}`,
+      store_bodies: true,
+    });
+    const anthropic = new Anthropic({
+      baseURL: `${stack.origin}/api`,
+      apiKey: null,
+      authToken: key.key,
+      maxRetries: 0,
+    });
+    const { data: stream, response } = await anthropic.messages
+      .stream({ model, max_tokens: 32, messages: [{ role: 'user', content: PROMPT }] })
+      .withResponse();
+    const final = await stream.finalMessage();
+    const text = final.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    expect(text.length).toBeGreaterThan(0);
+    const id = response.headers.get('x-generation-id') as string;
+    const pub = await stack.waitForGeneration(id, key.key);
+    expect(pub.status, describeResponse(pub)).toBe(200);
+    const [row] = await keptRows(id);
+    expect(row?.prompt).toContain('My key is [REDACTED] and my mail [REDACTED]; say hello');
+    expect(row?.answer).toBe(text);
+  });
+
+  it.each([
+    ['an OpenAI-format model', MODEL],
+    ['a provider serving the Responses API itself', 'openai/gpt-5.1-codex'],
+  ])('keeps a Responses stream’s text through the openai SDK, %s', async (_name, model) => {
+    const key = await stack.createInferenceKey(stack.account.managementKey, {
+      name: `keeps-responses-${model}`,
+      store_bodies: true,
+    });
+    const stream = clientOf(key.key).responses.stream({ model, input: PROMPT, max_output_tokens: 32 });
+    let text = '';
+    for await (const e of stream) if (e.type === 'response.output_text.delta') text += e.delta;
+    const final = await stream.finalResponse();
+    expect(text.length).toBeGreaterThan(0);
+    const pub = await stack.waitForGeneration(final.id, key.key);
+    expect(pub.status, describeResponse(pub)).toBe(200);
+    const [row] = await keptRows(final.id);
+    expect(row?.prompt).toContain('My key is [REDACTED] and my mail [REDACTED]; say hello');
+    expect(row?.answer).toBe(text);
   });
 });

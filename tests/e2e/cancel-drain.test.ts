@@ -7,7 +7,7 @@
  * The reference for each case is the same request read to its end: the simulator is deterministic, so
  * an abandoned request must be billed the very tokens of its completed twin.
  */
-import { loadConfig, startProxy } from '@tollgate/proxy';
+import { configEnv, loadConfig, startProxy } from '@tollgate/proxy';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { abandon } from '../support/abandon';
@@ -293,9 +293,7 @@ describe('a client that walks away after the provider accepted the request', () 
 
 describe('shutdown (SIGTERM) with a drain in progress', () => {
   const extraProxy = (env: Record<string, string>) => {
-    const base = Object.fromEntries(
-      Object.entries(stack.proxyConfig).map(([k, v]) => [k, v === undefined ? '' : String(v)]),
-    );
+    const base = configEnv(stack.proxyConfig);
     return startProxy(loadConfig({ ...base, PORT: '0', ...env }), { catalog: stack.catalog });
   };
 

@@ -6,7 +6,7 @@
  */
 import { type CatalogModel, computeCost } from '@tollgate/catalog';
 import { toUnits } from '@tollgate/money';
-import { loadConfig, startProxy } from '@tollgate/proxy';
+import { configEnv, loadConfig, startProxy } from '@tollgate/proxy';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chargeUnits, simLedger } from '../support/sim-ledger';
 import { describeResponse, type Stack, startStack } from '../support/stack';
@@ -160,9 +160,7 @@ describe('no usage: the bill is the upper bound of what the provider can have ch
 
 describe('a provider that times out after the client left', () => {
   it('bills the whole output budget: the provider may have generated the answer', async () => {
-    const base = Object.fromEntries(
-      Object.entries(stack.proxyConfig).map(([k, v]) => [k, v === undefined ? '' : String(v)]),
-    );
+    const base = configEnv(stack.proxyConfig);
     const proxy = await startProxy(
       loadConfig({ ...base, PORT: '0', UPSTREAM_TIMEOUT_MS: '600', CANCEL_DRAIN_MS: '10000' }),
       { catalog: stack.catalog },

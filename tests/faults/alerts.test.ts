@@ -3,44 +3,14 @@
  * crossing with 2 proxies and 2 billing workers running, survives being down for a minute (delivered
  * after), and every delivery's Standard Webhooks signature verifies with the library's verifier.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { devServiceSigner, SERVICE_TOKEN_HEADER } from '@tollgate/auth';
 import { toDecimal, toUnits } from '@tollgate/money';
+import { freePort } from '@tollgate/testkit';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { FaultStack, freePort, MODEL, type ServiceProcess, sleep } from './harness';
-
-/** A webhook receiver on a fixed port that can be stopped and started again. */
-class Receiver {
-  got: Array<{ headers: IncomingHttpHeaders; body: string; at: number }> = [];
-  #server: Server | null = null;
-  constructor(readonly port: number) {}
-  get url() {
-    return `http://127.0.0.1:${this.port}/tollgate-alerts`;
-  }
-  async start() {
-    const server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => {
-        body += c.toString();
-      });
-      req.on('end', () => {
-        this.got.push({ headers: req.headers, body, at: Date.now() });
-        res.statusCode = 204;
-        res.end();
-      });
-    });
-    await new Promise<void>((r) => server.listen(this.port, '127.0.0.1', r));
-    this.#server = server;
-  }
-  async stop() {
-    const s = this.#server;
-    this.#server = null;
-    if (!s) return;
-    s.closeAllConnections();
-    await new Promise<void>((r) => s.close(() => r()));
-  }
-}
+import { WebhookReceiver } from '../support/webhook-receiver';
+import { FaultStack, MODEL, type ServiceProcess, sleep } from './harness';
 
 /** One non-streamed completion through `proxy`; the status and, for a 200, the cost it carried. */
 async function chat(proxy: ServiceProcess, key: string): Promise<{ status: number; cost?: string }> {
@@ -56,7 +26,7 @@ async function chat(proxy: ServiceProcess, key: string): Promise<{ status: numbe
 
 const DOWN_MS = 60_000;
 let stack: FaultStack | undefined;
-const receiver = new Receiver(0);
+const receiver = new WebhookReceiver(204);
 afterAll(async () => {
   await receiver.stop();
   await stack?.close();
@@ -64,7 +34,6 @@ afterAll(async () => {
 
 describe('spend alerts across replicas (issue 29)', () => {
   it('delivers exactly one signed webhook per threshold crossing with 2 proxies and 2 billing workers, after a minute of receiver downtime', async () => {
-    Object.assign(receiver, { port: await freePort() });
     stack = new FaultStack({
       billingEnv: {
         WEBHOOK_ALLOWED_CIDRS: '127.0.0.1',
@@ -79,7 +48,7 @@ describe('spend alerts across replicas (issue 29)', () => {
     await stack.start();
     await stack.startBilling(); // a second billing worker on the same queue and database
     const proxies = [stack.proxy, await stack.startExtraProxy()];
-    await receiver.start();
+    await receiver.start(await freePort());
 
     const runtime = await stack.admin();
     const account = await runtime.accounts.create({ slug: `alerts-${Date.now()}`, name: 'alerts' });
@@ -92,8 +61,10 @@ describe('spend alerts across replicas (issue 29)', () => {
       headers: {
         [SERVICE_TOKEN_HEADER]: await devServiceSigner('dashboard').sign('billing'),
         'content-type': 'application/json',
+        // The owner acting, as the dashboard names them (billing audits endpoint changes).
+        'x-tollgate-actor-user': randomUUID(),
       },
-      body: JSON.stringify({ url: receiver.url, thresholds: [25, 50, 75] }),
+      body: JSON.stringify({ url: receiver.url('/tollgate-alerts'), thresholds: [25, 50, 75] }),
     });
     expect(created.status, await created.clone().text()).toBe(201);
     const { secret } = ((await created.json()) as { data: { secret: string } }).data;

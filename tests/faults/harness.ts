@@ -7,7 +7,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -20,6 +19,7 @@ import {
   createTestAmqp,
   createTestDatabase,
   createTestRedis,
+  freePort,
   type TestAmqp,
   type TestDatabase,
   type TestRedis,
@@ -36,17 +36,6 @@ export const MODEL = 'openai/gpt-4o-mini';
 const LIMIT = process.env.FAULTS_KEY_LIMIT ?? '0.0002';
 
 type ServiceName = 'provider-sim' | 'keys' | 'billing' | 'proxy';
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => res(port));
-    });
-  });
-}
 
 export interface ServiceProcess {
   name: string;

@@ -8,9 +8,10 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '@tollgate/testkit';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { freePort, sleep } from './harness';
+import { sleep } from './harness';
 
 export interface PrivateRedis {
   port: number;

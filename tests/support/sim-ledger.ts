@@ -4,22 +4,9 @@
  * provider would have invoiced the gateway for it.
  */
 import { type CatalogModel, computeCost } from '@tollgate/catalog';
+import type { SimCharge } from '@tollgate/provider-sim';
 
-export interface SimCharge {
-  tag: string | null;
-  model: string;
-  format: 'openai' | 'anthropic';
-  stream: boolean;
-  prompt: number;
-  completion: number;
-  reasoning: number;
-  cached: number;
-  cache_write: number;
-  cache_write_1h: number;
-  images: number;
-  state: 'open' | 'complete' | 'client_gone' | 'cut' | 'error';
-  started_at: string;
-}
+export type { SimCharge };
 
 /** The simulator's charges (of `tag` when given), oldest first. */
 export async function simLedger(simUrl: string, tag?: string): Promise<SimCharge[]> {

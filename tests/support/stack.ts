@@ -14,7 +14,6 @@
 
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +38,7 @@ import {
   createTestAmqp,
   createTestDatabase,
   createTestRedis,
+  freePort,
   type TestAmqp,
   type TestDatabase,
   type TestRedis,
@@ -134,18 +134,6 @@ export interface ApiResponse {
 
 /** Formats a response for assertion messages: a failing assertion prints the whole response. */
 export const describeResponse = (r: ApiResponse) => `HTTP ${r.status} ${r.text.slice(0, 2000)}`;
-
-/** A port nobody listens on right now (for a service another must know the address of before it starts). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startStack(
   options: {

@@ -1,28 +1,21 @@
 import { z } from 'zod';
-import { isoDate, limitParam } from './billing-params';
+import { checkRange, isoDate, limitParam, MAX_SPAN_MS } from './billing-params';
 import { accountPath, decimalString, unknownParameter, uuid } from './common';
 
 // ---------------------------------------------------------------------------------------------------
 // The dashboard's reads (caller: dashboard; the account is in the path).
 
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 const granularity = z.enum(['hour', 'day', 'total'], { error: 'expected hour, day or total' });
-const groupBy = z.enum(['model', 'app', 'key', 'provider', 'none'], {
-  error: 'expected model, app, key, provider or none',
+/** `team` (issue 29): per the key's current team (`group` the team id, null: keys without a team). */
+const groupBy = z.enum(['model', 'app', 'key', 'team', 'provider', 'none'], {
+  error: 'expected model, app, key, team, provider or none',
 });
-/** Most buckets one query may ask for (hourly: 31 days; daily: ~3 years). */
-const MAX_SPAN_MS: Record<z.output<typeof granularity>, number> = {
-  hour: 31 * DAY_MS,
-  day: 1100 * DAY_MS,
-  total: 1100 * DAY_MS,
-};
 
 /** One analytics row: counts as numbers, cost as an exact decimal string (USD). */
 export const usageRowSchema = z.object({
   /** Start of the hour/day bucket; null for granularity `total`. */
   bucket: z.string().nullable(),
-  /** The group's value (model, app, key id, provider); null for `none` and for requests without an app. */
+  /** The group's value (model, app, key id, team id, provider); null for `none`, requests without an app, keys without a team. */
   group: z.string().nullable(),
   requests: z.number().int(),
   tokens_prompt: z.number().int(),
@@ -60,19 +53,9 @@ export const accountUsage = {
       },
       unknownParameter,
     )
-    .superRefine((q, ctx) => {
-      // zod runs this even when a field failed: only compare real dates.
-      if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
-      if (q.to.getTime() <= q.from.getTime())
-        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
-      else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS[q.granularity]) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['to'],
-          message: `range too long for granularity ${q.granularity}`,
-        });
-      }
-    }),
+    .superRefine((q, ctx) =>
+      checkRange(q, ctx, MAX_SPAN_MS[q.granularity], `range too long for granularity ${q.granularity}`),
+    ),
   /** `from`/`to`: the range widened to whole buckets. */
   response: z.object({
     data: z.object({
@@ -88,7 +71,7 @@ export const accountUsage = {
 } as const;
 export type AccountUsageQuery = z.input<typeof accountUsage.query>;
 
-/** Percentiles of one latency measure (ms), read from the roll-ups' histograms (±20 %). */
+/** Average and percentiles of one latency measure (ms), read from the roll-ups' histograms (±20 %). */
 const latencyFigures = z.object({
   avg: z.number().nullable(),
   p50: z.number().nullable(),
@@ -119,13 +102,7 @@ export const accountLatency = {
       },
       unknownParameter,
     )
-    .superRefine((q, ctx) => {
-      if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
-      if (q.to.getTime() <= q.from.getTime())
-        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
-      else if (q.to.getTime() - q.from.getTime() > MAX_SPAN_MS.hour)
-        ctx.addIssue({ code: 'custom', path: ['to'], message: 'range too long (at most 31 days)' });
-    }),
+    .superRefine((q, ctx) => checkRange(q, ctx, MAX_SPAN_MS.hour, 'range too long (at most 31 days)')),
   response: z.object({
     data: z.object({
       from: z.string(),
@@ -140,7 +117,16 @@ export const accountLatency = {
           error_rate: z.number(),
           ttft_ms: latencyFigures,
           total_ms: latencyFigures,
-          /** Completion tokens per second of generation after the first token (null: none). */
+          /**
+           * The time the gateway itself added (ms, to the µs: 0.412), over the requests whose record
+           * carries it (`overhead_requests`; records of proxies before it existed have none).
+           */
+          gateway_overhead_ms: latencyFigures,
+          overhead_requests: z.number().int(),
+          /**
+           * Completion tokens per second of generation: after the first token when streamed, over the
+           * whole time when not (null: none).
+           */
           tokens_per_second: z.number().nullable(),
         }),
       ),

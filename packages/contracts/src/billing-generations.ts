@@ -34,6 +34,10 @@ export const generationSchema = z.object({
   app: z.string().nullable(),
   latency_ms: z.number(),
   generation_time_ms: z.number(),
+  /** The time the gateway itself added (ms, to the µs), or null when the record has none. */
+  gateway_overhead_ms: z.number().nullable(),
+  /** Completion tokens per second of generation (after the first token when streamed), or null. */
+  tokens_per_second: z.number().nullable(),
   attempts: z.array(
     z.object({
       provider: z.string(),

@@ -30,6 +30,22 @@ export const keysUsage = {
 } as const;
 export type KeysUsageRequest = z.input<typeof keysUsage.request>;
 
+/**
+ * `POST /internal/usage/teams` (caller: dashboard): the committed spend of teams (issue 29), from
+ * `billing.team_spend` (what the team's limit is decided on); `usage` in the team's limit period.
+ */
+export const teamsUsage = {
+  method: 'POST',
+  path: '/internal/usage/teams',
+  request: z.object({
+    teams: z
+      .array(z.object({ id: uuid('a team id'), limit_reset: limitReset.nullable().optional() }))
+      .max(1000, 'at most 1000 teams per call'),
+  }),
+  /** One entry per requested id. */
+  response: z.object({ data: z.record(z.string(), keyUsageSchema) }),
+} as const;
+
 /** `POST /internal/spend/rebuild` (caller: proxy spend guard): load a missing Redis counter from Postgres. */
 export const spendRebuild = {
   method: 'POST',

@@ -1,4 +1,4 @@
-import { LIMIT_RESETS } from '@tollgate/money';
+import { LIMIT_RESETS, MoneyError, toDecimal, toUnits } from '@tollgate/money';
 import { z } from 'zod';
 
 /** Pieces shared by the contracts of several services. */
@@ -7,6 +7,35 @@ import { z } from 'zod';
 export const decimalString = z.string().regex(/^-?\d+(\.\d+)?$/, 'expected a decimal string');
 
 export const uuid = (what: string) => z.string().uuid(`expected ${what} (uuid)`);
+
+/** A name people give (a key's, a team's): trimmed, 1 to 200 characters, no NUL. */
+export const displayName = z
+  .string({ error: 'expected a string' })
+  .trim()
+  .min(1, { error: 'must not be empty' })
+  .max(200, { error: 'must be at most 200 characters' })
+  .refine((s) => !s.includes('\u0000'), { error: 'must not contain NUL characters' });
+
+/**
+ * A USD amount as a JSON number (a key's or team's limit, a low-credit alert): finite, >= 0, at most
+ * `max`, at most 10 decimal places; becomes a decimal string.
+ */
+export const usdAmountInput = (max: number) =>
+  z
+    .number({ error: 'expected a number (USD) or null' })
+    .min(0, { error: 'must not be negative' })
+    .max(max, { error: `must be at most ${max}` })
+    .transform((n, ctx) => {
+      try {
+        return toDecimal(toUnits(n));
+      } catch (err) {
+        ctx.addIssue({
+          code: 'custom',
+          message: err instanceof MoneyError ? 'at most 10 decimal places' : 'invalid',
+        });
+        return z.NEVER;
+      }
+    });
 
 /** A key's spend period (the one list: @tollgate/money, which computes the periods). */
 export const limitReset = z.enum(LIMIT_RESETS);

@@ -11,6 +11,7 @@ import { decimalString } from './common';
 import { createUser } from './dashboard';
 import { createAccountKey, getAccount, keyObjectSchema } from './keys';
 import { accountErrors, getAccountRefusal, listAccountRefusals } from './refusals';
+import { teamObjectSchema } from './teams';
 import { accountWebhooks } from './webhooks';
 
 /**
@@ -80,6 +81,17 @@ const dashboardUserSchema = z.object({
   created_at: z.string(),
 });
 
+/** `GET /api/teams`: a team, its budget and spend in the current period, its members (user ids). */
+const dashboardTeamSchema = teamObjectSchema
+  .pick({ id: true, name: true, key_count: true, limit: true, limit_reset: true, rate_limit_tpm: true })
+  .extend({
+    /** Committed spend in the team's limit period (billing.team_spend), USD. */
+    usage: z.number(),
+    /** What is left of the limit (never below 0); null without a limit. */
+    limit_remaining: z.number().nullable(),
+    member_ids: z.array(z.string()),
+  });
+
 /** `POST /api/users/:id/sign-in-link`: a re-sent invitation or a password reset, once. */
 const signInLinkSchema = z.object({
   kind: z.enum(['invitation', 'password_reset']),
@@ -107,6 +119,7 @@ export const dashboardApi = {
   credits: accountCredits.response,
   models: answer(z.array(catalogModelSchema)),
   users: answer(z.array(dashboardUserSchema)),
+  teams: answer(z.array(dashboardTeamSchema)),
   invite: createUser.response,
   signInLink: answer(signInLinkSchema),
   webhooks: accountWebhooks.list.response,

@@ -1,6 +1,6 @@
-import { LIMIT_RESETS, MoneyError, toDecimal, toUnits } from '@tollgate/money';
+import { LIMIT_RESETS } from '@tollgate/money';
 import { z } from 'zod';
-import { accountPath, limitReset, unknownParameter } from './common';
+import { accountPath, displayName, limitReset, unknownParameter, usdAmountInput } from './common';
 
 /**
  * The keys service's internal API. The keys routes parse requests and build answers with these
@@ -94,29 +94,10 @@ export type ResolvedKey = z.output<typeof cachedKeySchema>;
 /** Highest accepted spend limit in USD (the column is numeric(20,10)). */
 const MAX_LIMIT_USD = 1_000_000_000;
 
-const name = z
-  .string({ error: 'expected a string' })
-  .trim()
-  .min(1, { error: 'must not be empty' })
-  .max(200, { error: 'must be at most 200 characters' })
-  .refine((s) => !s.includes('\u0000'), { error: 'must not contain NUL characters' });
+const name = displayName;
 
 /** A USD amount as a JSON number: finite, >= 0, at most 10 decimal places; becomes a decimal string. */
-const limit = z
-  .number({ error: 'expected a number (USD) or null' })
-  .min(0, { error: 'must not be negative' })
-  .max(MAX_LIMIT_USD, { error: `must be at most ${MAX_LIMIT_USD}` })
-  .transform((n, ctx) => {
-    try {
-      return toDecimal(toUnits(n));
-    } catch (err) {
-      ctx.addIssue({
-        code: 'custom',
-        message: err instanceof MoneyError ? 'at most 10 decimal places' : 'invalid',
-      });
-      return z.NEVER;
-    }
-  });
+const limit = usdAmountInput(MAX_LIMIT_USD);
 
 export const limitResetInput = z.enum(LIMIT_RESETS, {
   error: `expected one of ${LIMIT_RESETS.join(', ')}, or null`,
@@ -176,8 +157,8 @@ const teamId = z
   .uuid({ error: 'must be a team id (uuid)' })
   .transform((s) => s.toLowerCase());
 
-export const createKeyBody = z.strictObject({
-  name,
+/** What a key's create and update bodies both may set (each optional; null clears it). */
+const keySettings = {
   limit: limit.nullable().optional(),
   limit_reset: limitResetInput.nullable().optional(),
   expires_at: expiresAt.nullable().optional(),
@@ -187,20 +168,14 @@ export const createKeyBody = z.strictObject({
   rate_limit_tpm: rateLimitTpm.nullable().optional(),
   store_bodies: storeBodies.optional(),
   team_id: teamId.nullable().optional(),
-});
+};
+
+export const createKeyBody = z.strictObject({ name, ...keySettings });
 
 export const updateKeyBody = z.strictObject({
   name: name.optional(),
   disabled: z.boolean({ error: 'expected true or false' }).optional(),
-  limit: limit.nullable().optional(),
-  limit_reset: limitResetInput.nullable().optional(),
-  expires_at: expiresAt.nullable().optional(),
-  include_byok_in_limit: includeByok.optional(),
-  allowed_models: allowedModels.optional(),
-  rate_limit_rpm: rateLimitRpm.nullable().optional(),
-  rate_limit_tpm: rateLimitTpm.nullable().optional(),
-  store_bodies: storeBodies.optional(),
-  team_id: teamId.nullable().optional(),
+  ...keySettings,
 });
 
 /** Create body of the dashboard's route: the public body plus the management-key option. */

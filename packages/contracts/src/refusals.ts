@@ -1,5 +1,6 @@
 import { REQUEST_ID_PATTERN } from '@tollgate/auth/request-id-pattern';
 import { z } from 'zod';
+import { checkRange, isoDate, limitParam, MAX_SPAN_MS } from './billing-params';
 import { accountPath, unknownParameter, uuid } from './common';
 
 /**
@@ -7,20 +8,6 @@ import { accountPath, unknownParameter, uuid } from './common';
  * a known key answered with an error and billed nothing (the proxy's `refusal` events); an upstream
  * error is an answered request whose record carries the provider's failure.
  */
-
-const DAY_MS = 86_400_000;
-const isoDate = (field: string) =>
-  z
-    .string({ error: 'is required (ISO 8601 date-time)' })
-    .datetime({ offset: true, error: `expected an ISO 8601 date-time for ${field}` })
-    .transform((s) => new Date(s));
-const limit = (fallback: number, max: number) =>
-  z.coerce
-    .number({ error: 'expected an integer' })
-    .int('expected an integer')
-    .min(1, 'must be at least 1')
-    .max(max, `must be at most ${max}`)
-    .default(fallback);
 
 export const refusalTypes = ['limit', 'rate_limit', 'auth', 'bad_request', 'provider', 'other'] as const;
 const counts = z.object(
@@ -47,17 +34,9 @@ export const accountErrors = {
       },
       unknownParameter,
     )
-    .superRefine((q, ctx) => {
-      if (!(q.from instanceof Date) || !(q.to instanceof Date)) return;
-      if (q.to.getTime() <= q.from.getTime())
-        ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
-      else if (q.to.getTime() - q.from.getTime() > (q.granularity === 'hour' ? 31 : 1100) * DAY_MS)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['to'],
-          message: `range too long for granularity ${q.granularity}`,
-        });
-    }),
+    .superRefine((q, ctx) =>
+      checkRange(q, ctx, MAX_SPAN_MS[q.granularity], `range too long for granularity ${q.granularity}`),
+    ),
   response: z.object({
     data: z.object({
       from: z.string(),
@@ -105,7 +84,7 @@ export type RefusalView = z.output<typeof refusalSchema>;
 export const listAccountRefusals = {
   method: 'GET',
   path: (accountId: string) => `${accountPath(accountId)}/refusals`,
-  query: z.strictObject({ key_id: uuid('a key id').optional(), limit: limit(20, 50) }, unknownParameter),
+  query: z.strictObject({ key_id: uuid('a key id').optional(), limit: limitParam(20, 50) }, unknownParameter),
   response: z.object({ data: z.array(refusalSchema) }),
 } as const;
 export type ListAccountRefusalsQuery = z.input<typeof listAccountRefusals.query>;

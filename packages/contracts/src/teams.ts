@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { limitReset } from './common';
+import { displayName, limitReset } from './common';
 import { usdLimitInput as limit, limitResetInput, rateLimitTpmInput as rateLimitTpm } from './keys';
 
 /**
@@ -9,25 +9,15 @@ import { usdLimitInput as limit, limitResetInput, rateLimitTpmInput as rateLimit
  * tokens-per-minute limit: admission reserves against key, team and account in one atomic step.
  */
 
-const name = z
-  .string({ error: 'expected a string' })
-  .trim()
-  .min(1, { error: 'must not be empty' })
-  .max(200, { error: 'must be at most 200 characters' })
-  .refine((s) => !s.includes('\u0000'), { error: 'must not contain NUL characters' });
+/** What a team's create and update bodies both may set (each optional; null clears it). */
+const teamSettings = {
+  limit: limit.nullable().optional(),
+  limit_reset: limitResetInput.nullable().optional(),
+  rate_limit_tpm: rateLimitTpm.nullable().optional(),
+};
 
-export const createTeamBody = z.strictObject({
-  name,
-  limit: limit.nullable().optional(),
-  limit_reset: limitResetInput.nullable().optional(),
-  rate_limit_tpm: rateLimitTpm.nullable().optional(),
-});
-export const updateTeamBody = z.strictObject({
-  name: name.optional(),
-  limit: limit.nullable().optional(),
-  limit_reset: limitResetInput.nullable().optional(),
-  rate_limit_tpm: rateLimitTpm.nullable().optional(),
-});
+export const createTeamBody = z.strictObject({ name: displayName, ...teamSettings });
+export const updateTeamBody = z.strictObject({ name: displayName.optional(), ...teamSettings });
 
 export const teamObjectSchema = z.object({
   id: z.string(),

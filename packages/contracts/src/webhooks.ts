@@ -1,6 +1,5 @@
-import { MoneyError, toDecimal, toUnits } from '@tollgate/money';
 import { z } from 'zod';
-import { accountPath, decimalString } from './common';
+import { accountPath, decimalString, usdAmountInput } from './common';
 
 /**
  * Alert webhooks (issue 29): the public management API `/webhooks` (management keys, forwarded by the
@@ -33,22 +32,7 @@ const thresholds = z
   .transform((a) => [...new Set(a)].sort((x, y) => x - y));
 
 /** A USD amount as a JSON number (>= 0, at most 10 decimals) or null; becomes a decimal string. */
-const lowCredit = z
-  .number({ error: 'expected a number (USD) or null' })
-  .min(0, { error: 'must not be negative' })
-  .max(MAX_LOW_CREDIT_USD, { error: `must be at most ${MAX_LOW_CREDIT_USD}` })
-  .transform((n, ctx) => {
-    try {
-      return toDecimal(toUnits(n));
-    } catch (err) {
-      ctx.addIssue({
-        code: 'custom',
-        message: err instanceof MoneyError ? 'at most 10 decimal places' : 'invalid',
-      });
-      return z.NEVER;
-    }
-  })
-  .nullable();
+const lowCredit = usdAmountInput(MAX_LOW_CREDIT_USD).nullable();
 
 export const createWebhookBody = z.strictObject({
   url,

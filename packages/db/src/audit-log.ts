@@ -23,10 +23,11 @@ export interface AuditLogTable {
   after: ColumnType<unknown, string | null, never> | null;
 }
 
-function schemaRef(schema: string) {
+function checkedSchema(schema: string): string {
   if (!/^[a-z_]+$/.test(schema)) throw new Error(`audit log: bad schema name ${schema}`);
-  return sql.raw(schema);
+  return schema;
 }
+const schemaRef = (schema: string) => sql.raw(checkedSchema(schema));
 
 /** Creates `<schema>.audit_log`, its index and the append-only triggers (a service's migration). */
 export async function createAuditLog(db: Kysely<unknown>, schema: string): Promise<void> {
@@ -68,4 +69,66 @@ export async function dropAuditLog(db: Kysely<unknown>, schema: string): Promise
   const s = schemaRef(schema);
   await sql`drop table if exists ${s}.audit_log`.execute(db);
   await sql`drop function if exists ${s}.audit_log_append_only()`.execute(db);
+}
+
+/** The filters every audit log takes (`auditQuery` of @tollgate/contracts, already validated). */
+export interface AuditLogFilters {
+  actor_kind?: AuditActorKind;
+  actor_id?: string;
+  action?: string;
+  target_id?: string;
+  /** ISO instants: entries at or after `since`, before `until`. */
+  since?: string;
+  until?: string;
+  /** Entries with an id below this one (the next page of a newest-first listing). */
+  before?: string;
+  limit: number;
+}
+
+/** One entry as every API shows it (never the row's account). */
+export interface AuditLogEntry {
+  id: string;
+  at: string;
+  actor: { kind: AuditActorKind; id: string | null };
+  client_address: string | null;
+  action: string;
+  target: { kind: string; id: string };
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+}
+
+/**
+ * One page of an account's entries in `<schema>.audit_log` matching the filters, newest first;
+ * `next_before` continues it (null: the last page). The one listing of the three logs.
+ */
+export async function listAuditLog<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  accountId: string,
+  q: AuditLogFilters,
+): Promise<{ data: AuditLogEntry[]; next_before: string | null }> {
+  const table = `${checkedSchema(schema)}.audit_log` as 'log';
+  const logDb = db as unknown as Kysely<{ log: AuditLogTable }>;
+  let query = logDb.selectFrom(table).selectAll().where('account_id', '=', accountId);
+  if (q.actor_kind) query = query.where('actor_kind', '=', q.actor_kind);
+  if (q.actor_id) query = query.where('actor_id', '=', q.actor_id);
+  if (q.action) query = query.where('action', '=', q.action);
+  if (q.target_id) query = query.where('target_id', '=', q.target_id);
+  if (q.since) query = query.where('at', '>=', new Date(q.since));
+  if (q.until) query = query.where('at', '<', new Date(q.until));
+  if (q.before) query = query.where('id', '<', q.before as never);
+  const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
+  return {
+    data: rows.map((r) => ({
+      id: r.id,
+      at: r.at.toISOString(),
+      actor: { kind: r.actor_kind, id: r.actor_id },
+      client_address: r.client_address,
+      action: r.action,
+      target: { kind: r.target_kind, id: r.target_id },
+      before: (r.before ?? null) as Record<string, unknown> | null,
+      after: (r.after ?? null) as Record<string, unknown> | null,
+    })),
+    next_before: rows.length === q.limit ? (rows[rows.length - 1]?.id ?? null) : null,
+  };
 }

@@ -103,6 +103,14 @@ export async function migrateToLatest(
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
 }
 
-export { type AuditActorKind, type AuditLogTable, createAuditLog, dropAuditLog } from './audit-log';
+export {
+  type AuditActorKind,
+  type AuditLogEntry,
+  type AuditLogFilters,
+  type AuditLogTable,
+  createAuditLog,
+  dropAuditLog,
+  listAuditLog,
+} from './audit-log';
 export { type MigrateCommand, runMigrateCommand } from './migrate-command';
 export { sql };

@@ -81,6 +81,22 @@ describe('parseUsageEvent', () => {
     expect(noModel).toMatchObject({ ok: false, reason: expect.stringContaining('model') });
   });
 
+  it('carries the gateway overhead in µs when the proxy measured it, and parses events without it', () => {
+    expect(parseUsageEvent(JSON.stringify({ ...event, gateway_overhead_us: 412 }))).toMatchObject({
+      ok: true,
+      event: { gateway_overhead_us: 412 },
+    });
+    const older = parseUsageEvent(JSON.stringify(event));
+    expect(older).toMatchObject({ ok: true });
+    expect((older as { event: object }).event).not.toHaveProperty('gateway_overhead_us');
+    for (const bad of [-1, 1.5, '412', null]) {
+      expect(parseUsageEvent(JSON.stringify({ ...event, gateway_overhead_us: bad }))).toMatchObject({
+        ok: false,
+        reason: expect.stringContaining('gateway_overhead_us'),
+      });
+    }
+  });
+
   it('decodes by the catalog (type → version → schema) and names an unknown type or version', () => {
     expect(usageEventSchemas.usage[1]).toBeDefined();
     expect(parseUsageEvent(JSON.stringify({ ...event, type: 'refund' }))).toEqual({
@@ -273,6 +289,7 @@ describe('parseUsageEvent', () => {
       for (const path of [
         ['latency_ms'],
         ['generation_time_ms'],
+        ['gateway_overhead_us'],
         ['tokens', 'prompt'],
         ['tokens', 'cache_write'],
       ])

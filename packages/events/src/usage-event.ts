@@ -78,6 +78,13 @@ const usageEventV1Fields = f.object({
   /** Request start to end of generation. */
   generation_time_ms: f.count(),
   /**
+   * The time the gateway itself added, in microseconds: the request's whole time in the proxy (its
+   * arrival to the answer's end) minus the time waiting on providers (the first attempt sent to the
+   * answer's last byte). docs/architecture.md "Gateway overhead". Optional: absent in events of
+   * proxies before it existed (their records have none).
+   */
+  gateway_overhead_us: f.optional(f.count()),
+  /**
    * Every provider attempt of the request in order, the serving one last (failover). Optional:
    * events of proxies before routing have none.
    */

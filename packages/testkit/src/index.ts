@@ -6,6 +6,7 @@ import { runId, testInfra } from './infra';
 
 export { expectContract } from './contract';
 export { CLUSTER_URL_ENV, dockerAvailable, LOCAL_INFRA, runId, type TestInfra, testInfra } from './infra';
+export { freePort } from './ports';
 export { seededRandom } from './random';
 export { type LocalRedisCluster, startLocalRedisCluster } from './redis-cluster';
 export { createTcpProxy, hostPortOf, type TcpProxy } from './tcp-proxy';

@@ -13,7 +13,9 @@ import * as teamSpend from './2026_11_26_170000_team_spend';
 import * as partitionGenerations from './2026_11_27_090000_partition_generations';
 import * as alerts from './2026_11_27_100000_alerts';
 import * as refusals from './2026_11_27_110000_refusals';
+import * as latencyRollups from './2026_11_27_120000_latency_rollups';
 import * as generationBodies from './2026_11_27_141000_generation_bodies';
+import * as usageAccountHourly from './2026_11_27_150000_usage_account_hourly';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -31,5 +33,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_090000_partition_generations': partitionGenerations,
   '2026_11_27_100000_alerts': alerts,
   '2026_11_27_110000_refusals': refusals,
+  '2026_11_27_120000_latency_rollups': latencyRollups,
   '2026_11_27_141000_generation_bodies': generationBodies,
+  '2026_11_27_150000_usage_account_hourly': usageAccountHourly,
 };

@@ -149,7 +149,10 @@ export async function startBilling(
   });
 
   worker.watch(consumer, usagePartitions);
-  if (config.WORKER_ENABLED) alerts.delivery.start();
+  if (config.WORKER_ENABLED) {
+    alerts.delivery.start();
+    alerts.retention.start();
+  }
   const app = createBillingApp({
     db,
     credits,

@@ -3,7 +3,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEV_SERVICE_KEYS, generateServiceKeyPair } from '@tollgate/auth';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CATALOG_PATH, loadConfig, spoolDir, stateDir } from './config';
+import { configEnv, DEFAULT_CATALOG_PATH, loadConfig, spoolDir, stateDir } from './config';
 
 /** Server URLs with the service's own passwords, as production needs. */
 const servers = {
@@ -78,5 +78,31 @@ describe('proxy config', () => {
     ).toBe('production');
     // Nothing calls the proxy with a service token: it trusts no service key.
     expect('SERVICE_PUBLIC_KEYS' in loadConfig({})).toBe(false);
+  });
+
+  it('opt-in bodies: default redaction patterns, a JSON array of its own, or none; an invalid one is named', () => {
+    const defaults = loadConfig({});
+    expect(defaults.BODIES_MAX_BYTES).toBe(32_768);
+    expect(defaults.BODIES_REDACT.length).toBeGreaterThan(0);
+    expect('mail me@example.com'.replace(defaults.BODIES_REDACT.at(-1) as RegExp, 'X')).toBe('mail X');
+    const own = loadConfig({ BODIES_REDACT: String.raw`["\\d{3}-\\d{4}"]`, BODIES_MAX_BYTES: '1024' });
+    expect(own.BODIES_REDACT.map((r) => r.source)).toEqual([String.raw`\d{3}-\d{4}`]);
+    expect(loadConfig({ BODIES_REDACT: '[]' }).BODIES_REDACT).toEqual([]);
+    expect(() => loadConfig({ BODIES_REDACT: '["(unclosed"]' })).toThrow(/BODIES_REDACT[\s\S]*unclosed/);
+    expect(() => loadConfig({ BODIES_REDACT: '"sk-"' })).toThrow(/BODIES_REDACT[\s\S]*JSON array/);
+    expect(() => loadConfig({ BODIES_MAX_BYTES: '10' })).toThrow(/BODIES_MAX_BYTES/);
+  });
+});
+
+describe('configEnv', () => {
+  it('gives the environment that loads back into the same config (redaction patterns included)', () => {
+    const config = loadConfig({
+      BODIES_REDACT: JSON.stringify(['secret-[0-9]+', 'sk-[a-z]{4}']),
+      TRUSTED_PROXIES: '10.0.0.0/8,127.0.0.1',
+      USAGE_PARTITIONS: '3',
+    });
+    const again = loadConfig(configEnv(config));
+    expect(again.BODIES_REDACT.map((r) => r.source)).toEqual(['secret-[0-9]+', 'sk-[a-z]{4}']);
+    expect({ ...again, BODIES_REDACT: null }).toEqual({ ...config, BODIES_REDACT: null });
   });
 });

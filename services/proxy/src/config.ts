@@ -125,6 +125,13 @@ export const proxyEnv = z
      */
     SERVER_MAX_CONNECTIONS: z.coerce.number().int().min(0).default(10_000),
     /**
+     * Connections the kernel queues for the process to accept (listen backlog; Linux caps it at
+     * net.core.somaxconn). Node's default, 511, drops the connections of a burst beyond it (2,000
+     * agent streams opened in a second): their clients retry after 1, 3, 7 s (SYN retransmits),
+     * which is where a burst's first bytes took 14 s (issue 30). Queued, they wait only their turn.
+     */
+    SERVER_LISTEN_BACKLOG: z.coerce.number().int().positive().default(4096),
+    /**
      * A streaming client that does not read for this long (its socket buffer stays full) is cut:
      * the upstream request is aborted and what was produced is billed, marked cancelled.
      */
@@ -213,4 +220,19 @@ export const spoolDir = (config: Pick<ProxyConfig, 'STATE_DIR' | 'SPOOL_DIR'>): 
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ProxyConfig {
   return load(proxyEnv, env);
+}
+
+/**
+ * The environment that loads back into `config` (a test starting a second proxy like a first one):
+ * every value as its env text — the redaction patterns as the JSON array of their sources, an absent
+ * value as empty.
+ */
+export function configEnv(config: ProxyConfig): Record<string, string> {
+  const text = (v: unknown): string => {
+    if (v === undefined || v === null) return '';
+    if (Array.isArray(v) && v.length > 0 && v.every((x) => x instanceof RegExp))
+      return JSON.stringify(v.map((x: RegExp) => x.source));
+    return String(v);
+  };
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, text(v)]));
 }

@@ -44,6 +44,11 @@ export const webhookEnv = {
   WEBHOOK_RETRY_MAX_MS: ms(60 * 60_000),
   /** Attempts before a delivery is given up (logged as failed). 20 at the defaults ≈ 15 hours. */
   WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1000).default(20),
+  /**
+   * Days the delivery log is kept: finished deliveries (delivered or failed) and their attempts older
+   * than this are removed hourly (alerts/retention.ts). Threshold alerts themselves are kept.
+   */
+  WEBHOOK_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(90),
 };
 
 /**

@@ -42,6 +42,7 @@ async function startReceiver(status: (body: string) => number): Promise<Receiver
 }
 
 let s: TestBillingStack;
+const ACTING_USER = randomUUID();
 let receiver: Receiver;
 /** Answers 503 to this many messages whose body holds `failing.marker`. */
 const failing = { marker: '-', left: 0 };
@@ -63,7 +64,8 @@ afterAll(async () => {
 const api = async (path: string, init: { method?: string; body?: unknown } = {}) =>
   fetch(`${s.billing.url}${path}`, {
     method: init.method ?? 'GET',
-    headers: await serviceHeaders('dashboard'),
+    // The dashboard names the user acting on every call (billing's audit log of endpoint changes).
+    headers: { ...(await serviceHeaders('dashboard')), 'x-tollgate-actor-user': ACTING_USER },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
 

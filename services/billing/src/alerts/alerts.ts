@@ -4,6 +4,7 @@ import type { BillingDb } from '../database';
 import type { KeyOwners } from '../keys/key-owners';
 import { webhookSecretKey } from './alerts.config';
 import { type AlertDelivery, createAlertDelivery } from './delivery';
+import { createDeliveryLogRetention } from './retention';
 import { createSecretBox } from './secret-box';
 import { createWebhookSender } from './sender';
 import { createThresholdHook, type KeyLimit, type ThresholdHook } from './threshold-hook';
@@ -15,6 +16,8 @@ export interface Alerts {
   hook: ThresholdHook;
   /** Delivers the outbox (started with the usage worker). */
   delivery: AlertDelivery;
+  /** Removes the delivery log past WEBHOOK_LOG_RETENTION_DAYS (started with the usage worker). */
+  retention: ReturnType<typeof createDeliveryLogRetention>;
   webhooks: WebhooksService;
   close(): Promise<void>;
 }
@@ -59,11 +62,18 @@ export function createAlerts(deps: {
     },
   });
   const webhooks = createWebhooksService({ db: deps.db, box, guard, delivery, clock: deps.clock });
+  const retention = createDeliveryLogRetention(deps.db, {
+    retentionDays: config.WEBHOOK_LOG_RETENTION_DAYS,
+    clock: deps.clock,
+    logger: deps.logger,
+  });
   return {
     hook,
     delivery,
+    retention,
     webhooks,
     async close() {
+      retention.stop();
       await delivery.close();
       await sender.close();
     },

@@ -24,13 +24,14 @@ export const listEndpoints = (db: BillingDb, accountId: string): Promise<Endpoin
     .orderBy('id')
     .execute();
 
-export const findEndpoint = (db: BillingDb, accountId: string, id: string) =>
-  db
+export const findEndpoint = (db: BillingDb, accountId: string, id: string, o: { lock?: boolean } = {}) => {
+  const q = db
     .selectFrom('billing.webhook_endpoints')
     .select(PUBLIC_COLUMNS)
     .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .executeTakeFirst();
+    .where('id', '=', id);
+  return (o.lock ? q.forUpdate() : q).executeTakeFirst();
+};
 
 /** Inserts an endpoint with the id its secret was sealed for (the id is the ciphertext's bound data). */
 export async function insertEndpoint(

@@ -27,7 +27,7 @@ export interface UsageRow {
   cost: string;
 }
 
-const GROUP_COLUMN = {
+export const GROUP_COLUMN = {
   model: sql.ref('model'),
   app: sql.ref('app'),
   key: sql.ref('key_id'),
@@ -38,19 +38,33 @@ const GROUP_COLUMN = {
 const DAY_MS = 86_400_000;
 const isDay = (d: Date) => d.getTime() % DAY_MS === 0;
 
-/** The table, time column and bounds a query reads (daily roll-ups for whole days). */
-function source(q: UsageQuery) {
+/** No filter at all: the whole account's traffic. */
+const unfiltered = (q: UsageQuery) => {
+  const f = q.filters ?? {};
+  return !f.keyId && !f.model && f.app === undefined && !f.provider;
+};
+
+/**
+ * The table, time column and bounds a query reads: daily roll-ups for whole days; hours of the
+ * whole account without grouping or filters from `usage_account_hourly` (one row per hour).
+ */
+export function source(q: UsageQuery) {
   const daily = q.granularity === 'day' || (q.granularity === 'total' && isDay(q.from) && isDay(q.to));
+  const wholeAccount = !daily && q.groupBy === 'none' && unfiltered(q);
   return {
     daily,
-    table: daily ? sql`billing.usage_daily` : sql`billing.usage_hourly`,
+    table: daily
+      ? sql`billing.usage_daily`
+      : wholeAccount
+        ? sql`billing.usage_account_hourly`
+        : sql`billing.usage_hourly`,
     time: daily ? sql.ref('day') : sql.ref('hour'),
     lower: daily ? sql`${q.from.toISOString().slice(0, 10)}::date` : sql`${q.from}::timestamptz`,
     upper: daily ? sql`${q.to.toISOString().slice(0, 10)}::date` : sql`${q.to}::timestamptz`,
   };
 }
 
-function filtersOf(q: UsageQuery) {
+export function filtersOf(q: UsageQuery) {
   const f = q.filters ?? {};
   return sql`${f.keyId ? sql`and key_id = ${f.keyId}` : sql``}
       ${f.model ? sql`and model = ${f.model}` : sql``}
@@ -58,11 +72,38 @@ function filtersOf(q: UsageQuery) {
       ${f.provider ? sql`and provider_name = ${f.provider}` : sql``}`;
 }
 
+const USAGE_COLUMNS = sql.raw(`key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion,
+  tokens_cached, tokens_cache_write, tokens_reasoning, cost`);
+
+/**
+ * The rows of a total over hours that are not whole days but hold some: the whole days from
+ * `usage_daily`, the hours at either edge from `usage_hourly` (30 days and a few hours: ~7,000 daily
+ * rows and ~50 hours' worth instead of ~170,000 hourly rows). Null for any other query.
+ */
+function splitTotal(q: UsageQuery) {
+  if (q.granularity !== 'total' || (isDay(q.from) && isDay(q.to))) return null;
+  if (q.groupBy === 'none' && unfiltered(q)) return null; // usage_account_hourly: one row per hour
+  const firstDay = new Date(Math.ceil(q.from.getTime() / DAY_MS) * DAY_MS);
+  const lastDay = new Date(Math.floor(q.to.getTime() / DAY_MS) * DAY_MS);
+  if (lastDay <= firstDay) return null;
+  const hours = (from: Date, to: Date) => sql`
+    select ${USAGE_COLUMNS} from billing.usage_hourly
+    where account_id = ${q.accountId} and hour >= ${from}::timestamptz and hour < ${to}::timestamptz ${filtersOf(q)}`;
+  return sql`(
+    ${hours(q.from, firstDay)}
+    union all
+    select ${USAGE_COLUMNS} from billing.usage_daily
+    where account_id = ${q.accountId} and day >= ${firstDay.toISOString().slice(0, 10)}::date
+      and day < ${lastDay.toISOString().slice(0, 10)}::date ${filtersOf(q)}
+    union all
+    ${hours(lastDay, q.to)}) as r`;
+}
+
 /**
  * Sums one account's roll-ups over [from, to): a range scan of a roll-up table's primary key
  * (account_id, hour|day, …). Hourly buckets read `usage_hourly`; daily buckets, and totals over whole
- * UTC days, read `usage_daily` (the caller aligns day queries to whole days). Never touches
- * billing.generations.
+ * UTC days, read `usage_daily` (the caller aligns day queries to whole days); other totals read both
+ * (splitTotal). Never touches billing.generations.
  */
 export async function queryUsage(
   db: BillingDb,
@@ -82,9 +123,10 @@ export async function queryUsage(
       sum(tokens_completion) as tokens_completion, sum(tokens_cached) as tokens_cached,
       sum(tokens_cache_write) as tokens_cache_write, sum(tokens_reasoning) as tokens_reasoning,
       sum(cost) as cost
-    from ${table}
-    where account_id = ${q.accountId} and ${time} >= ${lower} and ${time} < ${upper}
-      ${filtersOf(q)}
+    from ${
+      splitTotal(q) ??
+      sql`${table} where account_id = ${q.accountId} and ${time} >= ${lower} and ${time} < ${upper} ${filtersOf(q)}`
+    }
     group by 1, 2`;
   // Grouped and bounded: the groups ranked by cost over the whole range, in the same statement (one
   // scan of the roll-ups), `limit` of them from `offset`; `ranked` says whether more remain.
@@ -138,68 +180,4 @@ export async function queryActivity(
     group by 1, 2, 3 ${q.byKey ? sql`, key_id` : sql``}
     order by 1 desc, sum(cost) desc, 2, 3`.execute(db);
   return rows;
-}
-
-export interface LatencyRow {
-  group: string | null;
-  requests: string;
-  errors: string;
-  tokens_completion: string;
-  ttft_ms: string;
-  total_ms: string;
-  ttft_hist: string[];
-  total_hist: string[];
-}
-
-/**
- * Latency per model or provider over [from, to): the sums per group, and the histograms summed
- * bucket by bucket (`unnest … with ordinality`, one hash aggregate: an element-wise aggregate
- * function per row was 20× slower), the `limit` groups with the most requests. Percentiles are read
- * from the histograms by the caller (latency.ts).
- */
-export async function queryLatency(
-  db: BillingDb,
-  q: UsageQuery & { groupBy: 'model' | 'provider' | 'none'; limit: number },
-): Promise<LatencyRow[]> {
-  const s = source({ ...q, granularity: 'total' });
-  const group = GROUP_COLUMN[q.groupBy];
-  const { rows } = await sql<
-    Omit<LatencyRow, 'ttft_hist' | 'total_hist'> & { hists: [number, string, string][] }
-  >`
-    with base as (
-      select ${group}::text as g, requests, errors, tokens_completion, ttft_ms, total_ms, ttft_hist, total_hist
-      from ${s.table}
-      where account_id = ${q.accountId} and ${s.time} >= ${s.lower} and ${s.time} < ${s.upper}
-        ${filtersOf(q)}
-    ), sums as (
-      select g, sum(requests) as requests, sum(errors) as errors, sum(tokens_completion) as tokens_completion,
-        sum(ttft_ms) as ttft_ms, sum(total_ms) as total_ms
-      from base group by g
-      order by sum(requests) desc, g nulls first
-      limit ${q.limit}
-    ), buckets as (
-      select b.g, u.k, sum(u.t) as t, sum(u.n) as n
-      from base b, unnest(b.ttft_hist, b.total_hist) with ordinality as u(t, n, k)
-      where exists (select 1 from sums s where s.g is not distinct from b.g)
-      group by b.g, u.k
-    )
-    select s.g as "group", s.requests::text, s.errors::text, s.tokens_completion::text,
-      s.ttft_ms::text, s.total_ms::text,
-      coalesce((select json_agg(json_build_array(k, t::text, n::text)) from buckets x
-        where x.g is not distinct from s.g), '[]') as hists
-    from sums s
-    order by s.requests desc, s.g nulls first`.execute(db);
-  return rows.map(({ hists, ...r }) => {
-    const ttft: string[] = [];
-    const total: string[] = [];
-    for (const [k, t, n] of hists) {
-      ttft[k - 1] = t ?? '0';
-      total[k - 1] = n ?? '0';
-    }
-    return {
-      ...r,
-      ttft_hist: Array.from(ttft, (v) => v ?? '0'),
-      total_hist: Array.from(total, (v) => v ?? '0'),
-    };
-  });
 }

@@ -9,15 +9,10 @@ import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
-import {
-  type LatencyRow,
-  queryActivity,
-  queryLatency,
-  queryUsage,
-  type UsageRow,
-} from './analytics.repository';
-import { activityByTeam } from './by-team';
-import { percentile } from './latency';
+import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
+import { activityByTeam, usageByTeam } from './by-team';
+import { percentile, tokensPerSecond } from './latency';
+import { type LatencyRow, queryLatency } from './latency.repository';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -40,28 +35,34 @@ function usageRowView(r: UsageRow, groupBy: string): UsageRowView {
   };
 }
 
+/** Average and percentiles of one histogram, in its unit rounded, then divided into ms (µs: 1000). */
+function figures(hist: readonly string[], sum: number, count: number, perMs = 1) {
+  const at = (p: number) => {
+    const v = percentile(hist.map(Number), p);
+    return v === null ? null : v / perMs;
+  };
+  return {
+    avg: count > 0 ? Math.round(sum / count) / perMs : null,
+    p50: at(0.5),
+    p90: at(0.9),
+    p99: at(0.99),
+  };
+}
+
 /** One group's latency on the wire: averages, percentiles from the histograms, throughput. */
 function latencyView(r: LatencyRow): z.input<typeof accountLatency.response>['data']['rows'][number] {
   const requests = Number(r.requests);
-  const ttft = r.ttft_hist.map(Number);
-  const total = r.total_hist.map(Number);
-  const figures = (hist: number[], sum: number) => ({
-    avg: requests > 0 ? Math.round(sum / requests) : null,
-    p50: percentile(hist, 0.5),
-    p90: percentile(hist, 0.9),
-    p99: percentile(hist, 0.99),
-  });
-  const generatingMs = Number(r.total_ms) - Number(r.ttft_ms);
-  const tokens = Number(r.tokens_completion);
+  const measured = Number(r.overhead_n);
   return {
     group: r.group,
     requests,
     errors: Number(r.errors),
     error_rate: requests > 0 ? Number(r.errors) / requests : 0,
-    ttft_ms: figures(ttft, Number(r.ttft_ms)),
-    total_ms: figures(total, Number(r.total_ms)),
-    tokens_per_second:
-      generatingMs > 0 && tokens > 0 ? Math.round((tokens / generatingMs) * 10_000) / 10 : null,
+    ttft_ms: figures(r.hists.ttft, Number(r.ttft_ms), requests),
+    total_ms: figures(r.hists.total, Number(r.total_ms), requests),
+    gateway_overhead_ms: figures(r.hists.overhead, Number(r.overhead_us), measured, 1000),
+    overhead_requests: measured,
+    tokens_per_second: tokensPerSecond(Number(r.tokens_completion), Number(r.gen_ms)),
   };
 }
 
@@ -97,20 +98,23 @@ export function analyticsRoutes(deps: {
       const unit = q.granularity === 'day' ? DAY_MS : HOUR_MS;
       const from = floorTo(q.from, unit);
       const to = ceilTo(q.to, unit);
+      const byTeam = q.group_by === 'team';
       const query = {
         accountId,
         from,
         to,
         granularity: q.granularity,
-        groupBy: q.group_by,
+        // By team: read per key, then summed per the key's team (by-team.ts).
+        groupBy: q.group_by === 'team' ? ('key' as const) : q.group_by,
         filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
       };
       // Grouped answers hold the top `limit` groups by cost from `offset` (never every X-Title).
-      const { rows, more } = await queryUsage(deps.db, {
+      const read = await queryUsage(deps.db, {
         ...query,
-        rank: q.group_by === 'none' ? undefined : { limit: q.limit, offset: q.offset },
+        rank: q.group_by === 'none' || byTeam ? undefined : { limit: q.limit, offset: q.offset },
       });
-      const nextOffset = more ? q.offset + q.limit : null;
+      const rows = byTeam ? await usageByTeam(read.rows, deps.owners) : read.rows;
+      const nextOffset = read.more && !byTeam ? q.offset + q.limit : null;
       const answer: z.input<typeof accountUsage.response> = {
         data: {
           from: from.toISOString(),

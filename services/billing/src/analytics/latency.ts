@@ -31,3 +31,17 @@ export function percentile(hist: readonly number[], p: number): number | null {
   }
   return Math.round(upper(BUCKETS - 1));
 }
+
+/**
+ * The time a request spent generating its output (the denominator of tokens per second): after the
+ * first token when streamed, the whole time when not (a JSON answer's first byte is its last).
+ */
+export const generatingMs = (streamed: boolean, ttftMs: number, totalMs: number): number =>
+  streamed ? Math.max(0, totalMs - ttftMs) : totalMs;
+
+/** Tokens per second to one decimal, or null when there is nothing to divide. */
+export const tokensPerSecond = (tokens: number, ms: number): number | null =>
+  ms > 0 && tokens > 0 ? Math.round((tokens / ms) * 10_000) / 10 : null;
+
+/** Microseconds as milliseconds to the µs (412 → 0.412). */
+export const usToMs = (us: number): number => Math.round(us) / 1000;

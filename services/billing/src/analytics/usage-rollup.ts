@@ -1,5 +1,4 @@
 import { toDecimal } from '@tollgate/money';
-import { emptyHist, bucketOf as latencyBucket } from './latency';
 
 /** What a generation record adds to the roll-ups (the fields of a `GenerationRow` they read). */
 export interface RollupRecord {
@@ -15,10 +14,13 @@ export interface RollupRecord {
   tokens_reasoning: number;
   /** ISO 8601 UTC (`…Z`), as validated by the usage-event schema. */
   finished_at: string;
+  streamed: boolean;
   /** Request start to first byte from the provider (time to first token). */
   latency_ms: number;
   /** Request start to end of generation (total). */
   generation_time_ms: number;
+  /** The time the gateway itself added (µs); null when the event did not carry it. */
+  gateway_overhead_us: number | null;
   /** The upstream error that ended the request, if any. */
   error: { code: number } | null;
 }
@@ -27,7 +29,7 @@ export interface RollupRecord {
 const isUtcIso = (s: string) => s.length >= 20 && s.charCodeAt(10) === 84 /* T */ && s.endsWith('Z');
 
 /** The UTC hour a record counts in: the hour of its `finished_at`, like the spend periods. */
-const hourOf = (finishedAt: string): string => {
+export const hourOf = (finishedAt: string): string => {
   if (isUtcIso(finishedAt)) return `${finishedAt.slice(0, 13)}:00:00.000Z`;
   const d = new Date(finishedAt);
   d.setUTCMinutes(0, 0, 0);
@@ -54,11 +56,7 @@ export interface RollupRow {
   tokens_cache_write: string;
   tokens_reasoning: string;
   cost: string;
-  /** Sums of time to first token and total time (ms), their histograms (latency.ts), errors. */
-  ttft_ms: number;
-  total_ms: number;
-  ttft_hist: number[];
-  total_hist: number[];
+  /** Requests that ended with an upstream error (the latency roll-ups count them too). */
   errors: number;
 }
 
@@ -116,10 +114,6 @@ export function rollupRows(
           tokens_cache_write: '0',
           tokens_reasoning: '0',
           cost: '0',
-          ttft_ms: 0,
-          total_ms: 0,
-          ttft_hist: emptyHist(),
-          total_hist: emptyHist(),
           errors: 0,
         },
         tokens: [0, 0, 0, 0, 0],
@@ -129,10 +123,6 @@ export function rollupRows(
       byRow.set(id, a);
     }
     a.row.requests += 1;
-    a.row.ttft_ms += e.latency_ms;
-    a.row.total_ms += e.generation_time_ms;
-    (a.row.ttft_hist[latencyBucket(e.latency_ms)] as number) += 1;
-    (a.row.total_hist[latencyBucket(e.generation_time_ms)] as number) += 1;
     if (e.error !== null) a.row.errors += 1;
     a.tokens[0] += e.tokens_prompt;
     a.tokens[1] += e.tokens_completion;

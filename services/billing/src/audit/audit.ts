@@ -1,35 +1,63 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { accountParams, auditQuery } from '@tollgate/contracts';
+import { type AuditActorKind, listAuditLog } from '@tollgate/db';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../database';
 
 type Db = Kysely<Database>;
 
-/**
- * Appends one entry in the transaction of the change. Credits and postpaid are changed only by the
- * admin CLI (billing's CREDIT_WRITERS), so the actor is the admin CLI.
- */
-export async function recordAdminChange(
+/** Who made a change: a management key (through the proxy), a dashboard user, or the admin CLI. */
+export interface AuditActor {
+  kind: AuditActorKind;
+  /** The management key's id or the dashboard user's id; null for the admin CLI. */
+  id: string | null;
+  /** The client's address as the edge resolved it; null for the admin CLI. */
+  address: string | null;
+}
+
+/** Appends one entry; call it in the transaction of the change. */
+export async function recordChange(
   trx: Db,
-  change: { accountId: string; action: string; before: object | null; after: object | null },
+  actor: AuditActor,
+  change: {
+    accountId: string;
+    action: string;
+    target: { kind: string; id: string };
+    before: object | null;
+    after: object | null;
+  },
 ): Promise<void> {
   await trx
     .insertInto('billing.audit_log')
     .values({
       account_id: change.accountId,
-      actor_kind: 'admin_cli',
-      actor_id: null,
-      client_address: null,
+      actor_kind: actor.kind,
+      actor_id: actor.id,
+      client_address: actor.address,
       action: change.action,
-      target_kind: 'account',
-      target_id: change.accountId,
+      target_kind: change.target.kind,
+      target_id: change.target.id,
       before: change.before ? JSON.stringify(change.before) : null,
       after: change.after ? JSON.stringify(change.after) : null,
     })
     .execute();
 }
+
+/**
+ * Credits and postpaid are changed only by the admin CLI (billing's CREDIT_WRITERS), so the actor is
+ * the admin CLI and the target the account.
+ */
+export const recordAdminChange = (
+  trx: Db,
+  change: { accountId: string; action: string; before: object | null; after: object | null },
+): Promise<void> =>
+  recordChange(
+    trx,
+    { kind: 'admin_cli', id: null, address: null },
+    { ...change, target: { kind: 'account', id: change.accountId } },
+  );
 
 /** The account's postpaid flag before a change (false when never set). */
 export async function currentPostpaid(trx: Db, accountId: string): Promise<boolean> {
@@ -49,29 +77,7 @@ export function billingAuditRoutes(deps: { db: Db; verifier: ServiceVerifier }):
     serviceCaller(deps.verifier, ['dashboard', 'keys']),
     async (req, res) => {
       const { accountId } = parseInput(accountParams, req.params);
-      const q = parseInput(auditQuery, req.query);
-      let query = deps.db.selectFrom('billing.audit_log').selectAll().where('account_id', '=', accountId);
-      if (q.actor_kind) query = query.where('actor_kind', '=', q.actor_kind);
-      if (q.actor_id) query = query.where('actor_id', '=', q.actor_id);
-      if (q.action) query = query.where('action', '=', q.action);
-      if (q.target_id) query = query.where('target_id', '=', q.target_id);
-      if (q.since) query = query.where('at', '>=', new Date(q.since));
-      if (q.until) query = query.where('at', '<', new Date(q.until));
-      if (q.before) query = query.where('id', '<', q.before as never);
-      const rows = await query.orderBy(sql`id`, 'desc').limit(q.limit).execute();
-      res.json({
-        data: rows.map((r) => ({
-          id: r.id,
-          at: r.at.toISOString(),
-          actor: { kind: r.actor_kind, id: r.actor_id },
-          client_address: r.client_address,
-          action: r.action,
-          target: { kind: r.target_kind, id: r.target_id },
-          before: r.before ?? null,
-          after: r.after ?? null,
-        })),
-        next_before: rows.length === q.limit ? (rows[rows.length - 1]?.id ?? null) : null,
-      });
+      res.json(await listAuditLog(deps.db, 'billing', accountId, parseInput(auditQuery, req.query)));
     },
   );
   return router;

@@ -35,6 +35,8 @@ export interface GenerationRow {
   usage_source: 'provider' | 'estimated';
   latency_ms: number;
   generation_time_ms: number;
+  /** The time the gateway itself added (µs); null when the usage event did not carry it. */
+  gateway_overhead_us: number | null;
   error: { code: number; message: string } | null;
   attempts: unknown[];
   created_at: string;
@@ -85,7 +87,7 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
       id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
       api_type, session_id, end_user, withheld_tools, streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,
       tokens_cache_write, tokens_reasoning, total_cost, is_byok, usage_source, latency_ms,
-      generation_time_ms, error, attempts, created_at, finished_at)
+      generation_time_ms, gateway_overhead_us, error, attempts, created_at, finished_at)
     select * from unnest(
       ${text((r) => r.id)}::text[],
       ${text((r) => r.account_id)}::uuid[],
@@ -113,6 +115,7 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
       ${text((r) => r.usage_source)}::text[],
       ${plain((r) => r.latency_ms)}::int8[],
       ${plain((r) => r.generation_time_ms)}::int8[],
+      ${text((r) => (r.gateway_overhead_us === null ? null : String(r.gateway_overhead_us)))}::int8[],
       ${text((r) => (r.error === null ? null : JSON.stringify(r.error)))}::jsonb[],
       ${text((r) => JSON.stringify(r.attempts))}::jsonb[],
       ${text((r) => r.created_at)}::timestamptz[],

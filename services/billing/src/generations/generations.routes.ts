@@ -6,6 +6,7 @@ import { parseInput } from '@tollgate/http';
 import { toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { z } from 'zod';
+import { generatingMs, tokensPerSecond, usToMs } from '../analytics/latency';
 import type { BillingDb } from '../database';
 import { callerOf, keyCaller } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
@@ -38,6 +39,11 @@ export function generationView(g: Generation): z.input<typeof generationSchema> 
     app: g.app,
     latency_ms: Number(g.latency_ms),
     generation_time_ms: Number(g.generation_time_ms),
+    gateway_overhead_ms: g.gateway_overhead_us === null ? null : usToMs(Number(g.gateway_overhead_us)),
+    tokens_per_second: tokensPerSecond(
+      Number(g.tokens_completion),
+      generatingMs(g.streamed, Number(g.latency_ms), Number(g.generation_time_ms)),
+    ),
     attempts: g.attempts ?? [],
     http_referer: g.http_referer,
     session_id: g.session_id,

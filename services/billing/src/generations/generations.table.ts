@@ -37,6 +37,8 @@ export interface GenerationsTable {
   usage_source: 'provider' | 'estimated';
   latency_ms: Int8;
   generation_time_ms: Int8;
+  /** The time the gateway itself added, in µs (docs/architecture.md "Gateway overhead"); null: not measured. */
+  gateway_overhead_us: ColumnType<string | null, number | null | undefined, never>;
   error: ColumnType<{ code: number; message: string } | null, string | null, string | null>;
   /** Provider attempts in order, the serving one last (jsonb). */
   attempts: ColumnType<GenerationAttempt[], string | undefined, never>;

@@ -221,6 +221,7 @@ describe('billing HTTP API: service identity (issue 14)', () => {
 
   it.each([
     ['POST', '/internal/usage/keys', 'keys', { keys: [] }],
+    ['POST', '/internal/usage/teams', 'dashboard', { teams: [] }],
     ['POST', '/internal/spend/rebuild', 'proxy', { account_id: randomUUID() }],
     ['GET', `/internal/accounts/${randomUUID()}/usage`, 'dashboard', undefined],
     ['GET', '/internal/dlq', 'admin', undefined],

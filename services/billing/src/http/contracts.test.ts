@@ -17,8 +17,10 @@ import {
   setPostpaid,
   showDeadLetters,
   spendRebuild,
+  teamsUsage,
 } from '@tollgate/contracts';
 import { createServiceClient, type ServiceClient } from '@tollgate/http';
+import { periodKey } from '@tollgate/money';
 import { expectContract } from '@tollgate/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
@@ -29,6 +31,7 @@ function callerFor(method: string, path: string): ServiceName {
   if (path.startsWith('/internal/dlq')) return 'admin';
   if ((method === 'POST' && /\/credits$/.test(path)) || /\/postpaid$/.test(path)) return 'admin';
   if (path.startsWith('/internal/usage/keys')) return 'keys';
+  if (path.startsWith('/internal/usage/teams')) return 'dashboard';
   if (path.startsWith('/internal/spend/rebuild')) return 'proxy';
   return 'dashboard';
 }
@@ -89,6 +92,36 @@ describe("billing's internal contracts (owner side)", () => {
       response: keysUsage.response,
     });
     expect(answer.data[key]).toEqual({ usage: '0', usage_daily: '0', usage_weekly: '0', usage_monthly: '0' });
+  });
+
+  it('teamsUsage: one entry per requested team, from billing.team_spend', async () => {
+    const team = randomUUID();
+    await t.billing.db
+      .insertInto('billing.team_spend')
+      .values([
+        { team_id: team, account_id: account, period: periodKey('weekly', new Date()), amount: '1.25' },
+        { team_id: team, account_id: account, period: periodKey(null, new Date()), amount: '3.5' },
+      ])
+      .execute();
+    const never = randomUUID();
+    const answer = await billing.call({
+      method: teamsUsage.method,
+      path: teamsUsage.path,
+      body: {
+        teams: [
+          { id: team, limit_reset: 'weekly' },
+          { id: never, limit_reset: null },
+        ],
+      },
+      response: teamsUsage.response,
+    });
+    expect(answer.data[team]).toMatchObject({ usage: '1.25', usage_weekly: '1.25' });
+    expect(answer.data[never]).toEqual({
+      usage: '0',
+      usage_daily: '0',
+      usage_weekly: '0',
+      usage_monthly: '0',
+    });
   });
 
   it('spendRebuild: the answer matches the contract', async () => {

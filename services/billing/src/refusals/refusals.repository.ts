@@ -169,7 +169,8 @@ export interface ErrorsQuery {
 }
 
 /**
- * The answered requests (and those that ended with an upstream error) from the usage roll-ups, and
+ * The answered requests (and those that ended with an upstream error) from the latency roll-ups
+ * (the usage roll-ups' counts without the per-app split: a quarter of the rows or fewer), and
  * the refusals by error type and status class from the refusal roll-ups, per bucket and group. Day
  * and whole-range queries over whole days read the daily tables.
  */
@@ -188,11 +189,16 @@ export async function queryErrors(
     q.granularity === 'total' ? sql`null::timestamptz` : daily ? sql`day::timestamptz` : sql`hour`;
   const group = q.groupBy === 'key' ? sql`key_id::text` : sql`null::text`;
   const byKey = q.keyId === undefined ? sql`` : sql`and key_id = ${q.keyId}`;
+  // Hours of the whole account: one row per hour (usage_account_hourly); else the latency roll-ups.
+  const answeredTable =
+    !daily && q.groupBy === 'none' && q.keyId === undefined
+      ? sql.table('billing.usage_account_hourly')
+      : sql.table(`billing.latency_${suffix}`);
   const where = sql`account_id = ${q.accountId} and ${unit} >= ${from} and ${unit} < ${to} ${byKey}`;
   const [answered, refused] = await Promise.all([
     sql<ErrorsRow>`
       select ${bucket} as bucket, ${group} as group, sum(requests) as requests, sum(errors) as errors
-      from ${sql.table(`billing.usage_${suffix}`)} where ${where}
+      from ${answeredTable} where ${where}
       group by 1, 2 order by 1, 2`.execute(db),
     sql<RefusedRow>`
       select ${bucket} as bucket, ${group} as group, error_type, status_class, sum(refused) as refused

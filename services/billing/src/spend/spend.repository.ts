@@ -3,13 +3,25 @@ import type { Database } from '../database';
 
 type Db = Kysely<Database>;
 
-/** Spend rows of the given keys for the given periods (current-period figures for key objects). */
-export async function keySpendForPeriods(db: Db, keyIds: string[], periods: string[]) {
-  if (keyIds.length === 0) return [];
+/** Spend rows of the given keys or teams for the given periods (current-period figures). */
+export async function spendForPeriods(
+  db: Db,
+  owner: 'key' | 'team',
+  ids: string[],
+  periods: string[],
+): Promise<Array<{ id: string; period: string; amount: string }>> {
+  if (ids.length === 0) return [];
+  if (owner === 'team')
+    return db
+      .selectFrom('billing.team_spend')
+      .select(['team_id as id', 'period', 'amount'])
+      .where('team_id', 'in', ids)
+      .where('period', 'in', periods)
+      .execute();
   return db
     .selectFrom('billing.key_spend')
-    .select(['key_id', 'period', 'amount'])
-    .where('key_id', 'in', keyIds)
+    .select(['key_id as id', 'period', 'amount'])
+    .where('key_id', 'in', ids)
     .where('period', 'in', periods)
     .execute();
 }

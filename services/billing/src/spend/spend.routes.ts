@@ -1,5 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { keysUsage, spendRebuild } from '@tollgate/contracts';
+import { keysUsage, spendRebuild, teamsUsage } from '@tollgate/contracts';
 import { parseInput } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
@@ -16,10 +16,22 @@ export function spendRoutes(deps: {
   /** Usage figures for key objects (keys service). */
   router.post(keysUsage.path, serviceCaller(deps.verifier, ['keys']), async (req, res) => {
     const body = parseInput(keysUsage.request, req.body);
-    const data = await deps.spend.usageOfKeys(
+    const data = await deps.spend.usageOf(
+      'key',
       body.keys.map((k) => ({ id: k.id, limitReset: k.limit_reset ?? null })),
     );
     const answer: z.input<typeof keysUsage.response> = { data };
+    res.json(answer);
+  });
+
+  /** Team spend for the dashboard's Teams page (a team's limit, what is left of it). */
+  router.post(teamsUsage.path, serviceCaller(deps.verifier, ['dashboard']), async (req, res) => {
+    const body = parseInput(teamsUsage.request, req.body);
+    const data = await deps.spend.usageOf(
+      'team',
+      body.teams.map((t) => ({ id: t.id, limitReset: t.limit_reset ?? null })),
+    );
+    const answer: z.input<typeof teamsUsage.response> = { data };
     res.json(answer);
   });
 

@@ -3,11 +3,17 @@ import { type LimitReset, periodKey, toDecimal, toUnits } from '@tollgate/money'
 import type { SpendStore } from '@tollgate/spend';
 import { readAccountSettings } from '../credits/credits.repository';
 import type { BillingDb } from '../database';
-import { accountUsage, keySpendForPeriods, keySpendFrom, teamSpendFrom } from './spend.repository';
+import { accountUsage, keySpendFrom, spendForPeriods, teamSpendFrom } from './spend.repository';
 
 export interface SpendService {
-  /** Current-period spend of each key (decimal USD strings), for key objects in the keys service. */
-  usageOfKeys(keys: Array<{ id: string; limitReset: LimitReset | null }>): Promise<Record<string, KeyUsage>>;
+  /**
+   * Current-period spend of each key (for key objects in the keys service) or team (the dashboard's
+   * Teams page), decimal USD strings.
+   */
+  usageOf(
+    owner: 'key' | 'team',
+    items: Array<{ id: string; limitReset: LimitReset | null }>,
+  ): Promise<Record<string, KeyUsage>>;
   /**
    * Loads a key's and/or an account's spend hash into Redis from Postgres. Two steps: a placeholder
    * first, then the Postgres read, then a monotonic load; a worker update racing with the read is
@@ -25,7 +31,7 @@ export function createSpendService(deps: {
   clock: () => Date;
 }): SpendService {
   return {
-    async usageOfKeys(keys) {
+    async usageOf(owner, keys) {
       const now = deps.clock();
       const periods = {
         daily: periodKey('daily', now),
@@ -34,8 +40,8 @@ export function createSpendService(deps: {
         all: periodKey(null, now),
       };
       const ids = [...new Set(keys.map((k) => k.id))];
-      const rows = await keySpendForPeriods(deps.db, ids, Object.values(periods));
-      const amounts = new Map(rows.map((r) => [`${r.key_id}|${r.period}`, toDecimal(toUnits(r.amount))]));
+      const rows = await spendForPeriods(deps.db, owner, ids, Object.values(periods));
+      const amounts = new Map(rows.map((r) => [`${r.id}|${r.period}`, toDecimal(toUnits(r.amount))]));
       const get = (id: string, period: string) => amounts.get(`${id}|${period}`) ?? '0';
       const out: Record<string, KeyUsage> = {};
       for (const k of keys) {

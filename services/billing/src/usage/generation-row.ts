@@ -30,6 +30,7 @@ export function toGenerationRow(e: UsageEventV1, totalCost: string): GenerationR
     usage_source: e.usage_source,
     latency_ms: e.latency_ms,
     generation_time_ms: e.generation_time_ms,
+    gateway_overhead_us: e.gateway_overhead_us ?? null,
     error: e.error,
     attempts: e.attempts ?? [],
     created_at: e.started_at,

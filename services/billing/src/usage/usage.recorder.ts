@@ -3,6 +3,7 @@ import type { Logger } from '@tollgate/logger';
 import type { SpendStore } from '@tollgate/spend';
 import type { ThresholdHook } from '../alerts/threshold-hook';
 import { boundApps } from '../analytics/app-bound';
+import { latencyRows } from '../analytics/latency-rollup';
 import { rollupRows } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
 import { insertBodies } from '../generations/bodies';
@@ -106,6 +107,8 @@ export function createUsageRecorder(deps: UsageRecorderDeps): UsageRecorder {
           readTeamSpend: teams.read,
           hourly: rollupRows(rolled, 'hour'),
           daily: rollupRows(rolled, 'day'),
+          latencyHourly: latencyRows(rolled, 'hour'),
+          latencyDaily: latencyRows(rolled, 'day'),
           ...spendSums(spend),
         };
         const totals = await applyBatchSums(trx, sums);

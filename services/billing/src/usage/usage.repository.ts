@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { LATENCY_UPSERT, type LatencyRollupRow } from '../analytics/latency-rollup';
 import type { RollupRow } from '../analytics/usage-rollup';
 import type { BillingDb } from '../database';
 
@@ -8,6 +9,9 @@ export interface BatchSums {
   hourly: readonly RollupRow[];
   /** Increments of `billing.usage_daily` (`bucket` = day). */
   daily: readonly RollupRow[];
+  /** Increments of `billing.latency_hourly` and `billing.latency_daily` (analytics/latency-rollup.ts). */
+  latencyHourly: readonly LatencyRollupRow[];
+  latencyDaily: readonly LatencyRollupRow[];
   /** Increments of `billing.key_spend`, amounts as decimal strings. */
   keySpend: readonly { key_id: string; account_id: string; period: string; amount: string }[];
   /** Increments of `billing.account_usage`. */
@@ -39,13 +43,9 @@ const rollupSums = `
   tokens_cache_write = t.tokens_cache_write + excluded.tokens_cache_write,
   tokens_reasoning = t.tokens_reasoning + excluded.tokens_reasoning,
   cost = t.cost + excluded.cost,
-  ttft_ms = t.ttft_ms + excluded.ttft_ms,
-  total_ms = t.total_ms + excluded.total_ms,
-  ttft_hist = billing.hist_add(t.ttft_hist, excluded.ttft_hist),
-  total_hist = billing.hist_add(t.total_hist, excluded.total_hist),
   errors = t.errors + excluded.errors`;
 const rollupColumns =
-  'account_id, key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion, tokens_cached, tokens_cache_write, tokens_reasoning, cost, ttft_ms, total_ms, ttft_hist, total_hist, errors';
+  'account_id, key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion, tokens_cached, tokens_cache_write, tokens_reasoning, cost, errors';
 
 /**
  * Applies a batch's sums in ONE statement (a round trip instead of six): the hourly and daily
@@ -63,18 +63,32 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
       from json_to_recordset(${json(s.hourly)}) as r(
         account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
         requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
-        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, ttft_ms bigint, total_ms bigint,
-        ttft_hist bigint[], total_hist bigint[], errors bigint)
+        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
       on conflict (account_id, hour, key_id, model, app, provider_name) do update set ${sql.raw(rollupSums)}
+    ), account_hourly as (
+      -- The same increments summed per (account, hour), in primary key order (the lock order).
+      insert into billing.usage_account_hourly as t (account_id, hour, requests, tokens_prompt, tokens_completion,
+        tokens_cached, tokens_cache_write, tokens_reasoning, cost, errors)
+      select account_id, bucket::timestamptz, sum(requests), sum(tokens_prompt), sum(tokens_completion),
+        sum(tokens_cached), sum(tokens_cache_write), sum(tokens_reasoning), sum(cost), sum(errors)
+      from json_to_recordset(${json(s.hourly)}) as r(
+        account_id uuid, bucket text, requests bigint, tokens_prompt bigint, tokens_completion bigint,
+        tokens_cached bigint, tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
+      group by 1, 2
+      order by 1, 2
+      on conflict (account_id, hour) do update set ${sql.raw(rollupSums)}
     ), daily as (
       insert into billing.usage_daily as t (day, ${sql.raw(rollupColumns)})
       select bucket::date, ${sql.raw(rollupColumns)}
       from json_to_recordset(${json(s.daily)}) as r(
         account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
         requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
-        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, ttft_ms bigint, total_ms bigint,
-        ttft_hist bigint[], total_hist bigint[], errors bigint)
+        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
       on conflict (account_id, day, key_id, model, app, provider_name) do update set ${sql.raw(rollupSums)}
+    ), latency_hourly as (
+      ${sql.raw(LATENCY_UPSERT.hour.head)}${json(s.latencyHourly)}${sql.raw(LATENCY_UPSERT.hour.tail)}
+    ), latency_daily as (
+      ${sql.raw(LATENCY_UPSERT.day.head)}${json(s.latencyDaily)}${sql.raw(LATENCY_UPSERT.day.tail)}
     ), ks as (
       insert into billing.key_spend as t (key_id, account_id, period, amount)
       select key_id, account_id, period, amount

@@ -88,6 +88,10 @@ describe('usage worker', () => {
         app: 'My App',
         latency_ms: 100,
         generation_time_ms: 400,
+        // The event carries no overhead (a proxy before it existed); streamed: 20 tokens in 0.3 s
+        // after the first token.
+        gateway_overhead_ms: null,
+        tokens_per_second: 66.7,
         attempts: [],
         // OpenRouter's record fields.
         http_referer: 'https://app.example/',
@@ -102,7 +106,7 @@ describe('usage worker', () => {
         upstream_inference_cost: null,
       },
     });
-    expect(Object.keys(body.data)).toHaveLength(52);
+    expect(Object.keys(body.data)).toHaveLength(54);
     expect(await spendOf(e.key_id)).toEqual({
       'd2026-11-20': 0.0125,
       'w2026-W47': 0.0125,

@@ -12,6 +12,7 @@ import { badRequest } from '@tollgate/errors';
 import { toDecimal, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { requireUser, userOf } from '../http/session';
+import { teamRowsOnly } from '../teams/team-scope';
 import type { InternalClient } from '../upstream/internal-client';
 import { csvCell } from './csv';
 
@@ -161,6 +162,7 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
     const accountId = userOf(res).accountId;
     // The owner validates the relayed query (its 400 names the parameter).
     const data = await client.usage(accountId, query as AccountUsageQuery);
+    data.rows = teamRowsOnly(res, data.group_by, data.rows);
     if (format !== 'csv') {
       res.json({ data });
       return;
@@ -176,14 +178,16 @@ export function accountRoutes(deps: { client: InternalClient; catalog: Catalog; 
       data.rows.push(...more.rows);
       next = more.next_offset ?? null;
     }
-    // Key names for the key grouping (a label a spreadsheet reader understands).
+    // Key and team names for those groupings (a label a spreadsheet reader understands).
     const names = new Map<string, string>();
     if (data.group_by === 'key') {
       for (const k of await client.listKeys(accountId, true)) names.set(k.hash, k.name);
     }
+    if (data.group_by === 'team') for (const t of await client.teams(accountId)) names.set(t.id, t.name);
+    const named = data.group_by === 'key' || data.group_by === 'team';
     const lines = [CSV_COLUMNS.join(',')];
     for (const r of data.rows) {
-      const label = data.group_by === 'key' ? (names.get(r.group ?? '') ?? '') : (r.group ?? '');
+      const label = named ? (names.get(r.group ?? '') ?? '') : (r.group ?? '');
       lines.push(
         [
           r.bucket ?? '',

@@ -1,5 +1,6 @@
 import { badRequest } from '@tollgate/errors';
-import { Router } from 'express';
+import type { ClientAddress } from '@tollgate/http';
+import { type Request, type Response, Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { WebhooksClient } from '../upstream/webhooks-client';
 
@@ -18,21 +19,30 @@ const objectBody = (body: unknown): object => {
  * The Alerts page's API: the account's webhook endpoints (owners change them; every user reads them
  * and their delivery log) and the send-test button. Billing owns and checks all of it.
  */
-export function webhooksRoutes(deps: { webhooks: WebhooksClient }): Router {
+export function webhooksRoutes(deps: { webhooks: WebhooksClient; clientAddress: ClientAddress }): Router {
   const { webhooks } = deps;
   const router = Router();
   const account = (res: Parameters<typeof userOf>[0]) => userOf(res).accountId;
+  // Who changes an endpoint, for billing's audit log.
+  const acting = (req: Request, res: Response) => ({
+    userId: userOf(res).id,
+    address: deps.clientAddress(req),
+  });
   router.get('/api/webhooks', requireUser, async (_req, res) => {
     res.json({ data: await webhooks.list(account(res)) });
   });
   router.post('/api/webhooks', requireUser, requireOwner, async (req, res) => {
-    res.status(201).json({ data: await webhooks.create(account(res), objectBody(req.body)) });
+    res
+      .status(201)
+      .json({ data: await webhooks.create(account(res), objectBody(req.body), acting(req, res)) });
   });
   router.patch('/api/webhooks/:id', requireUser, requireOwner, async (req, res) => {
-    res.json({ data: await webhooks.update(account(res), idOf(req.params.id), objectBody(req.body)) });
+    res.json({
+      data: await webhooks.update(account(res), idOf(req.params.id), objectBody(req.body), acting(req, res)),
+    });
   });
   router.delete('/api/webhooks/:id', requireUser, requireOwner, async (req, res) => {
-    await webhooks.remove(account(res), idOf(req.params.id));
+    await webhooks.remove(account(res), idOf(req.params.id), acting(req, res));
     res.status(204).end();
   });
   router.post('/api/webhooks/:id/test', requireUser, requireOwner, async (req, res) => {

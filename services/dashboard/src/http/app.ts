@@ -136,7 +136,7 @@ function apiRouter(deps: DashboardAppDeps): RequestHandler {
   api.use(auditRoutes({ client: deps.client, db: deps.db, verifier: deps.verifier }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
   api.use(errorsRoutes({ client: deps.client }));
-  if (deps.webhooks) api.use(webhooksRoutes({ webhooks: deps.webhooks }));
+  if (deps.webhooks) api.use(webhooksRoutes({ webhooks: deps.webhooks, clientAddress: deps.clientAddress }));
   api.use(notFoundHandler);
   // The routers carry full paths; only /api and /internal requests enter them (static files never
   // pay for body parsing or a session lookup).

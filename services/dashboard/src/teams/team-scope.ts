@@ -9,8 +9,9 @@ import { teamsOf } from './team-members.repository';
 /**
  * Team viewers (role `member`) see only their teams' keys and the usage of those keys. Enforced
  * here, server-side, before any route: an allow-list of what a member may ask for; the analytics
- * routes need a `key_id` of one of their teams' keys (a key of another team, or none: 403).
- * Owners and viewers pass untouched.
+ * routes need a `key_id` of one of their teams' keys (a key of another team, or none: 403), except
+ * the usage grouped by team (`/api/usage?group_by=team`), whose rows are cut to their teams
+ * (`teamRowsOnly`). Owners and viewers pass untouched.
  */
 const OPEN = new Set(['/api/me', '/api/session', '/api/sso', '/api/models', '/api/teams', '/api/keys']);
 const BY_KEY = new Set(['/api/usage', '/api/latency', '/api/generations']);
@@ -36,10 +37,24 @@ export function teamScope(deps: { db: DashboardDb; client: InternalClient }): Re
     if (req.method !== 'GET') return next(); // every change needs an owner (requireOwner refuses)
     if (OPEN.has(req.path)) return next();
     if (!BY_KEY.has(req.path)) throw outOfScope("Team viewers see only their teams' keys and usage");
+    // Their teams' totals: the route answers only the rows of their teams (teamRowsOnly).
+    if (req.path === '/api/usage' && req.query.group_by === 'team' && req.query.key_id === undefined)
+      return next();
     const keyId = typeof req.query.key_id === 'string' ? req.query.key_id.toLowerCase() : '';
     if (!keyId) throw outOfScope("Team viewers must choose one of their teams' keys (key_id)");
     const keys = visibleKeys(res, await deps.client.listKeys(user.accountId, true));
     if (!keys.some((k) => k.hash === keyId)) throw outOfScope("This key is not one of your teams' keys");
     next();
   };
+}
+
+/** Usage rows grouped by team, as a member may see them: their teams' rows only (owners, viewers: all). */
+export function teamRowsOnly<R extends { group: string | null }>(
+  res: Response,
+  groupBy: string,
+  rows: R[],
+): R[] {
+  const teams = scopeOf(res);
+  if (teams === null || groupBy !== 'team') return rows;
+  return rows.filter((r) => r.group !== null && teams.includes(r.group));
 }

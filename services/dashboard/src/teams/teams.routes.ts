@@ -1,5 +1,7 @@
+import type { DashboardAnswerInput } from '@tollgate/contracts';
 import { badRequest, notFound } from '@tollgate/errors';
 import { type ClientAddress, parseInput } from '@tollgate/http';
+import { maxUnits, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { z } from 'zod';
 import type { DashboardDb } from '../database';
@@ -20,7 +22,8 @@ const teamsBody = z.strictObject({
 
 /**
  * Teams as the dashboard shows them: `GET /api/teams` (the account's teams from the keys service, each
- * with its members; a team viewer gets only their own teams) and `PUT /api/users/:id/teams` (owners:
+ * with its budget, its committed spend in the current period from billing and its members; a team
+ * viewer gets only their own teams) and `PUT /api/users/:id/teams` (owners:
  * a user's memberships, audited as `user.teams`).
  */
 export function teamsRoutes(deps: {
@@ -37,13 +40,29 @@ export function teamsRoutes(deps: {
       membershipsOf(deps.db, accountId),
     ]);
     const mine = scopeOf(res);
+    const visible = teams.filter((t) => mine === null || mine.includes(t.id));
+    const spend = visible.length
+      ? await deps.client.teamsUsage(visible.map((t) => ({ id: t.id, limit_reset: t.limit_reset })))
+      : {};
     const byTeam = new Map<string, string[]>();
     for (const [user, ids] of members) for (const t of ids) byTeam.set(t, [...(byTeam.get(t) ?? []), user]);
-    res.json({
-      data: teams
-        .filter((t) => mine === null || mine.includes(t.id))
-        .map((t) => ({ id: t.id, name: t.name, key_count: t.key_count, member_ids: byTeam.get(t.id) ?? [] })),
-    });
+    const answer: DashboardAnswerInput<'teams'> = {
+      data: visible.map((t) => {
+        const usage = toUnits(spend[t.id]?.usage ?? '0');
+        return {
+          id: t.id,
+          name: t.name,
+          key_count: t.key_count,
+          limit: t.limit,
+          limit_reset: t.limit_reset,
+          rate_limit_tpm: t.rate_limit_tpm,
+          usage: toNumber(usage),
+          limit_remaining: t.limit === null ? null : toNumber(maxUnits(0n, toUnits(t.limit) - usage)),
+          member_ids: byTeam.get(t.id) ?? [],
+        };
+      }),
+    };
+    res.json(answer);
   });
 
   router.put('/api/users/:id/teams', requireUser, requireOwner, async (req, res) => {

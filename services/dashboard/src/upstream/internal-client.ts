@@ -25,6 +25,7 @@ import {
   listAccountTeams,
   queryString,
   revokeAccountKey,
+  teamsUsage,
   type UpdateAccountKeyRequest,
   updateAccountKey,
 } from '@tollgate/contracts';
@@ -59,7 +60,7 @@ export interface Acting {
   address: string;
 }
 
-const actingHeaders = (a: Acting): Record<string, string> => ({
+export const actingHeaders = (a: Acting): Record<string, string> => ({
   [ACTOR_USER_HEADER]: a.userId,
   [CLIENT_ADDRESS_HEADER]: a.address,
 });
@@ -68,6 +69,8 @@ export interface InternalClient {
   account(accountId: string): Promise<Data<typeof getAccount>>;
   /** Every team of the account (keys service). */
   teams(accountId: string): Promise<Data<typeof listAccountTeams>>;
+  /** The teams' committed spend in their limit periods (billing). */
+  teamsUsage(teams: z.input<typeof teamsUsage.request>['teams']): Promise<Data<typeof teamsUsage>>;
   /** Every key of the account (all pages). */
   listKeys(accountId: string, includeRevoked: boolean): Promise<KeyObject[]>;
   createKey(
@@ -150,6 +153,32 @@ function refusalCalls(
   };
 }
 
+/** Teams (keys service) and their spend (billing). */
+function teamCalls(
+  keys: ReturnType<typeof createServiceClient>,
+  billing: ReturnType<typeof createServiceClient>,
+): Pick<InternalClient, 'teams' | 'teamsUsage'> {
+  return {
+    teams: (id) =>
+      dataOf(
+        keys.call({
+          method: listAccountTeams.method,
+          path: listAccountTeams.path(id),
+          response: listAccountTeams.response,
+        }),
+      ),
+    teamsUsage: (teams) =>
+      dataOf(
+        billing.call({
+          method: teamsUsage.method,
+          path: teamsUsage.path,
+          body: { teams },
+          response: teamsUsage.response,
+        }),
+      ),
+  };
+}
+
 export function createInternalClient(o: InternalClientOptions): InternalClient & { close(): Promise<void> } {
   const keys = createServiceClient({
     service: 'keys',
@@ -177,14 +206,7 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
           response: getAccount.response,
         }),
       ),
-    teams: (id) =>
-      dataOf(
-        keys.call({
-          method: listAccountTeams.method,
-          path: listAccountTeams.path(id),
-          response: listAccountTeams.response,
-        }),
-      ),
+    ...teamCalls(keys, billing),
     async listKeys(id, includeRevoked) {
       const all: KeyObject[] = [];
       let offset: number | null = 0;

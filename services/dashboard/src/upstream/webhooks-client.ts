@@ -2,6 +2,7 @@ import { type ServiceSigner, serviceTokenSource } from '@tollgate/auth';
 import { accountWebhooks, queryString } from '@tollgate/contracts';
 import { createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
+import { type Acting, actingHeaders } from './internal-client';
 
 /**
  * The dashboard's calls to billing's alert webhooks (`/internal/accounts/{id}/webhooks…`, contracts in
@@ -25,28 +26,32 @@ export function createWebhooksClient(o: {
   return {
     list: async (accountId: string) =>
       (await billing.call({ method: 'GET', path: w.list.path(accountId), response: w.list.response })).data,
-    create: async (accountId: string, body: unknown) =>
+    // Changes name the acting user and their address (billing's audit log).
+    create: async (accountId: string, body: unknown, acting: Acting) =>
       (
         await billing.call({
           method: 'POST',
           path: w.create.path(accountId),
+          headers: actingHeaders(acting),
           body,
           response: w.create.response,
         })
       ).data,
-    update: async (accountId: string, id: string, body: unknown) =>
+    update: async (accountId: string, id: string, body: unknown, acting: Acting) =>
       (
         await billing.call({
           method: 'PATCH',
           path: w.one.path(accountId, id),
+          headers: actingHeaders(acting),
           body,
           response: w.one.response,
         })
       ).data,
-    remove: async (accountId: string, id: string) => {
+    remove: async (accountId: string, id: string, acting: Acting) => {
       await billing.call({
         method: 'DELETE',
         path: w.remove.path(accountId, id),
+        headers: actingHeaders(acting),
         response: w.remove.response,
       });
     },

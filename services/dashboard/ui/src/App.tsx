@@ -19,6 +19,7 @@ const ModelsPage = lazy(() => import('./pages/Models').then((m) => ({ default: m
 const UsersPage = lazy(() => import('./pages/Users').then((m) => ({ default: m.UsersPage })));
 const AuditPage = lazy(() => import('./pages/Audit').then((m) => ({ default: m.AuditPage })));
 const AlertsPage = lazy(() => import('./pages/Alerts').then((m) => ({ default: m.AlertsPage })));
+const TeamsPage = lazy(() => import('./pages/Teams').then((m) => ({ default: m.TeamsPage })));
 
 const PAGES = [
   { path: 'overview', title: 'Overview' },
@@ -27,10 +28,13 @@ const PAGES = [
   { path: 'generations', title: 'Generations' },
   { path: 'credits', title: 'Credits' },
   { path: 'models', title: 'Models' },
+  { path: 'teams', title: 'Teams' },
   { path: 'users', title: 'Users' },
   { path: 'alerts', title: 'Alerts' },
   { path: 'audit', title: 'Audit log' },
 ] as const;
+/** What a team viewer (role `member`) may open: their teams' keys, usage and budgets, and the models. */
+const MEMBER_PAGES = new Set(['keys', 'usage', 'teams', 'models']);
 
 /**
  * Hash routing (react-router's HashRouter): `#/keys`, `#/generations/gen-…`, `#/usage?group_by=key`,
@@ -96,9 +100,9 @@ function ZonePicker(props: { onChange: () => void }) {
 }
 
 /** The query string (`#/usage?group_by=key`) as the page's filters: another one starts the page anew. */
-function UsageRoute() {
+function UsageRoute(props: { member: boolean }) {
   const [params] = useSearchParams();
-  return <UsagePage key={params.toString()} params={params} />;
+  return <UsagePage key={params.toString()} params={params} member={props.member} />;
 }
 
 /** `#/generations/<id>` opens one record over the list (`#/generations?key_id=…` filters it). */
@@ -122,9 +126,12 @@ function Shell(props: { me: Me }) {
     },
   });
   const owner = me.user.role === 'owner';
-  // The page of the path's first segment; the overview for `#/` and any unknown path.
+  const member = me.user.role === 'member';
+  const pages = member ? PAGES.filter((p) => MEMBER_PAGES.has(p.path)) : PAGES;
+  // The page of the path's first segment; the first page (overview, or keys for a team viewer) for
+  // `#/` and any unknown path.
   const first = useLocation().pathname.split('/')[1] ?? '';
-  const page = PAGES.find((p) => p.path === first) ?? PAGES[0];
+  const page = pages.find((p) => p.path === first) ?? pages[0]!;
   return (
     <div className="shell">
       <nav className="nav" aria-label="Main">
@@ -135,7 +142,7 @@ function Shell(props: { me: Me }) {
           </span>
         </div>
         <ul>
-          {PAGES.map((p) => (
+          {pages.map((p) => (
             <li key={p.path}>
               <Link to={`/${p.path}`} aria-current={p.path === page.path ? 'page' : undefined}>
                 {p.title}
@@ -158,14 +165,20 @@ function Shell(props: { me: Me }) {
         <Suspense fallback={<Loading />}>
           <Routes>
             <Route path="/keys/*" element={<KeysPage owner={owner} />} />
-            <Route path="/usage/*" element={<UsageRoute />} />
-            <Route path="/generations/*" element={<GenerationsRoute />} />
-            <Route path="/credits/*" element={<CreditsPage />} />
+            <Route path="/usage/*" element={<UsageRoute member={member} />} />
             <Route path="/models/*" element={<ModelsPage />} />
-            <Route path="/users/*" element={<UsersPage owner={owner} me={me} />} />
-            <Route path="/alerts/*" element={<AlertsPage owner={owner} />} />
-            <Route path="/audit/*" element={<AuditPage />} />
-            <Route path="*" element={<OverviewPage />} />
+            <Route path="/teams/*" element={<TeamsPage owner={owner} member={member} />} />
+            {/* A team viewer has only their teams' pages (the server refuses the rest anyway). */}
+            {!member && (
+              <>
+                <Route path="/generations/*" element={<GenerationsRoute />} />
+                <Route path="/credits/*" element={<CreditsPage />} />
+                <Route path="/users/*" element={<UsersPage owner={owner} me={me} />} />
+                <Route path="/alerts/*" element={<AlertsPage owner={owner} />} />
+                <Route path="/audit/*" element={<AuditPage />} />
+              </>
+            )}
+            <Route path="*" element={member ? <KeysPage owner={false} /> : <OverviewPage />} />
           </Routes>
         </Suspense>
       </main>

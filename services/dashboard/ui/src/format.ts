@@ -30,6 +30,10 @@ export const int = (n: number | null | undefined) =>
 export const ms = (n: number | null | undefined) =>
   n === null || n === undefined ? '—' : `${n.toLocaleString('en-US')} ms`;
 
+/** The gateway's overhead: ms to the µs (0.412 ms), whole ms from 100 ms up. */
+export const overheadMs = (n: number | null | undefined) =>
+  n === null || n === undefined ? '—' : n >= 100 ? ms(Math.round(n)) : `${n.toFixed(3)} ms`;
+
 export const plural = (n: number, word: string) => `${int(n)} ${word}${n === 1 ? '' : 's'}`;
 
 export { when } from './time';

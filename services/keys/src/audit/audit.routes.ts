@@ -1,13 +1,13 @@
 import { timelinePage } from '@tollgate/audit';
 import type { ServiceVerifier } from '@tollgate/auth';
 import { accountParams, auditQuery, auditTimelineQuery } from '@tollgate/contracts';
+import { listAuditLog } from '@tollgate/db';
 import { badRequest } from '@tollgate/errors';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { type Request, Router } from 'express';
 import type { KeysDb } from '../database';
 import { callerOf, keyCaller } from '../http/caller';
 import type { KeyService } from '../keys/keys.service';
-import { listAudit, presentAudit } from './audit';
 import type { RemoteAuditLogs } from './audit-sources';
 
 /** The query as plain strings (a parameter given twice, or as an object, is a 400). */
@@ -21,24 +21,8 @@ function rawQuery(req: Request): Record<string, string> {
 }
 
 /** One page of the keys service's own log, newest first; `next_before` continues it (null: no more). */
-async function ownPage(db: KeysDb, accountId: string, filters: Record<string, string>) {
-  const q = parseInput(auditQuery, filters);
-  const rows = await listAudit(db, {
-    accountId,
-    actorKind: q.actor_kind,
-    actorId: q.actor_id,
-    action: q.action,
-    targetId: q.target_id,
-    since: q.since === undefined ? undefined : new Date(q.since),
-    until: q.until === undefined ? undefined : new Date(q.until),
-    before: q.before,
-    limit: q.limit,
-  });
-  return {
-    data: rows.map(presentAudit),
-    next_before: rows.length === q.limit ? (rows[rows.length - 1]?.id ?? null) : null,
-  };
-}
+const ownPage = (db: KeysDb, accountId: string, filters: Record<string, string>) =>
+  listAuditLog(db, 'keys', accountId, parseInput(auditQuery, filters));
 
 /**
  * The audit log: `GET /audit` for management keys (through the proxy, like `/keys`) is the merged

@@ -1,9 +1,8 @@
-import type { AuditEntry } from '@tollgate/contracts';
 import type { Kysely } from 'kysely';
 import { toCachedKey } from '../cache/key-cache-sync';
 import type { Database } from '../database';
 import type { ApiKey } from '../keys/keys.table';
-import type { AuditActorKind, AuditRow } from './audit.table';
+import type { AuditActorKind } from './audit.table';
 
 type Db = Kysely<Database>;
 
@@ -81,43 +80,3 @@ export const recordKeyChange = (
     before: before ? keySnapshot(before) : null,
     after: keySnapshot(after),
   });
-
-export interface AuditQuery {
-  accountId: string;
-  actorKind?: AuditActorKind;
-  actorId?: string;
-  action?: string;
-  targetId?: string;
-  since?: Date;
-  until?: Date;
-  /** Entries with an id below this one (the next page of a newest-first listing). */
-  before?: string;
-  limit: number;
-}
-
-/** Newest first. */
-export function listAudit(db: Db, q: AuditQuery): Promise<AuditRow[]> {
-  let query = db.selectFrom('keys.audit_log').selectAll().where('account_id', '=', q.accountId);
-  if (q.actorKind) query = query.where('actor_kind', '=', q.actorKind);
-  if (q.actorId) query = query.where('actor_id', '=', q.actorId);
-  if (q.action) query = query.where('action', '=', q.action);
-  if (q.targetId) query = query.where('target_id', '=', q.targetId);
-  if (q.since) query = query.where('at', '>=', q.since);
-  if (q.until) query = query.where('at', '<', q.until);
-  if (q.before) query = query.where('id', '<', q.before as never);
-  return query.orderBy('id', 'desc').limit(q.limit).execute();
-}
-
-/** The API's audit entry. */
-export function presentAudit(row: AuditRow): AuditEntry {
-  return {
-    id: row.id,
-    at: row.at.toISOString(),
-    actor: { kind: row.actor_kind, id: row.actor_id },
-    client_address: row.client_address,
-    action: row.action,
-    target: { kind: row.target_kind, id: row.target_id },
-    before: (row.before ?? null) as Record<string, unknown> | null,
-    after: (row.after ?? null) as Record<string, unknown> | null,
-  };
-}

@@ -1,11 +1,11 @@
 import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
-import { badRequest, describeIssues, notFound } from '@tollgate/errors';
-import type { z } from 'zod';
+import { badRequest, notFound } from '@tollgate/errors';
 import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import type { KeyObject } from '../keys/key-view';
 import { governanceOf, parseHash } from '../keys/keys.schemas';
 import type { KeysRuntime } from '../runtime';
 import { type CommandGroup, defineCommand, UsageError } from './command';
+import { allPages, isNone, numberFlag, parseFlagBody } from './flags';
 
 const columns = ['hash', 'name', 'label', 'state', 'last_used_at', 'created_at'];
 const state = (k: KeyObject) => (k.revoked ? 'revoked' : k.disabled ? 'disabled' : 'active');
@@ -41,45 +41,25 @@ const governanceOptions = {
 
 type GovernanceFlags = { [K in keyof typeof governanceOptions]: string | undefined };
 
-const FLAG_OF: Record<string, string> = {
-  expires_at: 'expires-at',
-  allowed_models: 'allowed-models',
-  rate_limit_rpm: 'rate-limit-rpm',
-  include_byok_in_limit: 'include-byok-in-limit',
-};
-
 /** The flags as the API's JSON fields (`none` → null / []); a value the API refuses is a usage error. */
 function governanceBody(o: GovernanceFlags): Record<string, unknown> {
   const body: Record<string, unknown> = {};
-  const none = (v: string) => v.trim().toLowerCase() === 'none';
-  if (o['expires-at'] !== undefined) body.expires_at = none(o['expires-at']) ? null : o['expires-at'].trim();
+  if (o['expires-at'] !== undefined)
+    body.expires_at = isNone(o['expires-at']) ? null : o['expires-at'].trim();
   if (o['allowed-models'] !== undefined) {
-    body.allowed_models = none(o['allowed-models'])
+    body.allowed_models = isNone(o['allowed-models'])
       ? []
       : o['allowed-models']
           .split(',')
           .map((m) => m.trim())
           .filter(Boolean);
   }
-  if (o['rate-limit-rpm'] !== undefined) {
-    const v = o['rate-limit-rpm'].trim();
-    body.rate_limit_rpm = none(v) ? null : /^-?\d+$/.test(v) ? Number(v) : v;
-  }
+  if (o['rate-limit-rpm'] !== undefined) body.rate_limit_rpm = numberFlag(o['rate-limit-rpm'], /^-?\d+$/);
   if (o['include-byok-in-limit'] !== undefined) {
     const v = o['include-byok-in-limit'].trim();
     body.include_byok_in_limit = v === 'true' ? true : v === 'false' ? false : v;
   }
   return body;
-}
-
-/** Parses a key body built from flags with the API's schema; its refusal names the flag (exit code 2). */
-function parseFlags<S extends z.ZodType>(schema: S, body: Record<string, unknown>): z.output<S> {
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = String(issue?.path[0] ?? '');
-  const message = describeIssues(result.error.issues).replace(/^[^:]*: /, '');
-  throw new UsageError(`--${FLAG_OF[field] ?? field}: ${message}`);
 }
 
 /** The management key `hash` of the account `slug`; anything else (inference key, other account) is 404. */
@@ -123,7 +103,7 @@ export const keysCommands: CommandGroup = {
       async run({ runtime }, o) {
         const name = o.name.trim();
         if (!name || name.length > 200) throw badRequest('name: must be 1-200 characters');
-        const body = parseFlags(createKeyBody, { name, ...governanceBody(o) });
+        const body = parseFlagBody(createKeyBody, { name, ...governanceBody(o) });
         const account = await runtime.accounts.requireBySlug(o.account);
         const { row: created, key } = await runtime.keys.create(
           account.id,
@@ -143,17 +123,10 @@ export const keysCommands: CommandGroup = {
       options: { account: { type: 'string', required: true, description: 'account slug' } },
       async run({ runtime }, o) {
         const account = await runtime.accounts.requireBySlug(o.account);
-        const objects: KeyObject[] = [];
-        for (let offset = 0; ; ) {
-          const page = await runtime.keys.list(account.id, {
-            includeRevoked: true,
-            scope: 'management',
-            offset,
-          });
-          objects.push(...(await runtime.presenter.present(page, 'zero')));
-          if (page.length < 100) break;
-          offset += page.length;
-        }
+        const keys = await allPages((offset) =>
+          runtime.keys.list(account.id, { includeRevoked: true, scope: 'management', offset }),
+        );
+        const objects = await runtime.presenter.present(keys, 'zero');
         return { data: objects, table: { columns, rows: objects.map(row) } };
       },
     }),
@@ -167,7 +140,7 @@ export const keysCommands: CommandGroup = {
         ...governanceOptions,
       },
       async run({ runtime }, o) {
-        const body = parseFlags(updateKeyBody, {
+        const body = parseFlagBody(updateKeyBody, {
           ...(o.name === undefined ? {} : { name: o.name }),
           ...governanceBody(o),
         });

@@ -1,10 +1,9 @@
 import { createTeamBody, updateTeamBody } from '@tollgate/contracts';
-import { describeIssues } from '@tollgate/errors';
-import type { z } from 'zod';
 import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import { parseHash } from '../keys/keys.schemas';
 import { teamInput, toTeamObject } from '../teams/team-view';
 import { type CommandGroup, defineCommand, UsageError } from './command';
+import { allPages, isNone, numberFlag, parseFlagBody } from './flags';
 
 const columns = ['id', 'name', 'keys', 'limit', 'limit_reset', 'rate_limit_tpm', 'created_at'];
 
@@ -17,27 +16,15 @@ const budgetOptions = {
   },
 } as const;
 
-const FLAG_OF: Record<string, string> = { limit_reset: 'limit-reset', rate_limit_tpm: 'rate-limit-tpm' };
-
-/** The flags as the API's JSON body (`none` → null), parsed by the API's schema; a refusal names the flag. */
-function parseTeamFlags<S extends z.ZodType>(
-  schema: S,
-  o: { name?: string; limit?: string; 'limit-reset'?: string; 'rate-limit-tpm'?: string },
-): z.output<S> {
-  const none = (v: string) => v.trim().toLowerCase() === 'none';
-  const num = (v: string) => (none(v) ? null : /^-?\d+(\.\d+)?$/.test(v.trim()) ? Number(v.trim()) : v);
+/** The flags as the API's JSON body (`none` → null), parsed by the API's schema (flags.ts). */
+function teamBody(o: { name?: string; limit?: string; 'limit-reset'?: string; 'rate-limit-tpm'?: string }) {
   const body: Record<string, unknown> = {};
   if (o.name !== undefined) body.name = o.name;
-  if (o.limit !== undefined) body.limit = num(o.limit);
+  if (o.limit !== undefined) body.limit = numberFlag(o.limit);
   if (o['limit-reset'] !== undefined)
-    body.limit_reset = none(o['limit-reset']) ? null : o['limit-reset'].trim();
-  if (o['rate-limit-tpm'] !== undefined) body.rate_limit_tpm = num(o['rate-limit-tpm']);
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = String(issue?.path[0] ?? '');
-  const message = describeIssues(result.error.issues).replace(/^[^:]*: /, '');
-  throw new UsageError(`--${FLAG_OF[field] ?? field}: ${message}`);
+    body.limit_reset = isNone(o['limit-reset']) ? null : o['limit-reset'].trim();
+  if (o['rate-limit-tpm'] !== undefined) body.rate_limit_tpm = numberFlag(o['rate-limit-tpm']);
+  return body;
 }
 
 const row = (t: ReturnType<typeof toTeamObject>) => [
@@ -61,13 +48,7 @@ export const teamsCommands: CommandGroup = {
       options: { account: { type: 'string', required: true, description: 'account slug' } },
       async run({ runtime }, o) {
         const account = await runtime.accounts.requireBySlug(o.account);
-        const teams = [];
-        for (let offset = 0; ; ) {
-          const page = await runtime.teams.list(account.id, offset);
-          teams.push(...page.map(toTeamObject));
-          if (page.length < 100) break;
-          offset += page.length;
-        }
+        const teams = (await allPages((offset) => runtime.teams.list(account.id, offset))).map(toTeamObject);
         return { data: teams, table: { columns, rows: teams.map(row) } };
       },
     }),
@@ -80,7 +61,7 @@ export const teamsCommands: CommandGroup = {
         ...budgetOptions,
       },
       async run({ runtime }, o) {
-        const body = parseTeamFlags(createTeamBody, o);
+        const body = parseFlagBody(createTeamBody, teamBody(o));
         const account = await runtime.accounts.requireBySlug(o.account);
         const team = await runtime.teams.create(
           account.id,
@@ -101,7 +82,7 @@ export const teamsCommands: CommandGroup = {
         ...budgetOptions,
       },
       async run({ runtime }, o) {
-        const body = parseTeamFlags(updateTeamBody, o);
+        const body = parseFlagBody(updateTeamBody, teamBody(o));
         if (Object.keys(body).length === 0) {
           throw new UsageError('nothing to change: give --name, --limit, --limit-reset or --rate-limit-tpm');
         }

@@ -3,7 +3,7 @@ import { lastUsedHashKey } from '@tollgate/key-cache';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Json } from '../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { loadConfig } from '../config';
+import { configEnv, loadConfig } from '../config';
 import { startProxy } from '../http/app';
 
 let stack: ProxyStack;
@@ -91,7 +91,7 @@ describe('authentication', () => {
 
   it('answers 503 when the key is not cached and the keys service is unreachable', async () => {
     const proxy = await startProxy(
-      loadConfig({ ...stringEnv(stack.config), PORT: '0', KEYS_URL: 'http://127.0.0.1:9' }),
+      loadConfig({ ...configEnv(stack.config), PORT: '0', KEYS_URL: 'http://127.0.0.1:9' }),
       {
         catalog: undefined,
       },
@@ -214,7 +214,7 @@ describe('management routes forwarded to the keys service', () => {
 
   it('answers 503 when the keys service is down', async () => {
     const proxy = await startProxy(
-      loadConfig({ ...stringEnv(stack.config), PORT: '0', KEYS_URL: 'http://127.0.0.1:9' }),
+      loadConfig({ ...configEnv(stack.config), PORT: '0', KEYS_URL: 'http://127.0.0.1:9' }),
     );
     try {
       const res = await fetch(`${proxy.url}/api/v1/keys`, { headers: bearer(mk()) });
@@ -257,7 +257,7 @@ describe('account routes forwarded to billing', () => {
 
   it('answers 503 when billing is down', async () => {
     const proxy = await startProxy(
-      loadConfig({ ...stringEnv(stack.config), PORT: '0', BILLING_URL: 'http://127.0.0.1:9' }),
+      loadConfig({ ...configEnv(stack.config), PORT: '0', BILLING_URL: 'http://127.0.0.1:9' }),
     );
     try {
       const res = await fetch(`${proxy.url}/api/v1/credits`, { headers: bearer(stack.inference) });
@@ -267,8 +267,3 @@ describe('account routes forwarded to billing', () => {
     }
   });
 });
-
-/** A parsed config back to env strings (to start a second proxy with one setting changed). */
-function stringEnv(config: object): Record<string, string> {
-  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, String(v)]));
-}

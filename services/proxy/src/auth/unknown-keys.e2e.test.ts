@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { devServiceSigner, digestKey } from '@tollgate/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { loadConfig } from '../config';
+import { configEnv, loadConfig } from '../config';
 import { startProxy } from '../http/app';
 import { createKeyResolver, type KeyResolver } from './key-resolver';
 
@@ -20,7 +20,6 @@ const LIMIT = 5;
 let resolves = 0;
 
 const randomKey = () => `sk-tg-v1-${randomBytes(32).toString('hex')}`;
-const stringEnv = (c: object) => Object.fromEntries(Object.entries(c).map(([k, v]) => [k, String(v)]));
 
 beforeAll(async () => {
   stack = await startProxyStack({ env: { UNKNOWN_KEY_LOOKUPS_PER_MINUTE: String(LIMIT) } });
@@ -54,7 +53,7 @@ describe('unknown-key lookups', () => {
       },
       close: () => real.close(),
     };
-    const proxy = await startProxy(loadConfig({ ...stringEnv(stack.config), PORT: '0' }), {
+    const proxy = await startProxy(loadConfig({ ...configEnv(stack.config), PORT: '0' }), {
       resolver: counting,
     });
     try {
@@ -84,7 +83,7 @@ describe('unknown-key lookups', () => {
     const url = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
     const proxy = await startProxy(
       loadConfig({
-        ...stringEnv(stack.config),
+        ...configEnv(stack.config),
         PORT: '0',
         KEYS_URL: url,
         SERVICE_TIMEOUT_MS: '3000',
@@ -111,7 +110,7 @@ describe('unknown-key lookups', () => {
     // The default per-address limit (60 a minute), behind one load balancer (this test's loopback).
     const proxy = await startProxy(
       loadConfig({
-        ...stringEnv(stack.config),
+        ...configEnv(stack.config),
         PORT: '0',
         UNKNOWN_KEY_LOOKUPS_PER_MINUTE: '60',
         TRUSTED_PROXIES: '1',
@@ -137,7 +136,7 @@ describe('unknown-key lookups', () => {
   it('bounds unknown-key lookups of all addresses together with a token bucket (429, scope global)', async () => {
     const proxy = await startProxy(
       loadConfig({
-        ...stringEnv(stack.config),
+        ...configEnv(stack.config),
         PORT: '0',
         TRUSTED_PROXIES: 'loopback',
         UNKNOWN_KEY_LOOKUPS_PER_MINUTE: '60',

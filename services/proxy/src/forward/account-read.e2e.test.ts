@@ -2,7 +2,7 @@ import type { TestKey } from '@tollgate/keys/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Json } from '../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { loadConfig } from '../config';
+import { configEnv, loadConfig } from '../config';
 import { startProxy } from '../http/app';
 
 /**
@@ -127,7 +127,7 @@ describe('account reads asked while the key is authenticated', () => {
   });
 
   it('answers 503 when billing is down, on a first and on a remembered key', async () => {
-    const env = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k, String(v)]));
+    const env = configEnv(stack.config);
     const proxy = await startProxy(loadConfig({ ...env, PORT: '0', BILLING_URL: 'http://127.0.0.1:9' }));
     try {
       for (let i = 0; i < 2; i++) {

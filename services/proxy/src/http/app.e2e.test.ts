@@ -4,7 +4,7 @@ import { openapiJson } from '@tollgate/openapi';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Json, readSse } from '../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
+import { configEnv, DEFAULT_CATALOG_PATH, loadConfig } from '../config';
 import { startProxy } from './app';
 
 let stack: ProxyStack;
@@ -136,7 +136,7 @@ describe('health and metrics', () => {
 
 describe('graceful shutdown', () => {
   it('stops accepting, lets an in-flight stream finish, and publishes its event before closing', async () => {
-    const env = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k, String(v)]));
+    const env = configEnv(stack.config);
     const proxy = await startProxy(loadConfig({ ...env, PORT: '0' }), {
       catalog: loadCatalog(DEFAULT_CATALOG_PATH, { PROVIDER_SIM_URL: stack.sim.url }),
     });
@@ -170,7 +170,7 @@ describe('graceful shutdown', () => {
   });
 
   it('ends a stream still running at the deadline with the usage chunk, the error chunk and [DONE], billed', async () => {
-    const env = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k, String(v)]));
+    const env = configEnv(stack.config);
     const proxy = await startProxy(loadConfig({ ...env, PORT: '0', SHUTDOWN_TIMEOUT_MS: '300' }), {
       catalog: loadCatalog(DEFAULT_CATALOG_PATH, { PROVIDER_SIM_URL: stack.sim.url }),
     });

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import type { TestKey } from '@tollgate/keys/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,8 +45,11 @@ describe('past the connection cap', () => {
   let stack: ProxyStack;
   let key: TestKey;
   const CAP = 4;
+  const BACKLOG = 1500;
   beforeAll(async () => {
-    stack = await startProxyStack({ env: { SERVER_MAX_CONNECTIONS: String(CAP) } });
+    stack = await startProxyStack({
+      env: { SERVER_MAX_CONNECTIONS: String(CAP), SERVER_LISTEN_BACKLOG: String(BACKLOG) },
+    });
     key = await stack.keys.createKey(stack.account.id, { name: 'cap' });
   });
   afterAll(async () => {
@@ -77,6 +82,31 @@ describe('past the connection cap', () => {
       );
     });
   }
+
+  /** iproute2's `ss` (Linux): the only place a listening socket's backlog is shown. */
+  const ss = (() => {
+    try {
+      execFileSync('ss', ['-V'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  it.skipIf(!ss)(
+    'listens with SERVER_LISTEN_BACKLOG (a burst queues in the kernel instead of being dropped)',
+    () => {
+      const { port } = new URL(stack.proxy.url);
+      // For a listening socket `ss` shows the backlog as Send-Q; the kernel caps it at somaxconn.
+      const [state, , sendQ] = execFileSync('ss', ['-ltnH', `sport = :${port}`])
+        .toString()
+        .trim()
+        .split(/\s+/);
+      const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+      expect(state).toBe('LISTEN');
+      expect(Number(sendQ)).toBe(Math.min(BACKLOG, somaxconn));
+      expect(Number(sendQ)).not.toBe(511); // Node's default
+    },
+  );
 
   it('answers 503 with retry-after to connections past the cap while it serves the others to the end', async () => {
     const held = Array.from({ length: CAP }, (_, i) =>

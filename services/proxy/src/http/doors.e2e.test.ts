@@ -5,7 +5,7 @@ import { createLogger } from '@tollgate/logger';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Json } from '../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { DEFAULT_CATALOG_PATH, loadConfig } from '../config';
+import { configEnv, DEFAULT_CATALOG_PATH, loadConfig } from '../config';
 import type { SpendGuard } from '../spend/guard';
 import { type ProxyHandle, startProxy } from './app';
 
@@ -221,7 +221,7 @@ describe('the chat door, served before express: a proxy of its own', () => {
   };
 
   beforeAll(async () => {
-    const env = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k, String(v)]));
+    const env = configEnv(stack.config);
     const logger = createLogger({
       name: 'proxy',
       level: 'debug',

@@ -9,7 +9,8 @@ import { type ConnectionCap, capConnections, connectionBudget, openFilesLimit } 
  * The public server with its edge deadlines and connection cap (docs/operations.md "Security"):
  * headers and whole-request deadlines (checked every quarter of the headers deadline, ≥ 250 ms),
  * keep-alive idle time, socket inactivity while a request is open, and the connection cap
- * (SERVER_MAX_CONNECTIONS and the open-files limit, see connection-cap.ts: the excess gets 503).
+ * (SERVER_MAX_CONNECTIONS and the open-files limit, see connection-cap.ts: the excess gets 503),
+ * and the listen backlog (SERVER_LISTEN_BACKLOG: a burst of connections queues instead of being dropped).
  */
 export async function listenWithLimits(
   parts: Pick<ProxyAppParts, 'app' | 'doors'>,
@@ -41,7 +42,7 @@ export async function listenWithLimits(
   logger.debug({ ...budget, openFiles }, 'connection cap');
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.PORT, config.HOST, () => {
+    server.listen({ port: config.PORT, host: config.HOST, backlog: config.SERVER_LISTEN_BACKLOG }, () => {
       server.off('error', reject);
       resolve();
     });

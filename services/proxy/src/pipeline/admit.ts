@@ -47,6 +47,8 @@ export interface Admitted {
 
 interface CompletionLocals {
   completion?: Completion;
+  /** performance.now() when the request arrived (the door's, or express's `track`). */
+  metricsStart?: number;
 }
 
 /**
@@ -144,6 +146,7 @@ export async function admit(
       reservation,
       cancelDrainMs: deps.cancelDrainMs,
       media,
+      receivedAt: (res.locals as CompletionLocals).metricsStart,
     },
     deps.guard,
     deps.sink,

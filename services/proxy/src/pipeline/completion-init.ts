@@ -40,4 +40,6 @@ export interface CompletionInit {
   cancelDrainMs?: number;
   /** The request's media and cache asks (media.ts), priced into the upper bound per serving model. */
   media?: RequestMedia;
+  /** performance.now() when the request arrived at the proxy (the gateway overhead's start). */
+  receivedAt?: number;
 }

@@ -50,6 +50,8 @@ export class Completion {
   private abortedAtProvider = false;
   private readonly media: RequestMedia;
   firstByteAt = 0;
+  /** performance.now() when the request arrived (0: unknown), for the gateway overhead (usage-event.ts). */
+  readonly receivedAt: number;
   /** performance.now() marks for the metrics (services/proxy/src/metrics): upstream time and first token. */
   upstreamStartedAt = 0;
   upstreamEndedAt = 0;
@@ -106,6 +108,7 @@ export class Completion {
     this.reservation = init.reservation;
     this.drain = new Drain(init.cancelDrainMs ?? DEFAULT_CANCEL_DRAIN_MS);
     this.media = init.media ?? NO_MEDIA;
+    this.receivedAt = init.receivedAt ?? 0;
   }
 
   /** The candidate being tried, then the one that served (failover moves it, `aim`). */
@@ -349,7 +352,7 @@ export class Completion {
   }
 
   private publish(billed: Billed): void {
-    const event = usageEventOf(this, billed, Date.now());
+    const event = usageEventOf(this, billed, Date.now(), performance.now());
     this._recorded = true;
     try {
       this.sink.publish(event);

@@ -30,12 +30,34 @@ type EventSource = Pick<
   | 'startedAt'
   | 'firstByteAt'
   | 'attempts'
+  | 'receivedAt'
+  | 'upstreamStartedAt'
+  | 'upstreamEndedAt'
   | 'bodies'
 >;
 
-/** The usage event of a completion that ended at `finishedAt` (Completion.finish publishes it). */
-export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): UsageEventV1 {
+/**
+ * The gateway's overhead in µs at `now` (performance.now()): the request's time in the proxy (its
+ * arrival to now) minus the time waiting on providers (the first attempt's upstream slot taken to
+ * the answer's end, failed attempts included). Undefined when either mark is missing. Monotonic
+ * clock marks only (the metrics take the same ones); `now` is the one read this adds per request.
+ */
+export function gatewayOverheadUs(
+  c: Pick<EventSource, 'receivedAt' | 'upstreamStartedAt' | 'upstreamEndedAt'>,
+  now: number,
+): number | undefined {
+  if (c.receivedAt === 0 || c.upstreamStartedAt === 0) return undefined;
+  const waited = (c.upstreamEndedAt > 0 ? c.upstreamEndedAt : now) - c.upstreamStartedAt;
+  return Math.max(0, Math.round((now - c.receivedAt - waited) * 1000));
+}
+
+/**
+ * The usage event of a completion that ended at `finishedAt` (epoch ms; `now`, the same instant on
+ * the monotonic clock): Completion.finish publishes it.
+ */
+export function usageEventOf(c: EventSource, b: Billed, finishedAt: number, now: number): UsageEventV1 {
   const error = c.error;
+  const overhead = gatewayOverheadUs(c, now);
   const { tokens } = b;
   return {
     type: 'usage',
@@ -74,6 +96,7 @@ export function usageEventOf(c: EventSource, b: Billed, finishedAt: number): Usa
     finished_at: new Date(finishedAt).toISOString(),
     latency_ms: Math.max(0, (c.firstByteAt || finishedAt) - c.startedAt),
     generation_time_ms: Math.max(0, finishedAt - c.startedAt),
+    ...(overhead === undefined ? {} : { gateway_overhead_us: overhead }),
     attempts: c.attempts,
     ...(c.bodies ? { bodies: c.bodies.result(c.request.stream) } : {}),
   };

@@ -73,7 +73,8 @@ function useFilters(initialKey: string) {
 
 function Filters(props: { f: ReturnType<typeof useFilters>['fields']; keys: Key[] }) {
   const { f } = props;
-  const zone = displayZone() === 'UTC' ? 'UTC' : 'your time';
+  // The pickers read and show times in the display zone, named (e.g. America/New_York).
+  const zone = displayZone();
   return (
     <fieldset className="card controls" aria-label="Filters">
       <label>

@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Json, readSse } from '../../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
-import { DEFAULT_CATALOG_PATH, loadConfig } from '../../config';
+import { configEnv, DEFAULT_CATALOG_PATH, loadConfig } from '../../config';
 import { type ProxyHandle, startProxy } from '../../http/app';
 
 let stack: ProxyStack;
@@ -613,7 +613,7 @@ models:
   - { id: test/slow, name: slow, context_length: 1000, created: 1, providers: [{ provider: sim, model: m }], pricing: { prompt: "0.000001", completion: "0.000002" } }
   - { id: test/dead, name: dead, context_length: 1000, created: 1, providers: [{ provider: dead, model: m }], pricing: { prompt: "0.000001", completion: "0.000002" } }
 `;
-    const env = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k, String(v)]));
+    const env = configEnv(stack.config);
     proxy = await startProxy(
       loadConfig({ ...env, PORT: '0', UPSTREAM_TIMEOUT_MS: '300', KEEPALIVE_INTERVAL_MS: '10000' }),
       {

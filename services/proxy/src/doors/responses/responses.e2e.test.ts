@@ -1,5 +1,5 @@
 import { parseCatalog } from '@tollgate/catalog';
-import { loadConfig, type ProxyHandle, startProxy } from '@tollgate/proxy';
+import { configEnv, loadConfig, type ProxyHandle, startProxy } from '@tollgate/proxy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSse } from '../../../test/sse-client';
 import { bearer, type ProxyStack, startProxyStack } from '../../../test/stack';
@@ -129,7 +129,7 @@ models:
     providers: [{ provider: dead, model: m }, { provider: sim-anthropic, model: claude-x }, { provider: sim, model: m }]
     pricing: { prompt: "0.000001", completion: "0.000002" }
 `;
-    const env = Object.fromEntries(Object.entries(stack.config).map(([k, v]) => [k, String(v)]));
+    const env = configEnv(stack.config);
     proxy = await startProxy(loadConfig({ ...env, PORT: '0' }), {
       catalog: parseCatalog(yaml, { format: 'yaml', env: {} }),
     });

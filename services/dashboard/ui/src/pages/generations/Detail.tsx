@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import type { DashboardAnswer } from '@tollgate/contracts';
 import { get } from '../../api';
 import { CopyButton, ErrorBox, Loading, Modal } from '../../components/ui';
-import { int, ms, usd } from '../../format';
+import { int, ms, overheadMs, usd } from '../../format';
 import { when } from '../../time';
 import { GenerationBodies } from './Bodies';
 
@@ -18,8 +18,6 @@ export function GenerationDetail(props: {
       (await get<DashboardAnswer<'generation'>>(`/api/generations/${encodeURIComponent(props.id)}`)).data,
   });
   const d = g.data;
-  const tokensPerSecond =
-    d && d.generation_time_ms > 0 ? (d.tokens_completion / (d.generation_time_ms / 1000)).toFixed(1) : null;
   const rows: Array<[string, string]> = d
     ? [
         ['id', d.id],
@@ -42,7 +40,8 @@ export function GenerationDetail(props: {
         ['finish reason', d.finish_reason ?? '—'],
         ['latency', ms(d.latency_ms)],
         ['generation time', ms(d.generation_time_ms)],
-        ['tokens per second', tokensPerSecond ?? '—'],
+        ['gateway overhead', overheadMs(d.gateway_overhead_ms)],
+        ['tokens per second', d.tokens_per_second === null ? '—' : d.tokens_per_second.toFixed(1)],
         ['BYOK', String(d.is_byok)],
         ['error', d.error ? `${d.error.code} ${d.error.message}` : '—'],
       ]

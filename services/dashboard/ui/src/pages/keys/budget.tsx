@@ -9,7 +9,16 @@ const PERIOD: Record<LimitReset, string> = {
   monthly: 'this month (UTC)',
 };
 
-const periodLabel = (k: Key) => (k.limit_reset ? PERIOD[k.limit_reset] : 'in total');
+/** What a spend bar shows: a key's or a team's spend, limit and period. */
+export interface BudgetFigures {
+  scope?: Key['scope'];
+  usage: number;
+  limit: number | null;
+  limit_reset: LimitReset | null;
+  limit_remaining?: number | null;
+}
+
+const periodLabel = (k: BudgetFigures) => (k.limit_reset ? PERIOD[k.limit_reset] : 'in total');
 
 const expired = (k: Key) => k.expires_at !== null && new Date(k.expires_at).getTime() <= Date.now();
 
@@ -28,8 +37,8 @@ export const stateOf = (k: Key) =>
           ? 'limit reached'
           : 'active';
 
-/** Spend against the limit in the key's period: a bar, what remains and when the period resets. */
-export function Budget(props: { k: Key }) {
+/** Spend against the limit in the key's (or team's) period: a bar, what remains and when the period resets. */
+export function Budget(props: { k: BudgetFigures }) {
   const { k } = props;
   if (k.scope === 'management') return <span className="muted">no spend</span>;
   if (k.limit === null) {

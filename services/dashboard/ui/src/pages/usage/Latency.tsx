@@ -4,7 +4,7 @@ import type { DashboardAnswer } from '@tollgate/contracts';
 import { get } from '../../api';
 import { DataTable } from '../../components/DataTable';
 import { Clip, ErrorBox } from '../../components/ui';
-import { int } from '../../format';
+import { int, overheadMs } from '../../format';
 
 type LatencyRow = DashboardAnswer<'latency'>['data']['rows'][number];
 type Figures = LatencyRow['ttft_ms'];
@@ -14,9 +14,10 @@ const msOf = (n: number | null) =>
 const pair = (f: Figures) => `${msOf(f.p50)} / ${msOf(f.p90)}`;
 
 /**
- * Latency and errors over the same range as the usage above: time to first token and total latency
- * (median / 90th percentile, read from billing's roll-up histograms, within ~20 %), output tokens per
- * second after the first token, and the share of requests that ended with an upstream error.
+ * Latency and errors over the same range as the usage above: time to first token, total latency and
+ * the gateway's own overhead (median / 90th percentile, read from billing's roll-up histograms,
+ * within ~20 %), output tokens per second of generation, and the share of requests that ended with
+ * an upstream error.
  */
 export function LatencyTable(props: { from: string; to: string; groupBy: 'model' | 'provider' }) {
   const query = `from=${props.from}&to=${props.to}&group_by=${props.groupBy}`;
@@ -47,6 +48,15 @@ export function LatencyTable(props: { from: string; to: string; groupBy: 'model'
       id: 'total',
       header: 'Total p50 / p90',
       cell: (c) => pair(c.row.original.total_ms),
+      meta: { numeric: true },
+    }),
+    col.accessor((r) => r.gateway_overhead_ms.p50 ?? 0, {
+      id: 'overhead',
+      header: 'Gateway overhead p50 / p90',
+      cell: (c) => {
+        const f = c.row.original.gateway_overhead_ms;
+        return `${overheadMs(f.p50)} / ${overheadMs(f.p90)}`;
+      },
       meta: { numeric: true },
     }),
     col.accessor((r) => r.tokens_per_second ?? 0, {
