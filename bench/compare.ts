@@ -37,6 +37,7 @@ import pg from 'pg';
 import { processSettings } from '../services/proxy/src/runtime';
 import { createServiceLogins } from '../tests/support/logins';
 import { type CountsResult, measureCounts } from './compare/counts';
+import { measureDoors } from './compare/doors';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The test kit's names (database, Redis prefix, RabbitMQ prefix) carry this run id.
@@ -300,6 +301,19 @@ const messages = [{ role: 'user', content: 'Hello! Summarise what a model gatewa
 const chatBody = (model: string, stream: boolean) =>
   JSON.stringify({ model, messages, stream, max_tokens: 64 });
 
+/** The doors phase's embedding model (bench/compare/doors.ts), on the same upstream. */
+const EMBED_MODEL = `  - id: bench/embed
+    name: "bench/embed"
+    description: bench embedding model
+    context_length: 8191
+    created: 1705953180
+    output_modalities: [embeddings]
+    embeddings: { dimensions: 16, max_inputs: 2048, max_tokens_per_request: 300000 }
+    providers:
+      - { provider: upstream, model: embed }
+    pricing: { prompt: "0.00000002" }
+`;
+
 const results: Record<string, unknown> = {
   date: new Date().toISOString(),
   machine: {
@@ -379,7 +393,7 @@ try {
 `;
   writeFileSync(
     catalogPath,
-    `providers:\n  - name: upstream\n    base_url: ${upstreamUrl}/v1\n    format: openai\nmodels:\n${model('bench/fast', 'fast')}${model('bench/paced', 'paced-64-20')}${model('bench/hold', 'paced-64-300')}`,
+    `providers:\n  - name: upstream\n    base_url: ${upstreamUrl}/v1\n    format: openai\n  - name: upstream-anthropic\n    base_url: ${upstreamUrl}/v1\n    format: anthropic\nmodels:\n${model('bench/fast', 'fast')}${model('bench/paced', 'paced-64-20')}${model('bench/hold', 'paced-64-300')}${model('bench/claude', 'claude-bench').replace('provider: upstream,', 'provider: upstream-anthropic,')}${EMBED_MODEL}`,
   );
 
   // Service identities of this run (production refuses the development keys).
@@ -991,6 +1005,30 @@ try {
       log(`cpu @${CPU_RATE} ${label}: ${JSON.stringify(cpu[label])}`);
     }
     results.cpuAtFixedRate = { rate: CPU_RATE, seconds, ...cpu };
+  }
+
+  // ------------------------------------------------------------ 3a. front doors (issue 30)
+  // Opt-in (BENCH_ONLY=doors; not in the default run): chat, Messages (translated and native),
+  // Responses and embeddings through the same proxy and upstream, as ratios to chat (bench/README.md).
+  if (ONLY.includes('doors')) {
+    results.doors = await measureDoors({
+      proxyUrl: urls.proxy,
+      key,
+      rounds: ROUNDS,
+      seqCount: Number(process.env.BENCH_DOORS_SEQ ?? 1000),
+      rate: CPU_RATE,
+      seconds: Number(process.env.BENCH_DOORS_SECONDS ?? 4),
+      load,
+      quiesce,
+      cpuOf: async (run) => {
+        const before = snapshot(await procs());
+        await run();
+        await new Promise((res) => setTimeout(res, 1500));
+        return cpuDelta(before, snapshot(await procs()));
+      },
+      pct,
+      log,
+    });
   }
 
   // ------------------------------------------------------------ 3b. counts per request (issue 30)

@@ -183,6 +183,25 @@ if (cpu) {
   );
   out.push('');
 }
+const doors = r.doors as Record<string, Any> | undefined;
+if (doors) {
+  out.push(
+    'Front doors through the same proxy and upstream (BENCH_ONLY=doors; non-streamed; ratio to chat completions, target ≤ 1.10):',
+  );
+  out.push('');
+  out.push('| door | seq p50 / p99 ms | ratio | CPU µs/request (proxy) | ratio | errors (seq, rate) |');
+  out.push('|---|---|---|---|---|---|');
+  for (const [k, v] of Object.entries(doors))
+    row(
+      k,
+      `${v.p50} / ${v.p99}`,
+      `${v.p50Ratio} / ${v.p99Ratio}`,
+      `${v.cpuUsPerRequest} (${v.proxyUsPerRequest})`,
+      v.cpuRatio,
+      `${v.errors}, ${v.rateErrors}`,
+    );
+  out.push('');
+}
 const rc = r.redisCommandsPerRequest;
 if (rc) {
   out.push(

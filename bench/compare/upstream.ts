@@ -7,6 +7,7 @@
  * The model name picks the stream's shape: `paced-<chunks>-<ms>` sends <chunks> content chunks
  * <ms> apart (one shared timer per pace, not one per stream: 10,000 open streams cost little here);
  * anything else sends 16 chunks at once. `GET /v1/models` answers a one-model list.
+ *   POST …/embeddings, POST …/messages   one fixed OpenAI embeddings / Anthropic message JSON
  *
  * Run as a child process: prints `{"port": N}` on stdout once listening; stops on SIGTERM.
  */
@@ -30,6 +31,27 @@ const completionJson = (model: string) =>
     }),
   );
 const jsonCache = new Map<string, Buffer>();
+/** `POST …/embeddings` (OpenAI's shape) and `POST …/messages` (Anthropic's, non-streamed). */
+const embeddingJson = Buffer.from(
+  JSON.stringify({
+    object: 'list',
+    data: [{ object: 'embedding', index: 0, embedding: Array.from({ length: 16 }, (_, i) => i / 16) }],
+    model: 'embed',
+    usage: { prompt_tokens: 8, total_tokens: 8 },
+  }),
+);
+const messageJson = Buffer.from(
+  JSON.stringify({
+    id: 'msg_bench',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-bench',
+    content: [{ type: 'text', text: CONTENT.repeat(2) }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 24, output_tokens: 16 },
+  }),
+);
 
 const chunk = (model: string, delta: Record<string, unknown>, finish: string | null) =>
   `data: ${JSON.stringify({
@@ -113,7 +135,15 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, JSON_HEAD).end(models);
     return;
   }
-  if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+  const url = req.url ?? '';
+  const other = url.endsWith('/embeddings') ? embeddingJson : url.endsWith('/messages') ? messageJson : null;
+  if (req.method === 'POST' && other) {
+    // The doors phase (bench/compare/doors.ts): one fixed answer, read the body first like the rest.
+    req.resume();
+    req.on('end', () => res.writeHead(200, { ...JSON_HEAD, 'content-length': other.length }).end(other));
+    return;
+  }
+  if (req.method !== 'POST' || !url.endsWith('/chat/completions')) {
     res.writeHead(404, JSON_HEAD).end('{"error":{"message":"not found"}}');
     return;
   }
