@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import { devServiceSigner } from '@tollgate/auth';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
 import pg from 'pg';
+import { GROUP_HOURLY_BACKFILL } from '../services/billing/migrations/2026_11_27_190000_usage_group_hourly';
 import { loadConfig, startBilling } from '../services/billing/src/index';
 
 const { values } = parseArgs({
@@ -135,6 +136,8 @@ await db.query(`
     .join(', ')}
   from billing.usage_hourly
   group by account_id, hour`);
+// Per (hour, dimension, value): what grouped hourly queries of the whole account read.
+await db.query(GROUP_HOURLY_BACKFILL);
 // The latency roll-ups: the same records per (hour, key, model, provider), one bucket column each.
 const hists = { ttft: 'ttft_b', total: 'total_b', overhead: 'overhead_b' } as const;
 const bucketCols = Object.keys(hists).flatMap((h) =>
@@ -170,6 +173,7 @@ await db.query('analyze billing.latency_hourly');
 await db.query('analyze billing.latency_daily');
 await db.query('analyze billing.usage_hourly');
 await db.query('analyze billing.usage_daily');
+await db.query('analyze billing.usage_group_hourly');
 const { rows: counts } = await db.query<{
   rollups: string;
   daily: string;
@@ -177,17 +181,25 @@ const { rows: counts } = await db.query<{
   cost: string;
   gen_cost: string;
   latency_requests: string;
+  group_sums: string;
 }>(
   `select (select count(*) from billing.usage_hourly where account_id = $1)::text as rollups,
     (select count(*) from billing.usage_daily where account_id = $1)::text as daily,
     (select sum(requests) from billing.usage_hourly where account_id = $1)::text as requests,
     (select sum(cost) from billing.usage_hourly where account_id = $1)::text as cost,
     (select sum(total_cost) from billing.generations where account_id = $1)::text as gen_cost,
-    (select sum(requests) from billing.latency_daily where account_id = $1)::text as latency_requests`,
+    (select sum(requests) from billing.latency_daily where account_id = $1)::text as latency_requests,
+    (select string_agg(distinct r || ' ' || c, ',') from (select sum(requests)::text as r, sum(cost)::text as c
+      from billing.usage_group_hourly where account_id = $1 group by dimension) d) as group_sums`,
   [account],
 );
 const c = counts[0]!;
-if (Number(c.requests) !== N || Number(c.latency_requests) !== N || c.cost !== c.gen_cost) {
+if (
+  Number(c.requests) !== N ||
+  Number(c.latency_requests) !== N ||
+  c.cost !== c.gen_cost ||
+  c.group_sums !== `${N} ${c.cost}` // every dimension sums to the same requests and cost
+) {
   throw new Error(`roll-ups disagree with the records: ${JSON.stringify(c)}`);
 }
 console.log(
@@ -232,8 +244,13 @@ await timeQuery('by day, grouped by key', 'granularity=day&group_by=key');
 await timeQuery('by day, grouped by provider', 'granularity=day&group_by=provider');
 await timeQuery('total, grouped by model', 'granularity=total&group_by=model');
 await timeQuery('by hour, no grouping', 'granularity=hour&group_by=none');
-// Grouped hours read every (key, model, app, provider) row of every hour: not served by a coarser table.
+// Grouped hours of the whole account: one row per (hour, value) of the dimension (usage_group_hourly).
 await timeQuery('by hour, grouped by model', 'granularity=hour&group_by=model');
+await timeQuery('by hour, grouped by app', 'granularity=hour&group_by=app');
+await timeQuery('by hour, grouped by key', 'granularity=hour&group_by=key');
+await timeQuery('by hour, grouped by provider', 'granularity=hour&group_by=provider');
+// Filtered grouped hours still read usage_hourly (a narrower slice of it).
+await timeQuery('by hour, one key, by model', `granularity=hour&group_by=model&key_id=${keys[0]}`);
 // Errors and latency: percentiles from the roll-ups' histograms (GET …/latency reads the hourly table).
 await timeQuery('latency + errors by model', 'group_by=model', 'latency');
 await timeQuery('latency + errors by provider', 'group_by=provider', 'latency');

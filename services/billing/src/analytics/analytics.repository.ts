@@ -45,19 +45,26 @@ const unfiltered = (q: UsageQuery) => {
 };
 
 /**
- * The table, time column and bounds a query reads: daily roll-ups for whole days; hours of the
- * whole account without grouping or filters from `usage_account_hourly` (one row per hour).
+ * The table, time column, bounds and group column a query reads: daily roll-ups for whole days;
+ * hours of the whole account (no filters) from `usage_account_hourly` (one row per hour) without
+ * grouping, or from `usage_group_hourly` (one row per hour and value of the grouped dimension) with.
  */
 export function source(q: UsageQuery) {
   const daily = q.granularity === 'day' || (q.granularity === 'total' && isDay(q.from) && isDay(q.to));
-  const wholeAccount = !daily && q.groupBy === 'none' && unfiltered(q);
+  const wholeAccount = !daily && unfiltered(q);
+  const oneDimension = wholeAccount && q.groupBy !== 'none';
   return {
     daily,
     table: daily
       ? sql`billing.usage_daily`
-      : wholeAccount
-        ? sql`billing.usage_account_hourly`
-        : sql`billing.usage_hourly`,
+      : oneDimension
+        ? sql`billing.usage_group_hourly`
+        : wholeAccount
+          ? sql`billing.usage_account_hourly`
+          : sql`billing.usage_hourly`,
+    group: oneDimension ? sql.ref('value') : GROUP_COLUMN[q.groupBy],
+    /** The rows of the grouped dimension in `usage_group_hourly`; nothing for the other tables. */
+    dimension: oneDimension ? sql`and dimension = ${q.groupBy}` : sql``,
     time: daily ? sql.ref('day') : sql.ref('hour'),
     lower: daily ? sql`${q.from.toISOString().slice(0, 10)}::date` : sql`${q.from}::timestamptz`,
     upper: daily ? sql`${q.to.toISOString().slice(0, 10)}::date` : sql`${q.to}::timestamptz`,
@@ -101,7 +108,8 @@ function splitTotal(q: UsageQuery) {
 
 /**
  * Sums one account's roll-ups over [from, to): a range scan of a roll-up table's primary key
- * (account_id, hour|day, …). Hourly buckets read `usage_hourly`; daily buckets, and totals over whole
+ * (account_id, hour|day, …). Hourly buckets read `usage_hourly` (or, for the whole account,
+ * `usage_account_hourly` / `usage_group_hourly`: see `source`); daily buckets, and totals over whole
  * UTC days, read `usage_daily` (the caller aligns day queries to whole days); other totals read both
  * (splitTotal). Never touches billing.generations.
  */
@@ -109,14 +117,15 @@ export async function queryUsage(
   db: BillingDb,
   q: UsageQuery & { rank?: { limit: number; offset: number } },
 ): Promise<{ rows: UsageRow[]; more: boolean }> {
-  const { daily, table, time, lower, upper } = source(q);
+  const { daily, table, time, lower, upper, dimension, group: column } = source(q);
+  const split = splitTotal(q);
   const bucket =
     q.granularity === 'total'
       ? sql`null::timestamptz`
       : daily
         ? sql`(day::timestamp at time zone 'UTC')`
         : sql`hour`;
-  const group = GROUP_COLUMN[q.groupBy];
+  const group = split ? GROUP_COLUMN[q.groupBy] : column;
   const base = sql`
     select ${bucket} as bucket, ${group}::text as "group",
       sum(requests) as requests, sum(tokens_prompt) as tokens_prompt,
@@ -124,8 +133,9 @@ export async function queryUsage(
       sum(tokens_cache_write) as tokens_cache_write, sum(tokens_reasoning) as tokens_reasoning,
       sum(cost) as cost
     from ${
-      splitTotal(q) ??
-      sql`${table} where account_id = ${q.accountId} and ${time} >= ${lower} and ${time} < ${upper} ${filtersOf(q)}`
+      split ??
+      sql`${table} where account_id = ${q.accountId} ${dimension} and ${time} >= ${lower} and ${time} < ${upper}
+        ${filtersOf(q)}`
     }
     group by 1, 2`;
   // Grouped and bounded: the groups ranked by cost over the whole range, in the same statement (one

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   keyHeaders,
@@ -137,6 +138,48 @@ describe('hourly roll-ups', () => {
     ]);
     const filtered = await usage(`${range}&granularity=total&key_id=${keyA}&app=Chat`);
     expect(filtered.body.data.rows[0]).toMatchObject({ requests: 2, cost: '0.0000003' });
+  });
+
+  it('groups hours of the whole account by model, app, key and provider (usage_group_hourly)', async () => {
+    const range = 'from=2026-11-19T00:00:00Z&to=2026-11-21T00:00:00Z&granularity=hour';
+    const rows = async (by: string, filter = '') =>
+      (await usage(`${range}&group_by=${by}${filter}`)).body.data.rows.map((x: Json) => [
+        x.bucket.slice(11, 13),
+        x.group,
+        x.requests,
+        x.tokens_completion,
+        x.cost,
+      ]);
+    expect(await rows('model')).toEqual([
+      ['23', 'openai/gpt-4o-mini', 1, 20, '1.5'],
+      ['10', 'openai/gpt-4o-mini', 2, 40, '0.0000003'],
+      ['11', 'openai/gpt-4o', 1, 20, '0.25'],
+    ]);
+    expect((await rows('app')).map((r: Json[]) => [r[0], r[1], r[2]])).toEqual([
+      ['23', 'Batch', 1],
+      ['10', 'Chat', 2],
+      ['11', null, 1],
+    ]);
+    expect((await rows('key')).map((r: Json[]) => [r[0], r[1], r[4]])).toEqual([
+      ['23', keyB, '1.5'],
+      ['10', keyA, '0.0000003'],
+      ['11', keyB, '0.25'],
+    ]);
+    expect((await rows('provider')).map((r: Json[]) => [r[0], r[1], r[2]])).toEqual([
+      ['23', 'sim-b', 1],
+      ['10', 'sim', 2],
+      ['11', 'sim', 1],
+    ]);
+    // A filtered query still reads usage_hourly: the same answer for the same rows.
+    expect(await rows('model', '&provider=sim')).toEqual((await rows('model')).slice(1));
+    // Every dimension holds each request once (redelivered twice and re-recorded above).
+    const { rows: sums } = await sql<{ dimension: string; requests: string; cost: string }>`
+      select dimension, sum(requests)::text as requests, sum(cost)::text as cost
+      from billing.usage_group_hourly where account_id = ${account}
+      group by 1 order by 1`.execute(s.billing.db);
+    expect(sums).toEqual(
+      ['app', 'key', 'model', 'provider'].map((dimension) => ({ dimension, requests: '4', cost: '1.7500003' })),
+    );
   });
 
   it('never shows another account (the other account is asked for separately)', async () => {

@@ -49,7 +49,8 @@ const rollupColumns =
 
 /**
  * Applies a batch's sums in ONE statement (a round trip instead of six): the hourly and daily
- * roll-up upserts, the spend upserts per (key, period) and per account returning the totals after
+ * roll-up upserts (with the per-account and per-dimension hourly sums), the spend upserts per
+ * (key, period) and per account returning the totals after
  * the increment, and the totals of what the batch touched without adding to. Every list is one
  * JSON parameter expanded by `json_to_recordset` in its (sorted) order. Runs in the caller's
  * transaction, after the generation insert.
@@ -77,6 +78,23 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
       group by 1, 2
       order by 1, 2
       on conflict (account_id, hour) do update set ${sql.raw(rollupSums)}
+    ), group_hourly as (
+      -- The same increments summed per (account, dimension, hour, value) for each of the four
+      -- dimensions, in primary key order (the lock order).
+      insert into billing.usage_group_hourly as t (account_id, dimension, hour, value, requests, tokens_prompt,
+        tokens_completion, tokens_cached, tokens_cache_write, tokens_reasoning, cost, errors)
+      select account_id, d.dimension, bucket::timestamptz, d.value, sum(requests), sum(tokens_prompt),
+        sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write), sum(tokens_reasoning), sum(cost),
+        sum(errors)
+      from json_to_recordset(${json(s.hourly)}) as r(
+        account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
+        requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
+        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
+      cross join lateral (values ('model', r.model), ('app', r.app), ('key', r.key_id::text),
+        ('provider', r.provider_name)) as d(dimension, value)
+      group by 1, 2, 3, 4
+      order by 1, 2, 3, 4
+      on conflict (account_id, dimension, hour, value) do update set ${sql.raw(rollupSums)}
     ), daily as (
       insert into billing.usage_daily as t (day, ${sql.raw(rollupColumns)})
       select bucket::date, ${sql.raw(rollupColumns)}
