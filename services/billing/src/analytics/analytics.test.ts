@@ -178,7 +178,11 @@ describe('hourly roll-ups', () => {
       from billing.usage_group_hourly where account_id = ${account}
       group by 1 order by 1`.execute(s.billing.db);
     expect(sums).toEqual(
-      ['app', 'key', 'model', 'provider'].map((dimension) => ({ dimension, requests: '4', cost: '1.7500003' })),
+      ['app', 'key', 'model', 'provider'].map((dimension) => ({
+        dimension,
+        requests: '4',
+        cost: '1.7500003',
+      })),
     );
   });
 

@@ -99,9 +99,33 @@ describe('latency roll-ups migration', () => {
     const hour = '2026-11-20 10:00:00+00';
     const whole = { hour, requests: '10', tokens_completion: '200', cost: '0.75', errors: '1' };
     expect(rows).toEqual([
-      { dimension: 'app', value: 'a', hour, requests: '3', tokens_completion: '60', cost: '0.25', errors: '1' },
-      { dimension: 'app', value: 'b', hour, requests: '2', tokens_completion: '40', cost: '0.25', errors: '0' },
-      { dimension: 'app', value: 'c', hour, requests: '5', tokens_completion: '100', cost: '0.25', errors: '0' },
+      {
+        dimension: 'app',
+        value: 'a',
+        hour,
+        requests: '3',
+        tokens_completion: '60',
+        cost: '0.25',
+        errors: '1',
+      },
+      {
+        dimension: 'app',
+        value: 'b',
+        hour,
+        requests: '2',
+        tokens_completion: '40',
+        cost: '0.25',
+        errors: '0',
+      },
+      {
+        dimension: 'app',
+        value: 'c',
+        hour,
+        requests: '5',
+        tokens_completion: '100',
+        cost: '0.25',
+        errors: '0',
+      },
       { dimension: 'key', value: key, ...whole },
       { dimension: 'model', value: 'openai/gpt-4o', ...whole },
       { dimension: 'provider', value: 'sim', ...whole },
