@@ -89,7 +89,21 @@ describe.skipIf(browserUnavailable)('errors and refusals in Chromium', () => {
       .poll(() => page.getByTestId(`errors-${limitedHash}`).textContent(), { timeout: 15_000 })
       .toContain('100.0 %');
     const limitedRow = page.getByTestId(`errors-${limitedHash}`);
-    await expect.poll(() => limitedRow.textContent(), { timeout: 30_000 }).toContain('tiny budget');
+    // The row names its key once the page's key list has loaded. In full-suite runs that list has
+    // been seen not to arrive within 30 s (not reproduced alone); a reload asks for it again.
+    await expect
+      .poll(
+        async () => {
+          const text = (await limitedRow.textContent()) ?? '';
+          if (!text.includes('tiny budget')) {
+            await page.reload();
+            await section.waitFor();
+          }
+          return text;
+        },
+        { timeout: 60_000, intervals: [10_000] },
+      )
+      .toContain('tiny budget');
     // The inference key: 3 served + 1 bad request = 25 % errors, one bad request.
     const inferenceRow = page.getByTestId(`errors-${stack.inferenceKeyId}`);
     expect(await inferenceRow.textContent()).toContain('25.0 %');
@@ -107,7 +121,7 @@ describe.skipIf(browserUnavailable)('errors and refusals in Chromium', () => {
     await page.getByLabel('Request id').fill('gen-1-aaaaaaaaaaaaaaaaaaaa');
     await page.getByRole('button', { name: 'Find refusal' }).click();
     await page.getByTestId('refusal-missing').waitFor();
-  });
+  }, 120_000);
 
   it('photographs the section at 1280, 1920 and 390 px without overflow or serious axe violations', async () => {
     const violations: string[] = [];
