@@ -159,6 +159,10 @@ export async function startLocalRedisCluster(
       } finally {
         m.disconnect();
       }
+      // Promote only a replica that has synchronised with its master (link up), so no write is lost.
+      await waitFor(`replica ${replicaPort} in sync`, async () =>
+        (await cli(replicaPort, 'INFO', 'replication')).includes('master_link_status:up'),
+      );
       await cli(replicaPort, 'CLUSTER', 'FAILOVER');
       await waitFor(`replica ${replicaPort} promoted`, async () => (await role(replicaPort)) === 'master');
       await waitFor('every node agrees', async () => {
