@@ -101,7 +101,7 @@ describe.skipIf(browserUnavailable)('errors and refusals in Chromium', () => {
           }
           return text;
         },
-        { timeout: 60_000, intervals: [10_000] },
+        { timeout: 60_000, interval: 10_000 },
       )
       .toContain('tiny budget');
     // The inference key: 3 served + 1 bad request = 25 % errors, one bad request.
