@@ -787,6 +787,22 @@ describe('the running stack, checked against the document', () => {
       );
     });
 
+    it('walks the account routes through their documented responses, through the proxy', async () => {
+      const m = stack.account.managementKey;
+      conforms('get', '/account', await stack.api('/account', { key: m }), 200);
+      conforms('get', '/account', await stack.api('/account', {}), 401);
+      conforms('get', '/account', await stack.api('/account', { key: stack.inferenceKey }), 403);
+      const patch = (body: unknown, key = m) => stack.api('/account', { key, method: 'PATCH', body });
+      const on = await patch({ store_bodies: true });
+      conforms('patch', '/account', on, 200);
+      expect(on.body.data.store_bodies).toBe(true);
+      conforms('patch', '/account', await patch({ store_bodies: false }), 200);
+      conforms('patch', '/account', await patch({ store_bodies: 1 }), 400);
+      conforms('patch', '/account', await patch({ slug: 'x' }), 400);
+      conforms('patch', '/account', await patch({}, stack.inferenceKey), 403);
+      conforms('patch', '/account', await stack.api('/account', { method: 'PATCH', body: {} }), 401);
+    });
+
     it('walks every team route through its documented responses, through the proxy', async () => {
       const m = stack.account.managementKey;
       const created = await stack.api('/teams', { key: m, body: { name: 'doc team' } });
