@@ -177,7 +177,7 @@ describe.skipIf(browserUnavailable)('opt-in bodies and time in Chromium', () => 
     expect(await vpage.getByLabel('Keep prompts and answers of every key').isDisabled()).toBe(true);
     expect(await seriousAxeViolations(vpage)).toEqual([]);
     await vctx.close();
-  });
+  }, 90_000);
 
   it('custom date ranges on Usage (UTC days) and Generations (the viewer’s time), times labelled with the zone', async () => {
     const { id } = await chat(stack.inferenceKey, 'timed');
@@ -206,6 +206,29 @@ describe.skipIf(browserUnavailable)('opt-in bodies and time in Chromium', () => 
     await controls.getByLabel('From (UTC day)').fill(today);
     expect(await page.getByTestId('range-error').textContent()).toMatch(/ends before it starts/);
     await shoot(page, 'bodies-usage-custom-range-1280');
+    // The range is in the address: a reload (or the link, elsewhere) shows the same days.
+    await controls.getByLabel('From (UTC day)').fill(yesterday);
+    await expect
+      .poll(() => new URL(page.url()).hash)
+      .toBe(`#/usage?range=custom&from=${yesterday}&to=${yesterday}`);
+    requests.length = 0;
+    await page.reload();
+    await expect.poll(() => last('/api/usage')?.get('from')).toBe(`${yesterday}T00:00:00.000Z`);
+    expect(last('/api/usage')?.get('to')).toBe(`${today}T00:00:00.000Z`);
+    expect(await controls.locator('select').first().inputValue()).toBe('custom');
+    expect(await controls.getByLabel('From (UTC day)').inputValue()).toBe(yesterday);
+    // A preset too, with the grouping: opened as a link in a fresh page.
+    await controls.locator('select').first().selectOption('7d');
+    await page.getByLabel('Group by').selectOption('key');
+    await expect.poll(() => new URL(page.url()).hash).toBe('#/usage?range=7d&group_by=key');
+    const link = page.url();
+    requests.length = 0;
+    await page.goto('about:blank');
+    await page.goto(link);
+    await expect.poll(() => last('/api/usage')?.get('group_by')).toBe('key');
+    const sevenDays = last('/api/usage')!;
+    expect(Date.parse(sevenDays.get('to')!) - Date.parse(sevenDays.get('from')!)).toBe(7 * 86_400_000);
+    expect(await controls.locator('select').first().inputValue()).toBe('7d');
 
     // Generations: the pickers are in the viewer's zone (labelled), sent as UTC instants.
     const local = (ms: number) => {
@@ -241,9 +264,23 @@ describe.skipIf(browserUnavailable)('opt-in bodies and time in Chromium', () => 
       .toBe(new Date(hourAgo + 60_000).toISOString());
     await expect.poll(() => row.count()).toBe(0);
     await shoot(page, 'bodies-generations-range-ny-1280');
+    // The range is in the address as instants: a reload keeps it (and shows it in the viewer's zone).
+    await expect
+      .poll(() => new URLSearchParams(new URL(page.url()).hash.split('?')[1]).get('to'))
+      .toBe(new Date(hourAgo + 60_000).toISOString());
+    expect(new URLSearchParams(new URL(page.url()).hash.split('?')[1]).get('from')).toBe(
+      new Date(hourAgo).toISOString(),
+    );
+    requests.length = 0;
+    await page.reload();
+    await expect.poll(() => last('/api/generations')?.get('from')).toBe(new Date(hourAgo).toISOString());
+    expect(last('/api/generations')?.get('to')).toBe(new Date(hourAgo + 60_000).toISOString());
+    expect(await page.getByLabel(/^From \(/).inputValue()).toBe(local(hourAgo));
+    expect(await page.getByLabel(/^To \(/).inputValue()).toBe(local(hourAgo + 60_000));
+    await expect.poll(() => page.getByText('No requests match').count()).toBe(1);
 
     // Periods stay UTC and say so.
     await openPage(page, dash.url, 'overview', { fresh: true });
     expect(await page.getByTestId('spend-today').textContent()).toContain('(UTC)');
-  });
+  }, 90_000);
 });

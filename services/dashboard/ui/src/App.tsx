@@ -101,16 +101,9 @@ function ZonePicker(props: { onChange: () => void }) {
   );
 }
 
-/** The query string (`#/usage?group_by=key`) as the page's filters: another one starts the page anew. */
-function UsageRoute(props: { member: boolean }) {
-  const [params] = useSearchParams();
-  return <UsagePage key={params.toString()} params={params} member={props.member} />;
-}
-
-/** `#/generations/<id>` opens one record over the list (`#/generations?key_id=…` filters it). */
+/** `#/generations/<id>` opens one record over the list (`#/generations?key_id=…&from=…` filters it). */
 function GenerationsRoute() {
-  const [params] = useSearchParams();
-  return <GenerationsPage openId={useParams()['*'] || null} params={params} />;
+  return <GenerationsPage openId={useParams()['*'] || null} />;
 }
 
 function Shell(props: { me: Me }) {
@@ -167,7 +160,7 @@ function Shell(props: { me: Me }) {
         <Suspense fallback={<Loading />}>
           <Routes>
             <Route path="/keys/*" element={<KeysPage owner={owner} />} />
-            <Route path="/usage/*" element={<UsageRoute member={member} />} />
+            <Route path="/usage/*" element={<UsagePage member={member} />} />
             <Route path="/models/*" element={<ModelsPage />} />
             <Route path="/teams/*" element={<TeamsPage owner={owner} member={member} />} />
             {/* A team viewer has only their teams' pages (the server refuses the rest anyway). */}

@@ -74,6 +74,14 @@ export function fromLocalInput(value: string): string | null {
   return Number.isNaN(d.getTime()) ? null : d.toISOString();
 }
 
+/** ISO instant → `datetime-local` input value in the display zone (`fromLocalInput`'s inverse); '' if not one. */
+export function toLocalInput(iso: string | null): string {
+  const ms = iso ? Date.parse(iso) : Number.NaN;
+  if (Number.isNaN(ms)) return '';
+  const p = parts(new Date(ms), false);
+  return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}`;
+}
+
 export function ago(iso: string | null | undefined): string {
   if (!iso) return 'never';
   const s = Math.round((Date.now() - new Date(iso).getTime()) / 1000);

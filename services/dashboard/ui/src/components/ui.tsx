@@ -101,6 +101,25 @@ export function ErrorBox(props: { error: unknown; onRetry?: () => void }) {
   );
 }
 
+/**
+ * The key list (useKeyNames) did not answer: keys show as their ids' first characters meanwhile, and
+ * the list is asked for again every 5 s; never a silent fallback.
+ */
+export function KeyNamesError(props: { error: unknown; onRetry: () => void }) {
+  if (!props.error) return null;
+  return (
+    <div className="error" role="alert" data-testid="key-names-error">
+      <span>
+        Key names could not be loaded ({describeError(props.error)}): keys show as the first characters of
+        their id until they are. Asking again every 5 s.
+      </span>
+      <button type="button" className="secondary small-button" onClick={props.onRetry}>
+        Retry
+      </button>
+    </div>
+  );
+}
+
 /** Shown while a page's data is on its way (never the "nothing yet" text). */
 export function Loading(props: { label?: string }) {
   return (

@@ -1,14 +1,15 @@
-import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { useInfiniteQuery } from '@tanstack/react-query';
 import { createColumnHelper, type SortingState } from '@tanstack/react-table';
 import type { DashboardAnswer } from '@tollgate/contracts';
-import { useMemo, useState } from 'react';
-import { useNavigate } from 'react-router';
+import { useEffect, useMemo, useState } from 'react';
+import { useLocation, useNavigate, useSearchParams } from 'react-router';
 import { type Generation, get, type Key } from '../api';
 import { DataTable } from '../components/DataTable';
-import { Badge, Clip, ErrorBox, Page } from '../components/ui';
+import { Badge, Clip, ErrorBox, KeyNamesError, Page } from '../components/ui';
 import { int, ms, usdColumn } from '../format';
 import { useDebounced } from '../hooks/useDebounced';
-import { displayZone, fromLocalInput, whenShort } from '../time';
+import { useKeyNames } from '../hooks/useKeyNames';
+import { displayZone, fromLocalInput, toLocalInput, whenShort } from '../time';
 import { GenerationDetail } from './generations/Detail';
 import { SessionsPanel } from './generations/Sessions';
 
@@ -24,15 +25,20 @@ const SORTS: Record<string, string> = {
 type LogPage = DashboardAnswer<'generations'>;
 type Cursor = { before?: string; offset?: number } | null;
 
-/** The filters as query parameters; text filters are prefixes, applied once typing pauses. */
-function useFilters(initialKey: string) {
+/**
+ * The filters as query parameters; text filters are prefixes, applied once typing pauses. The key and
+ * the date range also live in the page's address (`#/generations?key_id=…&from=…&to=…`, instants in
+ * ISO), so a link or a reload shows the same records, whatever the reader's time zone.
+ */
+function useFilters() {
+  const [address, setAddress] = useSearchParams();
   const [id, setId] = useState('');
   const [model, setModel] = useState('');
   const [app, setApp] = useState('');
-  const [keyId, setKeyId] = useState(initialKey);
+  const [keyId, setKeyId] = useState(() => address.get('key_id') ?? '');
   const [source, setSource] = useState('');
-  const [from, setFrom] = useState('');
-  const [to, setTo] = useState('');
+  const [from, setFrom] = useState(() => toLocalInput(address.get('from')));
+  const [to, setTo] = useState(() => toLocalInput(address.get('to')));
   const [session, setSession] = useState('');
   const text = useDebounced({ id, model, app, from, to });
   const params = new URLSearchParams();
@@ -49,6 +55,18 @@ function useFilters(initialKey: string) {
   if (fromIso) range.set('from', fromIso);
   if (toIso) range.set('to', toIso);
   if (session) params.set('session_id', session);
+  useEffect(() => {
+    const next = new URLSearchParams(address);
+    for (const [name, value] of [
+      ['key_id', keyId],
+      ['from', fromIso],
+      ['to', toIso],
+    ] as const) {
+      if (value) next.set(name, value);
+      else next.delete(name);
+    }
+    if (next.toString() !== address.toString()) setAddress(next, { replace: true });
+  }, [address, setAddress, keyId, fromIso, toIso]);
   const fields = {
     session,
     setSession,
@@ -126,17 +144,11 @@ function Filters(props: { f: ReturnType<typeof useFilters>['fields']; keys: Key[
   );
 }
 
-export function GenerationsPage(props: { openId: string | null; params: URLSearchParams }) {
-  const { params, fields } = useFilters(props.params.get('key_id') ?? '');
+export function GenerationsPage(props: { openId: string | null }) {
+  const { params, fields } = useFilters();
   const [sorting, setSorting] = useState<SortingState>([]);
-  const keys = useQuery({
-    queryKey: ['keys', true],
-    queryFn: async () => (await get<DashboardAnswer<'keys'>>('/api/keys?include_revoked=true')).data,
-  });
-  const keyName = useMemo(() => {
-    const m = new Map((keys.data ?? []).map((k) => [k.hash, k.name]));
-    return (id: string) => m.get(id) ?? id.slice(0, 8);
-  }, [keys.data]);
+  const { keys, names } = useKeyNames();
+  const keyName = useMemo(() => (id: string) => names.get(id) ?? id.slice(0, 8), [names]);
   const sort = sorting[0];
   const list = useInfiniteQuery({
     queryKey: ['generations', params, sort?.id, sort?.desc],
@@ -218,8 +230,10 @@ export function GenerationsPage(props: { openId: string | null; params: URLSearc
     }),
   ];
   const navigate = useNavigate();
+  const { search } = useLocation();
+  // The filters' address stays: closing a record shows the same range.
   const open = (id: string | null) =>
-    navigate(id ? `/generations/${encodeURIComponent(id)}` : '/generations');
+    navigate({ pathname: id ? `/generations/${encodeURIComponent(id)}` : '/generations', search });
   return (
     <Page
       title="Generations"
@@ -232,6 +246,7 @@ export function GenerationsPage(props: { openId: string | null; params: URLSearc
       <Filters f={fields} keys={keys.data ?? []} />
       <SessionsPanel range={fields.range} selected={fields.session} onSelect={fields.setSession} />
       <ErrorBox error={list.error} onRetry={() => list.refetch()} />
+      <KeyNamesError error={keys.error} onRetry={() => void keys.refetch()} />
       <DataTable
         label="Generations"
         data={data}

@@ -5,11 +5,16 @@ import { type FormEvent, useMemo, useState } from 'react';
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { get } from '../../api';
 import { DataTable } from '../../components/DataTable';
-import { Clip, ErrorBox } from '../../components/ui';
+import { Clip, ErrorBox, KeyNamesError } from '../../components/ui';
 import { int } from '../../format';
+import { useKeyNames } from '../../hooks/useKeyNames';
 import { when } from '../../time';
 
-type ErrorsRow = DashboardAnswer<'errors'>['data']['rows'][number];
+type ErrorsData = DashboardAnswer<'errors'>['data']['rows'][number];
+type ErrorsRow = ErrorsData & {
+  /** The key's name, or its id's prefix until the key list has answered. */
+  name: string;
+};
 type Refusal = DashboardAnswer<'refusal'>['data'];
 type RefusalType = Refusal['error_type'];
 /** Every refusal type of the contract (the Record makes a new one a type error here). */
@@ -23,12 +28,12 @@ const TYPE_LABEL: Record<RefusalType, string> = {
 };
 const TYPES = Object.keys(TYPE_LABEL) as RefusalType[];
 const pct = (r: number) => `${(r * 100).toFixed(1)} %`;
-const refusedOf = (r: ErrorsRow) => TYPES.reduce((a, t) => a + r.refused[t], 0);
+const refusedOf = (r: ErrorsData) => TYPES.reduce((a, t) => a + r.refused[t], 0);
 const col = createColumnHelper<ErrorsRow>();
 const refusalCol = createColumnHelper<Refusal>();
 
 /** The error rate per UTC day of the range, refused requests included (billing's roll-ups). */
-function ErrorRateChart(props: { rows: ErrorsRow[] }) {
+function ErrorRateChart(props: { rows: ErrorsData[] }) {
   const data = props.rows.map((r) => ({
     day: (r.bucket ?? '').slice(0, 10),
     rate: Math.round(r.error_rate * 1000) / 10,
@@ -91,11 +96,7 @@ function RefusalLookup() {
  */
 export function ErrorsSection(props: { from: string; to: string }) {
   const [key, setKey] = useState<string | null>(null);
-  const keys = useQuery({
-    queryKey: ['keys', true],
-    queryFn: async () => (await get<DashboardAnswer<'keys'>>('/api/keys?include_revoked=true')).data,
-  });
-  const names = useMemo(() => new Map((keys.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);
+  const { keys, names } = useKeyNames();
   const keyName = (hash: string) => names.get(hash) ?? hash.slice(0, 8);
   const range = `from=${props.from}&to=${props.to}`;
   const daily = useQuery({
@@ -110,6 +111,14 @@ export function ErrorsSection(props: { from: string; to: string }) {
       (await get<DashboardAnswer<'errors'>>(`/api/errors?${range}&granularity=total&group_by=key`)).data.rows,
     refetchInterval: 10_000,
   });
+  const rows = useMemo(
+    () =>
+      (byKey.data ?? []).map((r) => ({
+        ...r,
+        name: names.get(r.group ?? '') ?? (r.group ?? '').slice(0, 8),
+      })),
+    [byKey.data, names],
+  );
   const recent = useQuery({
     queryKey: ['refusals', key],
     enabled: key !== null,
@@ -117,7 +126,9 @@ export function ErrorsSection(props: { from: string; to: string }) {
       (await get<DashboardAnswer<'refusals'>>(`/api/refusals?key_id=${key}&limit=20`)).data,
   });
   const columns = [
-    col.accessor((r) => keyName(r.group ?? ''), {
+    // The name is part of the row (not computed by the column): the table caches a row's values until
+    // its data changes, so a name computed here before the key list answered would stay a prefix.
+    col.accessor('name', {
       id: 'key',
       header: 'Key',
       cell: (c) => <Clip text={c.getValue()} />,
@@ -157,10 +168,11 @@ export function ErrorsSection(props: { from: string; to: string }) {
         are UTC.
       </p>
       <ErrorBox error={daily.error ?? byKey.error} onRetry={() => void daily.refetch()} />
+      <KeyNamesError error={keys.error} onRetry={() => void keys.refetch()} />
       <ErrorRateChart rows={daily.data ?? []} />
       <DataTable
         label="Refusals per key"
-        data={byKey.data ?? []}
+        data={rows}
         columns={columns}
         loading={byKey.isPending}
         empty="No requests in this range."

@@ -2,25 +2,22 @@ import { useQuery } from '@tanstack/react-query';
 import type { DashboardAnswer } from '@tollgate/contracts';
 import { useCallback, useMemo } from 'react';
 import { get } from '../../api';
+import { useKeyNames } from '../../hooks/useKeyNames';
 import { CHART_SERIES, chartPoints, type GroupBy, type Metric, totalsOf } from './usage-data';
 
 /** The label of a group: a key's or team's name, `(no X-Title)` for an app without one. */
 function useGroupLabel(groupBy: GroupBy) {
-  const keys = useQuery({
-    queryKey: ['keys', true],
-    queryFn: async () => (await get<DashboardAnswer<'keys'>>('/api/keys?include_revoked=true')).data,
-    enabled: groupBy === 'key',
-  });
+  const { names: keyNames } = useKeyNames(groupBy === 'key');
   const teams = useQuery({
     queryKey: ['teams'],
     queryFn: async () => (await get<DashboardAnswer<'teams'>>('/api/teams')).data,
     enabled: groupBy === 'team',
   });
   const names = useMemo(() => {
-    const byId = new Map((keys.data ?? []).map((k) => [k.hash, k.name]));
+    const byId = new Map(keyNames);
     for (const t of teams.data ?? []) byId.set(t.id, t.name);
     return byId;
-  }, [keys.data, teams.data]);
+  }, [keyNames, teams.data]);
   return useCallback(
     (g: string | null) => {
       if (groupBy === 'none') return 'All';
