@@ -30,7 +30,7 @@ function boxes(p: Page, selector: string) {
       [...document.querySelectorAll(sel)].map((e) => {
         const r = e.getBoundingClientRect();
         return {
-          text: (e as HTMLElement).innerText.trim(),
+          text: (e as HTMLElement).textContent.trim(),
           label: e.getAttribute('data-label'),
           left: r.left,
           right: r.right,

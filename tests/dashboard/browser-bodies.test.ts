@@ -8,34 +8,29 @@
  * the periods stay UTC and say so. Screenshots in test-results/dashboard/bodies-*; axe-core finds no
  * serious violation in the detail view at 1280 and 390 px.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  type BrowserStack,
   browserUnavailable,
-  launchChromium,
   openPage,
   seriousAxeViolations,
   shoot,
   signInPage,
+  startBrowserStack,
 } from '../support/browser';
-import {
-  type DashboardSession,
-  startTestDashboard,
-  type TestDashboard,
-  type TestUser,
-} from '../support/dashboard';
-import { MODEL, type Stack, startStack } from '../support/stack';
+import type { DashboardSession, TestDashboard } from '../support/dashboard';
+import { MODEL, type Stack } from '../support/stack';
 
 const ZONE = 'America/New_York';
 const SECRET = `sk-live-${'7'.repeat(30)}`;
 const EMAIL = 'grace.hopper@example.org';
 
+let b: BrowserStack;
 let stack: Stack;
 let dash: TestDashboard;
 let browser: Browser;
-let owner: TestUser;
 let ownerApi: DashboardSession;
-let context: BrowserContext;
 let page: Page;
 
 async function chat(key: string, content: string) {
@@ -50,21 +45,10 @@ async function chat(key: string, content: string) {
 
 describe.skipIf(browserUnavailable)('opt-in bodies and time in Chromium', () => {
   beforeAll(async () => {
-    stack = await startStack();
-    dash = await startTestDashboard(stack);
-    owner = await dash.createUser(stack.account.id, 'owner');
-    ownerApi = await dash.signIn(owner);
-    browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: ZONE });
-    page = await context.newPage();
-    await signInPage(page, dash.url, owner);
-  });
-  afterAll(async () => {
-    await context?.close();
-    await browser?.close();
-    await dash?.close();
-    await stack?.close();
-  }, 120_000);
+    b = await startBrowserStack({ viewport: { width: 1280, height: 900 }, timezoneId: ZONE });
+    ({ stack, dash, browser, page, ownerApi } = b);
+  }, 180_000);
+  afterAll(() => b?.close(), 120_000);
 
   it('the key editor turns bodies on; the detail view shows the prompt and answer, redacted', async () => {
     const created = await ownerApi.call('POST', '/api/keys', { name: 'kept' });

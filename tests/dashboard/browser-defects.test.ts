@@ -8,23 +8,19 @@
  * Also: screenshots of every page at 1280, 1920 and 390 px (test-results/dashboard/defects-*), and
  * an axe-core audit of every page at 1280 and 390 px with no serious or critical violation.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   seriousAxeViolations as audit,
+  type BrowserStack,
   browserUnavailable,
-  launchChromium,
   openPage,
   shoot as shootPage,
   signInPage as signInAt,
+  startBrowserStack,
 } from '../support/browser';
-import {
-  type DashboardSession,
-  startTestDashboard,
-  type TestDashboard,
-  type TestUser,
-} from '../support/dashboard';
-import { MODEL, type Stack, startStack } from '../support/stack';
+import type { DashboardSession, TestDashboard, TestUser } from '../support/dashboard';
+import { MODEL, type Stack } from '../support/stack';
 
 const PAGES = [
   'overview',
@@ -46,12 +42,12 @@ const LONG_STORED = LONG.slice(0, 200);
 /** What an HTTP client puts on the wire for a UTF-8 header: one Latin-1 character per byte. */
 const asBytes = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
 
+let b: BrowserStack;
 let stack: Stack;
 let dash: TestDashboard;
 let browser: Browser;
 let owner: TestUser;
 let ownerApi: DashboardSession;
-let context: BrowserContext;
 let page: Page;
 let expensiveId: string;
 let cafeId: string;
@@ -91,10 +87,8 @@ async function inViewport(p: Page, selector: ReturnType<Page['locator']>) {
 
 describe.skipIf(browserUnavailable)('issue 28 defects in Chromium', () => {
   beforeAll(async () => {
-    stack = await startStack();
-    dash = await startTestDashboard(stack);
-    owner = await dash.createUser(stack.account.id, 'owner');
-    ownerApi = await dash.signIn(owner);
+    b = await startBrowserStack({ viewport: { width: 1280, height: 800 } });
+    ({ stack, dash, browser, page, owner, ownerApi } = b);
     const alpha = await ownerApi.call('POST', '/api/keys', { name: 'alpha' });
     alphaHash = alpha.body.data.hash;
     const beta = await ownerApi.call('POST', '/api/keys', { name: 'beta' });
@@ -111,17 +105,9 @@ describe.skipIf(browserUnavailable)('issue 28 defects in Chromium', () => {
       if (Date.now() - t > 20_000) throw new Error(`billing recorded ${n} of 58 requests`);
       await new Promise((r) => setTimeout(r, 200));
     }
-    browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await context.newPage();
-    await signInPage(page, owner);
   }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await dash?.close();
-    await stack?.close();
-  });
+  afterAll(() => b?.close());
 
   it('1. key actions and every Generations column are reachable at 1280 and 1920 px without scrolling sideways', async () => {
     for (const width of [1280, 1920]) {

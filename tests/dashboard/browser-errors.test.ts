@@ -6,30 +6,24 @@
  * section never makes the page wider than the screen.
  */
 import { resolve } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   seriousAxeViolations as audit,
+  type BrowserStack,
   browserUnavailable,
-  launchChromium,
   SHOTS,
-  signInPage,
+  startBrowserStack,
 } from '../support/browser';
-import {
-  type DashboardSession,
-  startTestDashboard,
-  type TestDashboard,
-  type TestUser,
-} from '../support/dashboard';
-import { MODEL, type Stack, startStack } from '../support/stack';
+import type { DashboardSession, TestDashboard } from '../support/dashboard';
+import { MODEL, type Stack } from '../support/stack';
 
 const messages = [{ role: 'user', content: 'hi' }];
 
+let b: BrowserStack;
 let stack: Stack;
 let dash: TestDashboard;
-let browser: Browser;
 let page: Page;
-let owner: TestUser;
 let api: DashboardSession;
 let limitedHash = '';
 let refusedId = '';
@@ -38,10 +32,8 @@ const keysAnswers: string[] = [];
 
 describe.skipIf(browserUnavailable)('errors and refusals in Chromium', () => {
   beforeAll(async () => {
-    stack = await startStack();
-    dash = await startTestDashboard(stack);
-    owner = await dash.createUser(stack.account.id, 'owner');
-    api = await dash.signIn(owner);
+    b = await startBrowserStack({ viewport: { width: 1280, height: 900 } });
+    ({ stack, dash, page, ownerApi: api } = b);
     const limited = await stack.createInferenceKey(stack.account.managementKey, {
       name: 'tiny budget',
       limit: 0.000001,
@@ -71,21 +63,14 @@ describe.skipIf(browserUnavailable)('errors and refusals in Chromium', () => {
       timeout: 15_000,
       interval: 200,
     });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     // What the key list answered, for the failure message (the names depend on it).
     page.on('response', async (r) => {
       if (!r.url().includes('/api/keys')) return;
       keysAnswers.push(`${r.status()} ${r.ok() ? '' : (await r.text().catch(() => '')).slice(0, 200)}`);
     });
-    await signInPage(page, dash.url, owner);
   }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await dash?.close();
-    await stack?.close();
-  });
+  afterAll(() => b?.close());
 
   it('charts the error rate, lists refusals per key, a key’s last refusals, and finds a refusal by id', async () => {
     await page.goto(`${dash.url}/#/usage`);

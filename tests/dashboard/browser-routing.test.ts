@@ -36,6 +36,14 @@ const requested: string[] = [];
 
 const hash = () => page.evaluate(() => window.location.hash);
 const heading = () => page.getByRole('heading', { level: 1 }).textContent();
+/**
+ * Waits for the page titled `title` (its h1; a page's code loads on first use, which takes more than
+ * expect.poll's one second on a loaded machine) and checks it is the only page shown.
+ */
+const shows = async (title: string) => {
+  await page.getByRole('heading', { level: 1, name: title, exact: true }).waitFor();
+  expect(await heading()).toBe(title);
+};
 const current = () =>
   page.getByRole('navigation', { name: 'Main' }).locator('[aria-current="page"]').textContent();
 
@@ -71,12 +79,12 @@ describe.skipIf(browserUnavailable)('dashboard URLs in Chromium', () => {
   it('every page by its address, and by its link in the navigation', async () => {
     for (const [path, title] of PAGES) {
       await page.goto(`${dash.url}/#/${path}`);
-      await expect.poll(heading).toBe(title);
+      await shows(title);
       expect(await current()).toBe(title);
     }
     for (const [path, title] of [...PAGES].reverse()) {
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title }).click();
-      await expect.poll(heading).toBe(title);
+      await shows(title);
       expect(await hash()).toBe(`#/${path}`);
     }
   });
@@ -85,7 +93,7 @@ describe.skipIf(browserUnavailable)('dashboard URLs in Chromium', () => {
     for (const url of [dash.url, `${dash.url}/#/`, `${dash.url}/#/nowhere/at/all`]) {
       await page.goto('about:blank');
       await page.goto(url);
-      await expect.poll(heading).toBe('Overview');
+      await shows('Overview');
       expect(await current()).toBe('Overview');
     }
   });
@@ -121,20 +129,20 @@ describe.skipIf(browserUnavailable)('dashboard URLs in Chromium', () => {
     const link = page.getByTestId(`key-${keyName}`).locator('a.traffic');
     expect(await link.getAttribute('href')).toBe(`#/generations?key_id=${keyHash}`);
     await link.click();
-    await expect.poll(heading).toBe('Generations');
+    await shows('Generations');
     expect(await hash()).toBe(`#/generations?key_id=${keyHash}`);
     const filters = page.getByRole('group', { name: 'Filters' });
     await expect.poll(() => filters.getByLabel('Key').inputValue()).toBe(keyHash);
     await page.getByTestId(`generation-${requestId}`).waitFor();
     await page.goBack();
-    await expect.poll(heading).toBe('Keys');
+    await shows('Keys');
     expect(await hash()).toBe('#/keys');
     await page.goForward();
-    await expect.poll(heading).toBe('Generations');
+    await shows('Generations');
     await expect.poll(() => filters.getByLabel('Key').inputValue()).toBe(keyHash);
 
     await page.goto(`${dash.url}/#/usage?group_by=key`);
-    await expect.poll(heading).toBe('Usage');
+    await shows('Usage');
     expect(await page.getByLabel('Group by').inputValue()).toBe('key');
     await page.goto(`${dash.url}/#/usage?group_by=provider`);
     await expect.poll(() => page.getByLabel('Group by').inputValue()).toBe('provider');

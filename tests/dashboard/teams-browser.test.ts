@@ -10,20 +10,17 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  type BrowserStack,
   browserUnavailable,
-  launchChromium,
   openPage,
   seriousAxeViolations,
   shoot,
+  startBrowserStack,
 } from '../support/browser';
-import {
-  type DashboardSession,
-  startTestDashboard,
-  type TestDashboard,
-  type TestUser,
-} from '../support/dashboard';
-import { describeResponse, MODEL, type Stack, startStack } from '../support/stack';
+import type { DashboardSession, TestDashboard, TestUser } from '../support/dashboard';
+import { describeResponse, MODEL, type Stack } from '../support/stack';
 
+let b: BrowserStack;
 let stack: Stack;
 let dash: TestDashboard;
 let browser: Browser;
@@ -73,10 +70,8 @@ const fitsWidth = (p: Page) =>
 // Outside CI a machine without Chromium or a built UI (`make install` builds it) skips; CI never skips.
 describe.skipIf(browserUnavailable)('Teams in Chromium', () => {
   beforeAll(async () => {
-    stack = await startStack();
-    dash = await startTestDashboard(stack);
-    owner = await dash.createUser(stack.account.id, 'owner');
-    ownerApi = await dash.signIn(owner);
+    b = await startBrowserStack();
+    ({ stack, dash, browser, owner, ownerApi } = b);
     viewer = await dash.createUser(stack.account.id, 'viewer');
     other = await dash.createUser(stack.account.id, 'viewer');
     viewerId = await userId(viewer.email);
@@ -108,14 +103,9 @@ describe.skipIf(browserUnavailable)('Teams in Chromium', () => {
       },
       { timeout: 15_000, interval: 100 },
     );
-    browser = await launchChromium();
-  }, 120_000);
+  }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await dash?.close();
-    await stack?.close();
-  });
+  afterAll(() => b?.close());
 
   it("GET /api/teams: each team's committed spend against its limit, what is left, its members", async () => {
     const teams = (await ownerApi.call('GET', '/api/teams')).body.data as Array<Record<string, unknown>>;
@@ -193,6 +183,8 @@ describe.skipIf(browserUnavailable)('Teams in Chromium', () => {
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     await signIn(page, viewer);
     const nav = page.getByRole('navigation', { name: 'Main' });
+    // The nav is drawn from /api/me's role: read it once the page shows that role (the real condition).
+    await expect.poll(() => nav.getByTestId('role').textContent()).toBe('member');
     await expect(nav.getByRole('link').allTextContents()).resolves.toEqual([
       'Keys',
       'Usage',
