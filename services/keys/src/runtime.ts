@@ -97,7 +97,7 @@ export async function createKeysRuntime(
     usage,
     keys,
     teams: createTeamService({ db, cache, redis, logger }),
-    accounts: createAccountService(db),
+    accounts: createAccountService({ db, cache, redis, logger }),
     presenter: createKeyPresenter({ usage, lastUsed, logger }),
     async close() {
       await usage.close();
