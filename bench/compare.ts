@@ -1,6 +1,6 @@
 /**
  * Tollgate as users run it vs the upstream directly vs Portkey's open-source gateway, in ONE run with
- * interleaved rounds (issue 11). `make bench` runs it (after `make build`); ≈ 8 min.
+ * interleaved rounds (issue 11). `make bench` runs it (after `make build`); ≈ 11 min.
  *
  *   pnpm exec tsx bench/compare.ts        (BENCH_ROUNDS=3 BENCH_SECONDS=8 BENCH_QUICK=1 for a short run)
  *
@@ -18,7 +18,9 @@
  * Measures: sequential added latency (one keep-alive connection), max throughput at 32 connections,
  * streamed added TTFB at 500 req/s, 2,000 concurrent paced streams, proxy RSS at 10,000 open streams,
  * billing events/s committed and request end → generation visible at max throughput, GET /key,
- * /credits, /generation p50, and CPU µs per request of every process at a fixed rate (/proc/<pid>/stat).
+ * /credits, /generation p50, CPU µs per request of every process at a fixed rate (/proc/<pid>/stat),
+ * and the front doors (Messages, Responses, embeddings; JSON and streamed) as ratios to chat
+ * (bench/compare/doors.ts).
  * Writes bench/results/compare.json (BENCH_OUT: elsewhere) and prints the tables of bench/README.md.
  * Knobs and diagnostics (BENCH_ONLY, BENCH_PROXY_B, BENCH_MEM, …): bench/README.md.
  */
