@@ -13,7 +13,10 @@ const onCluster = process.env.TOLLGATE_TEST_REDIS === 'cluster';
 
 /** The hash `key` as the node at `hostPort` holds it (a replica too), its holds left out: for failure reports. */
 async function nodeHash(hostPort: string, key: string): Promise<string> {
-  const node = createRedisClient({ url: `redis://${hostPort}` }, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const node = createRedisClient(
+    { url: `redis://${hostPort}` },
+    { lazyConnect: true, maxRetriesPerRequest: 1 },
+  );
   try {
     await node.connect();
     const role = String(((await node.call('ROLE')) as unknown[])[0]);
