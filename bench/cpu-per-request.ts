@@ -76,6 +76,9 @@ const keysOf = (pick: (r: CountsResult) => Record<string, number> | undefined) =
   ...new Set(Object.values(runs).flatMap((rs) => rs.flatMap((r) => Object.keys(pick(r) ?? {})))),
 ];
 row('proxy CPU µs', (r) => r.proxyCpuUsPerRequest);
+row('proxy wake-ups (voluntary context switches)', (r) => r.proxyWakeupsPerRequest);
+row('proxy read syscalls (/proc io)', (r) => r.proxyReadSyscallsPerRequest);
+row('proxy write syscalls (/proc io)', (r) => r.proxyWriteSyscallsPerRequest);
 row('redis-server CPU µs', (r) => r.redisServerCpuUsPerRequest);
 for (const k of keysOf((r) => r.otherCpuUsPerRequest)) row(`${k} CPU µs`, (r) => r.otherCpuUsPerRequest?.[k]);
 row('errors', (r) => r.errors);

@@ -36,6 +36,14 @@ export interface CountsResult {
   requests: number;
   errors: number;
   proxyCpuUsPerRequest: number;
+  /**
+   * Wake-ups of the proxy's main thread per request: voluntary context switches (/proc/<pid>/status;
+   * each is an event-loop wait that blocked), and its read / write system calls per request
+   * (/proc/<pid>/io syscr / syscw, every thread) — both without strace, in the CPU run.
+   */
+  proxyWakeupsPerRequest?: number;
+  proxyReadSyscallsPerRequest?: number;
+  proxyWriteSyscallsPerRequest?: number;
   redisServerCpuUsPerRequest?: number;
   /** CPU µs per request of the other processes a request costs (billing, RabbitMQ: shared servers' background included). */
   otherCpuUsPerRequest?: Record<string, number>;
@@ -47,6 +55,22 @@ export interface CountsResult {
   readsByPeer?: Record<string, number>;
   /** Syscalls of threads other than the main one (libuv pool, V8 helpers) per request. */
   otherThreadSyscalls?: number;
+}
+
+/** Voluntary context switches of the main thread, and read / write syscalls of the process (null: unreadable). */
+function wakeups(pid: number): { voluntary: number; syscr: number; syscw: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const field = (text: string, name: string) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1]);
+    return {
+      voluntary: field(status, 'voluntary_ctxt_switches'),
+      syscr: field(io, 'syscr'),
+      syscw: field(io, 'syscw'),
+    };
+  } catch {
+    return null;
+  }
 }
 
 const WRITES = new Set(['write', 'writev', 'sendmsg', 'sendto', 'sendmmsg']);
@@ -167,6 +191,7 @@ export async function measureCounts(
   const job = { kind: 'rate', rate: o.rate, seconds, sockets: 64, ...o.request };
   await ctx.quiesce();
   const cpu0 = ctx.cpuMs(o.pid);
+  const wake0 = wakeups(o.pid);
   const redis0 = o.redisPid ? ctx.cpuMs(o.redisPid) : 0;
   const stats0 = ctx.redisStats();
   const sum = (pids: number[]) => pids.reduce((a, p) => a + ctx.cpuMs(p), 0);
@@ -179,6 +204,12 @@ export async function measureCounts(
     errors: r.errors,
     proxyCpuUsPerRequest: Math.round(((ctx.cpuMs(o.pid) - cpu0) * 1000) / r.requests),
   };
+  const wake1 = wakeups(o.pid);
+  if (wake0 && wake1) {
+    result.proxyWakeupsPerRequest = round2((wake1.voluntary - wake0.voluntary) / r.requests);
+    result.proxyReadSyscallsPerRequest = round2((wake1.syscr - wake0.syscr) / r.requests);
+    result.proxyWriteSyscallsPerRequest = round2((wake1.syscw - wake0.syscw) / r.requests);
+  }
   result.otherCpuUsPerRequest = Object.fromEntries(
     Object.entries(o.others ?? {}).map(([k, pids]) => [
       k,
