@@ -185,10 +185,23 @@ export async function measureCounts(
     rate: number;
     requests: number;
     strace: boolean;
+    /**
+     * Sequential instead of the fixed rate: one request at a time on one keep-alive connection (no
+     * two requests share a socket write, a wake-up or a Redis round trip, so the counts are the code's
+     * whatever the machine's load); `rate` is then ignored.
+     */
+    sequential?: boolean;
   },
 ): Promise<CountsResult> {
   const seconds = o.requests / o.rate;
-  const job = { kind: 'rate', rate: o.rate, seconds, sockets: 64, ...o.request };
+  const job = o.sequential
+    ? { kind: 'seq', count: o.requests, warmup: 0, ...o.request }
+    : { kind: 'rate', rate: o.rate, seconds, sockets: 64, ...o.request };
+  // load.ts's seq job answers its samples; the rate job its count.
+  const run = async () => {
+    const out = await ctx.load<{ requests?: number; errors: number; samples?: number[] }>(job);
+    return { ...out, requests: out.requests ?? out.samples?.length ?? 0 };
+  };
   await ctx.quiesce();
   const cpu0 = ctx.cpuMs(o.pid);
   const wake0 = wakeups(o.pid);
@@ -196,7 +209,7 @@ export async function measureCounts(
   const stats0 = ctx.redisStats();
   const sum = (pids: number[]) => pids.reduce((a, p) => a + ctx.cpuMs(p), 0);
   const others0 = Object.fromEntries(Object.entries(o.others ?? {}).map(([k, pids]) => [k, sum(pids)]));
-  const r = await ctx.load<{ requests: number; errors: number }>(job);
+  const r = await run();
   // The settles and publishes a request leaves behind (≤ 5 ms lingers) and billing's commit.
   await new Promise((res) => setTimeout(res, 1500));
   const result: CountsResult = {
@@ -231,7 +244,7 @@ export async function measureCounts(
   await ctx.quiesce();
   const file = `${ctx.tmp}-strace-${o.pid}-${Date.now()}.txt`;
   const tracer = await startStrace(o.pid, file);
-  const running = ctx.load<{ requests: number; errors: number }>(job);
+  const running = run();
   // The client sockets close with the load generator: map descriptors while it runs, and again after.
   await new Promise((res) => setTimeout(res, (seconds * 1000) / 2));
   const during = fdPeers(o.pid, o.listenPort, ctx.peers);
