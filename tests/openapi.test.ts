@@ -21,6 +21,7 @@ import {
   ResponseChecker,
   sseData,
 } from './support/openapi';
+import { expressRoutes, template } from './support/routes';
 import { type ApiResponse, describeResponse, MODEL, type Stack, startStack } from './support/stack';
 
 const doc = openapiDocument;
@@ -274,6 +275,38 @@ describe('the running stack, checked against the document', () => {
         ).toContain(String(res.status));
       }
     }
+  });
+
+  it('registers exactly the documented routes: no route without an entry, no entry without a route', () => {
+    const { proxy, keys, billing } = stack.services;
+    // What keys and billing serve; the proxy forwards its `all` routes (`/keys/{*rest}`, …) to them.
+    const forwardedTo = [...expressRoutes(keys.app), ...expressRoutes(billing.app)];
+    const routesUnder = (mount: '/api/v1' | '/v1') => {
+      const routes = new Set<string>();
+      const under = (path: string) => (path.startsWith(`${mount}/`) ? path.slice(mount.length) : null);
+      for (const { method, path: full } of expressRoutes(proxy.routes.app)) {
+        const path = under(full);
+        if (path === null) continue;
+        if (method !== 'all') {
+          routes.add(`${method} ${template(path)}`);
+          continue;
+        }
+        const prefix = path.replace(/\/\{\*\w+\}$/, '');
+        const served = forwardedTo.filter((r) => r.path === prefix || r.path.startsWith(`${prefix}/`));
+        expect(served, `${mount}${path} is forwarded to no route of keys or billing`).not.toEqual([]);
+        for (const r of served) routes.add(`${r.method} ${template(r.path)}`);
+      }
+      for (const full of proxy.routes.doors.paths) {
+        const path = under(full);
+        if (path !== null) routes.add(`post ${template(path)}`);
+      }
+      return [...routes].sort();
+    };
+    const documented = documentedOperations()
+      .map(({ method, path }) => `${method} ${template(path)}`)
+      .sort();
+    expect(routesUnder('/api/v1')).toEqual(documented);
+    expect(routesUnder('/v1')).toEqual(documented);
   });
 
   describe('POST /chat/completions', () => {
