@@ -62,7 +62,8 @@ function wakeups(pid: number): { voluntary: number; syscr: number; syscw: number
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const io = readFileSync(`/proc/${pid}/io`, 'utf8');
-    const field = (text: string, name: string) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1]);
+    const field = (text: string, name: string) =>
+      Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1]);
     return {
       voluntary: field(status, 'voluntary_ctxt_switches'),
       syscr: field(io, 'syscr'),
