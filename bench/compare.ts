@@ -1107,6 +1107,7 @@ try {
             rate,
             requests: n,
             strace: withStrace,
+            sequential: process.env.BENCH_COUNT_SEQ === '1',
           });
           const label = `${name} ${stream ? 'stream' : 'json'}`;
           runs[label] = [...(runs[label] ?? []), r];
@@ -1114,7 +1115,12 @@ try {
         }
       }
     }
-    results.countsPerRequest = { rate, requests: n, strace: withStrace, runs };
+    results.countsPerRequest = {
+      rate: process.env.BENCH_COUNT_SEQ === '1' ? 'sequential' : rate,
+      requests: n,
+      strace: withStrace,
+      runs,
+    };
   }
 
   // ------------------------------------------------------------ 4. billing
