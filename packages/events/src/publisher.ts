@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import type { ConfirmChannel } from 'amqplib';
 import { errorMessage } from './backoff';
 import { type AmqpSupervisor, superviseAmqpConnection } from './connection';
@@ -22,6 +23,17 @@ export type { PublisherMetric } from './publisher/telemetry';
  * every unconfirmed event back at the front, in order, and they are sent again after reconnecting
  * (at-least-once: consumers dedupe on the event id).
  */
+/** The broker connection's socket under an amqplib channel (null when not reachable). */
+function socketOf(ch: ConfirmChannel): Writable | null {
+  const stream = (ch as unknown as { connection?: { stream?: unknown } }).connection?.stream;
+  return stream instanceof Writable ? stream : null;
+}
+
+/** Uncorks in the next check phase: after the immediate amqplib's mux scheduled for the frames. */
+function uncorkSoon(socket: Writable): void {
+  setImmediate(() => socket.uncork());
+}
+
 export function createUsagePublisher(options: UsagePublisherOptions): UsagePublisher {
   return new AmqpUsagePublisher(options);
 }
@@ -203,7 +215,20 @@ class AmqpUsagePublisher implements UsagePublisher {
   /** Sends messages while events are pending and the confirm window has room. */
   private pump(): void {
     const ch = this.channel;
-    if (!ch || this.waitingDrain) return;
+    if (!ch || this.waitingDrain || this.window.pending.length === 0) return;
+    // One socket write for what this pump sends: amqplib's mux writes each frame chunk of a message
+    // on its own (a message of 2 KB or more is two: method + header, then the body) in an immediate
+    // it schedules from the next tick; the socket stays corked until the immediate after that one.
+    const socket = socketOf(ch);
+    socket?.cork();
+    try {
+      this.send(ch);
+    } finally {
+      if (socket) process.nextTick(uncorkSoon, socket);
+    }
+  }
+
+  private send(ch: ConfirmChannel): void {
     const { window, options } = this;
     const gen = this.generation;
     while (window.pending.length > 0 && window.room() > 0) {
