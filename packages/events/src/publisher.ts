@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import type { ConfirmChannel } from 'amqplib';
 import { errorMessage } from './backoff';
 import { type AmqpSupervisor, superviseAmqpConnection } from './connection';
@@ -6,6 +5,7 @@ import type { EventsLogger } from './logger';
 import { usagePartition } from './partition';
 import { openPublisherChannel } from './publisher/channel';
 import { ConfirmWindow, type Entry } from './publisher/confirm-window';
+import { socketOf, uncorkSoon } from './publisher/cork';
 import { encodeMessage, type MessageLimits, SendScheduler, takeMessage } from './publisher/message-batcher';
 import type { CloseResult, PublisherStats, UsagePublisher, UsagePublisherOptions } from './publisher/options';
 import { SpoolReplayer } from './publisher/spool-replayer';
@@ -23,17 +23,6 @@ export type { PublisherMetric } from './publisher/telemetry';
  * every unconfirmed event back at the front, in order, and they are sent again after reconnecting
  * (at-least-once: consumers dedupe on the event id).
  */
-/** The broker connection's socket under an amqplib channel (null when not reachable). */
-function socketOf(ch: ConfirmChannel): Writable | null {
-  const stream = (ch as unknown as { connection?: { stream?: unknown } }).connection?.stream;
-  return stream instanceof Writable ? stream : null;
-}
-
-/** Uncorks in the next check phase: after the immediate amqplib's mux scheduled for the frames. */
-function uncorkSoon(socket: Writable): void {
-  setImmediate(() => socket.uncork());
-}
-
 export function createUsagePublisher(options: UsagePublisherOptions): UsagePublisher {
   return new AmqpUsagePublisher(options);
 }
