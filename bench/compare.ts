@@ -1,6 +1,6 @@
 /**
  * Tollgate as users run it vs the upstream directly vs Portkey's open-source gateway, in ONE run with
- * interleaved rounds (issue 11). `make bench` runs it (after `make build`); ≈ 8 min.
+ * interleaved rounds (issue 11). `make bench` runs it (after `make build`); ≈ 11 min.
  *
  *   pnpm exec tsx bench/compare.ts        (BENCH_ROUNDS=3 BENCH_SECONDS=8 BENCH_QUICK=1 for a short run)
  *
@@ -18,7 +18,9 @@
  * Measures: sequential added latency (one keep-alive connection), max throughput at 32 connections,
  * streamed added TTFB at 500 req/s, 2,000 concurrent paced streams, proxy RSS at 10,000 open streams,
  * billing events/s committed and request end → generation visible at max throughput, GET /key,
- * /credits, /generation p50, and CPU µs per request of every process at a fixed rate (/proc/<pid>/stat).
+ * /credits, /generation p50, CPU µs per request of every process at a fixed rate (/proc/<pid>/stat),
+ * and the front doors (Messages, Responses, embeddings; JSON and streamed) as ratios to chat
+ * (bench/compare/doors.ts).
  * Writes bench/results/compare.json (BENCH_OUT: elsewhere) and prints the tables of bench/README.md.
  * Knobs and diagnostics (BENCH_ONLY, BENCH_PROXY_B, BENCH_MEM, …): bench/README.md.
  */
@@ -34,10 +36,11 @@ import { usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { createTestAmqp, createTestDatabase, createTestRedis, freePort } from '@tollgate/testkit';
 import pg from 'pg';
+import { connectionBudget } from '../services/proxy/src/http/connection-cap';
 import { processSettings } from '../services/proxy/src/runtime';
 import { createServiceLogins } from '../tests/support/logins';
 import { type CountsResult, measureCounts } from './compare/counts';
-import { measureDoors } from './compare/doors';
+import { doorRequests, measureDoors } from './compare/doors';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The test kit's names (database, Redis prefix, RabbitMQ prefix) carry this run id.
@@ -393,7 +396,9 @@ try {
 `;
   writeFileSync(
     catalogPath,
-    `providers:\n  - name: upstream\n    base_url: ${upstreamUrl}/v1\n    format: openai\n  - name: upstream-anthropic\n    base_url: ${upstreamUrl}/v1\n    format: anthropic\nmodels:\n${model('bench/fast', 'fast')}${model('bench/paced', 'paced-64-20')}${model('bench/hold', 'paced-64-300')}${model('bench/claude', 'claude-bench').replace('provider: upstream,', 'provider: upstream-anthropic,')}${EMBED_MODEL}`,
+    // The doors phase's providers (bench/compare/doors.ts), the same upstream: Anthropic's Messages
+    // API, and OpenAI's Responses API served natively (`responses: true`).
+    `providers:\n  - name: upstream\n    base_url: ${upstreamUrl}/v1\n    format: openai\n  - name: upstream-anthropic\n    base_url: ${upstreamUrl}/v1\n    format: anthropic\n  - name: upstream-responses\n    base_url: ${upstreamUrl}/v1\n    format: openai\n    responses: true\nmodels:\n${model('bench/fast', 'fast')}${model('bench/paced', 'paced-64-20')}${model('bench/hold', 'paced-64-300')}${model('bench/claude', 'claude-bench').replace('provider: upstream,', 'provider: upstream-anthropic,')}${model('bench/gpt', 'gpt-bench').replace('provider: upstream,', 'provider: upstream-responses,')}${EMBED_MODEL}`,
   );
 
   // Service identities of this run (production refuses the development keys).
@@ -1008,16 +1013,18 @@ try {
   }
 
   // ------------------------------------------------------------ 3a. front doors (issue 30)
-  // Opt-in (BENCH_ONLY=doors; not in the default run): chat, Messages (translated and native),
-  // Responses and embeddings through the same proxy and upstream, as ratios to chat (bench/README.md).
-  if (ONLY.includes('doors')) {
+  // Chat, Messages (translated and native), Responses (translated and native) and embeddings, JSON and
+  // streamed, through the same proxy and upstream, as ratios to chat (bench/README.md).
+  if (phase('doors')) {
+    const pattern = process.env.BENCH_DOORS ? new RegExp(process.env.BENCH_DOORS) : null;
     results.doors = await measureDoors({
       proxyUrl: urls.proxy,
       key,
-      rounds: ROUNDS,
-      seqCount: Number(process.env.BENCH_DOORS_SEQ ?? 1000),
+      rounds: Number(process.env.BENCH_DOORS_ROUNDS ?? ROUNDS),
+      seqCount: Number(process.env.BENCH_DOORS_SEQ ?? (QUICK ? 300 : 600)),
       rate: CPU_RATE,
-      seconds: Number(process.env.BENCH_DOORS_SECONDS ?? 4),
+      seconds: Number(process.env.BENCH_DOORS_SECONDS ?? (QUICK ? 2 : 3)),
+      only: pattern ? Object.keys(doorRequests('', '')).filter((name) => pattern.test(name)) : undefined,
       load,
       quiesce,
       cpuOf: async (run) => {
@@ -1026,6 +1033,17 @@ try {
         await new Promise((res) => setTimeout(res, 1500));
         return cpuDelta(before, snapshot(await procs()));
       },
+      proxyB: proxyB
+        ? {
+            url: proxyBUrl,
+            cpuOf: async (run) => {
+              const before = snapshot(await procs(proxyB.pid));
+              await run();
+              await new Promise((res) => setTimeout(res, 1500));
+              return cpuDelta(before, snapshot(await procs(proxyB.pid)));
+            },
+          }
+        : undefined,
       pct,
       log,
     });
@@ -1057,7 +1075,27 @@ try {
     };
     const runs: Record<string, CountsResult[]> = {};
     const names = proxyB ? ['tollgate', 'tollgate-b'] : ['tollgate'];
-    for (let round = 0; round < ROUNDS; round++) {
+    // BENCH_COUNT_DOORS=<regex>: the doors phase's requests (bench/compare/doors.ts) whose names match,
+    // through `tollgate`, instead of chat JSON / streamed (each door's system calls per request).
+    const countDoors = process.env.BENCH_COUNT_DOORS ? new RegExp(process.env.BENCH_COUNT_DOORS) : null;
+    const doorReqs = Object.entries(doorRequests(urls.proxy, key)).filter(([d]) => countDoors?.test(d));
+    for (let round = 0; countDoors && round < ROUNDS; round++) {
+      for (const [door, r] of round % 2 === 0 ? doorReqs : [...doorReqs].reverse()) {
+        const result = await measureCounts(ctx, {
+          pid: proxy.pid as number,
+          redisPid: privateRedis?.pid,
+          others: { billing: [billing.pid as number], 'rabbitmq (beam.smp)': pidsOf('beam.smp') },
+          listenPort: ports.proxy as number,
+          request: { url: r.url, headers: r.headers, body: r.body },
+          rate,
+          requests: n,
+          strace: withStrace,
+        });
+        runs[door] = [...(runs[door] ?? []), result];
+        log(`counts round ${round + 1} ${door}: ${JSON.stringify(result)}`);
+      }
+    }
+    for (let round = 0; !countDoors && round < ROUNDS; round++) {
       for (const stream of modes) {
         for (const name of round % 2 === 0 ? names : [...names].reverse()) {
           const b = name === 'tollgate-b';
@@ -1070,6 +1108,7 @@ try {
             rate,
             requests: n,
             strace: withStrace,
+            sequential: process.env.BENCH_COUNT_SEQ === '1',
           });
           const label = `${name} ${stream ? 'stream' : 'json'}`;
           runs[label] = [...(runs[label] ?? []), r];
@@ -1077,7 +1116,12 @@ try {
         }
       }
     }
-    results.countsPerRequest = { rate, requests: n, strace: withStrace, runs };
+    results.countsPerRequest = {
+      rate: process.env.BENCH_COUNT_SEQ === '1' ? 'sequential' : rate,
+      requests: n,
+      strace: withStrace,
+      runs,
+    };
   }
 
   // ------------------------------------------------------------ 4. billing
@@ -1299,7 +1343,8 @@ try {
     // the 10,000 streams go through the WORKERS = cores proxy (RSS of all its processes), and the
     // single-process proxy is measured at the most streams its limit allows.
     const nofile = Number(/Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 0);
-    const oneProcessMax = Math.min(OPEN_STREAMS, Math.floor((nofile - 2000) / 2));
+    // What one proxy process serves before it answers 503 (its connection budget at this limit).
+    const oneProcessMax = connectionBudget(0, nofile, Number(proxyEnv.UPSTREAM_CONNECTIONS)).serve;
     const runs: Record<string, unknown> = {};
     // Diagnostic (BENCH_MEM=1): each process's memory by kind (memDetail) and the V8 heap of the
     // proxy's metrics (a cluster's workers summed by the primary), before, with all open and after.
@@ -1327,16 +1372,23 @@ try {
           : v8Of(text, 'tollgate_proxy_'),
       };
     };
+    // `direct`: the same 10,000 streams straight at the upstream (its own RSS), the figure the
+    // proxies' first byte is compared with. `tollgate` (one process) gets the same 10,000 too: more
+    // than its open-files limit lets it serve, so the excess must be answered 503 (`refused503`),
+    // never reset (`resets`); its RSS figures are then for the streams it served.
     for (const [name, pid, streams, port] of [
+      ['direct', upstream.pid as number, OPEN_STREAMS, 0],
       [`tollgate-w${CORES}`, proxyN.pid as number, OPEN_STREAMS, metricsPorts.proxyN],
-      ['tollgate', proxy.pid as number, oneProcessMax, metricsPorts.proxy],
+      ['tollgate', proxy.pid as number, OPEN_STREAMS, metricsPorts.proxy],
       // With BENCH_PROXY_B: the other build (or node options) under the same load, after tollgate.
-      ...(proxyB ? [['tollgate-b', proxyB.pid as number, oneProcessMax, metricsPorts.proxyB] as const] : []),
+      ...(proxyB ? [['tollgate-b', proxyB.pid as number, OPEN_STREAMS, metricsPorts.proxyB] as const] : []),
     ] as const) {
+      if (!picked(name)) continue;
+      const mem: Record<string, unknown> = {};
+      const MEMHERE = MEM && port !== 0;
       const rss = () => treeOf(pid).reduce((a, p) => a + rssMb(p), 0);
       const idle = rss();
-      const mem: Record<string, unknown> = {};
-      if (MEM) {
+      if (MEMHERE) {
         mem.idle = await memOf(pid, port);
         log(`rss ${name} memory idle: ${JSON.stringify(mem.idle)}`);
       }
@@ -1347,7 +1399,7 @@ try {
       const sampler = setInterval(() => {
         const now = rss();
         // BENCH_MEM: the breakdown at the peak too (at most every 2 s while it rises).
-        if (MEM && now > peak && performance.now() - memPeakAt > 2000) {
+        if (MEMHERE && now > peak && performance.now() - memPeakAt > 2000) {
           memPeakAt = performance.now();
           memPeak = memOf(pid, port);
         }
@@ -1363,17 +1415,17 @@ try {
           stallMs: 5000,
           deadlineMs: 90_000,
           holdMs: 1000,
-          ...(targets[name]?.('bench/hold', true) as LoadRequest),
+          ...(targets[name]?.(name === 'direct' ? 'paced-64-300' : 'bench/hold', true) as LoadRequest),
         },
         (e) => {
           if (e.event === 'open') {
             atOpen = rss();
-            if (MEM) memOpen = memOf(pid, port);
+            if (MEMHERE) memOpen = memOf(pid, port);
           }
         },
       );
       clearInterval(sampler);
-      if (MEM) {
+      if (MEMHERE) {
         mem.open = await memOpen;
         mem.peak = await memPeak;
         log(`rss ${name} memory near the peak: ${JSON.stringify(mem.peak)}`);
@@ -1388,11 +1440,21 @@ try {
         rssAllOpenMb: atOpen,
         rssPeakMb: peak,
         ...r,
-        ...(MEM ? { mem } : {}),
+        ...(MEMHERE ? { mem } : {}),
       };
+      // Per stream served (200): what the open streams added to the processes' resident memory.
+      const served = (r.finished as number) || streams;
+      (runs[name] as Record<string, unknown>).rssKbPerStream = Math.round(
+        (1024 * ((atOpen || peak) - idle)) / Math.max(1, served),
+      );
       log(`rss ${name} at ${streams} open streams: ${JSON.stringify(runs[name])}`);
     }
-    results.openStreamsRss = { pace: '64 chunks × 300 ms', openFilesLimit: nofile, ...runs };
+    results.openStreamsRss = {
+      pace: '64 chunks × 300 ms (ideal 19.2 s)',
+      openFilesLimit: nofile,
+      oneProcessServes: oneProcessMax,
+      ...runs,
+    };
   }
 
   results.loadavgAfter = os.loadavg();

@@ -4,6 +4,9 @@
  * and the result are JSON lines on stdout (`{"event": …}` then `{"result": …}`).
  *
  *   seq      one keep-alive connection, requests back to back: per-request latency (µs resolution)
+ *   mix      several requests (`requests`), one keep-alive connection each, sent in turn — each round
+ *            one of each, the order rotated every round — so all see the same moments of a shared
+ *            machine: per-request latency to the end and to the first body byte, per request
  *   max      autocannon, N connections, fixed duration: req/s and latency percentiles
  *   rate     open loop at R req/s (latency counted from the *scheduled* start): time to first body
  *            byte and to the end, for streamed or JSON requests
@@ -29,6 +32,7 @@ type Job =
       /** A second URL (A/B): each round sends one request to each, alternating which goes first. */
       alternate?: string;
     } & Request)
+  | { kind: 'mix'; count: number; warmup: number; requests: Request[] }
   | ({ kind: 'max'; connections: number; seconds: number } & Request)
   | ({ kind: 'rate'; rate: number; seconds: number; sockets: number } & Request)
   | ({
@@ -135,6 +139,31 @@ async function seq(j: Extract<Job, { kind: 'seq' }>) {
     : { samples: samples.map(round), errors };
 }
 
+async function mix(j: Extract<Job, { kind: 'mix' }>) {
+  const n = j.requests.length;
+  const agents = j.requests.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
+  const total: number[][] = j.requests.map(() => []);
+  const ttfb: number[][] = j.requests.map(() => []);
+  const errors: number[] = j.requests.map(() => 0);
+  const firstErrors: string[] = [];
+  for (let i = 0; i < j.warmup + j.count; i++) {
+    for (let k = 0; k < n; k++) {
+      const which = (i + k) % n;
+      const t = await send(agents[which] as http.Agent, j.requests[which] as Request, performance.now());
+      if (t.status !== 200 || t.error) {
+        errors[which] = (errors[which] ?? 0) + 1;
+        if (firstErrors.length < 3) firstErrors.push(`#${which}: ${t.error ?? `HTTP ${t.status}`}`);
+        continue;
+      }
+      if (i < j.warmup) continue;
+      total[which]?.push(round(t.total));
+      ttfb[which]?.push(round(t.ttfb));
+    }
+  }
+  for (const a of agents) a.destroy();
+  return { total, ttfb, errors, firstErrors };
+}
+
 async function max(j: Extract<Job, { kind: 'max' }>) {
   const r = await autocannon({
     url: j.url,
@@ -206,10 +235,16 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     const at = started + (i * j.rampMs) / j.streams;
     const wait = at - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const answered = () => {
+      opened++;
+      if (opened === j.streams) openResolve();
+    };
+    // A stream that ends without a body byte (a reset, a refused connection) is answered too: the
+    // 'open' moment is when every stream has its first byte or has failed.
     all.push(
-      send(agent, j, performance.now(), () => {
-        opened++;
-        if (opened === j.streams) openResolve();
+      send(agent, j, performance.now(), answered).then((t) => {
+        if (t.chunks === 0) answered();
+        return t;
       }),
     );
   }
@@ -226,11 +261,22 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
   const settled = await Promise.race([Promise.all(all), deadline]);
   const done = settled === 'deadline' ? [] : settled;
   const finished = done.filter((t) => t.status === 200 && !t.error);
-  const stalled = done.filter((t) => t.status !== 200 || t.error || t.maxGap > j.stallMs).length;
+  // A clear 503 (a process at its connection ceiling) is a refusal, not a stall; anything else that
+  // is not a whole 200 stream (a reset, another status, a gap longer than stallMs) is a stall.
+  const refused = done.filter((t) => t.status === 503 && !t.error).length;
+  const stalled = done.filter(
+    (t) => !(t.status === 503 && !t.error) && (t.status !== 200 || t.error || t.maxGap > j.stallMs),
+  ).length;
+  const statuses: Record<string, number> = {};
+  for (const t of done) {
+    const k = t.error ? `${t.status || 'no response'}: ${t.error}` : String(t.status);
+    statuses[k] = (statuses[k] ?? 0) + 1;
+  }
+  const resets = done.filter((t) => t.error && /ECONNRESET|socket hang up|EPIPE/.test(t.error)).length;
   const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
   const durations = sorted(finished.map((t) => t.total));
   const gaps = sorted(finished.map((t) => t.maxGap));
-  const firstErrors = done.filter((t) => t.error || t.status !== 200).slice(0, 3);
+  const firstErrors = done.filter((t) => t.error || (t.status !== 200 && t.status !== 503)).slice(0, 3);
   agent.destroy();
   return {
     streams: j.streams,
@@ -238,6 +284,9 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     allOpen: openOrTimeout,
     finished: finished.length,
     stalled: settled === 'deadline' ? j.streams : stalled,
+    refused503: refused,
+    resets,
+    statuses,
     deadlineHit: settled === 'deadline',
     durationP50: round(pct(durations, 50)),
     durationP99: round(pct(durations, 99)),
@@ -248,7 +297,7 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
   };
 }
 
-const run = { seq, max, rate, streams } as const;
+const run = { seq, mix, max, rate, streams } as const;
 const result = await (run[job.kind] as (j: Job) => Promise<unknown>)(job);
 emit({ result });
 process.exit(0);

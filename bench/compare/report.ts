@@ -70,7 +70,23 @@ if (cs)
   );
 const rss = r.openStreamsRss;
 if (rss) {
-  for (const [name, v] of Object.entries(rss).filter(([, v]) => typeof v === 'object') as [string, Any][]) {
+  const direct = rss.direct as Any;
+  for (const [name, v] of Object.entries(rss).filter(([k, v]) => typeof v === 'object' && k !== 'direct') as [
+    string,
+    Any,
+  ][]) {
+    if (direct && name.startsWith('tollgate-w'))
+      row(
+        `10,000 open streams (${name}): first byte p99 ≤ 2× direct, 0 stalled`,
+        `${ms(v.ttfbP99)} vs ${ms(direct.ttfbP99)} = ${(v.ttfbP99 / direct.ttfbP99).toFixed(2)}×; ${v.stalled} stalled (direct ${direct.stalled}); duration p50 ${ms(v.durationP50)} vs ${ms(direct.durationP50)}`,
+        met(v.ttfbP99 <= 2 * direct.ttfbP99 && v.stalled === 0),
+      );
+    if (v.refused503 !== undefined && name === 'tollgate')
+      row(
+        `one process at its descriptor ceiling (${rss.oneProcessServes ?? '?'} served): 503 for the excess, never a reset`,
+        `${v.streams} sent: ${v.finished} streamed, ${v.refused503} × 503, ${v.resets} resets, ${v.stalled} stalled`,
+        met(v.resets === 0 && v.stalled === 0 && v.finished + v.refused503 === v.streams),
+      );
     row(
       `proxy RSS at 10,000 open streams ≤ 1 GB (${name})`,
       `${v.streams} open: ${v.rssAllOpenMb} MB (idle ${v.rssIdleMb}, peak ${v.rssPeakMb}); ${v.finished} finished, ${v.stalled} stalled`,
@@ -185,19 +201,26 @@ if (cpu) {
 }
 const doors = r.doors as Record<string, Any> | undefined;
 if (doors) {
+  const x = (v: number | undefined) => (v === undefined ? '—' : `${v.toFixed(2)}×`);
   out.push(
-    'Front doors through the same proxy and upstream (BENCH_ONLY=doors; non-streamed; ratio to chat completions, target ≤ 1.10):',
+    'Front doors through the same proxy and upstream (issue 30: within 10 % of chat completions; each JSON door as a ratio to chat, each streamed one to streamed chat). Latency: the interleaved sequential mix, to the end of the answer (streams: and to the first byte); at the fixed rate: open loop, streams to the first byte; CPU: every process of the stack (the proxy alone):',
   );
   out.push('');
-  out.push('| door | seq p50 / p99 ms | ratio | CPU µs/request (proxy) | ratio | errors (seq, rate) |');
-  out.push('|---|---|---|---|---|---|');
+  out.push(
+    '| door | sequential p50 / p99 | ratio | first byte p50 / p99 | ratio | @ rate p50 / p99 | ratio | CPU µs/request (proxy) | ratio | errors |',
+  );
+  out.push('|---|---|---|---|---|---|---|---|---|---|');
   for (const [k, v] of Object.entries(doors))
     row(
       k,
-      `${v.p50} / ${v.p99}`,
-      `${v.p50Ratio} / ${v.p99Ratio}`,
+      `${ms(v.p50)} / ${ms(v.p99)}`,
+      `${x(v.p50Ratio)} / ${x(v.p99Ratio)}`,
+      v.stream ? `${ms(v.ttfbP50)} / ${ms(v.ttfbP99)}` : '',
+      v.stream ? `${x(v.ttfbP50Ratio)} / ${x(v.ttfbP99Ratio)}` : '',
+      `${ms(v.rateP50)} / ${ms(v.rateP99)}`,
+      `${x(v.rateP50Ratio)} / ${x(v.rateP99Ratio)}`,
       `${v.cpuUsPerRequest} (${v.proxyUsPerRequest})`,
-      v.cpuRatio,
+      `${x(v.cpuRatio)} (${x(v.proxyCpuRatio)})`,
       `${v.errors}, ${v.rateErrors}`,
     );
   out.push('');
@@ -229,10 +252,9 @@ if (cpu?.tollgate) {
   }
   lines.push(`| **Tollgate + servers** | ${sum} | ${(sum / 1000).toFixed(2)} |`);
   const rs = r.openStreamsRss as Any;
-  for (const [name, v] of Object.entries(rs ?? {}).filter(([, v]) => typeof v === 'object') as [
-    string,
-    Any,
-  ][]) {
+  for (const [name, v] of Object.entries(rs ?? {}).filter(
+    ([k, v]) => typeof v === 'object' && k !== 'direct',
+  ) as [string, Any][]) {
     const open = v.rssAllOpenMb || v.rssPeakMb;
     const streams = v.finished ?? v.streams;
     lines.push(

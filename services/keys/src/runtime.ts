@@ -46,6 +46,9 @@ function createKeysRedis(config: KeysConfig, logger: Logger): RedisClient {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       commandTimeout: 2000,
+      // A cluster's planned failover holds a master's writes until its replica has taken over
+      // (docs/operations.md "Redis Cluster failover"): a key change waits for it.
+      clusterCommandTimeout: 3000,
       connectTimeout: 2000,
       retryStrategy: (times) => Math.min(times * 100, 1000),
     },
