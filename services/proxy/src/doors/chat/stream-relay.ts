@@ -110,19 +110,20 @@ export class StreamRelay implements SseEventSink, AnswerStream {
    * the answer (`finish`'s last bytes), one write instead of two — for a short answer that arrived
    * whole, the only write of the stream.
    */
-  async push(bytes: Buffer, last = false): Promise<void> {
+  push(bytes: Buffer, last = false): Promise<void> | undefined {
     const chunk = this.relayed(bytes, false);
     // A cancelled completion drains (pipeline/drain.ts): the provider's bytes were read for the usage, and go nowhere.
-    if (chunk === null || this.c.cancelled) return;
+    if (chunk === null || this.c.cancelled) return undefined;
     if (last || this.held !== null) {
       // The provider has nothing more to send: these bytes go out with the answer's end (finish),
       // which the chat route writes once the completion has ended, a few microseconds from now.
       this.stopKeepAlive();
       if (this.held === null) this.held = [chunk];
       else this.held.push(chunk);
-      return;
+      return undefined;
     }
-    if (!this.write(chunk)) await waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
+    if (this.write(chunk)) return undefined;
+    return waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
   }
 
   private readonly stalled = (): void => {
