@@ -1,5 +1,5 @@
+import type { EventEmitter } from 'node:events';
 import { once } from 'node:events';
-import type { ServerResponse } from 'node:http';
 import type { Completion } from './completion';
 
 /**
@@ -9,7 +9,8 @@ import type { Completion } from './completion';
  * error: the provider's answer is then drained (pipeline/drain.ts); an aborted completion throws.
  */
 export async function waitForClient(
-  res: ServerResponse,
+  /** What emits `drain`: the response, or its socket when the relay wrote to the socket itself. */
+  res: EventEmitter,
   c: Completion,
   writeTimeoutMs: number,
   stalled: () => void,
