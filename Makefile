@@ -56,7 +56,7 @@ check: lint typecheck test
 migrate: install
 	@pnpm --filter @tollgate/keys migrate && pnpm --filter @tollgate/billing migrate && pnpm --filter @tollgate/dashboard migrate
 
-## Tollgate (production build, whole stack) vs the upstream directly vs Portkey, one run (bench/compare.ts, ≈ 8 min).
+## Tollgate (production build, whole stack) vs the upstream directly vs Portkey, one run (bench/compare.ts, ≈ 11 min).
 bench: build servers
 	@pnpm exec tsx bench/compare.ts
 

@@ -18,14 +18,13 @@
  * its TypeScript through the build's source maps. The seq phase also prints each proxy's CPU µs per
  * request per round (/proc), interleaved.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
 import os from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { root, runCompare } from './support/run-compare';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const STREAM = process.env.ALLOC_STREAM === '1';
 const B = process.env.ALLOC_B;
 const ROUNDS = Number(process.env.ALLOC_ROUNDS ?? 2);
@@ -58,25 +57,19 @@ interface ProcessResult {
 
 const loadBefore = os.loadavg();
 const started = Date.now();
-const code = await new Promise<number | null>((done) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/compare.ts')], {
-    cwd: root,
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: {
-      ...process.env,
-      BENCH_ONLY: 'seq',
-      BENCH_TARGETS: B ? 'tollgate,tollgate-b' : 'tollgate',
-      BENCH_ROUNDS: String(ROUNDS),
-      BENCH_SEQ: String(SEQ),
-      BENCH_SEQ_STREAM: STREAM ? '1' : '0',
-      BENCH_PROXY_NODE_OPTIONS: `--import=${join(root, 'bench/alloc/preload.mjs')}`,
-      BENCH_PROXY_ENV: `ALLOC_DIR=${dir},ALLOC_WARMUP=700`,
-      BENCH_OUT: join(dir, 'compare.json'),
-      ...(B ? { BENCH_PROXY_B: B } : {}),
-    },
-  });
-  child.once('exit', done);
-});
+const code = await runCompare(
+  {
+    BENCH_ONLY: 'seq',
+    BENCH_TARGETS: B ? 'tollgate,tollgate-b' : 'tollgate',
+    BENCH_ROUNDS: String(ROUNDS),
+    BENCH_SEQ: String(SEQ),
+    BENCH_SEQ_STREAM: STREAM ? '1' : '0',
+    BENCH_PROXY_NODE_OPTIONS: `--import=${join(root, 'bench/alloc/preload.mjs')}`,
+    BENCH_PROXY_ENV: `ALLOC_DIR=${dir},ALLOC_WARMUP=700`,
+    BENCH_OUT: join(dir, 'compare.json'),
+  },
+  B,
+);
 const loadAfter = os.loadavg();
 if (code !== 0) throw new Error(`bench/compare.ts exited ${code}`);
 

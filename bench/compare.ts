@@ -1,6 +1,6 @@
 /**
  * Tollgate as users run it vs the upstream directly vs Portkey's open-source gateway, in ONE run with
- * interleaved rounds (issue 11). `make bench` runs it (after `make build`); ≈ 8 min.
+ * interleaved rounds (issue 11). `make bench` runs it (after `make build`); ≈ 11 min.
  *
  *   pnpm exec tsx bench/compare.ts        (BENCH_ROUNDS=3 BENCH_SECONDS=8 BENCH_QUICK=1 for a short run)
  *
@@ -18,7 +18,9 @@
  * Measures: sequential added latency (one keep-alive connection), max throughput at 32 connections,
  * streamed added TTFB at 500 req/s, 2,000 concurrent paced streams, proxy RSS at 10,000 open streams,
  * billing events/s committed and request end → generation visible at max throughput, GET /key,
- * /credits, /generation p50, and CPU µs per request of every process at a fixed rate (/proc/<pid>/stat).
+ * /credits, /generation p50, CPU µs per request of every process at a fixed rate (/proc/<pid>/stat),
+ * and the front doors (Messages, Responses, embeddings; JSON and streamed) as ratios to chat
+ * (bench/compare/doors.ts).
  * Writes bench/results/compare.json (BENCH_OUT: elsewhere) and prints the tables of bench/README.md.
  * Knobs and diagnostics (BENCH_ONLY, BENCH_PROXY_B, BENCH_MEM, …): bench/README.md.
  */
@@ -37,7 +39,7 @@ import pg from 'pg';
 import { processSettings } from '../services/proxy/src/runtime';
 import { createServiceLogins } from '../tests/support/logins';
 import { type CountsResult, measureCounts } from './compare/counts';
-import { measureDoors } from './compare/doors';
+import { doorRequests, measureDoors } from './compare/doors';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // The test kit's names (database, Redis prefix, RabbitMQ prefix) carry this run id.
@@ -393,7 +395,9 @@ try {
 `;
   writeFileSync(
     catalogPath,
-    `providers:\n  - name: upstream\n    base_url: ${upstreamUrl}/v1\n    format: openai\n  - name: upstream-anthropic\n    base_url: ${upstreamUrl}/v1\n    format: anthropic\nmodels:\n${model('bench/fast', 'fast')}${model('bench/paced', 'paced-64-20')}${model('bench/hold', 'paced-64-300')}${model('bench/claude', 'claude-bench').replace('provider: upstream,', 'provider: upstream-anthropic,')}${EMBED_MODEL}`,
+    // The doors phase's providers (bench/compare/doors.ts), the same upstream: Anthropic's Messages
+    // API, and OpenAI's Responses API served natively (`responses: true`).
+    `providers:\n  - name: upstream\n    base_url: ${upstreamUrl}/v1\n    format: openai\n  - name: upstream-anthropic\n    base_url: ${upstreamUrl}/v1\n    format: anthropic\n  - name: upstream-responses\n    base_url: ${upstreamUrl}/v1\n    format: openai\n    responses: true\nmodels:\n${model('bench/fast', 'fast')}${model('bench/paced', 'paced-64-20')}${model('bench/hold', 'paced-64-300')}${model('bench/claude', 'claude-bench').replace('provider: upstream,', 'provider: upstream-anthropic,')}${model('bench/gpt', 'gpt-bench').replace('provider: upstream,', 'provider: upstream-responses,')}${EMBED_MODEL}`,
   );
 
   // Service identities of this run (production refuses the development keys).
@@ -1008,16 +1012,18 @@ try {
   }
 
   // ------------------------------------------------------------ 3a. front doors (issue 30)
-  // Opt-in (BENCH_ONLY=doors; not in the default run): chat, Messages (translated and native),
-  // Responses and embeddings through the same proxy and upstream, as ratios to chat (bench/README.md).
-  if (ONLY.includes('doors')) {
+  // Chat, Messages (translated and native), Responses (translated and native) and embeddings, JSON and
+  // streamed, through the same proxy and upstream, as ratios to chat (bench/README.md).
+  if (phase('doors')) {
+    const pattern = process.env.BENCH_DOORS ? new RegExp(process.env.BENCH_DOORS) : null;
     results.doors = await measureDoors({
       proxyUrl: urls.proxy,
       key,
-      rounds: ROUNDS,
-      seqCount: Number(process.env.BENCH_DOORS_SEQ ?? 1000),
+      rounds: Number(process.env.BENCH_DOORS_ROUNDS ?? ROUNDS),
+      seqCount: Number(process.env.BENCH_DOORS_SEQ ?? (QUICK ? 300 : 600)),
       rate: CPU_RATE,
-      seconds: Number(process.env.BENCH_DOORS_SECONDS ?? 4),
+      seconds: Number(process.env.BENCH_DOORS_SECONDS ?? (QUICK ? 2 : 3)),
+      only: pattern ? Object.keys(doorRequests('', '')).filter((name) => pattern.test(name)) : undefined,
       load,
       quiesce,
       cpuOf: async (run) => {
@@ -1026,6 +1032,17 @@ try {
         await new Promise((res) => setTimeout(res, 1500));
         return cpuDelta(before, snapshot(await procs()));
       },
+      proxyB: proxyB
+        ? {
+            url: proxyBUrl,
+            cpuOf: async (run) => {
+              const before = snapshot(await procs(proxyB.pid));
+              await run();
+              await new Promise((res) => setTimeout(res, 1500));
+              return cpuDelta(before, snapshot(await procs(proxyB.pid)));
+            },
+          }
+        : undefined,
       pct,
       log,
     });
@@ -1057,7 +1074,27 @@ try {
     };
     const runs: Record<string, CountsResult[]> = {};
     const names = proxyB ? ['tollgate', 'tollgate-b'] : ['tollgate'];
-    for (let round = 0; round < ROUNDS; round++) {
+    // BENCH_COUNT_DOORS=<regex>: the doors phase's requests (bench/compare/doors.ts) whose names match,
+    // through `tollgate`, instead of chat JSON / streamed (each door's system calls per request).
+    const countDoors = process.env.BENCH_COUNT_DOORS ? new RegExp(process.env.BENCH_COUNT_DOORS) : null;
+    const doorReqs = Object.entries(doorRequests(urls.proxy, key)).filter(([d]) => countDoors?.test(d));
+    for (let round = 0; countDoors && round < ROUNDS; round++) {
+      for (const [door, r] of round % 2 === 0 ? doorReqs : [...doorReqs].reverse()) {
+        const result = await measureCounts(ctx, {
+          pid: proxy.pid as number,
+          redisPid: privateRedis?.pid,
+          others: { billing: [billing.pid as number], 'rabbitmq (beam.smp)': pidsOf('beam.smp') },
+          listenPort: ports.proxy as number,
+          request: { url: r.url, headers: r.headers, body: r.body },
+          rate,
+          requests: n,
+          strace: withStrace,
+        });
+        runs[door] = [...(runs[door] ?? []), result];
+        log(`counts round ${round + 1} ${door}: ${JSON.stringify(result)}`);
+      }
+    }
+    for (let round = 0; !countDoors && round < ROUNDS; round++) {
       for (const stream of modes) {
         for (const name of round % 2 === 0 ? names : [...names].reverse()) {
           const b = name === 'tollgate-b';

@@ -11,36 +11,28 @@
  *   COUNT_REQUESTS (3000 per run), COUNT_RATE (500 req/s), COUNT_ROUNDS (2), COUNT_STRACE (1; 0: CPU
  *   and Redis only), COUNT_MODES (json,stream), COUNT_OUT (JSON of the result; default a temporary file)
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { CountsResult } from './compare/counts';
+import { runCompare } from './support/run-compare';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const B = process.env.COUNT_B;
 const out = process.env.COUNT_OUT ?? join(mkdtempSync(join(os.tmpdir(), 'tollgate-counts-')), 'compare.json');
 
 const loadBefore = os.loadavg();
-const code = await new Promise<number | null>((done) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/compare.ts')], {
-    cwd: root,
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: {
-      ...process.env,
-      BENCH_ONLY: 'counts',
-      BENCH_ROUNDS: process.env.COUNT_ROUNDS ?? '2',
-      BENCH_COUNT_REQUESTS: process.env.COUNT_REQUESTS ?? '3000',
-      BENCH_COUNT_RATE: process.env.COUNT_RATE ?? '500',
-      BENCH_COUNT_STRACE: process.env.COUNT_STRACE ?? '1',
-      BENCH_COUNT_MODES: process.env.COUNT_MODES ?? 'json,stream',
-      BENCH_OUT: out,
-      ...(B ? { BENCH_PROXY_B: B } : {}),
-    },
-  });
-  child.once('exit', done);
-});
+const code = await runCompare(
+  {
+    BENCH_ONLY: 'counts',
+    BENCH_ROUNDS: process.env.COUNT_ROUNDS ?? '2',
+    BENCH_COUNT_REQUESTS: process.env.COUNT_REQUESTS ?? '3000',
+    BENCH_COUNT_RATE: process.env.COUNT_RATE ?? '500',
+    BENCH_COUNT_STRACE: process.env.COUNT_STRACE ?? '1',
+    BENCH_COUNT_MODES: process.env.COUNT_MODES ?? 'json,stream',
+    BENCH_OUT: out,
+  },
+  B,
+);
 if (code !== 0) {
   process.stderr.write(`bench/compare.ts exited ${code}\n`);
   process.exit(1);

@@ -21,6 +21,7 @@ import {
   ResponseChecker,
   sseData,
 } from './support/openapi';
+import { expressRoutes, template } from './support/routes';
 import { type ApiResponse, describeResponse, MODEL, type Stack, startStack } from './support/stack';
 
 const doc = openapiDocument;
@@ -274,6 +275,38 @@ describe('the running stack, checked against the document', () => {
         ).toContain(String(res.status));
       }
     }
+  });
+
+  it('registers exactly the documented routes: no route without an entry, no entry without a route', () => {
+    const { proxy, keys, billing } = stack.services;
+    // What keys and billing serve; the proxy forwards its `all` routes (`/keys/{*rest}`, …) to them.
+    const forwardedTo = [...expressRoutes(keys.app), ...expressRoutes(billing.app)];
+    const routesUnder = (mount: '/api/v1' | '/v1') => {
+      const routes = new Set<string>();
+      const under = (path: string) => (path.startsWith(`${mount}/`) ? path.slice(mount.length) : null);
+      for (const { method, path: full } of expressRoutes(proxy.routes.app)) {
+        const path = under(full);
+        if (path === null) continue;
+        if (method !== 'all') {
+          routes.add(`${method} ${template(path)}`);
+          continue;
+        }
+        const prefix = path.replace(/\/\{\*\w+\}$/, '');
+        const served = forwardedTo.filter((r) => r.path === prefix || r.path.startsWith(`${prefix}/`));
+        expect(served, `${mount}${path} is forwarded to no route of keys or billing`).not.toEqual([]);
+        for (const r of served) routes.add(`${r.method} ${template(r.path)}`);
+      }
+      for (const full of proxy.routes.doors.paths) {
+        const path = under(full);
+        if (path !== null) routes.add(`post ${template(path)}`);
+      }
+      return [...routes].sort();
+    };
+    const documented = documentedOperations()
+      .map(({ method, path }) => `${method} ${template(path)}`)
+      .sort();
+    expect(routesUnder('/api/v1')).toEqual(documented);
+    expect(routesUnder('/v1')).toEqual(documented);
   });
 
   describe('POST /chat/completions', () => {
@@ -785,6 +818,22 @@ describe('the running stack, checked against the document', () => {
         await stack.api(`/webhooks/${id}`, { key: m, method: 'DELETE' }),
         200,
       );
+    });
+
+    it('walks the account routes through their documented responses, through the proxy', async () => {
+      const m = stack.account.managementKey;
+      conforms('get', '/account', await stack.api('/account', { key: m }), 200);
+      conforms('get', '/account', await stack.api('/account', {}), 401);
+      conforms('get', '/account', await stack.api('/account', { key: stack.inferenceKey }), 403);
+      const patch = (body: unknown, key = m) => stack.api('/account', { key, method: 'PATCH', body });
+      const on = await patch({ store_bodies: true });
+      conforms('patch', '/account', on, 200);
+      expect(on.body.data.store_bodies).toBe(true);
+      conforms('patch', '/account', await patch({ store_bodies: false }), 200);
+      conforms('patch', '/account', await patch({ store_bodies: 1 }), 400);
+      conforms('patch', '/account', await patch({ slug: 'x' }), 400);
+      conforms('patch', '/account', await patch({}, stack.inferenceKey), 403);
+      conforms('patch', '/account', await stack.api('/account', { method: 'PATCH', body: {} }), 401);
     });
 
     it('walks every team route through its documented responses, through the proxy', async () => {

@@ -1,11 +1,24 @@
 /**
- * The doors phase of bench/compare.ts (`BENCH_ONLY=doors`, opt-in; issue 30 "the Messages and
- * Responses front doors and embeddings … measured the same way and within 10 % of chat completions").
- * Every door goes through the same Tollgate proxy to the same upstream (bench/compare/upstream.ts):
- * chat, Messages translated (OpenAI-format provider), Messages native (Anthropic-format provider),
- * Responses (translated to the upstream's chat completions), embeddings. Sequential added latency
- * p50/p99 (rounds interleaved door by door, the same `seq` job as the chat phase) and proxy-stack CPU
- * µs per request at a fixed rate (the same `rate` job and CPU snapshots), each as a ratio to chat.
+ * The doors phase of bench/compare.ts (issue 30: "the Messages and Responses front doors and
+ * embeddings … measured the same way and within 10 % of chat completions"). Every door goes through
+ * the same single-process Tollgate proxy to the same upstream (bench/compare/upstream.ts, which
+ * answers chat completions, Anthropic's Messages and OpenAI's Responses, JSON and streamed, with the
+ * same content, and embeddings), non-streamed and streamed:
+ *
+ *   chat                      /chat/completions → an OpenAI-format provider (the byte relay)
+ *   messages (translated)     /messages → the OpenAI-format provider (Anthropic ⇄ chat translation)
+ *   messages (native)         /messages → an Anthropic-format provider (bytes passed through)
+ *   responses (translated)    /responses → the OpenAI-format provider's chat completions
+ *   responses (native)        /responses → a provider serving the Responses API (`responses: true`)
+ *   embeddings                /embeddings (not streamed)
+ *
+ * Each streamed door is compared with streamed chat, each JSON door with JSON chat, on:
+ * - latency: the `mix` job of load.ts — one keep-alive connection per door, one request of each door
+ *   in turn, the order rotated every round — so every door sees the same moments of the shared
+ *   machine (a load spike hits all of them, not one door's block); to the end and to the first byte;
+ * - CPU µs per request at a fixed rate (the `rate` job, the cpu phase's /proc snapshots of every
+ *   process of the stack; the proxy's own column too), door slices alternating round by round; the
+ *   same runs give the open-loop latency at that rate (first byte for streams, the end for JSON).
  */
 
 export interface DoorRequest {
@@ -18,8 +31,10 @@ export interface DoorsContext {
   proxyUrl: string;
   key: string;
   rounds: number;
+  /** Requests per door per round of the latency mix. */
   seqCount: number;
   rate: number;
+  /** Seconds of each door's fixed-rate slice per round. */
   seconds: number;
   load: <T>(job: Record<string, unknown>) => Promise<T>;
   quiesce: () => Promise<void>;
@@ -27,98 +42,174 @@ export interface DoorsContext {
   cpuOf: (run: () => Promise<void>) => Promise<Record<string, number>>;
   pct: (xs: number[], p: number) => number;
   log: (s: string) => void;
+  /** Only these doors (names as below; the baselines are always kept). */
+  only?: string[];
+  /**
+   * Diagnostic A/B (BENCH_PROXY_B): a second proxy; every door is measured through it too, as
+   * `<door> (b)` (compared with `chat (b)` / `chat (stream) (b)`), in the same mix and rounds.
+   */
+  proxyB?: { url: string; cpuOf: (run: () => Promise<void>) => Promise<Record<string, number>> };
+}
+
+interface Door extends DoorRequest {
+  /** What the door is compared with: `chat` or `chat (stream)`. */
+  baseline: string;
+  stream: boolean;
+  /** What the end of a streamed answer contains (checked before measuring). */
+  end?: string;
 }
 
 const prompt = 'Hello! Summarise what a model gateway does in two sentences.';
 
-/** The request each door is measured with (non-streamed, the chat phase's size). */
-export function doorRequests(proxyUrl: string, key: string): Record<string, DoorRequest> {
+/** Every door measured, with its request (the chat phase's prompt and size). */
+export function doorRequests(proxyUrl: string, key: string): Record<string, Door> {
   const auth = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
   const anthropic = {
     'content-type': 'application/json',
     'x-api-key': key,
     'anthropic-version': '2023-06-01',
   };
-  const messages = (model: string) =>
-    JSON.stringify({ model, max_tokens: 64, messages: [{ role: 'user', content: prompt }] });
+  const chat = (stream: boolean): Door => ({
+    url: `${proxyUrl}/api/v1/chat/completions`,
+    headers: auth,
+    body: JSON.stringify({
+      model: 'bench/fast',
+      messages: [{ role: 'user', content: prompt }],
+      max_tokens: 64,
+      ...(stream ? { stream } : {}),
+    }),
+    baseline: stream ? 'chat (stream)' : 'chat',
+    stream,
+    end: 'data: [DONE]',
+  });
+  const messages = (model: string, stream: boolean): Door => ({
+    url: `${proxyUrl}/api/v1/messages`,
+    headers: anthropic,
+    body: JSON.stringify({
+      model,
+      max_tokens: 64,
+      messages: [{ role: 'user', content: prompt }],
+      ...(stream ? { stream } : {}),
+    }),
+    baseline: stream ? 'chat (stream)' : 'chat',
+    stream,
+    end: 'event: message_stop',
+  });
+  const responses = (model: string, stream: boolean): Door => ({
+    url: `${proxyUrl}/api/v1/responses`,
+    headers: auth,
+    body: JSON.stringify({ model, input: prompt, max_output_tokens: 64, ...(stream ? { stream } : {}) }),
+    baseline: stream ? 'chat (stream)' : 'chat',
+    stream,
+    end: 'event: response.completed',
+  });
   return {
-    chat: {
-      url: `${proxyUrl}/api/v1/chat/completions`,
-      headers: auth,
-      body: JSON.stringify({
-        model: 'bench/fast',
-        messages: [{ role: 'user', content: prompt }],
-        max_tokens: 64,
-      }),
-    },
-    'messages (translated)': {
-      url: `${proxyUrl}/api/v1/messages`,
-      headers: anthropic,
-      body: messages('bench/fast'),
-    },
-    'messages (native)': {
-      url: `${proxyUrl}/api/v1/messages`,
-      headers: anthropic,
-      body: messages('bench/claude'),
-    },
-    responses: {
-      url: `${proxyUrl}/api/v1/responses`,
-      headers: auth,
-      body: JSON.stringify({ model: 'bench/fast', input: prompt, max_output_tokens: 64 }),
-    },
+    chat: chat(false),
+    'messages (translated)': messages('bench/fast', false),
+    'messages (native)': messages('bench/claude', false),
+    'responses (translated)': responses('bench/fast', false),
+    'responses (native)': responses('bench/gpt', false),
     embeddings: {
       url: `${proxyUrl}/api/v1/embeddings`,
       headers: auth,
       body: JSON.stringify({ model: 'bench/embed', input: prompt }),
+      baseline: 'chat',
+      stream: false,
     },
+    'chat (stream)': chat(true),
+    'messages (translated, stream)': messages('bench/fast', true),
+    'messages (native, stream)': messages('bench/claude', true),
+    'responses (translated, stream)': responses('bench/fast', true),
+    'responses (native, stream)': responses('bench/gpt', true),
   };
 }
 
 const r2 = (n: number) => Math.round(n * 100) / 100;
 const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
+const ratio = (a: number, b: number) => r2(a / Math.max(1e-9, b));
 
 export interface DoorRow {
+  baseline: string;
+  stream: boolean;
+  /** Latency of the interleaved sequential mix, ms: to the end, and to the first body byte. */
   p50: number;
   p99: number;
+  ttfbP50: number;
+  ttfbP99: number;
   errors: number;
+  /** Open loop at the fixed rate, ms: the first byte (streams) or the end (JSON). */
+  rateP50: number;
+  rateP99: number;
+  /** CPU µs per request at the fixed rate: every process of the stack, and the proxy alone. */
   cpuUsPerRequest: number;
   proxyUsPerRequest: number;
   requests: number;
   rateErrors: number;
-  /** Ratios to chat (1 = chat's own). */
+  /** Ratios to the baseline (1 = the baseline's own). */
   p50Ratio?: number;
   p99Ratio?: number;
+  ttfbP50Ratio?: number;
+  ttfbP99Ratio?: number;
+  rateP50Ratio?: number;
+  rateP99Ratio?: number;
   cpuRatio?: number;
+  proxyCpuRatio?: number;
 }
 
-/** Runs the phase; every door is checked to answer 200 first (a door that does not fails the run). */
+/** Runs the phase; every door is checked to answer 200 (streams: to their end event) first. */
 export async function measureDoors(c: DoorsContext): Promise<Record<string, DoorRow>> {
-  const reqs = doorRequests(c.proxyUrl, c.key);
+  const picked = (all: Record<string, Door>) =>
+    Object.entries(all).filter(
+      ([name, d]) => !c.only || c.only.includes(name) || name === 'chat' || name === d.baseline,
+    );
+  const reqs = Object.fromEntries(picked(doorRequests(c.proxyUrl, c.key)));
+  if (c.proxyB) {
+    for (const [name, d] of picked(doorRequests(c.proxyB.url, c.key)))
+      reqs[`${name} (b)`] = { ...d, baseline: `${d.baseline} (b)` };
+  }
   for (const [name, r] of Object.entries(reqs)) {
     const res = await fetch(r.url, { method: 'POST', headers: r.headers, body: r.body });
-    if (res.status !== 200) throw new Error(`doors: ${name}: HTTP ${res.status} ${await res.text()}`);
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`doors: ${name}: HTTP ${res.status} ${text}`);
+    if (r.end && r.stream && !text.includes(r.end))
+      throw new Error(`doors: ${name}: the stream did not end with ${r.end}: ${text.slice(-300)}`);
   }
   const names = Object.keys(reqs);
-  const samples: Record<string, number[]> = {};
+  const total: Record<string, number[]> = {};
+  const ttfb: Record<string, number[]> = {};
   const errors: Record<string, number> = {};
+  const atRate: Record<string, number[]> = {};
   const cpu: Record<string, { total: number; proxy: number; requests: number; errors: number }> = {};
+  const request = ({ url, headers, body }: Door) => ({ url, headers, body });
   for (let round = 0; round < c.rounds; round++) {
-    // Rotated each round so no door always follows the same one.
-    const order = names.map((_, i) => names[(i + round) % names.length] as string);
-    for (const name of order) {
+    await c.quiesce();
+    const mix = await c.load<{
+      total: number[][];
+      ttfb: number[][];
+      errors: number[];
+      firstErrors: string[];
+    }>({
+      kind: 'mix',
+      count: c.seqCount,
+      warmup: round === 0 ? 100 : 20,
+      requests: names.map((n) => request(reqs[n] as Door)),
+    });
+    names.forEach((name, i) => {
+      total[name] = [...(total[name] ?? []), ...(mix.total[i] ?? [])];
+      ttfb[name] = [...(ttfb[name] ?? []), ...(mix.ttfb[i] ?? [])];
+      errors[name] = (errors[name] ?? 0) + (mix.errors[i] ?? 0);
+    });
+    c.log(
+      `doors round ${round + 1} mix: ${names.map((n, i) => `${n} ${r2(c.pct(mix.total[i] ?? [], 50))}`).join(', ')} ms p50${mix.firstErrors.length ? `; errors ${mix.firstErrors.join('; ')}` : ''}`,
+    );
+    // The fixed-rate slices, forwards then backwards: no door always follows the same one.
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const door = reqs[name] as Door;
       await c.quiesce();
-      const r = await c.load<{ samples: number[]; errors: number }>({
-        kind: 'seq',
-        count: c.seqCount,
-        warmup: 100,
-        ...reqs[name],
-      });
-      samples[name] = [...(samples[name] ?? []), ...r.samples];
-      errors[name] = (errors[name] ?? 0) + r.errors;
-      await c.quiesce();
-      let rr = { requests: 0, errors: 0 };
-      const used = await c.cpuOf(async () => {
-        rr = await c.load({ kind: 'rate', rate: c.rate, seconds: c.seconds, sockets: 64, ...reqs[name] });
+      let rr = { requests: 0, errors: 0, ttfb: [] as number[], total: [] as number[] };
+      const cpuOf = name.endsWith(' (b)') && c.proxyB ? c.proxyB.cpuOf : c.cpuOf;
+      const used = await cpuOf(async () => {
+        rr = await c.load({ kind: 'rate', rate: c.rate, seconds: c.seconds, sockets: 64, ...request(door) });
       });
       const prev = cpu[name] ?? { total: 0, proxy: 0, requests: 0, errors: 0 };
       cpu[name] = {
@@ -127,29 +218,43 @@ export async function measureDoors(c: DoorsContext): Promise<Record<string, Door
         requests: prev.requests + rr.requests,
         errors: prev.errors + rr.errors,
       };
+      const lat = door.stream ? rr.ttfb : rr.total;
+      atRate[name] = [...(atRate[name] ?? []), ...lat];
       c.log(
-        `doors round ${round + 1} ${name}: seq p50 ${r2(c.pct(r.samples, 50))} ms, cpu ${Math.round((sum(used) * 1000) / Math.max(1, rr.requests))} µs/req`,
+        `doors round ${round + 1} @${c.rate} ${name}: p50 ${r2(c.pct(lat, 50))} p99 ${r2(c.pct(lat, 99))} ms, cpu ${Math.round((sum(used) * 1000) / Math.max(1, rr.requests))} µs/req (proxy ${Math.round(((used.proxy ?? 0) * 1000) / Math.max(1, rr.requests))})${rr.errors ? `, ${rr.errors} errors` : ''}`,
       );
     }
   }
   const rows: Record<string, DoorRow> = {};
   for (const name of names) {
+    const door = reqs[name] as Door;
     const k = cpu[name] ?? { total: 0, proxy: 0, requests: 0, errors: 0 };
     rows[name] = {
-      p50: r2(c.pct(samples[name] ?? [], 50)),
-      p99: r2(c.pct(samples[name] ?? [], 99)),
+      baseline: door.baseline,
+      stream: door.stream,
+      p50: r2(c.pct(total[name] ?? [], 50)),
+      p99: r2(c.pct(total[name] ?? [], 99)),
+      ttfbP50: r2(c.pct(ttfb[name] ?? [], 50)),
+      ttfbP99: r2(c.pct(ttfb[name] ?? [], 99)),
       errors: errors[name] ?? 0,
+      rateP50: r2(c.pct(atRate[name] ?? [], 50)),
+      rateP99: r2(c.pct(atRate[name] ?? [], 99)),
       cpuUsPerRequest: Math.round((k.total * 1000) / Math.max(1, k.requests)),
       proxyUsPerRequest: Math.round((k.proxy * 1000) / Math.max(1, k.requests)),
       requests: k.requests,
       rateErrors: k.errors,
     };
   }
-  const chat = rows.chat as DoorRow;
   for (const row of Object.values(rows)) {
-    row.p50Ratio = r2(row.p50 / Math.max(1e-9, chat.p50));
-    row.p99Ratio = r2(row.p99 / Math.max(1e-9, chat.p99));
-    row.cpuRatio = r2(row.cpuUsPerRequest / Math.max(1, chat.cpuUsPerRequest));
+    const base = rows[row.baseline] as DoorRow;
+    row.p50Ratio = ratio(row.p50, base.p50);
+    row.p99Ratio = ratio(row.p99, base.p99);
+    row.ttfbP50Ratio = ratio(row.ttfbP50, base.ttfbP50);
+    row.ttfbP99Ratio = ratio(row.ttfbP99, base.ttfbP99);
+    row.rateP50Ratio = ratio(row.rateP50, base.rateP50);
+    row.rateP99Ratio = ratio(row.rateP99, base.rateP99);
+    row.cpuRatio = ratio(row.cpuUsPerRequest, base.cpuUsPerRequest);
+    row.proxyCpuRatio = ratio(row.proxyUsPerRequest, base.proxyUsPerRequest);
   }
   return rows;
 }

@@ -4,6 +4,9 @@
  * and the result are JSON lines on stdout (`{"event": …}` then `{"result": …}`).
  *
  *   seq      one keep-alive connection, requests back to back: per-request latency (µs resolution)
+ *   mix      several requests (`requests`), one keep-alive connection each, sent in turn — each round
+ *            one of each, the order rotated every round — so all see the same moments of a shared
+ *            machine: per-request latency to the end and to the first body byte, per request
  *   max      autocannon, N connections, fixed duration: req/s and latency percentiles
  *   rate     open loop at R req/s (latency counted from the *scheduled* start): time to first body
  *            byte and to the end, for streamed or JSON requests
@@ -29,6 +32,7 @@ type Job =
       /** A second URL (A/B): each round sends one request to each, alternating which goes first. */
       alternate?: string;
     } & Request)
+  | { kind: 'mix'; count: number; warmup: number; requests: Request[] }
   | ({ kind: 'max'; connections: number; seconds: number } & Request)
   | ({ kind: 'rate'; rate: number; seconds: number; sockets: number } & Request)
   | ({
@@ -133,6 +137,31 @@ async function seq(j: Extract<Job, { kind: 'seq' }>) {
   return j.alternate
     ? { samples: samples.map(round), errors, samplesB: samplesB.map(round), errorsB }
     : { samples: samples.map(round), errors };
+}
+
+async function mix(j: Extract<Job, { kind: 'mix' }>) {
+  const n = j.requests.length;
+  const agents = j.requests.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
+  const total: number[][] = j.requests.map(() => []);
+  const ttfb: number[][] = j.requests.map(() => []);
+  const errors: number[] = j.requests.map(() => 0);
+  const firstErrors: string[] = [];
+  for (let i = 0; i < j.warmup + j.count; i++) {
+    for (let k = 0; k < n; k++) {
+      const which = (i + k) % n;
+      const t = await send(agents[which] as http.Agent, j.requests[which] as Request, performance.now());
+      if (t.status !== 200 || t.error) {
+        errors[which] = (errors[which] ?? 0) + 1;
+        if (firstErrors.length < 3) firstErrors.push(`#${which}: ${t.error ?? `HTTP ${t.status}`}`);
+        continue;
+      }
+      if (i < j.warmup) continue;
+      total[which]?.push(round(t.total));
+      ttfb[which]?.push(round(t.ttfb));
+    }
+  }
+  for (const a of agents) a.destroy();
+  return { total, ttfb, errors, firstErrors };
 }
 
 async function max(j: Extract<Job, { kind: 'max' }>) {
@@ -253,7 +282,7 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
   };
 }
 
-const run = { seq, max, rate, streams } as const;
+const run = { seq, mix, max, rate, streams } as const;
 const result = await (run[job.kind] as (j: Job) => Promise<unknown>)(job);
 emit({ result });
 process.exit(0);

@@ -1,7 +1,9 @@
 /// <reference lib="dom" />
 /**
  * Issue 28 in Chromium against the real stack: opt-in bodies turned on in the key editor and shown,
- * redacted, in the generation detail (a key without them says nothing was kept); the custom date
+ * redacted, in the generation detail (a key without them says nothing was kept); the account's switch
+ * on the Settings page keeps them for a key without its own flag while on (audited), and not once off;
+ * the custom date
  * range of Usage and Generations; times in the viewer's zone (America/New_York here), labelled, while
  * the periods stay UTC and say so. Screenshots in test-results/dashboard/bodies-*; axe-core finds no
  * serious violation in the detail view at 1280 and 390 px.
@@ -108,6 +110,73 @@ describe.skipIf(browserUnavailable)('opt-in bodies and time in Chromium', () => 
     await page.getByTestId('generation-bodies-off').waitFor();
     expect(await page.getByTestId('generation-prompt').count()).toBe(0);
     expect(await page.getByTestId('generation-detail').textContent()).not.toContain(EMAIL);
+  });
+
+  it('the Settings page keeps every key’s bodies while the account switch is on (audited), and not once off', async () => {
+    const created = await ownerApi.call('POST', '/api/keys', { name: 'no flag' });
+    const { key } = created.body.data as { key: string };
+    expect(created.body.data.store_bodies).toBe(false);
+    const accountSwitch = page.getByLabel('Keep prompts and answers of every key');
+    const setSwitch = async (on: boolean) => {
+      await openPage(page, dash.url, 'settings', { fresh: true });
+      expect(await accountSwitch.isChecked()).toBe(!on);
+      // The box follows the server's answer (not the click), so a click, not check().
+      await accountSwitch.click();
+      await expect
+        .poll(async () => (await ownerApi.call('GET', '/api/me')).body.data.account.store_bodies)
+        .toBe(on);
+      // The page shows what the server answered.
+      await expect.poll(() => accountSwitch.isChecked()).toBe(on);
+    };
+
+    await setSwitch(true);
+    await shoot(page, 'settings-1280');
+    const kept = await chat(key, `Account-wide, mail ${EMAIL}`);
+    await openPage(page, dash.url, `generations/${kept.id}`, { fresh: true });
+    const prompt = page.getByTestId('generation-prompt');
+    await prompt.waitFor();
+    expect(await prompt.textContent()).toContain('Account-wide, mail [REDACTED]');
+    expect(await page.getByTestId('generation-answer').textContent()).toBe(kept.text);
+
+    await setSwitch(false);
+    const dropped = await chat(key, `Not kept, mail ${EMAIL}`);
+    await openPage(page, dash.url, `generations/${dropped.id}`, { fresh: true });
+    await page.getByTestId('generation-bodies-off').waitFor();
+
+    // Both changes are audited for the signed-in owner, newest first.
+    const audit = await ownerApi.call('GET', '/api/audit?source=keys&action=account.update');
+    expect(audit.status, audit.text).toBe(200);
+    const me = (await ownerApi.call('GET', '/api/me')).body.data;
+    expect(audit.body.data.slice(0, 2)).toMatchObject([
+      {
+        actor: { kind: 'user', id: me.user.id },
+        before: { store_bodies: true },
+        after: { store_bodies: false },
+      },
+      {
+        actor: { kind: 'user', id: me.user.id },
+        before: { store_bodies: false },
+        after: { store_bodies: true },
+      },
+    ]);
+    await openPage(page, dash.url, 'audit', { fresh: true });
+    await expect.poll(() => page.getByText('store_bodies: false → true').count()).toBeGreaterThan(0);
+
+    // A viewer sees the setting and cannot change it (the server refuses too).
+    const viewer = await dash.createUser(stack.account.id, 'viewer');
+    const viewerApi = await dash.signIn(viewer);
+    const refused = await viewerApi.call('PATCH', '/api/account', { store_bodies: true });
+    expect(refused.status, refused.text).toBe(403);
+    const bad = await ownerApi.call('PATCH', '/api/account', { store_bodies: 'yes' });
+    expect(bad.status, bad.text).toBe(400);
+    expect(bad.body.error.message).toMatch(/store_bodies/);
+    const vctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const vpage = await vctx.newPage();
+    await signInPage(vpage, dash.url, viewer);
+    await openPage(vpage, dash.url, 'settings');
+    expect(await vpage.getByLabel('Keep prompts and answers of every key').isDisabled()).toBe(true);
+    expect(await seriousAxeViolations(vpage)).toEqual([]);
+    await vctx.close();
   });
 
   it('custom date ranges on Usage (UTC days) and Generations (the viewer’s time), times labelled with the zone', async () => {

@@ -36,6 +36,7 @@ const PAGES = [
   'users',
   'alerts',
   'audit',
+  'settings',
 ] as const;
 
 const CAFE = 'Café bot ✓';

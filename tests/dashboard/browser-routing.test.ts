@@ -20,6 +20,7 @@ const PAGES: Array<[string, string]> = [
   ['users', 'Users'],
   ['alerts', 'Alerts'],
   ['audit', 'Audit log'],
+  ['settings', 'Settings'],
 ];
 
 let stack: Stack;

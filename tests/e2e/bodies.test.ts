@@ -2,7 +2,8 @@
  * Issue 28, opt-in bodies through the whole stack with the official `openai` client: a key with
  * `store_bodies` has the prompt and the answer of its requests kept (streamed and not), with the
  * default patterns (API keys, e-mail addresses) redacted before they leave the proxy; a key without it
- * (the default) has nothing kept. The bodies reach the dashboard's read of the generation; the public
+ * (the default) has nothing kept; the account's switch (`PATCH /account`, audited) keeps the bodies
+ * of a key without its own flag while on, and not once off. The bodies reach the dashboard's read of the generation; the public
  * `GET /generation` has no such field.
  */
 
@@ -185,5 +186,85 @@ describe('opt-in bodies', () => {
     const [row] = await keptRows(final.id);
     expect(row?.prompt).toContain('My key is [REDACTED] and my mail [REDACTED]; say hello');
     expect(row?.answer).toBe(text);
+  });
+
+  it('the account switch keeps the bodies of a key without its own flag while on, and not once off', async () => {
+    const management = stack.account.managementKey;
+    // A key whose record is cached before the switch: the switch must reach the cached record.
+    const key = await stack.createInferenceKey(management, { name: 'account-wide' });
+    expect((key.body as { data: { store_bodies: boolean } }).data.store_bodies).toBe(false);
+    const ask = async (content: string) => {
+      const c = await clientOf(key.key).chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content }],
+        max_tokens: 8,
+      });
+      expect((await stack.waitForGeneration(c.id, key.key)).status).toBe(200);
+      return c;
+    };
+    const before = await ask(`before: ${PROMPT}`);
+    expect(await keptRows(before.id)).toEqual([]);
+    expect((await stack.api('/account', { key: management })).body.data).toEqual({
+      id: stack.account.id,
+      slug: expect.any(String),
+      name: expect.any(String),
+      store_bodies: false,
+    });
+
+    const on = await stack.api('/account', {
+      key: management,
+      method: 'PATCH',
+      body: { store_bodies: true },
+    });
+    expect(on.status, describeResponse(on)).toBe(200);
+    expect(on.body.data.store_bodies).toBe(true);
+    const kept = await ask(`while on: ${PROMPT}`);
+    const [row] = await keptRows(kept.id);
+    expect(row?.prompt).toContain('while on: My key is [REDACTED] and my mail [REDACTED]; say hello');
+    expect(row?.answer).toBe(kept.choices[0]?.message.content);
+    // The key's own flag is untouched: the account's switch is its own setting.
+    const read = await stack.api(`/keys/${key.hash}`, { key: management });
+    expect(read.body.data.store_bodies).toBe(false);
+
+    const off = await stack.api('/account', {
+      key: management,
+      method: 'PATCH',
+      body: { store_bodies: false },
+    });
+    expect(off.status, describeResponse(off)).toBe(200);
+    expect(off.body.data.store_bodies).toBe(false);
+    const after = await ask(`after: ${PROMPT}`);
+    expect(await keptRows(after.id)).toEqual([]);
+
+    // Both changes are in the audit log, by the management key.
+    const audit = await stack.api('/audit?action=account.update', { key: management });
+    expect(audit.status, describeResponse(audit)).toBe(200);
+    const entries = (audit.body.data as Array<Record<string, unknown>>).slice(0, 2);
+    expect(entries).toMatchObject([
+      {
+        action: 'account.update',
+        actor: { kind: 'management_key' },
+        target: { kind: 'account', id: stack.account.id },
+        before: { store_bodies: true },
+        after: { store_bodies: false },
+      },
+      { action: 'account.update', before: { store_bodies: false }, after: { store_bodies: true } },
+    ]);
+  });
+
+  it('refuses a bad account change with 400 naming the field, and an inference key with 403', async () => {
+    const management = stack.account.managementKey;
+    for (const body of [{ store_bodies: 'yes' }, { store_bodies: true, name: 'x' }]) {
+      const res = await stack.api('/account', { key: management, method: 'PATCH', body });
+      expect(res.status, describeResponse(res)).toBe(400);
+      expect(res.body.error.message).toMatch(/store_bodies|name/);
+    }
+    const res = await stack.api('/account', {
+      key: stack.inferenceKey,
+      method: 'PATCH',
+      body: { store_bodies: true },
+    });
+    expect(res.status, describeResponse(res)).toBe(403);
+    expect((await stack.api('/account', { key: management })).body.data.store_bodies).toBe(false);
   });
 });

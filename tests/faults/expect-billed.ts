@@ -15,5 +15,7 @@ export function expectBilledOnce(f: Figures): void {
   expect(f.overshot).toBe(0);
   expect(f.queue).toBe(0);
   expect(f.dlq).toBe(0);
+  // Any other refusal fails with its status, timing and body (which refusal it was).
+  expect(f.unexpectedRefusals, 'refusals other than a limit (402, 403, 429)').toEqual([]);
   for (const status of Object.keys(f.refusedByStatus)) expect(['402', '403', '429']).toContain(status);
 }

@@ -69,8 +69,10 @@ function expectReconciled(f: Figures, options: { allowRefused?: boolean } = {}) 
   expect(f.dlq).toBe(0);
   expect(f.spooled).toBe(0);
   // Refusals are limits reached (403) or credits (402), never a 5xx unless the scenario allows it.
-  if (!options.allowRefused)
+  if (!options.allowRefused) {
+    expect(f.unexpectedRefusals, 'refusals other than a limit (402, 403, 429)').toEqual([]);
     for (const status of Object.keys(f.refusedByStatus)) expect(['402', '403', '429']).toContain(status);
+  }
 }
 
 /** Runs load in the background; `stop()` ends it and returns the outcomes. */

@@ -150,6 +150,8 @@ export interface Outcome {
   errorChunk?: boolean;
   /** A stream that ended with `data: [DONE]`. */
   done?: boolean;
+  /** A refusal's body (its error envelope) and Retry-After, kept for the report. */
+  refusal?: string;
   /** fetch failed (connection reset by a killed proxy…). */
   transportError?: string;
   /** When the request was sent and when its answer was complete (epoch ms). */
@@ -396,7 +398,11 @@ export class FaultStack {
       o.status = res.status;
       onHeaders?.(res.status);
       const text = await res.text();
-      if (res.status !== 200) return o;
+      if (res.status !== 200) {
+        const retryAfter = res.headers.get('retry-after');
+        o.refusal = `${text.slice(0, 300)}${retryAfter === null ? '' : ` (Retry-After: ${retryAfter})`}`;
+        return o;
+      }
       if (!streamed) {
         const body = JSON.parse(text) as { id: string; usage?: { cost?: number | string } };
         o.id = body.id;
@@ -426,7 +432,13 @@ export class FaultStack {
    * Generated load: `concurrency` clients sending requests (half streamed) round-robin over the keys
    * until `until()` is true. Returns every outcome.
    */
-  async load(options: { concurrency: number; until: () => boolean; pauseMs?: number }): Promise<Outcome[]> {
+  async load(options: {
+    concurrency: number;
+    until: () => boolean;
+    pauseMs?: number;
+    /** Called with each outcome as it completes. */
+    onOutcome?: (o: Outcome) => void;
+  }): Promise<Outcome[]> {
     const outcomes: Outcome[] = [];
     let n = 0;
     await Promise.all(
@@ -434,7 +446,9 @@ export class FaultStack {
         while (!options.until()) {
           const i = n++;
           const k = this.keys[i % this.keys.length] as KeyUnderTest;
-          outcomes.push(await this.request(k, i % 2 === 0));
+          const o = await this.request(k, i % 2 === 0);
+          outcomes.push(o);
+          options.onOutcome?.(o);
           if (options.pauseMs) await sleep(options.pauseMs);
         }
       }),
@@ -594,6 +608,13 @@ export class FaultStack {
       recoveryMs,
       lostDetail,
       overshotDetail,
+      unexpectedRefusals: outcomes
+        .filter((o) => o.status !== 200 && o.status !== 0 && !LIMIT_STATUSES.includes(o.status))
+        .map(
+          (o) =>
+            `${o.status} ${o.streamed ? 'streamed' : 'json'} key ${o.keyId} sent ${o.startedAt - since} ms, ` +
+            `answered ${o.endedAt - since} ms after the fault: ${o.refusal ?? ''}`,
+        ),
     };
     return figures;
   }
@@ -664,7 +685,15 @@ export interface Figures {
   lostDetail: string[];
   /** Each key over its limit: its spend, limit and the times of its records relative to `since`. */
   overshotDetail: string[];
+  /**
+   * Each refusal other than a limit's (402, 403, 429): its status, kind, key, when it was sent and
+   * answered relative to `since`, and its body (which refusal it was) and Retry-After.
+   */
+  unexpectedRefusals: string[];
 }
+
+/** The statuses of a key or account at its limit: the only refusals a load near its limits expects. */
+const LIMIT_STATUSES = [402, 403, 429];
 
 const countBy = (values: number[]) => {
   const m: Record<string, number> = {};
@@ -680,6 +709,7 @@ export function report(scenario: string, f: Figures): void {
       `wrongCost=${f.wrongCost} unexplained=${f.unexplainedRecords} sumMismatches=${f.sumMismatches} ` +
       `overshot=${f.overshot} queue=${f.queue} dlq=${f.dlq} spooled=${f.spooled} recovery=${f.recoveryMs}ms\n` +
       f.lostDetail.map((d) => `[faults]   LOST ${d}\n`).join('') +
-      f.overshotDetail.map((d) => `[faults]   OVERSHOT ${d}\n`).join(''),
+      f.overshotDetail.map((d) => `[faults]   OVERSHOT ${d}\n`).join('') +
+      f.unexpectedRefusals.map((d) => `[faults]   REFUSED ${d}\n`).join(''),
   );
 }

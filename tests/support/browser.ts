@@ -1,6 +1,7 @@
 /**
  * The dashboard's browser tests' common part (Chromium through playwright-core): whether they can
- * run here, the browser they launch, signing in, opening a page, screenshots and the axe audit.
+ * run here, the whole stack with a dashboard, an owner and a signed-in page (`startBrowserStack`),
+ * the browser they launch, signing in, opening a page, screenshots and the axe audit.
  * Outside CI a machine without Chromium or a built UI (`make install` builds it) skips them; CI never
  * skips.
  */
@@ -8,8 +9,9 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import axe from 'axe-core';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import type { TestUser } from './dashboard';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type DashboardSession, startTestDashboard, type TestDashboard, type TestUser } from './dashboard';
+import { type Stack, startStack } from './stack';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -75,4 +77,67 @@ export async function seriousAxeViolations(p: Page): Promise<string[]> {
           `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
       );
   })) as string[];
+}
+
+/** What `startBrowserStack` started: close it in `afterAll` (browser, dashboard, stack, in that order). */
+export interface BrowserStack {
+  stack: Stack;
+  dash: TestDashboard;
+  /** An owner of the stack's account, signed in on `page` and through `ownerApi`. */
+  owner: TestUser;
+  ownerApi: DashboardSession;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  close(): Promise<void>;
+}
+
+/**
+ * Every browser test's start: the real stack (`startStack`), a dashboard on it, an owner of its
+ * account (signed in through the API and on a page), Chromium with one context (1280 × 900 unless
+ * `viewport`; `timezoneId` for the viewer's zone).
+ */
+export async function startBrowserStack(
+  options: {
+    stack?: Parameters<typeof startStack>[0];
+    dashboard?: Parameters<typeof startTestDashboard>[1];
+    viewport?: { width: number; height: number };
+    timezoneId?: string;
+  } = {},
+): Promise<BrowserStack> {
+  const stack = await startStack(options.stack);
+  let dash: TestDashboard | undefined;
+  let browser: Browser | undefined;
+  try {
+    dash = await startTestDashboard(stack, options.dashboard);
+    const owner = await dash.createUser(stack.account.id, 'owner');
+    const ownerApi = await dash.signIn(owner);
+    browser = await launchChromium();
+    const context = await browser.newContext({
+      viewport: options.viewport ?? { width: 1280, height: 900 },
+      ...(options.timezoneId ? { timezoneId: options.timezoneId } : {}),
+    });
+    const page = await context.newPage();
+    await signInPage(page, dash.url, owner);
+    const started = { dash, browser };
+    return {
+      stack,
+      dash,
+      owner,
+      ownerApi,
+      browser,
+      context,
+      page,
+      async close() {
+        await started.browser.close();
+        await started.dash.close();
+        await stack.close();
+      },
+    };
+  } catch (err) {
+    await browser?.close();
+    await dash?.close();
+    await stack.close();
+    throw err;
+  }
 }

@@ -104,6 +104,8 @@ const answer = <T extends z.ZodType>(data: T) => z.object({ data });
 /** Every route of the SPA's with the schema of its answer (`data`, and a page's cursor). */
 export const dashboardApi = {
   me: answer(meSchema),
+  /** `PATCH /api/account`: the account's settings (owners). */
+  account: getAccount.response,
   sso: answer(ssoStatusSchema),
   overview: answer(overviewSchema),
   keys: answer(z.array(keyObjectSchema)),

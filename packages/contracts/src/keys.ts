@@ -231,11 +231,36 @@ export type KeyObject = z.output<typeof keyObjectSchema>;
 // The dashboard's routes (caller: dashboard; the account is in the path, the dashboard checked the
 // signed-in user belongs to it).
 
-/** `GET /internal/accounts/:accountId`: the account's names (404 unless it exists). */
+/**
+ * An account: its names and its settings (`GET /account` of the management API, the dashboard's
+ * `GET /api/me` and `PATCH /api/account`). `store_bodies`: opt-in bodies for every key of the
+ * account (issue 28), whatever each key's own `store_bodies` says; off by default.
+ */
+export const accountObjectSchema = z.object({
+  id: z.string(),
+  slug: z.string(),
+  name: z.string(),
+  store_bodies: z.boolean(),
+});
+export type AccountObject = z.output<typeof accountObjectSchema>;
+
+/** `PATCH /account` (management key) and the dashboard's `PATCH /api/account`: the account's settings. */
+export const updateAccountBody = z.strictObject({ store_bodies: storeBodies.optional() });
+export type UpdateAccountRequest = z.input<typeof updateAccountBody>;
+
+/** `GET /internal/accounts/:accountId`: the account (404 unless it exists). */
 export const getAccount = {
   method: 'GET',
   path: accountPath,
-  response: z.object({ data: z.object({ id: z.string(), slug: z.string(), name: z.string() }) }),
+  response: z.object({ data: accountObjectSchema }),
+} as const;
+
+/** `PATCH /internal/accounts/:accountId`: changes its settings, audited for the acting user. */
+export const updateAccount = {
+  method: 'PATCH',
+  path: accountPath,
+  request: updateAccountBody,
+  response: z.object({ data: accountObjectSchema }),
 } as const;
 
 /** `GET /internal/accounts/:accountId/keys`: one page of keys (both scopes), oldest first. */

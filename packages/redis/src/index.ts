@@ -26,9 +26,19 @@ export interface RedisConnection {
 export interface RedisClientOptions {
   lazyConnect?: boolean;
   enableOfflineQueue?: boolean;
+  /**
+   * Batch the commands of one event-loop tick into one write (ioredis auto-pipelining). A single node
+   * only: a cluster client never auto-pipelines (see createRedisClient).
+   */
   enableAutoPipelining?: boolean;
   maxRetriesPerRequest?: number | null;
   commandTimeout?: number;
+  /**
+   * The command timeout of a cluster client (default `commandTimeout`): long enough for a planned
+   * failover, during which the master being failed over holds writes until its replica has taken
+   * over (docs/operations.md "Redis Cluster failover").
+   */
+  clusterCommandTimeout?: number;
   connectTimeout?: number;
   /** Delay before reconnect attempt `times` (ms); for a cluster, before re-reading its topology. */
   retryStrategy?: (times: number) => number | null;
@@ -85,7 +95,14 @@ export function createRedisClient(
   options: RedisClientOptions = {},
 ): RedisClient {
   const c = parseRedisConnection(connection);
-  const { retryStrategy, enableOfflineQueue, enableAutoPipelining, lazyConnect, ...perNode } = options;
+  const {
+    retryStrategy,
+    enableOfflineQueue,
+    enableAutoPipelining,
+    lazyConnect,
+    clusterCommandTimeout,
+    ...perNode
+  } = options;
   if (!c.cluster) {
     const o: RedisOptions = { ...perNode };
     if (retryStrategy) o.retryStrategy = retryStrategy;
@@ -94,6 +111,7 @@ export function createRedisClient(
     if (lazyConnect !== undefined) o.lazyConnect = lazyConnect;
     return new Redis(c.url, o);
   }
+  if (clusterCommandTimeout !== undefined) perNode.commandTimeout = clusterCommandTimeout;
   const o: ClusterOptions = {
     redisOptions: {
       ...perNode,
@@ -108,10 +126,16 @@ export function createRedisClient(
     retryDelayOnTryAgain: 100,
     maxRedirections: 32,
     slotsRefreshTimeout: 2_000,
+    // Never auto-pipelined, whatever the caller asks: ioredis batches a node's commands of *different*
+    // slots into one pipeline and follows a MOVED/ASK reply only when every failed command of the
+    // batch got the very same error and no write in it succeeded; otherwise it hands the MOVED reply
+    // to the caller and keeps routing to the old node (redis/ioredis#2075). After a failover that
+    // refused requests (a spend admission failing with "MOVED 5159 …" is a 503, fault suite 8).
+    // Sent one by one, every command follows its own redirection.
+    enableAutoPipelining: false,
   };
   if (retryStrategy) o.clusterRetryStrategy = retryStrategy;
   if (enableOfflineQueue !== undefined) o.enableOfflineQueue = enableOfflineQueue;
-  if (enableAutoPipelining !== undefined) o.enableAutoPipelining = enableAutoPipelining;
   if (lazyConnect !== undefined) o.lazyConnect = lazyConnect;
   return new Cluster(c.seeds, o);
 }

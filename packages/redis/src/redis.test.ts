@@ -30,6 +30,30 @@ describe('parseRedisConnection', () => {
   });
 });
 
+describe('createRedisClient options', () => {
+  const asked = {
+    lazyConnect: true,
+    enableAutoPipelining: true,
+    commandTimeout: 1_000,
+    clusterCommandTimeout: 3_000,
+  };
+  it('a node: auto-pipelined when asked, the node command timeout', () => {
+    const node = createRedisClient({ url: 'redis://127.0.0.1:1' }, asked);
+    expect(isCluster(node)).toBe(false);
+    expect(node.options).toMatchObject({ enableAutoPipelining: true, commandTimeout: 1_000 });
+    node.disconnect();
+  });
+  it('a cluster: never auto-pipelined (a MOVED reply would reach the caller), the cluster command timeout', () => {
+    const cluster = createRedisClient({ url: 'redis+cluster://127.0.0.1:1' }, asked);
+    expect(isCluster(cluster)).toBe(true);
+    expect(cluster.options.enableAutoPipelining).toBe(false);
+    expect((cluster.options as { redisOptions?: { commandTimeout?: number } }).redisOptions).toMatchObject({
+      commandTimeout: 3_000,
+    });
+    cluster.disconnect();
+  });
+});
+
 describe('hash slots', () => {
   it('reads the hash tag as Redis Cluster does', () => {
     expect(hashTag('p:spend:key:{acct}:k1')).toBe('acct');

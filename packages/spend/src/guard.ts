@@ -88,8 +88,9 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           const counter = spendTeamTokenRateKey(options.prefix, key.accountId, teamId, at.getTime());
           args.teamTokenRate = tokenRate(counter, teamTpm, worstCaseTokens);
         }
-        const outcome = await store.admit(args).catch(() => {
+        const outcome = await store.admit(args).catch((err: unknown) => {
           // Redis unreachable: refuse (503) rather than admit unchecked spend.
+          options.logger?.warn({ err, requestId }, 'spend admission failed: refused as unavailable');
           throw spendUnavailable();
         });
         if (outcome.code === 'stale') throw new StaleKeyRecord();

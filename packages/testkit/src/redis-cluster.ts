@@ -28,6 +28,15 @@ export interface LocalRedisCluster {
    * every node agrees. Returns the new master's port.
    */
   failover(masterPort: number): Promise<number>;
+  /** The port of the master serving hash slot `slot`, as the node on `askPort` (default the first) maps it. */
+  ownerOf(slot: number, askPort?: number): Promise<number>;
+  /**
+   * Moves hash slot `slot` to the master on `toPort` if the slot holds no key (CLUSTER SETSLOT
+   * IMPORTING / MIGRATING / NODE, what a reshard does for a slot without keys); resolves true when
+   * every node maps the slot there, false (nothing changed) when the slot holds keys. A client that
+   * read the slot map before is left with a stale one.
+   */
+  moveSlot(slot: number, toPort: number): Promise<boolean>;
   /** SIGKILL of every node and removal of the directory. */
   stop(): Promise<void>;
 }
@@ -66,6 +75,46 @@ const cli = (port: number, ...args: string[]) =>
   run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 30_000 }).then((r) =>
     r.stdout.trim(),
   );
+
+/** A command to the node on `port` through a short-lived connection. */
+async function ask(port: number, ...args: string[]): Promise<unknown> {
+  const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await node.connect();
+    return await node.call(args[0] as string, ...args.slice(1));
+  } finally {
+    node.disconnect();
+  }
+}
+
+/** The port of the master serving `slot` in the slot map of the node on `askPort`. */
+async function ownerOf(slot: number, askPort: number): Promise<number> {
+  const ranges = (await ask(askPort, 'CLUSTER', 'SLOTS')) as Array<[number, number, [string, number]]>;
+  const owner = ranges.find(([from, to]) => slot >= from && slot <= to)?.[2][1];
+  if (owner === undefined) throw new Error(`redis cluster: slot ${slot} not served`);
+  return owner;
+}
+
+/** LocalRedisCluster.moveSlot of the cluster of nodes on `ports`. */
+async function moveSlot(ports: number[], slot: number, toPort: number): Promise<boolean> {
+  const fromPort = await ownerOf(slot, ports[0] as number);
+  if (fromPort === toPort) return true;
+  if (Number(await ask(fromPort, 'CLUSTER', 'COUNTKEYSINSLOT', String(slot))) > 0) return false;
+  const [fromId, toId] = await Promise.all(
+    [fromPort, toPort].map(async (p) => String(await ask(p, 'CLUSTER', 'MYID'))),
+  );
+  const s = String(slot);
+  await ask(toPort, 'CLUSTER', 'SETSLOT', s, 'IMPORTING', fromId as string);
+  await ask(fromPort, 'CLUSTER', 'SETSLOT', s, 'MIGRATING', toId as string);
+  // No key to MIGRATE: assign the slot, on the target first (it takes a new config epoch).
+  await ask(toPort, 'CLUSTER', 'SETSLOT', s, 'NODE', toId as string);
+  await ask(fromPort, 'CLUSTER', 'SETSLOT', s, 'NODE', toId as string);
+  await waitFor(`slot ${slot} on ${toPort} everywhere`, async () => {
+    for (const port of ports) if ((await ownerOf(slot, port)) !== toPort) return false;
+    return true;
+  });
+  return true;
+}
 
 /** Starts the cluster and waits until every slot is served (cluster_state:ok on every node). */
 export async function startLocalRedisCluster(
@@ -176,6 +225,8 @@ export async function startLocalRedisCluster(
       });
       return replicaPort;
     },
+    ownerOf: (slot, askPort = clientPorts[0] as number) => ownerOf(slot, askPort),
+    moveSlot: (slot, toPort) => moveSlot(clientPorts, slot, toPort),
     async stop() {
       process.off('exit', killAll);
       const exits = children

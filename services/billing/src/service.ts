@@ -8,6 +8,7 @@ import { createLogger, type Logger } from '@tollgate/logger';
 import { serviceRegistry } from '@tollgate/metrics';
 import { createRedisClient, type RedisClient } from '@tollgate/redis';
 import { createSpendStore, type SpendTimings } from '@tollgate/spend';
+import type express from 'express';
 import type { Registry } from 'prom-client';
 import { createAlerts } from './alerts/alerts';
 import type { BillingConfig } from './config';
@@ -29,6 +30,8 @@ export interface BillingHandle {
   /** e.g. http://127.0.0.1:8082 */
   url: string;
   port: number;
+  /** The express app it serves (tests read its routes). */
+  app: express.Express;
   db: BillingDb;
   redis: RedisClient;
   recorder: UsageRecorder;
@@ -200,6 +203,7 @@ export async function startBilling(
   return {
     url: `http://${host}:${port}`,
     port,
+    app,
     db,
     redis,
     recorder,

@@ -46,6 +46,9 @@ function createKeysRedis(config: KeysConfig, logger: Logger): RedisClient {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       commandTimeout: 2000,
+      // A cluster's planned failover holds a master's writes until its replica has taken over
+      // (docs/operations.md "Redis Cluster failover"): a key change waits for it.
+      clusterCommandTimeout: 3000,
       connectTimeout: 2000,
       retryStrategy: (times) => Math.min(times * 100, 1000),
     },
@@ -94,7 +97,7 @@ export async function createKeysRuntime(
     usage,
     keys,
     teams: createTeamService({ db, cache, redis, logger }),
-    accounts: createAccountService(db),
+    accounts: createAccountService({ db, cache, redis, logger }),
     presenter: createKeyPresenter({ usage, lastUsed, logger }),
     async close() {
       await usage.close();

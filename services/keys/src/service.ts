@@ -4,6 +4,7 @@ import { sql } from '@tollgate/db';
 import { closeServer, listen } from '@tollgate/http';
 import { createLogger, type Logger } from '@tollgate/logger';
 import { serviceRegistry } from '@tollgate/metrics';
+import type express from 'express';
 import type { Registry } from 'prom-client';
 import { createRemoteAuditLogs } from './audit/audit-sources';
 import type { KeysConfig } from './config';
@@ -15,6 +16,8 @@ export interface KeysServiceHandle {
   /** e.g. http://127.0.0.1:8081 */
   url: string;
   port: number;
+  /** The express app it serves (tests read its routes). */
+  app: express.Express;
   /** Prometheus registry (main.ts serves it on METRICS_HOST:METRICS_PORT). */
   metrics: Registry;
   /** Moves pending last_used_at values to Postgres now (otherwise every LAST_USED_FLUSH_MS). */
@@ -81,6 +84,7 @@ export async function startKeysService(
   return {
     url: `http://${host}:${port}`,
     port,
+    app,
     metrics,
     flushLastUsed: () => flusher.flush(),
     runtime,

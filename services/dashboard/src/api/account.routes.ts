@@ -15,19 +15,9 @@ import { requireUser, userOf } from '../http/session';
 import { teamRowsOnly } from '../teams/team-scope';
 import type { InternalClient } from '../upstream/internal-client';
 import { csvCell } from './csv';
+import { plainQuery } from './query';
 
 const DAY_MS = 86_400_000;
-
-/** Query strings as single strings; a repeated or nested parameter is a 400. */
-function plainQuery(query: Record<string, unknown>, allowed: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(query)) {
-    if (!allowed.includes(k)) throw badRequest(`${k}: unknown parameter`);
-    if (typeof v !== 'string') throw badRequest(`${k}: must be given once, as a plain value`);
-    out[k] = v;
-  }
-  return out;
-}
 
 const USAGE_PARAMS = [
   'from',

@@ -1,19 +1,8 @@
 import type { AccountErrorsQuery, ListAccountRefusalsQuery } from '@tollgate/contracts';
-import { badRequest } from '@tollgate/errors';
 import { Router } from 'express';
 import { requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
-
-/** Query strings as single strings of the allowed names; a repeated or unknown parameter is a 400. */
-function plainQuery(query: Record<string, unknown>, allowed: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(query)) {
-    if (!allowed.includes(k)) throw badRequest(`${k}: unknown parameter`);
-    if (typeof v !== 'string') throw badRequest(`${k}: must be given once, as a plain value`);
-    out[k] = v;
-  }
-  return out;
-}
+import { plainQuery } from './query';
 
 /**
  * Errors and refusals as data (issue 28): the error rate and refusals by type per bucket or key,

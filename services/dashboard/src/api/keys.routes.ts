@@ -1,10 +1,11 @@
 import { type CreateAccountKeyRequest, isUuid, type UpdateAccountKeyRequest } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import type { ClientAddress } from '@tollgate/http';
-import { type Request, type Response, Router } from 'express';
+import { Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import { visibleKeys } from '../teams/team-scope';
-import type { Acting, InternalClient } from '../upstream/internal-client';
+import type { InternalClient } from '../upstream/internal-client';
+import { actingOf } from './acting';
 
 const hashOf = (value: unknown) => {
   if (!isUuid(value)) throw badRequest('hash: must be a uuid');
@@ -25,10 +26,7 @@ const objectBody = <T>(body: unknown): T => {
 export function keysRoutes(deps: { client: InternalClient; clientAddress: ClientAddress }): Router {
   const router = Router();
   // The keys service writes the audit entry: the signed-in user and the client's address.
-  const acting = (req: Request, res: Response): Acting => ({
-    userId: userOf(res).id,
-    address: deps.clientAddress(req),
-  });
+  const acting = actingOf(deps.clientAddress);
   router.get('/api/keys', requireUser, async (req, res) => {
     const include = req.query.include_revoked;
     if (include !== undefined && include !== 'true' && include !== 'false') {

@@ -1,8 +1,9 @@
 import { badRequest } from '@tollgate/errors';
 import type { ClientAddress } from '@tollgate/http';
-import { type Request, type Response, Router } from 'express';
+import { Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { WebhooksClient } from '../upstream/webhooks-client';
+import { actingOf } from './acting';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const idOf = (value: unknown) => {
@@ -24,10 +25,7 @@ export function webhooksRoutes(deps: { webhooks: WebhooksClient; clientAddress: 
   const router = Router();
   const account = (res: Parameters<typeof userOf>[0]) => userOf(res).accountId;
   // Who changes an endpoint, for billing's audit log.
-  const acting = (req: Request, res: Response) => ({
-    userId: userOf(res).id,
-    address: deps.clientAddress(req),
-  });
+  const acting = actingOf(deps.clientAddress);
   router.get('/api/webhooks', requireUser, async (_req, res) => {
     res.json({ data: await webhooks.list(account(res)) });
   });

@@ -18,6 +18,7 @@ import { accountRoutes } from '../api/account.routes';
 import { auditRoutes } from '../api/audit.routes';
 import { errorsRoutes } from '../api/errors.routes';
 import { keysRoutes } from '../api/keys.routes';
+import { settingsRoutes } from '../api/settings.routes';
 import { webhooksRoutes } from '../api/webhooks.routes';
 import { authRoutes } from '../auth/auth.routes';
 import type { AuthService } from '../auth/auth.service';
@@ -133,6 +134,7 @@ function apiRouter(deps: DashboardAppDeps): RequestHandler {
   api.use(usersRoutes(deps));
   api.use(teamsRoutes(deps));
   api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
+  api.use(settingsRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
   api.use(auditRoutes({ client: deps.client, db: deps.db, verifier: deps.verifier }));
   api.use(accountRoutes({ client: deps.client, catalog: deps.catalog, clock: deps.clock }));
   api.use(errorsRoutes({ client: deps.client }));

@@ -41,6 +41,7 @@ describe("the dashboard's internal client (callers' side of the contracts)", () 
       id: accountId,
       slug: keys.account.slug,
       name: expect.any(String),
+      store_bodies: false,
     });
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
     const created = await client.createKey(

@@ -27,6 +27,8 @@ import {
   revokeAccountKey,
   teamsUsage,
   type UpdateAccountKeyRequest,
+  type UpdateAccountRequest,
+  updateAccount,
   updateAccountKey,
 } from '@tollgate/contracts';
 import { ACTOR_USER_HEADER, CLIENT_ADDRESS_HEADER, createServiceClient } from '@tollgate/http';
@@ -67,6 +69,12 @@ export const actingHeaders = (a: Acting): Record<string, string> => ({
 
 export interface InternalClient {
   account(accountId: string): Promise<Data<typeof getAccount>>;
+  /** Changes the account's settings (`store_bodies`), audited by the keys service for `acting`. */
+  updateAccount(
+    accountId: string,
+    body: UpdateAccountRequest,
+    acting: Acting,
+  ): Promise<Data<typeof updateAccount>>;
   /** Every team of the account (keys service). */
   teams(accountId: string): Promise<Data<typeof listAccountTeams>>;
   /** The teams' committed spend in their limit periods (billing). */
@@ -204,6 +212,16 @@ export function createInternalClient(o: InternalClientOptions): InternalClient &
           method: getAccount.method,
           path: getAccount.path(id),
           response: getAccount.response,
+        }),
+      ),
+    updateAccount: (id, body, acting) =>
+      dataOf(
+        keys.call({
+          method: updateAccount.method,
+          path: updateAccount.path(id),
+          headers: actingHeaders(acting),
+          body,
+          response: updateAccount.response,
         }),
       ),
     ...teamCalls(keys, billing),

@@ -19,6 +19,7 @@ const ModelsPage = lazy(() => import('./pages/Models').then((m) => ({ default: m
 const UsersPage = lazy(() => import('./pages/Users').then((m) => ({ default: m.UsersPage })));
 const AuditPage = lazy(() => import('./pages/Audit').then((m) => ({ default: m.AuditPage })));
 const AlertsPage = lazy(() => import('./pages/Alerts').then((m) => ({ default: m.AlertsPage })));
+const SettingsPage = lazy(() => import('./pages/Settings').then((m) => ({ default: m.SettingsPage })));
 const TeamsPage = lazy(() => import('./pages/Teams').then((m) => ({ default: m.TeamsPage })));
 
 const PAGES = [
@@ -32,6 +33,7 @@ const PAGES = [
   { path: 'users', title: 'Users' },
   { path: 'alerts', title: 'Alerts' },
   { path: 'audit', title: 'Audit log' },
+  { path: 'settings', title: 'Settings' },
 ] as const;
 /** What a team viewer (role `member`) may open: their teams' keys, usage and budgets, and the models. */
 const MEMBER_PAGES = new Set(['keys', 'usage', 'teams', 'models']);
@@ -176,6 +178,7 @@ function Shell(props: { me: Me }) {
                 <Route path="/users/*" element={<UsersPage owner={owner} me={me} />} />
                 <Route path="/alerts/*" element={<AlertsPage owner={owner} />} />
                 <Route path="/audit/*" element={<AuditPage />} />
+                <Route path="/settings/*" element={<SettingsPage me={me} owner={owner} />} />
               </>
             )}
             <Route path="*" element={member ? <KeysPage owner={false} /> : <OverviewPage />} />

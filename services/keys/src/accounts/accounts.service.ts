@@ -1,5 +1,7 @@
 import { AppError, badRequest, notFound } from '@tollgate/errors';
-import type { KeysDb } from '../database';
+import { sql } from 'kysely';
+import { ADMIN_CLI_ACTOR, type AuditActor, recordChange } from '../audit/audit';
+import { applyKeysChange, type KeyChangeDeps } from '../cache/key-cache-sync';
 import { findAccountById, findAccountBySlug, insertAccount, listAccounts } from './accounts.repository';
 import type { Account } from './accounts.table';
 
@@ -21,9 +23,19 @@ export interface AccountService {
   requireBySlug(slug: string): Promise<Account>;
   /** The account with this id, or 404. */
   requireById(id: string): Promise<Account>;
+  /**
+   * Changes the account's settings (`storeBodies`: opt-in bodies for every key, issue 28), audited as
+   * `account.update` in the change's transaction (`actor` omitted = the admin CLI). A change reaches
+   * the key-cache record of every key of the account before this resolves (the proxy decides at the
+   * next request, with no extra read). Unchanged settings: nothing is written.
+   */
+  update(id: string, input: { storeBodies?: boolean }, actor?: AuditActor): Promise<Account>;
 }
 
-export function createAccountService(db: KeysDb): AccountService {
+const settingsSnapshot = (a: Account) => ({ store_bodies: a.store_bodies });
+
+export function createAccountService(deps: KeyChangeDeps): AccountService {
+  const { db } = deps;
   return {
     async create({ slug, name }) {
       validateSlug(slug);
@@ -50,6 +62,41 @@ export function createAccountService(db: KeysDb): AccountService {
       const account = await findAccountById(db, id);
       if (!account) throw notFound('No such account');
       return account;
+    },
+    update(id, input, actor = ADMIN_CLI_ACTOR) {
+      return applyKeysChange(deps, async (trx) => {
+        const current = await trx
+          .selectFrom('keys.accounts')
+          .selectAll()
+          .where('id', '=', id)
+          .forUpdate()
+          .executeTakeFirst();
+        if (!current) throw notFound('No such account');
+        if (input.storeBodies === undefined || input.storeBodies === current.store_bodies)
+          return { result: current, keys: [] };
+        const updated = await trx
+          .updateTable('keys.accounts')
+          .set({ store_bodies: input.storeBodies })
+          .where('id', '=', id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await recordChange(trx, actor, {
+          accountId: id,
+          action: 'account.update',
+          target: { kind: 'account', id },
+          before: settingsSnapshot(current),
+          after: settingsSnapshot(updated),
+        });
+        // Every key that can still authenticate gets a new version: its cached record changes.
+        const keys = await trx
+          .updateTable('keys.api_keys')
+          .set({ version: sql<number>`version + 1` })
+          .where('account_id', '=', id)
+          .where('revoked', '=', false)
+          .returningAll()
+          .execute();
+        return { result: updated, keys };
+      });
     },
   };
 }

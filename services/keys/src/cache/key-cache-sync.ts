@@ -19,7 +19,19 @@ import { findTeamLimits, type TeamLimits } from '../teams/teams.repository';
  *      the committed row; so a stale record can never be served.
  *   On rollback after step 2: clearPending(digest, newVersion).
  */
-export function toCachedKey(row: ApiKey, team?: TeamLimits | null): CachedKey {
+/**
+ * What a key's record carries besides its own row: its team's budget (issue 29) and its account's
+ * opt-in bodies switch (issue 28). Read after the key row, in the same transaction or after it: a team
+ * or account change bumps the key's version, so a fill with an older context is refused by the CAS.
+ */
+export interface RecordContext {
+  team: TeamLimits | null;
+  /** The account keeps the bodies of every key's requests (`keys.accounts.store_bodies`). */
+  accountStoreBodies: boolean;
+}
+
+export function toCachedKey(row: ApiKey, context?: RecordContext): CachedKey {
+  const team = context?.team;
   return {
     id: row.id,
     accountId: row.account_id,
@@ -32,7 +44,8 @@ export function toCachedKey(row: ApiKey, team?: TeamLimits | null): CachedKey {
     allowedModels: row.allowed_models,
     rateLimitRpm: row.rate_limit_rpm,
     rateLimitTpm: row.rate_limit_tpm,
-    ...(row.store_bodies ? { storeBodies: true } : {}),
+    // The key's own switch or its account's: one flag, so the proxy decides with the record it has.
+    ...(row.store_bodies || context?.accountStoreBodies ? { storeBodies: true } : {}),
     teamId: row.team_id,
     ...(row.team_id !== null && team
       ? {
@@ -45,9 +58,19 @@ export function toCachedKey(row: ApiKey, team?: TeamLimits | null): CachedKey {
   };
 }
 
-/** The budget of the key's team as the record carries it (read in the caller's transaction), or null. */
-export async function teamOf(db: KeysDb, row: ApiKey): Promise<TeamLimits | null> {
-  return row.team_id === null ? null : ((await findTeamLimits(db, row.team_id)) ?? null);
+/** The key's record context (read in the caller's transaction): its team's budget, its account's switch. */
+export async function contextOf(db: KeysDb, row: ApiKey): Promise<RecordContext> {
+  const team = row.team_id === null ? null : ((await findTeamLimits(db, row.team_id)) ?? null);
+  return { team, accountStoreBodies: await accountStoresBodies(db, row.account_id) };
+}
+
+async function accountStoresBodies(db: KeysDb, accountId: string): Promise<boolean> {
+  const a = await db
+    .selectFrom('keys.accounts')
+    .select('store_bodies')
+    .where('id', '=', accountId)
+    .executeTakeFirst();
+  return a?.store_bodies ?? false;
 }
 
 /** Postgres numeric text ("10.5000000000") to a plain decimal string ("10.5"). */
@@ -82,12 +105,12 @@ export async function applyKeyChange(
   const { db, cache, logger } = deps;
   let pending: { digest: string; version: number } | undefined;
   let result: KeyChangeResult;
-  let team: TeamLimits | null = null;
+  let context: RecordContext | undefined;
   try {
     result = await db.transaction().execute(async (trx) => {
       const r = await change(trx);
       if (r.changed) {
-        team = await teamOf(trx, r.row);
+        context = await contextOf(trx, r.row);
         // Set first: a write whose reply was lost may still have marked the entry.
         pending = { digest: r.row.digest, version: r.row.version };
         await markPending(deps, r.row.digest, r.row.version);
@@ -105,7 +128,7 @@ export async function applyKeyChange(
   }
   if (result.changed) {
     try {
-      await cache.commit(result.row.digest, toCachedKey(result.row, team));
+      await cache.commit(result.row.digest, toCachedKey(result.row, context));
     } catch (err) {
       // The pending marker stays until its TTL: readers go to the keys service, which reads Postgres.
       logger.warn({ err, keyId: result.row.id }, 'key cache commit failed after the change committed');
@@ -129,26 +152,39 @@ async function markPending(deps: KeyChangeDeps, digest: string, version: number)
 }
 
 /**
- * A change of a team's budget (issue 29) reaches the records of all its keys: in the team's
- * transaction `change` bumps the version of every key of the team (returned), each is marked pending
- * before commit (a reader asks the keys service meanwhile; Redis refusing = 503, nothing changed)
- * and after commit gets its new record with the team's new budget, exactly as `applyKeyChange`.
+ * A change that reaches the records of many keys: a team's budget (issue 29, every key of the team) or
+ * an account's setting (issue 28, every key of the account). In one transaction `change` bumps the
+ * version of each key concerned (returned); each is marked pending before commit (a reader asks the
+ * keys service meanwhile; Redis refusing = 503, nothing changed) and after commit gets its new record,
+ * exactly as `applyKeyChange`. Answers what `change` did.
  */
-export async function applyTeamChange(
+export async function applyKeysChange<T>(
   deps: KeyChangeDeps,
-  change: (trx: KeysDb) => Promise<{ team: TeamLimits; keys: ApiKey[] }>,
-): Promise<void> {
+  change: (trx: KeysDb) => Promise<{ result: T; keys: ApiKey[] }>,
+): Promise<T> {
   const { db, cache, logger } = deps;
   const pending: Array<{ digest: string; version: number }> = [];
-  let result: { team: TeamLimits; keys: ApiKey[] };
+  let done: { result: T; records: Array<{ digest: string; id: string; record: CachedKey }> };
   try {
-    result = await db.transaction().execute(async (trx) => {
+    done = await db.transaction().execute(async (trx) => {
       const r = await change(trx);
+      const records: Array<{ digest: string; id: string; record: CachedKey }> = [];
+      const teams = new Map<string, TeamLimits | null>();
+      const accounts = new Map<string, boolean>();
       for (const k of r.keys) {
         pending.push({ digest: k.digest, version: k.version });
         await markPending(deps, k.digest, k.version);
+        if (k.team_id !== null && !teams.has(k.team_id))
+          teams.set(k.team_id, (await findTeamLimits(trx, k.team_id)) ?? null);
+        if (!accounts.has(k.account_id))
+          accounts.set(k.account_id, await accountStoresBodies(trx, k.account_id));
+        const context = {
+          team: k.team_id === null ? null : (teams.get(k.team_id) ?? null),
+          accountStoreBodies: accounts.get(k.account_id) ?? false,
+        };
+        records.push({ digest: k.digest, id: k.id, record: toCachedKey(k, context) });
       }
-      return r;
+      return { result: r.result, records };
     });
   } catch (err) {
     for (const { digest, version } of pending) {
@@ -158,11 +194,12 @@ export async function applyTeamChange(
     }
     throw err;
   }
-  for (const row of result.keys) {
+  for (const { digest, id, record } of done.records) {
     try {
-      await cache.commit(row.digest, toCachedKey(row, result.team));
+      await cache.commit(digest, record);
     } catch (err) {
-      logger.warn({ err, keyId: row.id }, 'key cache commit failed after the team change committed');
+      logger.warn({ err, keyId: id }, 'key cache commit failed after the change committed');
     }
   }
+  return done.result;
 }

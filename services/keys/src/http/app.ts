@@ -3,6 +3,7 @@ import { createServiceApp, type ReadinessCheck } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type express from 'express';
 import type { Registry } from 'prom-client';
+import { accountsRoutes } from '../accounts/accounts.routes';
 import type { AccountService } from '../accounts/accounts.service';
 import { auditRoutes } from '../audit/audit.routes';
 import type { RemoteAuditLogs } from '../audit/audit-sources';
@@ -47,6 +48,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
       app.use(ownersRoutes(deps));
       app.use(keysRoutes(deps));
       app.use(teamsRoutes(deps));
+      app.use(accountsRoutes(deps));
       app.use(teamsInternalRoutes(deps));
       app.use(accountKeysRoutes(deps));
       app.use(auditRoutes(deps));

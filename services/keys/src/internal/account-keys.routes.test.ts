@@ -62,9 +62,51 @@ describe('dashboard key management (internal, service token)', () => {
   it('names the account', async () => {
     const r = await call('GET', base());
     expectStatus(r, 200);
-    expect(r.body.data).toEqual({ id: t.account.id, slug: t.account.slug, name: expect.any(String) });
+    expect(r.body.data).toEqual({
+      id: t.account.id,
+      slug: t.account.slug,
+      name: expect.any(String),
+      store_bodies: false,
+    });
     expectError(await call('GET', base(UNKNOWN)), 404, 'not_found');
     expectError(await call('GET', base('nope')), 400, 'bad_request');
+  });
+
+  it('switches opt-in bodies for the whole account: every cached key record follows, audited for the user', async () => {
+    const created = await call('POST', `${base()}/keys`, { name: 'cached before' });
+    expectStatus(created, 201);
+    const key: string = created.body.data.key;
+    // Cached before the switch: the switch must reach the cached record, not only later fills.
+    expect((await proxyLookup(t, key))?.storeBodies).toBeUndefined();
+    const on = await call('PATCH', base(), { store_bodies: true });
+    expectStatus(on, 200);
+    expect(on.body.data).toMatchObject({ id: t.account.id, store_bodies: true });
+    expect((await proxyLookup(t, key))?.storeBodies).toBe(true);
+    // The key's own flag is left as it was.
+    expect(
+      (await call('GET', `${base()}/keys`)).body.data.find(
+        (k: { name: string }) => k.name === 'cached before',
+      ),
+    ).toMatchObject({ store_bodies: false });
+    // The same value again writes nothing (no audit entry, no version bump).
+    expectStatus(await call('PATCH', base(), { store_bodies: true }), 200);
+    const off = await call('PATCH', base(), { store_bodies: false });
+    expect(off.body.data.store_bodies).toBe(false);
+    expect((await proxyLookup(t, key))?.storeBodies).toBeUndefined();
+    const entries = await t.service.runtime.db
+      .selectFrom('keys.audit_log')
+      .select(['actor_kind', 'actor_id', 'before', 'after'])
+      .where('account_id', '=', t.account.id)
+      .where('action', '=', 'account.update')
+      .orderBy('id')
+      .execute();
+    expect(entries).toEqual([
+      { actor_kind: 'user', actor_id: ACTOR, before: { store_bodies: false }, after: { store_bodies: true } },
+      { actor_kind: 'user', actor_id: ACTOR, before: { store_bodies: true }, after: { store_bodies: false } },
+    ]);
+    expectError(await call('PATCH', base(), { store_bodies: 'yes' }), 400, 'bad_request');
+    expectError(await call('PATCH', base(), { name: 'renamed' }), 400, 'bad_request');
+    expectError(await call('PATCH', base(UNKNOWN), { store_bodies: true }), 404, 'not_found');
   });
 
   it('creates a management key when ticked, and an inference key otherwise; both usable at once', async () => {

@@ -5,12 +5,14 @@ import {
   type getAccount,
   listAccountKeys,
   type revokeAccountKey,
+  updateAccount,
   updateAccountKey,
 } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
+import { toAccountObject } from '../accounts/accounts.routes';
 import type { AccountService } from '../accounts/accounts.service';
 import { dashboardActor } from '../http/caller';
 import type { KeyPresenter } from '../keys/key-view';
@@ -46,8 +48,17 @@ export function accountKeysRoutes(deps: {
 
   router.get('/internal/accounts/:accountId', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const a = await accounts.requireById(accountId);
-    const answer: z.input<typeof getAccount.response> = { data: { id: a.id, slug: a.slug, name: a.name } };
+    const answer: z.input<typeof getAccount.response> = {
+      data: toAccountObject(await accounts.requireById(accountId)),
+    };
+    res.json(answer);
+  });
+
+  router.patch('/internal/accounts/:accountId', async (req, res) => {
+    const { accountId } = parseInput(accountParams, req.params);
+    const body = parseBody(updateAccount.request, req.body);
+    const a = await accounts.update(accountId, { storeBodies: body.store_bodies }, dashboardActor(req));
+    const answer: z.input<typeof updateAccount.response> = { data: toAccountObject(a) };
     res.json(answer);
   });
 

@@ -3,7 +3,7 @@ import { AppError, badRequest, notFound, unauthorized } from '@tollgate/errors';
 import { type CachedKey, expiredKeyMessage } from '@tollgate/key-cache';
 import { type LimitReset, toUnits } from '@tollgate/money';
 import { ADMIN_CLI_ACTOR, type AuditActor, recordKeyChange } from '../audit/audit';
-import { applyKeyChange, type KeyChangeDeps, teamOf, toCachedKey } from '../cache/key-cache-sync';
+import { applyKeyChange, contextOf, type KeyChangeDeps, toCachedKey } from '../cache/key-cache-sync';
 import type { KeysDb } from '../database';
 import { lockTeam } from '../teams/teams.repository';
 import {
@@ -192,9 +192,9 @@ export function createKeyService(deps: KeyServiceDeps): KeyService {
 
     async resolve(digest) {
       const row = await findKeyByDigest(db, digest);
-      // Read after the key: a team change bumps the key's version, so a fill with an older team
-      // budget than the one cached is refused by the version CAS.
-      const record = row ? toCachedKey(row, await teamOf(db, row)) : null;
+      // Read after the key: a team or account change bumps the key's version, so a fill with an
+      // older team budget or account switch than the one cached is refused by the version CAS.
+      const record = row ? toCachedKey(row, await contextOf(db, row)) : null;
       try {
         if (!record) {
           await cache.fillAbsent(digest);

@@ -2,7 +2,7 @@ import { AppError, notFound } from '@tollgate/errors';
 import { type LimitReset, toUnits } from '@tollgate/money';
 import { sql } from 'kysely';
 import { ADMIN_CLI_ACTOR, type AuditActor, recordChange } from '../audit/audit';
-import { applyTeamChange, type KeyChangeDeps } from '../cache/key-cache-sync';
+import { applyKeysChange, type KeyChangeDeps } from '../cache/key-cache-sync';
 import type { KeysDb } from '../database';
 import {
   countLiveKeys,
@@ -95,11 +95,11 @@ export function createTeamService(deps: KeyChangeDeps): TeamService {
     },
     list: (accountId, offset) => listTeams(db, accountId, offset),
     async update(accountId, id, input, actor = ADMIN_CLI_ACTOR) {
-      await applyTeamChange(deps, async (trx) => {
+      await applyKeysChange(deps, async (trx) => {
         const current = await lockTeam(trx, accountId, id);
         if (!current) throw teamNotFound();
         const changes = teamChanges(current, input);
-        if (Object.keys(changes).length === 0) return { team: current, keys: [] };
+        if (Object.keys(changes).length === 0) return { result: current, keys: [] };
         const updated = await updateTeam(trx, id, changes);
         await recordChange(trx, actor, {
           accountId,
@@ -113,7 +113,7 @@ export function createTeamService(deps: KeyChangeDeps): TeamService {
           changes.limit !== undefined ||
           changes.limit_reset !== undefined ||
           changes.rate_limit_tpm !== undefined;
-        return { team: updated, keys: budget ? await bumpTeamKeys(trx, id) : [] };
+        return { result: updated, keys: budget ? await bumpTeamKeys(trx, id) : [] };
       });
       return get(accountId, id);
     },

@@ -43,6 +43,8 @@ export interface ProxyHandle {
   url: string;
   port: number;
   server: Server;
+  /** What the server serves: the express app and the front doors (tests read their routes). */
+  routes: Pick<ProxyAppParts, 'app' | 'doors'>;
   metrics: ProxyMetrics;
   publisher: UsagePublisher;
   /** Requests being served right now. */
@@ -267,6 +269,7 @@ export async function startProxy(config: ProxyConfig, deps: ProxyDeps = {}): Pro
     url: `http://${host}:${port}`,
     port,
     server,
+    routes: { app: parts.app, doors: parts.doors },
     metrics,
     publisher,
     inFlight: parts.inFlight,

@@ -25,6 +25,8 @@ export interface DoorDispatch {
   /** The door serving this request, or null (then hand it to express). */
   match(req: IncomingMessage): DoorRoute | null;
   serve(route: DoorRoute, req: IncomingMessage, res: ServerResponse): void;
+  /** What it serves (`POST`): every door's path under each mount, e.g. `/api/v1/chat/completions`. */
+  readonly paths: readonly string[];
 }
 
 /** A door and what serves it after the request context (authentication, scope, body, the pipeline). */
@@ -106,6 +108,7 @@ export function createDoorDispatch(deps: {
 }): DoorDispatch {
   const { state, logger, newId, metrics } = deps;
   const logAccess = deps.accessLog && logger.isLevelEnabled('debug');
+  const paths = deps.routes.flatMap((route) => MOUNTS.map((mount) => `${mount}${route.door.path}`));
   const byPath = new Map<string, DoorRoute>();
   for (const route of deps.routes) {
     for (const mount of MOUNTS) byPath.set(`${mount}${route.door.path}`.toLowerCase(), route);
@@ -206,6 +209,7 @@ export function createDoorDispatch(deps: {
   }
 
   return {
+    paths,
     match(req) {
       if (req.method !== 'POST') return null;
       // The exact spelling first (every client's); then the ones express would have routed here.

@@ -29,6 +29,10 @@ export async function connectRedis(config: ProxyConfig, logger: Logger): Promise
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     commandTimeout: 1_000,
+    // A cluster's planned failover (CLUSTER FAILOVER) holds the master's writes until its replica
+    // has taken over, up to ~1 s on a loaded host: admissions wait for it rather than fail with 503
+    // (docs/operations.md "Redis Cluster failover").
+    clusterCommandTimeout: 3_000,
     lazyConnect: false,
     // Reconnect at most 500 ms apart (ioredis' default backs off to 2 s): every admission needs
     // Redis, so each second of backoff after Redis is back is a second of 503s (fault suite 3).

@@ -105,6 +105,7 @@ function apiRouter(deps: RouteDeps): express.Router {
   );
   api.all(['/keys', '/keys/{*rest}'], routeName('keys'), management, forwarders.keys.handler());
   api.all(['/teams', '/teams/{*rest}'], routeName('teams'), management, forwarders.keys.handler());
+  api.all('/account', routeName('account'), management, forwarders.keys.handler());
   api.get('/audit', routeName('audit'), management, forwarders.keys.handler());
   api.get('/activity', routeName('activity'), management, forwarders.billing.handler());
   // Alert webhook endpoints and their delivery log (billing owns them).

@@ -32,6 +32,10 @@ const KEEP_ALIVE = ': keep-alive\n\n';
  * Writes wait for a client that stops reading, up to `writeTimeoutMs` (then the stream is cut and the
  * completion cancelled, billed for what was produced), as the chat door's relay does.
  */
+function flushPending(stream: MessagesStream): void {
+  stream.flushPending();
+}
+
 export class MessagesStream implements AnswerStream {
   private native = false;
   private readonly nativeReader = new NativeStreamReader();
@@ -48,6 +52,14 @@ export class MessagesStream implements AnswerStream {
   private lastWriteAt = Date.now();
   /** Bytes of the provider's last read, sent with the end of the answer in one write. */
   private held = '';
+  /**
+   * What `commitHead` wrote (translated: `message_start`), sent with the first bytes written after it
+   * — head, first events and the first content in one write, as the chat door's relay does — or alone
+   * at the end of the event-loop turn (`flushPending`) when nothing follows in it.
+   */
+  private pending = '';
+  /** Something was written to the client (the head went out with it). */
+  private wrote = false;
   terminated = false;
 
   constructor(
@@ -73,17 +85,36 @@ export class MessagesStream implements AnswerStream {
     this.keepAliveTimer = null;
   }
 
+  /**
+   * The 200 and the SSE head (translated: with `message_start`), leaving with the first bytes written
+   * in this event-loop turn — the provider's first events usually arrive in the same read as its
+   * headers — else alone right after it (one write and one wake-up of the client fewer per stream).
+   */
   commitHead(native: boolean): void {
     this.native = native;
     if (this.c.cancelled) return;
     if (!this.res.headersSent) this.res.writeHead(200, SSE_HEAD);
-    if (!native) this.write(this.writer.start());
+    if (!native) this.pending = this.writer.start();
+    setImmediate(flushPending, this);
+  }
+
+  /** Sends what `commitHead` left unsent when nothing was written in its turn (a slow first token). */
+  flushPending(): void {
+    if (this.wrote || this.c.cancelled || this.res.writableEnded || this.res.destroyed) return;
+    const text = this.pending;
+    this.pending = '';
+    if (text.length > 0) this.write(text);
+    else this.res.flushHeaders();
   }
 
   async push(bytes: Buffer, last = false): Promise<void> {
-    const text = this.native ? this.passThrough(bytes) : this.translate(this.sse.push(bytes));
+    let text = this.native ? this.passThrough(bytes) : this.translate(this.sse.push(bytes));
     // A cancelled completion drains (pipeline/drain.ts): the bytes were read for the usage, and go nowhere.
     if (text.length === 0 || this.c.cancelled) return;
+    if (this.pending.length > 0) {
+      text = this.pending + text;
+      this.pending = '';
+    }
     if (last || this.held.length > 0) {
       this.stopKeepAlive();
       this.held += text;
@@ -103,6 +134,11 @@ export class MessagesStream implements AnswerStream {
 
   private write(text: string): boolean {
     if (this.c.cancelled) return true;
+    if (this.pending.length > 0) {
+      text = this.pending + text;
+      this.pending = '';
+    }
+    this.wrote = true;
     this.lastWriteAt = Date.now();
     return this.res.write(text);
   }
@@ -200,12 +236,13 @@ export class MessagesStream implements AnswerStream {
     const cost = c.cost(tokens);
     let lastBytes: string | null = null;
     if (!c.cancelled && !this.res.writableEnded && !this.res.destroyed) {
-      lastBytes = this.held;
+      lastBytes = this.pending + this.held;
       if (c.error) {
         if (!this.relayedError) lastBytes += errorEventOf(anthropicError(c.error));
       } else if (!this.native) lastBytes += this.writer.finish(tokens);
     }
     this.held = '';
+    this.pending = '';
     const stop = this.native ? this.nativeReader.stopReason : null;
     return {
       kind: 'served',

@@ -27,6 +27,10 @@ const KEEP_ALIVE = ': keep-alive\n\n';
  * answer's last write, once the completion has ended (`finish`). Keep-alive comments, the write
  * timeout and the held last read work as in the chat door's relay.
  */
+function flushPending(stream: ResponsesStream): void {
+  stream.flushPending();
+}
+
 export class ResponsesStream implements AnswerStream, SseEventSink {
   readonly #c: Completion;
   readonly #res: ServerResponse;
@@ -42,6 +46,13 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
   #held: string[] | null = null;
   /** Output of the read being pushed. */
   #out = '';
+  /**
+   * What `commitHead` wrote (translated: response.created and response.in_progress), sent with the
+   * first bytes written after it, or alone at the end of the event-loop turn when nothing follows.
+   */
+  #pending = '';
+  /** Something was written to the client (the head went out with it). */
+  #wrote = false;
   /** The provider speaks the Responses API itself (native.ts): its events are relayed. */
   #native: NativeEvents | null = null;
   terminated = false;
@@ -70,7 +81,9 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
 
   /**
    * The 200 and the SSE head; translated, with response.created and response.in_progress (a native
-   * provider sends its own, relayed).
+   * provider sends its own, relayed). They leave with the first bytes written in this event-loop
+   * turn — the provider's first events usually arrive in the same read as its headers — else alone
+   * right after it: one write and one wake-up of the client fewer per stream, as in the chat relay.
    */
   commitHead(native: boolean): void {
     if (this.#c.cancelled) return;
@@ -78,21 +91,40 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     if (native) {
       const { requestId, model, provider } = this.#c;
       this.#native = new NativeEvents(requestId, model.id, provider.name, contextOf(this.#c).echo);
-    } else this.#write(this.#events.start());
+    } else this.#pending = this.#events.start();
+    setImmediate(flushPending, this);
+  }
+
+  /** Sends what `commitHead` left unsent when nothing was written in its turn (a slow first token). */
+  flushPending(): void {
+    if (this.#wrote || this.#c.cancelled || this.#res.writableEnded || this.#res.destroyed) return;
+    const text = this.#pending;
+    this.#pending = '';
+    if (text.length > 0) this.#write(text);
+    else this.#res.flushHeaders();
   }
 
   #write(text: string): boolean {
     // A cancelled completion drains the provider's answer for its usage (pipeline/drain.ts): nothing is sent.
     if (this.#c.cancelled) return true;
+    if (this.#pending.length > 0) {
+      text = this.#pending + text;
+      this.#pending = '';
+    }
+    this.#wrote = true;
     this.#lastWriteAt = Date.now();
     return this.#res.write(text);
   }
 
   async push(bytes: Buffer, last = false): Promise<void> {
     this.#reader.push(bytes, this);
-    const text = this.#out;
+    let text = this.#out;
     this.#out = '';
     if (text.length === 0 || this.#c.cancelled) return;
+    if (this.#pending.length > 0) {
+      text = this.#pending + text;
+      this.#pending = '';
+    }
     if (last || this.#held !== null) {
       this.stopKeepAlive();
       this.#hold(text);
@@ -203,9 +235,10 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
       if (native) end = native.end(usage, failure);
       else if (failure) end = this.#events.fail(failure, usage);
       else end = this.#events.end(usage, c.provider.name);
-      lastBytes = (this.#held ?? []).join('') + end;
+      lastBytes = this.#pending + (this.#held ?? []).join('') + end;
     }
     this.#held = null;
+    this.#pending = '';
     return {
       kind: 'served',
       tokens,
