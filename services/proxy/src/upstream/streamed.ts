@@ -9,7 +9,7 @@ import { type Dispatcher, errors } from 'undici';
 export type BodySink = (bytes: Buffer, last: boolean) => Promise<void> | undefined;
 
 /** The body of a provider's answer as the pipeline reads it (undici's body, or a `StreamedBody`). */
-export interface UpstreamBody extends AsyncIterable<Uint8Array> {
+interface UpstreamBody extends AsyncIterable<Uint8Array> {
   text(): Promise<string>;
   destroy(err?: Error): unknown;
 }
