@@ -36,6 +36,7 @@ import { usageTopology } from '@tollgate/events';
 import { loadConfig as loadKeysConfig, startKeysService } from '@tollgate/keys';
 import { createTestAmqp, createTestDatabase, createTestRedis, freePort } from '@tollgate/testkit';
 import pg from 'pg';
+import { connectionBudget } from '../services/proxy/src/http/connection-cap';
 import { processSettings } from '../services/proxy/src/runtime';
 import { createServiceLogins } from '../tests/support/logins';
 import { type CountsResult, measureCounts } from './compare/counts';
@@ -1107,6 +1108,7 @@ try {
             rate,
             requests: n,
             strace: withStrace,
+            sequential: process.env.BENCH_COUNT_SEQ === '1',
           });
           const label = `${name} ${stream ? 'stream' : 'json'}`;
           runs[label] = [...(runs[label] ?? []), r];
@@ -1114,7 +1116,12 @@ try {
         }
       }
     }
-    results.countsPerRequest = { rate, requests: n, strace: withStrace, runs };
+    results.countsPerRequest = {
+      rate: process.env.BENCH_COUNT_SEQ === '1' ? 'sequential' : rate,
+      requests: n,
+      strace: withStrace,
+      runs,
+    };
   }
 
   // ------------------------------------------------------------ 4. billing
@@ -1354,7 +1361,8 @@ try {
     // the 10,000 streams go through the WORKERS = cores proxy (RSS of all its processes), and the
     // single-process proxy is measured at the most streams its limit allows.
     const nofile = Number(/Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 0);
-    const oneProcessMax = Math.min(OPEN_STREAMS, Math.floor((nofile - 2000) / 2));
+    // What one proxy process serves before it answers 503 (its connection budget at this limit).
+    const oneProcessMax = connectionBudget(0, nofile, Number(proxyEnv.UPSTREAM_CONNECTIONS)).serve;
     const runs: Record<string, unknown> = {};
     // Diagnostic (BENCH_MEM=1): each process's memory by kind (memDetail) and the V8 heap of the
     // proxy's metrics (a cluster's workers summed by the primary), before, with all open and after.
@@ -1382,16 +1390,23 @@ try {
           : v8Of(text, 'tollgate_proxy_'),
       };
     };
+    // `direct`: the same 10,000 streams straight at the upstream (its own RSS), the figure the
+    // proxies' first byte is compared with. `tollgate` (one process) gets the same 10,000 too: more
+    // than its open-files limit lets it serve, so the excess must be answered 503 (`refused503`),
+    // never reset (`resets`); its RSS figures are then for the streams it served.
     for (const [name, pid, streams, port] of [
+      ['direct', upstream.pid as number, OPEN_STREAMS, 0],
       [`tollgate-w${CORES}`, proxyN.pid as number, OPEN_STREAMS, metricsPorts.proxyN],
-      ['tollgate', proxy.pid as number, oneProcessMax, metricsPorts.proxy],
+      ['tollgate', proxy.pid as number, OPEN_STREAMS, metricsPorts.proxy],
       // With BENCH_PROXY_B: the other build (or node options) under the same load, after tollgate.
-      ...(proxyB ? [['tollgate-b', proxyB.pid as number, oneProcessMax, metricsPorts.proxyB] as const] : []),
+      ...(proxyB ? [['tollgate-b', proxyB.pid as number, OPEN_STREAMS, metricsPorts.proxyB] as const] : []),
     ] as const) {
+      if (!picked(name)) continue;
+      const mem: Record<string, unknown> = {};
+      const MEMHERE = MEM && port !== 0;
       const rss = () => treeOf(pid).reduce((a, p) => a + rssMb(p), 0);
       const idle = rss();
-      const mem: Record<string, unknown> = {};
-      if (MEM) {
+      if (MEMHERE) {
         mem.idle = await memOf(pid, port);
         log(`rss ${name} memory idle: ${JSON.stringify(mem.idle)}`);
       }
@@ -1402,7 +1417,7 @@ try {
       const sampler = setInterval(() => {
         const now = rss();
         // BENCH_MEM: the breakdown at the peak too (at most every 2 s while it rises).
-        if (MEM && now > peak && performance.now() - memPeakAt > 2000) {
+        if (MEMHERE && now > peak && performance.now() - memPeakAt > 2000) {
           memPeakAt = performance.now();
           memPeak = memOf(pid, port);
         }
@@ -1418,17 +1433,17 @@ try {
           stallMs: 5000,
           deadlineMs: 90_000,
           holdMs: 1000,
-          ...(targets[name]?.('bench/hold', true) as LoadRequest),
+          ...(targets[name]?.(name === 'direct' ? 'paced-64-300' : 'bench/hold', true) as LoadRequest),
         },
         (e) => {
           if (e.event === 'open') {
             atOpen = rss();
-            if (MEM) memOpen = memOf(pid, port);
+            if (MEMHERE) memOpen = memOf(pid, port);
           }
         },
       );
       clearInterval(sampler);
-      if (MEM) {
+      if (MEMHERE) {
         mem.open = await memOpen;
         mem.peak = await memPeak;
         log(`rss ${name} memory near the peak: ${JSON.stringify(mem.peak)}`);
@@ -1443,11 +1458,21 @@ try {
         rssAllOpenMb: atOpen,
         rssPeakMb: peak,
         ...r,
-        ...(MEM ? { mem } : {}),
+        ...(MEMHERE ? { mem } : {}),
       };
+      // Per stream served (200): what the open streams added to the processes' resident memory.
+      const served = (r.finished as number) || streams;
+      (runs[name] as Record<string, unknown>).rssKbPerStream = Math.round(
+        (1024 * ((atOpen || peak) - idle)) / Math.max(1, served),
+      );
       log(`rss ${name} at ${streams} open streams: ${JSON.stringify(runs[name])}`);
     }
-    results.openStreamsRss = { pace: '64 chunks × 300 ms', openFilesLimit: nofile, ...runs };
+    results.openStreamsRss = {
+      pace: '64 chunks × 300 ms (ideal 19.2 s)',
+      openFilesLimit: nofile,
+      oneProcessServes: oneProcessMax,
+      ...runs,
+    };
   }
 
   results.loadavgAfter = os.loadavg();

@@ -8,6 +8,8 @@
  *   make build && pnpm exec tsx bench/cpu-per-request.ts
  *   COUNT_B=node_modules/.ab/base/main.js ...  A/B: another build's main.js (relative to services/proxy,
  *                                  as BENCH_PROXY_B) as `tollgate-b`, interleaved with this build
+ *   COUNT_SEQ=1: sequential requests (one at a time, one keep-alive connection) instead of the rate:
+ *                                  nothing is shared between requests, so the counts hold on a busy machine
  *   COUNT_REQUESTS (3000 per run), COUNT_RATE (500 req/s), COUNT_ROUNDS (2), COUNT_STRACE (1; 0: CPU
  *   and Redis only), COUNT_MODES (json,stream), COUNT_OUT (JSON of the result; default a temporary file)
  */
@@ -29,6 +31,7 @@ const code = await runCompare(
     BENCH_COUNT_RATE: process.env.COUNT_RATE ?? '500',
     BENCH_COUNT_STRACE: process.env.COUNT_STRACE ?? '1',
     BENCH_COUNT_MODES: process.env.COUNT_MODES ?? 'json,stream',
+    BENCH_COUNT_SEQ: process.env.COUNT_SEQ ?? '0',
     BENCH_OUT: out,
   },
   B,
@@ -38,7 +41,7 @@ if (code !== 0) {
   process.exit(1);
 }
 const results = JSON.parse(readFileSync(out, 'utf8')) as {
-  countsPerRequest: { rate: number; requests: number; runs: Record<string, CountsResult[]> };
+  countsPerRequest: { rate: number | 'sequential'; requests: number; runs: Record<string, CountsResult[]> };
 };
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -47,7 +50,7 @@ const median = (xs: number[]) => {
 const fmt = (xs: number[]) => `${median(xs)} (${xs.join(' / ')})`;
 const { rate, requests, runs } = results.countsPerRequest;
 const lines = [
-  `Per chat request, ${requests} requests at ${rate} req/s per run; load average ${loadBefore.map((l) => l.toFixed(1)).join(' ')} → ${os
+  `Per chat request, ${requests} requests ${rate === 'sequential' ? 'sequential' : `at ${rate} req/s`} per run; load average ${loadBefore.map((l) => l.toFixed(1)).join(' ')} → ${os
     .loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')}; median (runs)`,
@@ -68,6 +71,9 @@ const keysOf = (pick: (r: CountsResult) => Record<string, number> | undefined) =
   ...new Set(Object.values(runs).flatMap((rs) => rs.flatMap((r) => Object.keys(pick(r) ?? {})))),
 ];
 row('proxy CPU µs', (r) => r.proxyCpuUsPerRequest);
+row('proxy wake-ups (voluntary context switches)', (r) => r.proxyWakeupsPerRequest);
+row('proxy read syscalls (/proc io)', (r) => r.proxyReadSyscallsPerRequest);
+row('proxy write syscalls (/proc io)', (r) => r.proxyWriteSyscallsPerRequest);
 row('redis-server CPU µs', (r) => r.redisServerCpuUsPerRequest);
 for (const k of keysOf((r) => r.otherCpuUsPerRequest)) row(`${k} CPU µs`, (r) => r.otherCpuUsPerRequest?.[k]);
 row('errors', (r) => r.errors);

@@ -36,6 +36,14 @@ export interface CountsResult {
   requests: number;
   errors: number;
   proxyCpuUsPerRequest: number;
+  /**
+   * Wake-ups of the proxy's main thread per request: voluntary context switches (/proc/<pid>/status;
+   * each is an event-loop wait that blocked), and its read / write system calls per request
+   * (/proc/<pid>/io syscr / syscw, every thread) — both without strace, in the CPU run.
+   */
+  proxyWakeupsPerRequest?: number;
+  proxyReadSyscallsPerRequest?: number;
+  proxyWriteSyscallsPerRequest?: number;
   redisServerCpuUsPerRequest?: number;
   /** CPU µs per request of the other processes a request costs (billing, RabbitMQ: shared servers' background included). */
   otherCpuUsPerRequest?: Record<string, number>;
@@ -47,6 +55,23 @@ export interface CountsResult {
   readsByPeer?: Record<string, number>;
   /** Syscalls of threads other than the main one (libuv pool, V8 helpers) per request. */
   otherThreadSyscalls?: number;
+}
+
+/** Voluntary context switches of the main thread, and read / write syscalls of the process (null: unreadable). */
+function wakeups(pid: number): { voluntary: number; syscr: number; syscw: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const field = (text: string, name: string) =>
+      Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1]);
+    return {
+      voluntary: field(status, 'voluntary_ctxt_switches'),
+      syscr: field(io, 'syscr'),
+      syscw: field(io, 'syscw'),
+    };
+  } catch {
+    return null;
+  }
 }
 
 const WRITES = new Set(['write', 'writev', 'sendmsg', 'sendto', 'sendmmsg']);
@@ -161,17 +186,31 @@ export async function measureCounts(
     rate: number;
     requests: number;
     strace: boolean;
+    /**
+     * Sequential instead of the fixed rate: one request at a time on one keep-alive connection (no
+     * two requests share a socket write, a wake-up or a Redis round trip, so the counts are the code's
+     * whatever the machine's load); `rate` is then ignored.
+     */
+    sequential?: boolean;
   },
 ): Promise<CountsResult> {
   const seconds = o.requests / o.rate;
-  const job = { kind: 'rate', rate: o.rate, seconds, sockets: 64, ...o.request };
+  const job = o.sequential
+    ? { kind: 'seq', count: o.requests, warmup: 0, ...o.request }
+    : { kind: 'rate', rate: o.rate, seconds, sockets: 64, ...o.request };
+  // load.ts's seq job answers its samples; the rate job its count.
+  const run = async () => {
+    const out = await ctx.load<{ requests?: number; errors: number; samples?: number[] }>(job);
+    return { ...out, requests: out.requests ?? out.samples?.length ?? 0 };
+  };
   await ctx.quiesce();
   const cpu0 = ctx.cpuMs(o.pid);
+  const wake0 = wakeups(o.pid);
   const redis0 = o.redisPid ? ctx.cpuMs(o.redisPid) : 0;
   const stats0 = ctx.redisStats();
   const sum = (pids: number[]) => pids.reduce((a, p) => a + ctx.cpuMs(p), 0);
   const others0 = Object.fromEntries(Object.entries(o.others ?? {}).map(([k, pids]) => [k, sum(pids)]));
-  const r = await ctx.load<{ requests: number; errors: number }>(job);
+  const r = await run();
   // The settles and publishes a request leaves behind (≤ 5 ms lingers) and billing's commit.
   await new Promise((res) => setTimeout(res, 1500));
   const result: CountsResult = {
@@ -179,6 +218,12 @@ export async function measureCounts(
     errors: r.errors,
     proxyCpuUsPerRequest: Math.round(((ctx.cpuMs(o.pid) - cpu0) * 1000) / r.requests),
   };
+  const wake1 = wakeups(o.pid);
+  if (wake0 && wake1) {
+    result.proxyWakeupsPerRequest = round2((wake1.voluntary - wake0.voluntary) / r.requests);
+    result.proxyReadSyscallsPerRequest = round2((wake1.syscr - wake0.syscr) / r.requests);
+    result.proxyWriteSyscallsPerRequest = round2((wake1.syscw - wake0.syscw) / r.requests);
+  }
   result.otherCpuUsPerRequest = Object.fromEntries(
     Object.entries(o.others ?? {}).map(([k, pids]) => [
       k,
@@ -200,7 +245,7 @@ export async function measureCounts(
   await ctx.quiesce();
   const file = `${ctx.tmp}-strace-${o.pid}-${Date.now()}.txt`;
   const tracer = await startStrace(o.pid, file);
-  const running = ctx.load<{ requests: number; errors: number }>(job);
+  const running = run();
   // The client sockets close with the load generator: map descriptors while it runs, and again after.
   await new Promise((res) => setTimeout(res, (seconds * 1000) / 2));
   const during = fdPeers(o.pid, o.listenPort, ctx.peers);

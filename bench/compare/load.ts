@@ -236,10 +236,16 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     const at = started + (i * j.rampMs) / j.streams;
     const wait = at - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const answered = () => {
+      opened++;
+      if (opened === j.streams) openResolve();
+    };
+    // A stream that ends without a body byte (a reset, a refused connection) is answered too: the
+    // 'open' moment is when every stream has its first byte or has failed.
     all.push(
-      send(agent, j, performance.now(), () => {
-        opened++;
-        if (opened === j.streams) openResolve();
+      send(agent, j, performance.now(), answered).then((t) => {
+        if (t.chunks === 0) answered();
+        return t;
       }),
     );
   }
@@ -256,11 +262,22 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
   const settled = await Promise.race([Promise.all(all), deadline]);
   const done = settled === 'deadline' ? [] : settled;
   const finished = done.filter((t) => t.status === 200 && !t.error);
-  const stalled = done.filter((t) => t.status !== 200 || t.error || t.maxGap > j.stallMs).length;
+  // A clear 503 (a process at its connection ceiling) is a refusal, not a stall; anything else that
+  // is not a whole 200 stream (a reset, another status, a gap longer than stallMs) is a stall.
+  const refused = done.filter((t) => t.status === 503 && !t.error).length;
+  const stalled = done.filter(
+    (t) => !(t.status === 503 && !t.error) && (t.status !== 200 || t.error || t.maxGap > j.stallMs),
+  ).length;
+  const statuses: Record<string, number> = {};
+  for (const t of done) {
+    const k = t.error ? `${t.status || 'no response'}: ${t.error}` : String(t.status);
+    statuses[k] = (statuses[k] ?? 0) + 1;
+  }
+  const resets = done.filter((t) => t.error && /ECONNRESET|socket hang up|EPIPE/.test(t.error)).length;
   const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
   const durations = sorted(finished.map((t) => t.total));
   const gaps = sorted(finished.map((t) => t.maxGap));
-  const firstErrors = done.filter((t) => t.error || t.status !== 200).slice(0, 3);
+  const firstErrors = done.filter((t) => t.error || (t.status !== 200 && t.status !== 503)).slice(0, 3);
   const cpu = process.cpuUsage(cpu0);
   agent.destroy();
   return {
@@ -269,6 +286,9 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     allOpen: openOrTimeout,
     finished: finished.length,
     stalled: settled === 'deadline' ? j.streams : stalled,
+    refused503: refused,
+    resets,
+    statuses,
     deadlineHit: settled === 'deadline',
     durationP50: round(pct(durations, 50)),
     durationP99: round(pct(durations, 99)),

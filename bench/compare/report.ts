@@ -70,7 +70,23 @@ if (cs)
   );
 const rss = r.openStreamsRss;
 if (rss) {
-  for (const [name, v] of Object.entries(rss).filter(([, v]) => typeof v === 'object') as [string, Any][]) {
+  const direct = rss.direct as Any;
+  for (const [name, v] of Object.entries(rss).filter(([k, v]) => typeof v === 'object' && k !== 'direct') as [
+    string,
+    Any,
+  ][]) {
+    if (direct && name.startsWith('tollgate-w'))
+      row(
+        `10,000 open streams (${name}): first byte p99 ≤ 2× direct, 0 stalled`,
+        `${ms(v.ttfbP99)} vs ${ms(direct.ttfbP99)} = ${(v.ttfbP99 / direct.ttfbP99).toFixed(2)}×; ${v.stalled} stalled (direct ${direct.stalled}); duration p50 ${ms(v.durationP50)} vs ${ms(direct.durationP50)}`,
+        met(v.ttfbP99 <= 2 * direct.ttfbP99 && v.stalled === 0),
+      );
+    if (v.refused503 !== undefined && name === 'tollgate')
+      row(
+        `one process at its descriptor ceiling (${rss.oneProcessServes ?? '?'} served): 503 for the excess, never a reset`,
+        `${v.streams} sent: ${v.finished} streamed, ${v.refused503} × 503, ${v.resets} resets, ${v.stalled} stalled`,
+        met(v.resets === 0 && v.stalled === 0 && v.finished + v.refused503 === v.streams),
+      );
     row(
       `proxy RSS at 10,000 open streams ≤ 1 GB (${name})`,
       `${v.streams} open: ${v.rssAllOpenMb} MB (idle ${v.rssIdleMb}, peak ${v.rssPeakMb}); ${v.finished} finished, ${v.stalled} stalled`,
@@ -236,10 +252,9 @@ if (cpu?.tollgate) {
   }
   lines.push(`| **Tollgate + servers** | ${sum} | ${(sum / 1000).toFixed(2)} |`);
   const rs = r.openStreamsRss as Any;
-  for (const [name, v] of Object.entries(rs ?? {}).filter(([, v]) => typeof v === 'object') as [
-    string,
-    Any,
-  ][]) {
+  for (const [name, v] of Object.entries(rs ?? {}).filter(
+    ([k, v]) => typeof v === 'object' && k !== 'direct',
+  ) as [string, Any][]) {
     const open = v.rssAllOpenMb || v.rssPeakMb;
     const streams = v.finished ?? v.streams;
     lines.push(

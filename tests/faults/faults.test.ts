@@ -8,16 +8,8 @@
 import { createTcpProxy, hostPortOf, type TcpProxy, testInfra } from '@tollgate/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { neverReader, openFilesLimit, openIdle, rssMb, slowloris } from './clients';
-import {
-  FaultStack,
-  type Figures,
-  type KeyUnderTest,
-  MODEL,
-  type Outcome,
-  report,
-  sleep,
-  stopService,
-} from './harness';
+import { expectBilledOnce } from './expect-billed';
+import { FaultStack, type KeyUnderTest, MODEL, type Outcome, report, sleep, stopService } from './harness';
 import { type PrivatePostgres, type PrivateRedis, startPrivatePostgres, startPrivateRedis } from './servers';
 
 const RABBIT_OUTAGE_MS = Number(process.env.FAULTS_RABBIT_OUTAGE_MS ?? 30_000);
@@ -56,24 +48,6 @@ afterEach(async () => {
   for (const p of proxies.splice(0)) await p.close();
   for (const s of servers.splice(0)) await s.close();
 });
-
-function expectReconciled(f: Figures, options: { allowRefused?: boolean } = {}) {
-  expect(f.served).toBeGreaterThan(20);
-  expect(f.lost).toBe(0);
-  expect(f.duplicated).toBe(0);
-  expect(f.wrongCost).toBe(0);
-  expect(f.unexplainedRecords).toBe(0);
-  expect(f.sumMismatches).toBe(0);
-  expect(f.overshot).toBe(0);
-  expect(f.queue).toBe(0);
-  expect(f.dlq).toBe(0);
-  expect(f.spooled).toBe(0);
-  // Refusals are limits reached (403) or credits (402), never a 5xx unless the scenario allows it.
-  if (!options.allowRefused) {
-    expect(f.unexpectedRefusals, 'refusals other than a limit (402, 403, 429)').toEqual([]);
-    for (const status of Object.keys(f.refusedByStatus)) expect(['402', '403', '429']).toContain(status);
-  }
-}
 
 /** Runs load in the background; `stop()` ends it and returns the outcomes. */
 function backgroundLoad(s: FaultStack, concurrency = 4, pauseMs = 20) {
@@ -174,7 +148,7 @@ describe('fault suite', () => {
     const outcomes = await load.stop();
     const f = await stack.reconcile(outcomes, restoredAt);
     report(`RabbitMQ unreachable ${RABBIT_OUTAGE_MS / 1000} s + connection cut`, f);
-    expectReconciled(f);
+    expectBilledOnce(f);
   }, 180_000);
 
   it('2. billing worker SIGKILLed mid-batch and restarted, with two more workers consuming at once', async () => {
@@ -193,7 +167,7 @@ describe('fault suite', () => {
     const outcomes = await load.stop();
     const f = await stack.reconcile(outcomes, killedAt);
     report('billing SIGKILL mid-batch + restart, 3 workers', f);
-    expectReconciled(f);
+    expectBilledOnce(f);
   }, 180_000);
 
   it('3. Redis restarted empty, then unreachable for 10 s: revoked/disabled keys never admitted, prompt recovery', async () => {
@@ -262,7 +236,7 @@ describe('fault suite', () => {
         `probes of blocked keys: ${probed.length} (${JSON.stringify(countStatuses(probed))}); ` +
         `restart at ${restartedAt - restoredAt} ms, cut at ${cutAt - restoredAt} ms (from the end of the outage)\n`,
     );
-    expectReconciled(f, { allowRefused: true });
+    expectBilledOnce(f, { allowRefused: true });
     // Revoked and disabled keys: never served once blocked, whatever Redis did meanwhile.
     for (const o of probed) {
       const at = blockedAt.get(o.keyId);
@@ -300,7 +274,7 @@ describe('fault suite', () => {
       const f = await stack.reconcile(outcomes, restoredAt);
       report(`Postgres unreachable for billing ${POSTGRES_OUTAGE_MS / 1000} s`, f);
       // Billing's own API is down with its database: a key whose counters need a rebuild may be refused.
-      expectReconciled(f, { allowRefused: true });
+      expectBilledOnce(f, { allowRefused: true });
     },
     150_000 + POSTGRES_OUTAGE_MS,
   );
@@ -345,7 +319,7 @@ describe('fault suite', () => {
     // Proxy admission needs no Postgres (keys cached and counters warm in Redis): it kept serving.
     expect(during.sent).toBeGreaterThan(0);
     expect(during.refused503).toBe(0);
-    expectReconciled(f);
+    expectBilledOnce(f);
   }, 180_000);
 
   it('5a. proxy SIGTERM with 200 open streams: each finishes or ends with the error chunk, all billed, it exits by itself', async () => {
@@ -400,7 +374,7 @@ describe('fault suite', () => {
     }
     expect(finished + errorChunks).toBe(STREAMS);
     expect(errorChunks).toBeGreaterThan(0);
-    expectReconciled(f);
+    expectBilledOnce(f);
   }, 180_000);
 
   it('6. clients that never read, slowloris headers and 10,000 idle connections: memory bounded, others served', async () => {
@@ -524,7 +498,7 @@ describe('fault suite', () => {
       }
       // Others were served throughout: only limit/credit refusals, no 5xx, no broken connection.
       expect(during.n).toBeGreaterThan(10);
-      expectReconciled(f);
+      expectBilledOnce(f);
       expect(f.transportErrors).toBe(NEVER_READERS);
       // Memory bounded: no per-byte buffering of unread answers, a few KB per idle connection.
       expect(peakRss).toBeLessThan(baselineRss + RSS_GROWTH_BOUND_MB);
@@ -558,6 +532,6 @@ describe('fault suite', () => {
     });
     const f = await stack.reconcile([...outcomes, ...more], killedAt);
     report(`proxy SIGKILL with a spool (${spooledBeforeKill ?? '?'} spooled at the kill)`, f);
-    expectReconciled(f);
+    expectBilledOnce(f);
   }, 180_000);
 });

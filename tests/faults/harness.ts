@@ -701,6 +701,9 @@ const countBy = (values: number[]) => {
   return m;
 };
 
+/** Refusals other than a limit's printed in full per scenario (some scenarios expect hundreds). */
+const REFUSALS_SHOWN = 10;
+
 /** Prints a scenario's figures (the issue's note quotes them). */
 export function report(scenario: string, f: Figures): void {
   process.stdout.write(
@@ -710,6 +713,12 @@ export function report(scenario: string, f: Figures): void {
       `overshot=${f.overshot} queue=${f.queue} dlq=${f.dlq} spooled=${f.spooled} recovery=${f.recoveryMs}ms\n` +
       f.lostDetail.map((d) => `[faults]   LOST ${d}\n`).join('') +
       f.overshotDetail.map((d) => `[faults]   OVERSHOT ${d}\n`).join('') +
-      f.unexpectedRefusals.map((d) => `[faults]   REFUSED ${d}\n`).join(''),
+      f.unexpectedRefusals
+        .slice(0, REFUSALS_SHOWN)
+        .map((d) => `[faults]   REFUSED ${d}\n`)
+        .join('') +
+      (f.unexpectedRefusals.length > REFUSALS_SHOWN
+        ? `[faults]   REFUSED … and ${f.unexpectedRefusals.length - REFUSALS_SHOWN} more\n`
+        : ''),
   );
 }

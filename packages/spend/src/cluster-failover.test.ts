@@ -11,6 +11,27 @@ import { createSpendStore, type SpendStore } from './store';
 // Runs in the `redis-cluster` vitest project (vitest.config.ts), which CI runs with `pnpm test`.
 const onCluster = process.env.TOLLGATE_TEST_REDIS === 'cluster';
 
+/** The hash `key` as the node at `hostPort` holds it (a replica too), its holds left out: for failure reports. */
+async function nodeHash(hostPort: string, key: string): Promise<string> {
+  const node = createRedisClient(
+    { url: `redis://${hostPort}` },
+    { lazyConnect: true, maxRetriesPerRequest: 1 },
+  );
+  try {
+    await node.connect();
+    const role = String(((await node.call('ROLE')) as unknown[])[0]);
+    await node.call('READONLY');
+    const h = await node.hgetall(key).catch((err: Error) => ({ error: err.message }));
+    const fields = Object.entries(h).filter(([f]) => !/^[rpt]:/.test(f));
+    const holds = Object.keys(h).filter((f) => /^[rpt]:/.test(f)).length;
+    return `${role} ${JSON.stringify(Object.fromEntries(fields))} +${holds} holds`;
+  } catch (err) {
+    return `unreadable (${(err as Error).message})`;
+  } finally {
+    node.disconnect();
+  }
+}
+
 const USD = 10_000_000_000n;
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 'd2026-11-20';
@@ -58,6 +79,7 @@ describe.skipIf(!onCluster)('spend store on a Redis Cluster with a master failed
     const admitted = new Map<string, bigint>(owners.map((o) => [o.keyId, 0n]));
     const full0 = () => owners.filter((o) => (admitted.get(o.keyId) ?? 0n) > limit - USD).length;
     let errors = 0;
+    const errorMessages = new Set<string>();
     let afterFailover = 0;
     let failedOver = false;
     const start = Date.now();
@@ -91,8 +113,9 @@ describe.skipIf(!onCluster)('spend store on a Redis Cluster with a master failed
             accountTracked: r.accountTracked,
             now: NOW + n,
           });
-        } catch {
+        } catch (err) {
           errors++; // refused for want of Redis: nothing was admitted
+          errorMessages.add(String((err as Error).message).slice(0, 120));
         }
       }
     };
@@ -111,6 +134,17 @@ describe.skipIf(!onCluster)('spend store on a Redis Cluster with a master failed
     console.log(
       `failover test: admitted ${[...admitted.values()].reduce((a, b) => a + b, 0n) / (USD / 4n)} quarter-dollars, ${afterFailover} requests after the failover, ${errors} errors, ${full0()} keys at their limit, failover took ${doneAt - start - 300} ms`,
     );
+    if (errorMessages.size > 0) console.log(`failover test errors: ${[...errorMessages].join(' | ')}`);
+    // A hold not counted: what every node (the masters and their replicas) has in the key's hash.
+    for (const o of owners) {
+      const hash = spendKeyHash(prefix, o.accountId, o.keyId);
+      if (BigInt((await redis.hget(hash, '_held')) ?? '0') === (admitted.get(o.keyId) ?? 0n)) continue;
+      const slot = keySlot(hash);
+      const copies = await Promise.all(cluster.nodes.map(async (n) => `${n}: ${await nodeHash(n, hash)}`));
+      console.log(
+        `failover test: key ${o.keyId} admitted ${admitted.get(o.keyId)}; slot ${slot} on :${await cluster.ownerOf(slot)}; ${copies.join('; ')}`,
+      );
+    }
     for (const o of owners) {
       const spent = admitted.get(o.keyId) ?? 0n;
       expect(spent).toBeLessThanOrEqual(limit);

@@ -88,6 +88,9 @@ export function createRedisSpendGuard(options: RedisSpendGuardOptions): SpendGua
           const counter = spendTeamTokenRateKey(options.prefix, key.accountId, teamId, at.getTime());
           args.teamTokenRate = tokenRate(counter, teamTpm, worstCaseTokens);
         }
+        // Settles waiting for their batch go first, in this call's write (settle-batcher.ts `ride`):
+        // no timer, write or reply of their own, and the admission sees their holds released.
+        settles.ride();
         const outcome = await store.admit(args).catch((err: unknown) => {
           // Redis unreachable: refuse (503) rather than admit unchecked spend.
           options.logger?.warn({ err, requestId }, 'spend admission failed: refused as unavailable');

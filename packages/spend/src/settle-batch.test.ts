@@ -351,6 +351,45 @@ describe('the guard batches settles', () => {
     }
   });
 
+  it('an admission takes the waiting settles with it, ahead of itself (no linger, their holds released)', async () => {
+    // The linger never fires in this test: only the next admission can send the settle.
+    const g = await setup('ride', { settleLingerMs: 3_600_000 });
+    const first = await g.guard.admit({
+      key: g.k,
+      worstCaseCostUnits: usd('6'),
+      requestId: 'gen-1-rideriderideridefirst',
+    });
+    let settled = false;
+    const settle = g.guard.settle(first, usd('1')).then(() => {
+      settled = true;
+    });
+    await new Promise((res) => setTimeout(res, 20));
+    expect(settled).toBe(false);
+    expect(await r.client.hget(g.keyHash, '_held')).toBe(String(usd('6')));
+    // 6 held + 6 would pass the key's limit of 10; with the settle run first, 1 pending + 6 fits.
+    const spy = vi.spyOn(r.client, 'evalsha');
+    const second = await g.guard.admit({
+      key: g.k,
+      worstCaseCostUnits: usd('6'),
+      requestId: 'gen-1-riderideridesecondxx',
+    });
+    expect(second).not.toBeNull();
+    // The settle's script call went first, in the same turn as the admission's.
+    expect(spy.mock.calls.map((c) => c[0])).toHaveLength(2);
+    spy.mockRestore();
+    await settle;
+    expect(settled).toBe(true);
+    expect(await r.client.hget(g.keyHash, `p:${first?.requestId}`)).toMatch(/^10000000000\|/);
+    expect(await r.client.hget(g.keyHash, '_held')).toBe(String(usd('7')));
+    // Nothing waiting: an admission sends only itself.
+    const only = vi.spyOn(r.client, 'evalsha');
+    await expect(
+      g.guard.admit({ key: g.k, worstCaseCostUnits: usd('6'), requestId: 'gen-1-riderideridethirdxxx' }),
+    ).rejects.toMatchObject({ type: 'key_limit_exceeded' });
+    expect(only).toHaveBeenCalledTimes(1);
+    only.mockRestore();
+  });
+
   it('a batch lost with its process (never sent) leaves holds that lapse by lease', async () => {
     // A guard whose settles wait an hour: the process "crashes" before its batch is sent.
     const g = await setup('crash', { settleLingerMs: 3_600_000, reservationTtlMs: 10_000 });

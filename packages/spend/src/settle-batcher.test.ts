@@ -106,6 +106,19 @@ describe('settle batcher', () => {
     expect(s.batches).toEqual([2]);
   });
 
+  it('ride sends the waiting settles at once, and nothing when none wait', async () => {
+    const s = await setup();
+    const batcher = createSettleBatcher({ store: s.store, lingerMs: 60_000 });
+    batcher.ride();
+    expect(s.batches).toEqual([]);
+    const args = await Promise.all(ids(2).map(s.admitted));
+    const settled = args.map((a) => batcher.settle(a));
+    batcher.ride();
+    expect(s.batches).toEqual([2]);
+    await Promise.all(settled);
+    for (const a of args) expect(await r.client.hget(s.keyHash, `p:${a.requestId}`)).toMatch(/^5000000000\|/);
+  });
+
   it('flush with nothing waiting sends nothing', async () => {
     const s = await setup();
     await createSettleBatcher({ store: s.store, lingerMs: 5 }).flush();

@@ -8,6 +8,12 @@ export interface SettleBatcher {
   settle(args: SettleArgs): Promise<void>;
   /** Sends the settles still waiting (shutdown, before Redis is closed). */
   flush(): Promise<void>;
+  /**
+   * Sends the settles waiting, if any, now: called by an admission just before its own script call,
+   * so they leave in the admission's socket write (ioredis auto-pipelining) and their replies come
+   * back in its read — no timer, write or wake-up of their own (never rejects).
+   */
+  ride(): void;
 }
 
 /**
@@ -16,6 +22,8 @@ export interface SettleBatcher {
  * the settles of one event-loop turn. Should the process die before a batch is sent, its holds lapse
  * with their leases like any other of a crashed process (the guard stops renewing a lease when settle
  * is called): the cost is only that a finished request's worst case stays held for the linger.
+ * An admission sends the waiting settles with its own call (`ride`), ahead of it: under a steady
+ * stream of requests the linger never fires and settles cost no write or wake-up of their own.
  */
 export function createSettleBatcher(options: {
   store: Pick<SpendStore, 'settleMany'>;
@@ -68,5 +76,8 @@ export function createSettleBatcher(options: {
       });
     },
     flush: send,
+    ride() {
+      if (waiting.length > 0) void send();
+    },
   };
 }
