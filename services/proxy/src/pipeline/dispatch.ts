@@ -9,7 +9,7 @@ import type { Candidate } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
 import { withholdMediaErrorText } from '../routing/media-policy';
 import { backoffMs, retryAfterMs } from '../routing/policy';
-import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
+import { acquireUpstream, isAbortError, ownedBytes, readSome, type Upstreams } from '../upstream/upstream';
 import type { Completion } from './completion';
 import { type Plan, upstreamBody } from './plan';
 
@@ -184,7 +184,7 @@ async function send(
     method: 'POST',
     path: ownPath ?? path,
     headers: extra ? { ...headers, ...extra } : headers,
-    body,
+    body: ownedBytes(body),
     signal: c.abort.signal,
   });
 }
