@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Socket } from 'node:net';
 import { createLogger } from '@tollgate/logger';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -7,6 +8,11 @@ import { createUsagePublisher, type PublisherMetric, type UsagePublisher } from 
 import { drainEvents, drainQueue, recordingLogger, sampleEvent } from './test-support';
 import { topologyNames, type UsageTopology, usageTopology } from './topology';
 import { parseUsageEvent, USAGE_BATCH_MESSAGE_TYPE, usageMessageBodies } from './usage-event';
+
+const original = {
+  write: Socket.prototype._write,
+  writev: Socket.prototype._writev as NonNullable<Socket['_writev']>,
+};
 
 let amqp: TestAmqp;
 let topology: UsageTopology;
@@ -105,6 +111,38 @@ describe('usage publisher', () => {
     const messages = await drainQueue(amqp.url, topology.queue);
     expect(messages).toHaveLength(1);
     expect(messages[0]?.properties).toMatchObject({ type: 'usage.v1', messageId: event.id });
+  });
+
+  it('sends a message of several frames (2 KB and more) in one socket write', async () => {
+    const { publisher } = start({ lingerMs: 5 });
+    publisher.publish(sampleEvent());
+    expect(await publisher.flush(10_000)).toBe(true); // connected, channel open
+    const brokerPort = hostPortOf(amqp.url).port;
+    const writes: string[] = [];
+    const toBroker = (s: Socket) => s.remotePort === brokerPort;
+    const single = vi.spyOn(Socket.prototype, '_write');
+    const many = vi.spyOn(Socket.prototype, '_writev');
+    single.mockImplementation(function (this: Socket, ...args) {
+      if (toBroker(this)) writes.push('write');
+      return original.write.call(this, ...args);
+    });
+    many.mockImplementation(function (this: Socket, ...args) {
+      if (toBroker(this)) writes.push(`writev ${args[0].length}`);
+      return original.writev.call(this, ...args);
+    });
+    try {
+      const events = Array.from({ length: 10 }, () => sampleEvent());
+      expect(events.reduce((n, e) => n + JSON.stringify(e).length, 0)).toBeGreaterThan(2048);
+      for (const e of events) publisher.publish(e);
+      expect(await publisher.flush(10_000)).toBe(true);
+    } finally {
+      single.mockRestore();
+      many.mockRestore();
+    }
+    // amqplib hands the socket the method + header frame and the body frame apart: one writev.
+    expect(writes).toEqual(['writev 2']);
+    const messages = await drainQueue(amqp.url, topology.queue);
+    expect(messages.flatMap((m) => usageMessageBodies(m.content, m.properties.type))).toHaveLength(11);
   });
 
   it('accepts a pino logger from @tollgate/logger', async () => {

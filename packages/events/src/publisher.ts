@@ -5,6 +5,7 @@ import type { EventsLogger } from './logger';
 import { usagePartition } from './partition';
 import { openPublisherChannel } from './publisher/channel';
 import { ConfirmWindow, type Entry } from './publisher/confirm-window';
+import { socketOf, uncorkSoon } from './publisher/cork';
 import { encodeMessage, type MessageLimits, SendScheduler, takeMessage } from './publisher/message-batcher';
 import type { CloseResult, PublisherStats, UsagePublisher, UsagePublisherOptions } from './publisher/options';
 import { SpoolReplayer } from './publisher/spool-replayer';
@@ -203,7 +204,20 @@ class AmqpUsagePublisher implements UsagePublisher {
   /** Sends messages while events are pending and the confirm window has room. */
   private pump(): void {
     const ch = this.channel;
-    if (!ch || this.waitingDrain) return;
+    if (!ch || this.waitingDrain || this.window.pending.length === 0) return;
+    // One socket write for what this pump sends: amqplib's mux writes each frame chunk of a message
+    // on its own (a message of 2 KB or more is two: method + header, then the body) in an immediate
+    // it schedules from the next tick; the socket stays corked until the immediate after that one.
+    const socket = socketOf(ch);
+    socket?.cork();
+    try {
+      this.send(ch);
+    } finally {
+      if (socket) process.nextTick(uncorkSoon, socket);
+    }
+  }
+
+  private send(ch: ConfirmChannel): void {
     const { window, options } = this;
     const gen = this.generation;
     while (window.pending.length > 0 && window.room() > 0) {
