@@ -136,6 +136,7 @@ describe.skipIf(!onCluster)('spend store on a Redis Cluster with a master failed
     );
     if (errorMessages.size > 0) console.log(`failover test errors: ${[...errorMessages].join(' | ')}`);
     // A hold not counted: what every node (the masters and their replicas) has in the key's hash.
+    let mismatched = false;
     for (const o of owners) {
       const hash = spendKeyHash(prefix, o.accountId, o.keyId);
       if (BigInt((await redis.hget(hash, '_held')) ?? '0') === (admitted.get(o.keyId) ?? 0n)) continue;
@@ -144,6 +145,17 @@ describe.skipIf(!onCluster)('spend store on a Redis Cluster with a master failed
       console.log(
         `failover test: key ${o.keyId} admitted ${admitted.get(o.keyId)}; slot ${slot} on :${await cluster.ownerOf(slot)}; ${copies.join('; ')}`,
       );
+      mismatched = true;
+    }
+    if (mismatched) {
+      console.log(`failover test: failovers: ${cluster.failovers.join(' || ')}`);
+      const [failedFrom, promotedTo] = (
+        /master :(\d+).*replica :(\d+)/.exec(cluster.failovers[0] ?? '') ?? []
+      )
+        .slice(1)
+        .map(Number);
+      for (const port of [failedFrom, promotedTo])
+        if (port) console.log(`failover test: log of :${port}:\n${cluster.logTail(port, 60)}`);
     }
     for (const o of owners) {
       const spent = admitted.get(o.keyId) ?? 0n;

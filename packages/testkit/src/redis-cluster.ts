@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +28,13 @@ export interface LocalRedisCluster {
    * every node agrees. Returns the new master's port.
    */
   failover(masterPort: number): Promise<number>;
+  /**
+   * What each failover saw, for failure reports: the master's and the replica's replication state
+   * (role, offsets, link) just before CLUSTER FAILOVER and the promoted node's after it.
+   */
+  failovers: string[];
+  /** The last `lines` lines of the log of the node on `port` (for failure reports). */
+  logTail(port: number, lines?: number): string;
   /** The port of the master serving hash slot `slot`, as the node on `askPort` (default the first) maps it. */
   ownerOf(slot: number, askPort?: number): Promise<number>;
   /**
@@ -180,6 +187,18 @@ export async function startLocalRedisCluster(
     throw err;
   }
 
+  const failovers: string[] = [];
+  /** A node's replication state in one line: role, offsets, its master's link, its replicas. */
+  const replication = async (port: number) =>
+    (await cli(port, 'INFO', 'replication').catch((err: Error) => err.message))
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) =>
+        /^(role|master_link_status|master_repl_offset|slave_repl_offset|slave\d|master_sync_in_progress)/.test(
+          l,
+        ),
+      )
+      .join(' ');
   const role = async (port: number) => (await cli(port, 'ROLE')).split('\n')[0]?.trim();
   const masters = async () => {
     const out: number[] = [];
@@ -212,8 +231,12 @@ export async function startLocalRedisCluster(
       await waitFor(`replica ${replicaPort} in sync`, async () =>
         (await cli(replicaPort, 'INFO', 'replication')).includes('master_link_status:up'),
       );
+      const before = await Promise.all([masterPort, replicaPort].map(replication));
       await cli(replicaPort, 'CLUSTER', 'FAILOVER');
       await waitFor(`replica ${replicaPort} promoted`, async () => (await role(replicaPort)) === 'master');
+      failovers.push(
+        `master :${masterPort} [${before[0]}] replica :${replicaPort} [${before[1]}] promoted [${await replication(replicaPort)}]`,
+      );
       await waitFor('every node agrees', async () => {
         for (const port of clientPorts) {
           const nodes = await cli(port, 'CLUSTER', 'NODES');
@@ -224,6 +247,18 @@ export async function startLocalRedisCluster(
         return true;
       });
       return replicaPort;
+    },
+    failovers,
+    logTail: (port, lines = 40) => {
+      try {
+        return readFileSync(join(dir, `${port}.log`), 'utf8')
+          .trimEnd()
+          .split('\n')
+          .slice(-lines)
+          .join('\n');
+      } catch (err) {
+        return `no log (${(err as Error).message})`;
+      }
     },
     ownerOf: (slot, askPort = clientPorts[0] as number) => ownerOf(slot, askPort),
     moveSlot: (slot, toPort) => moveSlot(clientPorts, slot, toPort),

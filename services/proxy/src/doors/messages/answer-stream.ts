@@ -32,6 +32,16 @@ const KEEP_ALIVE = ': keep-alive\n\n';
  * Writes wait for a client that stops reading, up to `writeTimeoutMs` (then the stream is cut and the
  * completion cancelled, billed for what was produced), as the chat door's relay does.
  */
+/** `before`, the held pieces and `after` as one string, or one Buffer when a piece is the provider's bytes. */
+function joined(before: string, held: Array<string | Buffer> | null, after: string): string | Buffer {
+  if (held === null) return before + after;
+  if (held.every((p) => typeof p === 'string')) return before + held.join('') + after;
+  const parts = held.map((p) => (typeof p === 'string' ? Buffer.from(p) : p));
+  if (before.length > 0) parts.unshift(Buffer.from(before));
+  if (after.length > 0) parts.push(Buffer.from(after));
+  return Buffer.concat(parts);
+}
+
 function flushPending(stream: MessagesStream): void {
   stream.flushPending();
 }
@@ -51,7 +61,7 @@ export class MessagesStream implements AnswerStream {
   private keepAliveTimer: NodeJS.Timeout | null = null;
   private lastWriteAt = Date.now();
   /** Bytes of the provider's last read, sent with the end of the answer in one write. */
-  private held = '';
+  private held: Array<string | Buffer> | null = null;
   /**
    * What `commitHead` wrote (translated: `message_start`), sent with the first bytes written after it
    * — head, first events and the first content in one write, as the chat door's relay does — or alone
@@ -108,19 +118,17 @@ export class MessagesStream implements AnswerStream {
   }
 
   async push(bytes: Buffer, last = false): Promise<void> {
-    let text = this.native ? this.passThrough(bytes) : this.translate(this.sse.push(bytes));
+    // Native: the provider's bytes themselves (never decoded and encoded again).
+    const out = this.native ? this.passThrough(bytes) : this.translate(this.sse.push(bytes));
     // A cancelled completion drains (pipeline/drain.ts): the bytes were read for the usage, and go nowhere.
-    if (text.length === 0 || this.c.cancelled) return;
-    if (this.pending.length > 0) {
-      text = this.pending + text;
-      this.pending = '';
-    }
-    if (last || this.held.length > 0) {
+    if (out.length === 0 || this.c.cancelled) return;
+    if (last || this.held !== null) {
       this.stopKeepAlive();
-      this.held += text;
+      if (this.held === null) this.held = [out];
+      else this.held.push(out);
       return;
     }
-    if (!this.write(text)) await waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
+    if (!this.write(out)) await waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
   }
 
   private readonly stalled = (): void => {
@@ -132,23 +140,23 @@ export class MessagesStream implements AnswerStream {
     this.res.destroy();
   };
 
-  private write(text: string): boolean {
+  private write(out: string | Buffer): boolean {
     if (this.c.cancelled) return true;
     if (this.pending.length > 0) {
-      text = this.pending + text;
+      out = typeof out === 'string' ? this.pending + out : Buffer.concat([Buffer.from(this.pending), out]);
       this.pending = '';
     }
     this.wrote = true;
     this.lastWriteAt = Date.now();
-    return this.res.write(text);
+    return this.res.write(out);
   }
 
   /** Native: the bytes as they came; the reader notes usage, text, the end and an error event. */
-  private passThrough(bytes: Buffer): string {
+  private passThrough(bytes: Buffer): Buffer {
     const r = this.nativeReader;
     r.push(bytes);
     if (r.error && !this.terminated) this.providerError(r.error.type, r.error.message);
-    return bytes.toString('utf8');
+    return bytes;
   }
 
   /** The provider's `error` event (relayed to the client as it came): recorded, and the stream stops. */
@@ -209,7 +217,10 @@ export class MessagesStream implements AnswerStream {
       return;
     }
     const text = this.translate(this.sse.end());
-    if (text.length > 0) this.held += text;
+    if (text.length > 0) {
+      if (this.held === null) this.held = [text];
+      else this.held.push(text);
+    }
     if (!this.terminated && !this.sawEnd && this.finish_ === null)
       this.c.fail(streamEndedEarly(this.c.provider.name));
   }
@@ -234,14 +245,15 @@ export class MessagesStream implements AnswerStream {
     const c = this.c;
     const { tokens, source } = this.tokens();
     const cost = c.cost(tokens);
-    let lastBytes: string | null = null;
+    let lastBytes: string | Buffer | null = null;
     if (!c.cancelled && !this.res.writableEnded && !this.res.destroyed) {
-      lastBytes = this.pending + this.held;
+      let end = '';
       if (c.error) {
-        if (!this.relayedError) lastBytes += errorEventOf(anthropicError(c.error));
-      } else if (!this.native) lastBytes += this.writer.finish(tokens);
+        if (!this.relayedError) end = errorEventOf(anthropicError(c.error));
+      } else if (!this.native) end = this.writer.finish(tokens);
+      lastBytes = joined(this.pending, this.held, end);
     }
-    this.held = '';
+    this.held = null;
     this.pending = '';
     const stop = this.native ? this.nativeReader.stopReason : null;
     return {

@@ -1,5 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import { describe, expect, it } from 'vitest';
+import { RAW_KEEP_CHARS } from '../chat/usage';
 import { anthropicError, errorBody, errorEventOf } from './errors';
 import { NativeStreamReader, nativeMessageTokens } from './native';
 import { toAnthropicMessage } from './response';
@@ -248,6 +249,22 @@ describe('native usage', () => {
     expect(r.done).toBe(true);
     expect(r.stopReason).toBe('end_turn');
     expect(r.text).toBe('Hi');
+  });
+
+  it('keeps the text of many deltas in order and bounded (read only when asked for)', () => {
+    const r = new NativeStreamReader(1000);
+    let sent = '';
+    let sse = '';
+    for (let i = 0; sent.length < 3 * RAW_KEEP_CHARS; i++) {
+      const piece = `word${i} `;
+      sent += piece;
+      sse += `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } })}\n\n`;
+      if (i === 5) sse += 'event: ping\ndata: {"type": "ping"}\n\n';
+    }
+    r.push(Buffer.from(sse));
+    r.end();
+    expect(r.text).toBe(sent.slice(0, 1000));
+    expect(r.extraChars).toBe(sent.length - 1000);
   });
 
   it('notes an error event and no end', () => {

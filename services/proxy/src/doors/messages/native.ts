@@ -1,4 +1,5 @@
 import { SseReader } from '../../providers/sse';
+import { DeferredEvents } from '../deferred-events';
 
 /**
  * The native path (Anthropic-format provider → Anthropic door): the provider's answer goes to the
@@ -97,11 +98,25 @@ export class NativeStreamReader {
   error: { type: string; message: string } | null = null;
   /** The message's `stop_reason` (from `message_delta`). */
   stopReason: string | null = null;
-  /** Produced text, up to `maxText` characters, then a count of the rest. */
-  text = '';
-  extraChars = 0;
+  /** Produced text, up to `maxText` characters, then a count of the rest (`text`, `extraChars`). */
+  private keptText = '';
+  private extra = 0;
+  /** Text deltas, read only when the text is asked for (the provider's usage makes it moot). */
+  private readonly deltas = new DeferredEvents((data) => this.read('content_block_delta', data, true));
 
   constructor(private readonly maxText = 32_768) {}
+
+  /** Produced text, up to `maxText` characters. */
+  get text(): string {
+    this.deltas.settle();
+    return this.keptText;
+  }
+
+  /** Characters produced beyond `text`. */
+  get extraChars(): number {
+    this.deltas.settle();
+    return this.extra;
+  }
 
   push(bytes: Uint8Array): void {
     for (const e of this.sse.push(bytes)) this.read(e.type, e.data);
@@ -117,15 +132,25 @@ export class NativeStreamReader {
 
   private keepText(s: unknown): void {
     if (typeof s !== 'string') return;
-    const room = this.maxText - this.text.length;
-    if (room >= s.length) this.text += s;
+    const room = this.maxText - this.keptText.length;
+    if (room >= s.length) this.keptText += s;
     else {
-      if (room > 0) this.text += s.slice(0, room);
-      this.extraChars += s.length - Math.max(room, 0);
+      if (room > 0) this.keptText += s.slice(0, room);
+      this.extra += s.length - Math.max(room, 0);
     }
   }
 
-  private read(type: string, data: string): void {
+  /**
+   * One event. Named by its `event:` line, the ones that change nothing read here (`ping`, a block's
+   * start and stop) are not parsed, and text deltas are held unparsed (`deltas`) until the text is
+   * needed; the others are parsed at once (usage, stop reason, the end, errors).
+   */
+  private read(type: string, data: string, deferred = false): void {
+    if (type === 'ping' || type === 'content_block_start' || type === 'content_block_stop') return;
+    if (type === 'content_block_delta' && !deferred) {
+      this.deltas.add(data);
+      return;
+    }
     let ev: Json;
     try {
       ev = JSON.parse(data) as Json;
@@ -137,6 +162,7 @@ export class NativeStreamReader {
         if (isObj(ev.message)) this.usage.add(ev.message.usage);
         return;
       case 'content_block_delta': {
+        if (!deferred) this.deltas.settle(); // an untyped delta: after the held ones
         const d = isObj(ev.delta) ? ev.delta : {};
         this.keepText(d.text ?? d.thinking ?? d.partial_json);
         return;

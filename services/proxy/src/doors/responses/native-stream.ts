@@ -1,4 +1,5 @@
 import type { AppError } from '@tollgate/errors';
+import { DeferredEvents } from '../deferred-events';
 import { isResponsesUsage, outputTextOf, withEcho } from './native';
 import type { ResponseEcho } from './request';
 
@@ -13,6 +14,35 @@ import type { ResponseEcho } from './request';
 type Json = Record<string, unknown>;
 
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/** The events that carry the Response (rewritten), whatever else may carry one (`RESPONSE_KEY`). */
+const LIFECYCLE = new Set([
+  'response.created',
+  'response.queued',
+  'response.in_progress',
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+]);
+/** The key of a Response (inside a string value its quotes are escaped: never a false match there). */
+const RESPONSE_KEY = '"response"';
+const SEQUENCE_KEY = '"sequence_number":';
+
+/** An event's `sequence_number`, read from its JSON text (null: none there). */
+function sequenceOf(data: string): number | null {
+  const i = data.indexOf(SEQUENCE_KEY);
+  if (i === -1) return null;
+  let n = 0;
+  let digits = 0;
+  for (let j = i + SEQUENCE_KEY.length; j < data.length; j++) {
+    const c = data.charCodeAt(j);
+    if (c === 32 && digits === 0) continue;
+    if (c < 48 || c > 57) break;
+    n = n * 10 + (c - 48);
+    digits++;
+  }
+  return digits > 0 ? n : null;
+}
 
 export class NativeEvents {
   readonly #requestId: string;
@@ -54,14 +84,37 @@ export class NativeEvents {
 
   /** What was produced, for the estimate. */
   producedText(): string {
+    this.#deltas.settle();
     return this.#response ? this.#text + outputTextOf(this.#response) : this.#text;
   }
 
-  /** One provider event → the bytes to relay ('' when held or dropped); an `error` event → its message. */
+  /** Events relayed as they came, read for their `delta` text only when the estimate needs it. */
+  readonly #deltas = new DeferredEvents((data) => {
+    try {
+      const e = JSON.parse(data) as Json;
+      if (typeof e.delta === 'string') this.#text += e.delta;
+    } catch {
+      // not JSON: no text
+    }
+  });
+
+  /**
+   * One provider event → the bytes to relay ('' when held or dropped); an `error` event → its message.
+   * An event named by its `event:` line that carries no `response` (the deltas, the items and parts:
+   * all but the lifecycle events) passes as it came without being parsed — its sequence number read
+   * from its text, its delta kept unparsed for the estimate (DeferredEvents); the others are parsed.
+   */
   event(
     type: string,
     data: string,
   ): { out: string; error?: { code: number | null; message: string | null } } {
+    if (type !== '' && type !== 'error' && !LIFECYCLE.has(type) && !data.includes(RESPONSE_KEY)) {
+      const seq = sequenceOf(data);
+      if (seq !== null) this.#lastSeq = seq;
+      this.#deltas.add(data);
+      return { out: `event: ${type}\ndata: ${data}\n\n` };
+    }
+    this.#deltas.settle(); // the text in order
     let e: Json;
     try {
       e = JSON.parse(data) as Json;
