@@ -22,6 +22,7 @@ import { devServiceSigner } from '@tollgate/auth';
 import { createTestAmqp, createTestDatabase, createTestRedis } from '@tollgate/testkit';
 import pg from 'pg';
 import { GROUP_HOURLY_BACKFILL } from '../services/billing/migrations/2026_11_27_190000_usage_group_hourly';
+import { KEY_GROUP_HOURLY_BACKFILL } from '../services/billing/migrations/2026_11_27_200000_usage_key_group_hourly';
 import { loadConfig, startBilling } from '../services/billing/src/index';
 
 const { values } = parseArgs({
@@ -138,6 +139,7 @@ await db.query(`
   group by account_id, hour`);
 // Per (hour, dimension, value): what grouped hourly queries of the whole account read.
 await db.query(GROUP_HOURLY_BACKFILL);
+await db.query(KEY_GROUP_HOURLY_BACKFILL);
 // The latency roll-ups: the same records per (hour, key, model, provider), one bucket column each.
 const hists = { ttft: 'ttft_b', total: 'total_b', overhead: 'overhead_b' } as const;
 const bucketCols = Object.keys(hists).flatMap((h) =>
@@ -174,6 +176,7 @@ await db.query('analyze billing.latency_daily');
 await db.query('analyze billing.usage_hourly');
 await db.query('analyze billing.usage_daily');
 await db.query('analyze billing.usage_group_hourly');
+await db.query('analyze billing.usage_key_group_hourly');
 const { rows: counts } = await db.query<{
   rollups: string;
   daily: string;
@@ -182,6 +185,7 @@ const { rows: counts } = await db.query<{
   gen_cost: string;
   latency_requests: string;
   group_sums: string;
+  key_group_sums: string;
 }>(
   `select (select count(*) from billing.usage_hourly where account_id = $1)::text as rollups,
     (select count(*) from billing.usage_daily where account_id = $1)::text as daily,
@@ -190,7 +194,9 @@ const { rows: counts } = await db.query<{
     (select sum(total_cost) from billing.generations where account_id = $1)::text as gen_cost,
     (select sum(requests) from billing.latency_daily where account_id = $1)::text as latency_requests,
     (select string_agg(distinct r || ' ' || c, ',') from (select sum(requests)::text as r, sum(cost)::text as c
-      from billing.usage_group_hourly where account_id = $1 group by dimension) d) as group_sums`,
+      from billing.usage_group_hourly where account_id = $1 group by dimension) d) as group_sums,
+    (select string_agg(distinct r || ' ' || c, ',') from (select sum(requests)::text as r, sum(cost)::text as c
+      from billing.usage_key_group_hourly where account_id = $1 group by dimension) d) as key_group_sums`,
   [account],
 );
 const c = counts[0]!;
@@ -198,7 +204,8 @@ if (
   Number(c.requests) !== N ||
   Number(c.latency_requests) !== N ||
   c.cost !== c.gen_cost ||
-  c.group_sums !== `${N} ${c.cost}` // every dimension sums to the same requests and cost
+  c.group_sums !== `${N} ${c.cost}` || // every dimension sums to the same requests and cost
+  c.key_group_sums !== `${N} ${c.cost}`
 ) {
   throw new Error(`roll-ups disagree with the records: ${JSON.stringify(c)}`);
 }
@@ -249,8 +256,11 @@ await timeQuery('by hour, grouped by model', 'granularity=hour&group_by=model');
 await timeQuery('by hour, grouped by app', 'granularity=hour&group_by=app');
 await timeQuery('by hour, grouped by key', 'granularity=hour&group_by=key');
 await timeQuery('by hour, grouped by provider', 'granularity=hour&group_by=provider');
-// Filtered grouped hours still read usage_hourly (a narrower slice of it).
+// One key's hours: usage_key_group_hourly grouped (one row per hour and value), usage_group_hourly's key rows without.
 await timeQuery('by hour, one key, by model', `granularity=hour&group_by=model&key_id=${keys[0]}`);
+await timeQuery('by hour, one key, no grouping', `granularity=hour&group_by=none&key_id=${keys[0]}`);
+// Any other filter still reads usage_hourly (one model's rows of every hour).
+await timeQuery('by hour, one model, by key', 'granularity=hour&group_by=key&model=vendor/model-0');
 // Errors and latency: percentiles from the roll-ups' histograms (GET …/latency reads the hourly table).
 await timeQuery('latency + errors by model', 'group_by=model', 'latency');
 await timeQuery('latency + errors by provider', 'group_by=provider', 'latency');

@@ -17,6 +17,7 @@ import * as latencyRollups from './2026_11_27_120000_latency_rollups';
 import * as generationBodies from './2026_11_27_141000_generation_bodies';
 import * as usageAccountHourly from './2026_11_27_150000_usage_account_hourly';
 import * as usageGroupHourly from './2026_11_27_190000_usage_group_hourly';
+import * as usageKeyGroupHourly from './2026_11_27_200000_usage_key_group_hourly';
 
 /** Every billing migration, in order (names sort chronologically). */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_141000_generation_bodies': generationBodies,
   '2026_11_27_150000_usage_account_hourly': usageAccountHourly,
   '2026_11_27_190000_usage_group_hourly': usageGroupHourly,
+  '2026_11_27_200000_usage_key_group_hourly': usageKeyGroupHourly,
 };

@@ -9,7 +9,7 @@ import type { BillingDb } from '../database';
 import { accountIdOf, decimalOf, singleQuery } from '../http/account-params';
 import { callerOf, keyCaller, serviceCaller } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
-import { queryActivity, queryUsage, type UsageRow } from './analytics.repository';
+import { queryActivity, queryUsage, queryUsageJson, type UsageRow } from './analytics.repository';
 import { activityByTeam, usageByTeam } from './by-team';
 import { percentile, tokensPerSecond } from './latency';
 import { type LatencyRow, queryLatency } from './latency.repository';
@@ -109,21 +109,26 @@ export function analyticsRoutes(deps: {
         filters: { keyId: q.key_id, model: q.model, app: q.app, provider: q.provider },
       };
       // Grouped answers hold the top `limit` groups by cost from `offset` (never every X-Title).
-      const read = await queryUsage(deps.db, {
-        ...query,
-        rank: q.group_by === 'none' || byTeam ? undefined : { limit: q.limit, offset: q.offset },
-      });
-      const rows = byTeam ? await usageByTeam(read.rows, deps.owners) : read.rows;
-      const nextOffset = read.more && !byTeam ? q.offset + q.limit : null;
+      const rank = q.group_by === 'none' || byTeam ? undefined : { limit: q.limit, offset: q.offset };
+      const head = {
+        from: from.toISOString(),
+        to: to.toISOString(),
+        granularity: q.granularity,
+        group_by: q.group_by,
+      };
+      if (!byTeam) {
+        // The rows come from Postgres as one JSON text in their wire form (queryUsageJson): spliced
+        // into the answer as they are, never parsed here (thousands of rows for an hourly month).
+        const read = await queryUsageJson(deps.db, { ...query, rank });
+        const nextOffset = read.more ? q.offset + q.limit : null;
+        const json = JSON.stringify({ data: { ...head, next_offset: nextOffset } });
+        res.type('application/json').send(`${json.slice(0, -2)},"rows":${read.json}}}`);
+        return;
+      }
+      const read = await queryUsage(deps.db, { ...query, rank });
+      const rows = await usageByTeam(read.rows, deps.owners);
       const answer: z.input<typeof accountUsage.response> = {
-        data: {
-          from: from.toISOString(),
-          to: to.toISOString(),
-          granularity: q.granularity,
-          group_by: q.group_by,
-          rows: rows.map((r) => usageRowView(r, q.group_by)),
-          next_offset: nextOffset,
-        },
+        data: { ...head, rows: rows.map((r) => usageRowView(r, q.group_by)), next_offset: null },
       };
       res.json(answer);
     },

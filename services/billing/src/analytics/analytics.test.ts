@@ -186,6 +186,58 @@ describe('hourly roll-ups', () => {
     );
   });
 
+  it("groups one key's hours by model, app and provider (usage_key_group_hourly) and sums them without grouping", async () => {
+    const range = 'from=2026-11-19T00:00:00Z&to=2026-11-21T00:00:00Z&granularity=hour';
+    const rows = async (query: string) => (await usage(`${range}&${query}`)).body.data.rows;
+    const pick = (list: Json[]) =>
+      list.map((x: Json) => [x.bucket.slice(8, 13), x.group, x.requests, x.tokens_completion, x.cost]);
+    expect(pick(await rows(`group_by=model&key_id=${keyB}`))).toEqual([
+      ['19T23', 'openai/gpt-4o-mini', 1, 20, '1.5'],
+      ['20T11', 'openai/gpt-4o', 1, 20, '0.25'],
+    ]);
+    expect(pick(await rows(`group_by=app&key_id=${keyB}`))).toEqual([
+      ['19T23', 'Batch', 1, 20, '1.5'],
+      ['20T11', null, 1, 20, '0.25'],
+    ]);
+    expect(pick(await rows(`group_by=provider&key_id=${keyA}`))).toEqual([
+      ['20T10', 'sim', 2, 40, '0.0000003'],
+    ]);
+    expect(pick(await rows(`group_by=none&key_id=${keyB}`))).toEqual([
+      ['19T23', null, 1, 20, '1.5'],
+      ['20T11', null, 1, 20, '0.25'],
+    ]);
+    expect(pick(await rows(`group_by=key&key_id=${keyA.toUpperCase()}`))).toEqual([
+      ['20T10', keyA, 2, 40, '0.0000003'],
+    ]);
+    // The same answers as usage_hourly gives (a second filter reads it), every column included.
+    for (const by of ['model', 'app', 'provider', 'none', 'key']) {
+      for (const key of [keyA, keyB]) {
+        const viaHourly = await rows(`group_by=${by}&key_id=${key}&provider=sim`);
+        const mine = (await rows(`group_by=${by}&key_id=${key}`)).filter(
+          (x: Json) => x.bucket >= '2026-11-20',
+        );
+        expect(viaHourly.length).toBeGreaterThan(0);
+        expect(mine).toEqual(viaHourly);
+      }
+    }
+    expect(await rows(`group_by=model&key_id=${randomUUID()}`)).toEqual([]);
+    // Each dimension holds each of the key's requests once (redeliveries above included).
+    const { rows: sums } = await sql<{ key_id: string; dimension: string; requests: string; cost: string }>`
+      select key_id::text, dimension, sum(requests)::text as requests, sum(cost)::text as cost
+      from billing.usage_key_group_hourly where account_id = ${account}
+      group by 1, 2 order by 2, 1`.execute(s.billing.db);
+    expect(sums).toEqual(
+      ['app', 'model', 'provider'].flatMap((dimension) =>
+        [
+          { key_id: keyA, requests: '2', cost: '0.0000003' },
+          { key_id: keyB, requests: '2', cost: '1.75' },
+        ]
+          .sort((a, b) => (a.key_id < b.key_id ? -1 : 1))
+          .map((k) => ({ key_id: k.key_id, dimension, requests: k.requests, cost: k.cost })),
+      ),
+    );
+  });
+
   it('never shows another account (the other account is asked for separately)', async () => {
     const r = await get(
       `/internal/accounts/${other}/usage?from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&granularity=total`,

@@ -131,4 +131,30 @@ describe('latency roll-ups migration', () => {
       { dimension: 'provider', value: 'sim', ...whole },
     ]);
   });
+
+  it('sums each hour of each key per model, app and provider (usage_key_group_hourly)', async () => {
+    const { rows } = await sql<Record<string, string>>`
+      select key_id::text, dimension, value, hour::text, requests::text, tokens_completion::text, cost::text,
+        errors::text
+      from billing.usage_key_group_hourly order by dimension, value`.execute(db);
+    const hour = '2026-11-20 10:00:00+00';
+    const whole = { key_id: key, hour, requests: '10', tokens_completion: '200', cost: '0.75', errors: '1' };
+    const app = (value: string, requests: string, tokens: string, errors: string) => ({
+      key_id: key,
+      dimension: 'app',
+      value,
+      hour,
+      requests,
+      tokens_completion: tokens,
+      cost: '0.25',
+      errors,
+    });
+    expect(rows).toEqual([
+      app('a', '3', '60', '1'),
+      app('b', '2', '40', '0'),
+      app('c', '5', '100', '0'),
+      { dimension: 'model', value: 'openai/gpt-4o', ...whole },
+      { dimension: 'provider', value: 'sim', ...whole },
+    ]);
+  });
 });

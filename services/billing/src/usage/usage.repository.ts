@@ -95,6 +95,22 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
       group by 1, 2, 3, 4
       order by 1, 2, 3, 4
       on conflict (account_id, dimension, hour, value) do update set ${sql.raw(rollupSums)}
+    ), key_group_hourly as (
+      -- Per (account, key, dimension, hour, value) for model, app and provider, in primary key order.
+      insert into billing.usage_key_group_hourly as t (account_id, key_id, dimension, hour, value, requests,
+        tokens_prompt, tokens_completion, tokens_cached, tokens_cache_write, tokens_reasoning, cost, errors)
+      select account_id, key_id, d.dimension, bucket::timestamptz, d.value, sum(requests), sum(tokens_prompt),
+        sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write), sum(tokens_reasoning), sum(cost),
+        sum(errors)
+      from json_to_recordset(${json(s.hourly)}) as r(
+        account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
+        requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
+        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
+      cross join lateral (values ('model', r.model), ('app', r.app), ('provider', r.provider_name))
+        as d(dimension, value)
+      group by 1, 2, 3, 4, 5
+      order by 1, 2, 3, 4, 5
+      on conflict (account_id, key_id, dimension, hour, value) do update set ${sql.raw(rollupSums)}
     ), daily as (
       insert into billing.usage_daily as t (day, ${sql.raw(rollupColumns)})
       select bucket::date, ${sql.raw(rollupColumns)}
