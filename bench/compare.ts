@@ -1312,23 +1312,41 @@ try {
     // The same streams straight at the upstream too: how much of the stretch is this machine (the
     // upstream and the load generator write and read every chunk as well) rather than the proxy.
     const runs: Record<string, Record<string, unknown>> = {};
-    for (const name of ['direct', 'tollgate'] as const) {
-      await quiesce();
-      const overflows0 = listenOverflows();
-      runs[name] = await load<Record<string, unknown>>({
-        kind: 'streams',
-        streams: STREAMS,
-        rampMs: 1000,
-        stallMs: 1000,
-        deadlineMs: 60_000,
-        ...(targets[name]?.(name === 'direct' ? 'paced-64-20' : 'bench/paced', true) as LoadRequest),
-      });
-      // Connections the kernel dropped because the accept queue was full (the whole machine's count:
-      // other work adds to it, a burst of this size dominates it).
-      const overflows1 = listenOverflows();
-      if (overflows0 && overflows1)
-        (runs[name] as Record<string, unknown>).listenOverflows = overflows1.overflows - overflows0.overflows;
-      log(`streams ${STREAMS} ${name}: ${JSON.stringify(runs[name])}`);
+    // Diagnostic A/B (BENCH_PROXY_B): tollgate-b in the same rounds; BENCH_STREAMS_ROUNDS (default 1)
+    // repeats direct / tollgate (/ tollgate-b), rotated, and the figures of the last round are kept
+    // (every round is logged, with its ratios to the direct run just before or after it).
+    const streamNames = ['direct', 'tollgate', ...(proxyB ? ['tollgate-b'] : [])];
+    const streamRounds = Number(process.env.BENCH_STREAMS_ROUNDS ?? 1);
+    for (let round = 0; round < streamRounds; round++) {
+      for (const name of streamNames.map((_, i) => streamNames[(i + round) % streamNames.length] as string)) {
+        await quiesce();
+        const overflows0 = listenOverflows();
+        // CPU of the processes that touch every chunk: the proxy (if any), the upstream, the load generator (its own).
+        const proxyCpu0 = proxyCpu(name);
+        const upstreamCpu0 = cpuMs(upstream.pid as number);
+        const run = await load<Record<string, unknown>>({
+          kind: 'streams',
+          streams: STREAMS,
+          rampMs: 1000,
+          stallMs: 1000,
+          deadlineMs: 60_000,
+          ...(targets[name]?.(name === 'direct' ? 'paced-64-20' : 'bench/paced', true) as LoadRequest),
+        });
+        // Connections the kernel dropped because the accept queue was full (the whole machine's count:
+        // other work adds to it, a burst of this size dominates it).
+        const overflows1 = listenOverflows();
+        if (overflows0 && overflows1) run.listenOverflows = overflows1.overflows - overflows0.overflows;
+        const proxyCpu1 = proxyCpu(name);
+        if (proxyCpu0 !== null && proxyCpu1 !== null) run.proxyCpuMs = Math.round(proxyCpu1 - proxyCpu0);
+        run.upstreamCpuMs = Math.round(cpuMs(upstream.pid as number) - upstreamCpu0);
+        runs[name] = run;
+        const d = runs.direct;
+        const ratio = (k: string) =>
+          d && name !== 'direct' ? ` ${k} ×${r2(Number(run[k]) / Number(d[k]))}` : '';
+        log(
+          `streams ${STREAMS} ${name}${streamRounds > 1 ? ` round ${round + 1}` : ''}: ${JSON.stringify(run)}${ratio('ttfbP99')}${ratio('durationP50')}`,
+        );
+      }
     }
     results.concurrentStreams = {
       pace: '64 chunks × 20 ms (ideal 1.28 s)',

@@ -223,6 +223,7 @@ async function rate(j: Extract<Job, { kind: 'rate' }>) {
 
 async function streams(j: Extract<Job, { kind: 'streams' }>) {
   const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
+  const cpu0 = process.cpuUsage();
   let opened = 0;
   let announced = false;
   const started = performance.now();
@@ -277,6 +278,7 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
   const durations = sorted(finished.map((t) => t.total));
   const gaps = sorted(finished.map((t) => t.maxGap));
   const firstErrors = done.filter((t) => t.error || (t.status !== 200 && t.status !== 503)).slice(0, 3);
+  const cpu = process.cpuUsage(cpu0);
   agent.destroy();
   return {
     streams: j.streams,
@@ -292,7 +294,10 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     durationP99: round(pct(durations, 99)),
     maxGapP99: round(pct(gaps, 99)),
     maxGapMax: round(gaps.at(-1) ?? Number.NaN),
+    ttfbP50: round(pct(sorted(finished.map((t) => t.ttfb)), 50)),
     ttfbP99: round(pct(sorted(finished.map((t) => t.ttfb)), 99)),
+    /** This load generator's own CPU (user + system) over the job. */
+    loadCpuMs: Math.round((cpu.user + cpu.system) / 1000),
     errors: firstErrors.map((t) => ({ status: t.status, error: t.error })),
   };
 }

@@ -38,8 +38,10 @@ export interface AnswerStream {
    * One read of the provider's body; `last`: its end came with it (may be held for the final write).
    * Once the completion is cancelled (`c.cancelled`: its client went away), the bytes are still read
    * for the usage — the completion drains (pipeline/drain.ts) — but nothing is written or waited for.
+   * Returns a promise only when the client's buffer is full (the provider's connection waits for it);
+   * it rejects when the completion is aborted meanwhile.
    */
-  push(bytes: Buffer, last?: boolean): Promise<void>;
+  push(bytes: Buffer, last?: boolean): Promise<void> | undefined;
   /** The provider's body ended cleanly. */
   endOfInput(): void;
   /** The provider sent an error event: stop reading (the completion's error is recorded). */

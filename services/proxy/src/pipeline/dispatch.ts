@@ -1,5 +1,4 @@
 import { AppError } from '@tollgate/errors';
-import type { Dispatcher } from 'undici';
 import { isNativeFor } from '../doors/door';
 import type { ProxyResponse } from '../http/types';
 import { attemptRequest, formatFor } from '../providers';
@@ -9,12 +8,17 @@ import type { Candidate } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
 import { withholdMediaErrorText } from '../routing/media-policy';
 import { backoffMs, retryAfterMs } from '../routing/policy';
+import { StreamedBody, type UpstreamAnswer } from '../upstream/streamed';
 import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
 import type { Completion } from './completion';
 import { type Plan, upstreamBody } from './plan';
 
-/** A provider's answer; `refusal` is its error answer classified by its wire format (non-2xx). */
-export type UpstreamResponse = Dispatcher.ResponseData & { refusal?: ClassifiedHttpError };
+/**
+ * A provider's answer; `refusal` is its error answer classified by its wire format (non-2xx). A
+ * streamed request's body is a `StreamedBody` (upstream/streamed.ts: the relay takes its reads from
+ * undici's callbacks), a JSON request's undici's own body.
+ */
+export type UpstreamResponse = UpstreamAnswer & { refusal?: ClassifiedHttpError };
 
 /** Failover bounds, provider health and key rotation (services/proxy/src/routing). */
 export interface DispatchDeps {
@@ -180,11 +184,12 @@ async function send(
     body,
     base: target,
   });
-  return target.pool.request({
-    method: 'POST',
+  const options = {
+    method: 'POST' as const,
     path: ownPath ?? path,
     headers: extra ? { ...headers, ...extra } : headers,
     body,
-    signal: c.abort.signal,
-  });
+  };
+  if (c.request.stream) return StreamedBody.request(target.pool, options, c.abort.signal);
+  return target.pool.request({ ...options, signal: c.abort.signal });
 }

@@ -1,6 +1,7 @@
 import { isNativeFor } from '../doors/door';
 import type { ProxyResponse } from '../http/types';
 import { formatFor } from '../providers';
+import type { StreamedBody } from '../upstream/streamed';
 import { isAbortError } from '../upstream/upstream';
 import type { Completion } from './completion';
 import { type DispatchDeps, dispatch, refusal, type UpstreamResponse } from './dispatch';
@@ -18,16 +19,8 @@ export interface RelayDeps extends DispatchDeps {
 }
 
 const CANCELLED: Outcome = Object.freeze({ kind: 'cancelled' });
-
-/**
- * True when a provider body has received its end and holds nothing more: the chunk just read from it
- * was its last (the provider's end came in the same read). Reads the stream's state (false if that is
- * ever unavailable: then the chunk is simply written on its own, as any other).
- */
-function endedWith(body: unknown): boolean {
-  const state = (body as { _readableState?: { ended?: unknown; length?: unknown } })._readableState;
-  return state?.ended === true && state.length === 0;
-}
+/** Why the relay stops reading a provider that sent an error event (never reported as a failure). */
+const TERMINATED = new Error('provider error event: reading stopped');
 
 /** The serving candidate speaks the door's own format: its answer passes through the door as it came. */
 const nativeFor = (c: Completion, p: Plan): boolean => isNativeFor(p.door, c.provider);
@@ -109,20 +102,24 @@ async function relayStream(deps: RelayDeps, c: Completion, p: Plan, res: ProxyRe
         created: Math.floor(c.startedAt / 1000),
       });
   try {
-    for await (const bytes of up.body) {
+    // Each read of the provider as undici's parser delivers it (upstream/streamed.ts); `last`: the
+    // provider's end came in the same read, so these bytes leave with the answer's end.
+    await (up.body as StreamedBody).relay((bytes, last) => {
       c.markFirstByte();
-      // The provider's end came in the same read: these bytes leave with the answer's end.
-      const last = endedWith(up.body);
+      if (stream.terminated) return undefined;
+      let wait: Promise<void> | undefined;
       if (bridge) {
-        const text = bridge.push(bytes as Uint8Array);
+        const text = bridge.push(bytes);
         c.bodies?.answer(text);
-        if (text.length > 0) await stream.push(Buffer.from(text), last);
+        if (text.length > 0) wait = stream.push(Buffer.from(text), last);
       } else {
-        c.bodies?.answer(bytes as Buffer);
-        await stream.push(bytes as Buffer, last);
+        c.bodies?.answer(bytes);
+        wait = stream.push(bytes, last);
       }
-      if (stream.terminated) break;
-    }
+      // A provider error event: nothing more is read (the upstream request is aborted below).
+      if (stream.terminated) (up.body as StreamedBody).destroy(TERMINATED);
+      return wait;
+    });
     if (bridge && !stream.terminated) {
       const text = bridge.end();
       c.bodies?.answer(text);
@@ -131,7 +128,7 @@ async function relayStream(deps: RelayDeps, c: Completion, p: Plan, res: ProxyRe
     if (!stream.terminated) stream.endOfInput();
   } catch (err) {
     // Cut mid-stream, the duration cap or a lapsed lease: the door's error event ends the stream.
-    if (c.timedOut || !(c.cancelled || isAbortError(err))) c.fail(c.failureOf(err));
+    if (err !== TERMINATED && (c.timedOut || !(c.cancelled || isAbortError(err)))) c.fail(c.failureOf(err));
   } finally {
     c.markUpstreamEnd();
     if (stream.terminated) up.body.destroy();

@@ -64,8 +64,28 @@ export class ByteOut {
 
   /** The pieces as one Buffer (empty when there are none); the builder is empty again. */
   take(): Buffer {
-    const out = Buffer.allocUnsafe(this.size);
-    let at = 0;
+    return this.into(Buffer.allocUnsafe(this.size), 0);
+  }
+
+  /**
+   * The pieces as one HTTP/1.1 chunk (`<size in hex>\r\n<pieces>\r\n`, RFC 9112 §7.1) in one Buffer:
+   * what `ServerResponse#write` sends for them on a chunked response, made with the same one copy (the
+   * relay writes it to the client's socket itself: http-chunk.ts). Not for an empty builder.
+   */
+  takeChunk(): Buffer {
+    const hex = this.size.toString(16);
+    const out = Buffer.allocUnsafe(hex.length + this.size + 4);
+    out.write(hex, 0, 'latin1');
+    out[hex.length] = 13;
+    out[hex.length + 1] = 10;
+    this.into(out, hex.length + 2);
+    out[out.length - 2] = 13;
+    out[out.length - 1] = 10;
+    return out;
+  }
+
+  private into(out: Buffer, from: number): Buffer {
+    let at = from;
     const { parts, bounds } = this;
     for (let i = 0; i < this.count; i++) {
       const p = parts[i] as Buffer | string;

@@ -1,4 +1,5 @@
 import type { ServerResponse as Response } from 'node:http';
+import { directSocket } from '../../http/http-chunk';
 import { waitForClient } from '../../pipeline/backpressure';
 import type { Completion } from '../../pipeline/completion';
 import { finishReasonOfChunk, midStreamError, streamEndedEarly } from '../../pipeline/errors';
@@ -110,19 +111,28 @@ export class StreamRelay implements SseEventSink, AnswerStream {
    * the answer (`finish`'s last bytes), one write instead of two — for a short answer that arrived
    * whole, the only write of the stream.
    */
-  async push(bytes: Buffer, last = false): Promise<void> {
-    const chunk = this.relayed(bytes, false);
+  push(bytes: Buffer, last = false): Promise<void> | undefined {
+    // Once the head is out, a chunk goes straight to the client's socket, framed here (http-chunk.ts).
+    const socket = last || this.held !== null || this.c.cancelled ? null : directSocket(this.res);
+    const chunk = this.relayed(bytes, false, socket !== null);
     // A cancelled completion drains (pipeline/drain.ts): the provider's bytes were read for the usage, and go nowhere.
-    if (chunk === null || this.c.cancelled) return;
+    if (chunk === null || this.c.cancelled) return undefined;
     if (last || this.held !== null) {
       // The provider has nothing more to send: these bytes go out with the answer's end (finish),
       // which the chat route writes once the completion has ended, a few microseconds from now.
       this.stopKeepAlive();
       if (this.held === null) this.held = [chunk];
       else this.held.push(chunk);
-      return;
+      return undefined;
     }
-    if (!this.write(chunk)) await waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
+    if (socket !== null) {
+      this.wrote = true;
+      this.lastWriteAt = Date.now();
+      if (socket.write(chunk)) return undefined;
+      return waitForClient(socket, this.c, this.writeTimeoutMs, this.stalled);
+    }
+    if (this.write(chunk)) return undefined;
+    return waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
   }
 
   private readonly stalled = (): void => {
@@ -143,12 +153,15 @@ export class StreamRelay implements SseEventSink, AnswerStream {
     }
   }
 
-  /** The client bytes that one read of the provider (or its end) completes, as one Buffer; null: none. */
-  private relayed(bytes: Buffer | null, end: boolean): Buffer | null {
+  /**
+   * The client bytes that one read of the provider (or its end) completes, as one Buffer (`framed`: as
+   * one HTTP/1.1 chunk, for the client's socket); null: none.
+   */
+  private relayed(bytes: Buffer | null, end: boolean, framed = false): Buffer | null {
     try {
       if (end) this.reader.end(this);
       else this.reader.push(bytes as Buffer, this);
-      return out.length === 0 ? null : out.take();
+      return out.length === 0 ? null : framed ? out.takeChunk() : out.take();
     } finally {
       out.clear();
     }
