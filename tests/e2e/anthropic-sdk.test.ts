@@ -198,25 +198,29 @@ describe('what Claude Code sends, natively', () => {
 
 describe('prompt caching on the native path', () => {
   const model = 'anthropic/claude-sonnet-4.5';
-  /** ~1,600 prompt tokens: $0.006 at the 5-minute cache-write price ($3.75/M), $0.0096 at the 1-hour one ($6/M). */
-  const prompt = 'word '.repeat(1600);
-  const ask = (ttl: '5m' | '1h') => ({
+  /**
+   * ~200 prompt tokens: ≈ $0.00075 at the 5-minute cache-write price ($3.75/M), ≈ $0.0012 at the 1-hour
+   * one ($6/M). Under ALWAYS_EXACT_CHARS (1,024), so counted exactly however loaded the machine is (a
+   * longer prompt may be counted by its bytes past the count's time budget, a larger worst case).
+   */
+  const prompt = 'word '.repeat(200);
+  const ask = (ttl: '5m' | '1h', text = prompt) => ({
     model,
     max_tokens: 1,
     messages: [
-      { role: 'user', content: [{ type: 'text', text: prompt, cache_control: { type: 'ephemeral', ttl } }] },
+      { role: 'user', content: [{ type: 'text', text, cache_control: { type: 'ephemeral', ttl } }] },
     ],
   });
 
   it('reserves a 1-hour cache write at its price: a limit between the 5-minute and the 1-hour worst case admits only the former', async () => {
     const { key } = await stack.createInferenceKey(stack.account.managementKey, {
       name: 'cache',
-      limit: 0.008,
+      limit: 0.001,
     });
     const fiveMinutes = await stack.api('/messages', { key, body: ask('5m') });
     expect(fiveMinutes.status, describeResponse(fiveMinutes)).toBe(200);
     const oneHour = await stack.api('/messages', {
-      key: (await stack.createInferenceKey(stack.account.managementKey, { name: 'cache1h', limit: 0.008 }))
+      key: (await stack.createInferenceKey(stack.account.managementKey, { name: 'cache1h', limit: 0.001 }))
         .key,
       body: ask('1h'),
     });
@@ -228,7 +232,8 @@ describe('prompt caching on the native path', () => {
     const res = await stack.api('/messages', {
       key: stack.inferenceKey,
       body: {
-        ...ask('1h'),
+        // ~1,600 prompt tokens, room for the 600 cached and written below.
+        ...ask('1h', 'word '.repeat(1600)),
         sim: { cached_tokens: 100, cache_write_tokens: 200, cache_write_1h_tokens: 300 },
       },
     });
