@@ -228,6 +228,8 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
   let announced = false;
   const started = performance.now();
   const all: Promise<Timing>[] = [];
+  /** Streams ended so far (at the deadline: the outcomes of those that did end). */
+  const ended: Timing[] = [];
   let openResolve: () => void = () => {};
   const allOpen = new Promise<void>((r) => {
     openResolve = r;
@@ -245,6 +247,7 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     all.push(
       send(agent, j, performance.now(), answered).then((t) => {
         if (t.chunks === 0) answered();
+        ended.push(t);
         return t;
       }),
     );
@@ -260,8 +263,10 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
   }
   const deadline = new Promise<'deadline'>((r) => setTimeout(() => r('deadline'), j.deadlineMs));
   const settled = await Promise.race([Promise.all(all), deadline]);
-  const done = settled === 'deadline' ? [] : settled;
-  const finished = done.filter((t) => t.status === 200 && !t.error);
+  // At the deadline every stream counts as stalled, but the outcomes of those that ended (a 503, a
+  // reset) are still counted below.
+  const done = settled === 'deadline' ? [...ended] : settled;
+  const finished = settled === 'deadline' ? [] : done.filter((t) => t.status === 200 && !t.error);
   // A clear 503 (a process at its connection ceiling) is a refusal, not a stall; anything else that
   // is not a whole 200 stream (a reset, another status, a gap longer than stallMs) is a stall.
   const refused = done.filter((t) => t.status === 503 && !t.error).length;
@@ -290,6 +295,7 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     resets,
     statuses,
     deadlineHit: settled === 'deadline',
+    ended: ended.length,
     durationP50: round(pct(durations, 50)),
     durationP99: round(pct(durations, 99)),
     maxGapP99: round(pct(gaps, 99)),

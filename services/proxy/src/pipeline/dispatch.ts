@@ -9,7 +9,7 @@ import type { KeyRing, ProviderHealth } from '../routing/health';
 import { withholdMediaErrorText } from '../routing/media-policy';
 import { backoffMs, retryAfterMs } from '../routing/policy';
 import { StreamedBody, type UpstreamAnswer } from '../upstream/streamed';
-import { acquireUpstream, isAbortError, readSome, type Upstreams } from '../upstream/upstream';
+import { acquireUpstream, isAbortError, ownedBytes, readSome, type Upstreams } from '../upstream/upstream';
 import type { Completion } from './completion';
 import { type Plan, upstreamBody } from './plan';
 
@@ -188,7 +188,7 @@ async function send(
     method: 'POST' as const,
     path: ownPath ?? path,
     headers: extra ? { ...headers, ...extra } : headers,
-    body,
+    body: ownedBytes(body),
   };
   if (c.request.stream) return StreamedBody.request(target.pool, options, c.abort.signal);
   return target.pool.request({ ...options, signal: c.abort.signal });

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { Upstreams } from './upstream';
+import { ownedBytes, Upstreams } from './upstream';
 
 const upstreams = new Upstreams({ timeoutMs: 1_000 });
 afterAll(() => upstreams.close());
@@ -31,5 +31,19 @@ describe('Upstreams.target by wire format', () => {
     );
     expect(other.pool).toBe(t.pool);
     expect(other.headers['x-api-key']).toBe('sk-ant-2');
+  });
+});
+
+describe('ownedBytes', () => {
+  it('encodes a body as UTF-8 in a buffer of exactly its size, not a slice of the shared pool', () => {
+    const text = '{"model":"m","messages":[{"role":"user","content":"héllo ✓"}]}';
+    const bytes = ownedBytes(text);
+    expect(bytes.toString('utf8')).toBe(text);
+    expect(bytes.byteLength).toBe(Buffer.byteLength(text));
+    // A pooled Buffer.from of the same text lives in a Buffer.poolSize slab.
+    expect(bytes.buffer.byteLength).toBe(bytes.byteLength);
+    expect(bytes.byteOffset).toBe(0);
+    expect(Buffer.from(text).buffer.byteLength).toBe(Buffer.poolSize);
+    expect(ownedBytes('').byteLength).toBe(0);
   });
 });
