@@ -271,15 +271,48 @@ describe.skipIf(browserUnavailable)('issue 28 defects in Chromium', () => {
     page.on('request', (r) => {
       if (r.url().includes('/api/generations?')) requests.push(r.url());
     });
+    // Each keystroke's time in the page's clock (a loaded machine can space keystrokes sent 40 ms
+    // apart by more than the debounce).
+    await page.getByLabel('Model').evaluate((el) => {
+      const w = window as unknown as { inputsAt: number[] };
+      w.inputsAt = [];
+      el.addEventListener('input', () => w.inputsAt.push(performance.now()));
+    });
     await page.getByLabel('Model').pressSequentially('openai/gpt-4o', { delay: 40 });
     await expect.poll(() => requests.some((u) => u.includes('model_prefix=openai%2Fgpt-4o&'))).toBe(true);
-    // One request for the whole word, none for the partial ones ("o", "op", …; the 5 s refresh may add
-    // one without a filter).
+    // The whole word is asked for, and a filter request only ever leaves after typing paused (300 ms
+    // debounce): none right after a keystroke ("o", "op", …; the 5 s refresh may add one without a
+    // filter). The old code asked once per keystroke, a few ms after it.
     const typed = requests
       .map((u) => new URL(u).searchParams)
       .map((q) => q.get('model_prefix') ?? q.get('model'))
       .filter((v) => v !== null);
-    expect(typed).toEqual(['openai/gpt-4o']);
+    expect(typed.at(-1)).toBe('openai/gpt-4o');
+    // Resource timings appear once a request's answer is in: wait for the whole word's.
+    await expect
+      .poll(() =>
+        page.evaluate(() =>
+          performance
+            .getEntriesByType('resource')
+            .some((e) => e.name.includes('model_prefix=openai%2Fgpt-4o&')),
+        ),
+      )
+      .toBe(true);
+    const timing = await page.evaluate(() => ({
+      inputs: (window as unknown as { inputsAt: number[] }).inputsAt,
+      fetches: performance
+        .getEntriesByType('resource')
+        .filter((e) => e.name.includes('/api/generations?') && /[?&]model(_prefix)?=/.test(e.name))
+        .map((e) => e.startTime),
+    }));
+    expect(timing.inputs.length).toBe('openai/gpt-4o'.length);
+    expect(timing.fetches.length).toBeGreaterThan(0);
+    for (const at of timing.fetches) {
+      const lastInput = Math.max(...timing.inputs.filter((t) => t <= at));
+      expect(at - lastInput).toBeGreaterThanOrEqual(250);
+    }
+    if (Math.max(...timing.inputs.slice(1).map((t, i) => t - (timing.inputs[i] as number))) < 250)
+      expect(typed).toEqual(['openai/gpt-4o']);
     await expect.poll(() => page.locator('tbody tr[data-testid]').count()).toBeGreaterThan(0);
     await page.getByLabel('App').fill('Caf');
     await expect.poll(() => page.locator('tbody tr[data-testid]').count()).toBe(1);
