@@ -73,6 +73,20 @@ export function source(q: UsageQuery) {
       upper,
     };
   }
+  // One model (no other filter), by key or not grouped: that model's rows of each key's model hours.
+  const oneModel = !daily && !!f.model && !f.keyId && f.app === undefined && !f.provider;
+  if (oneModel && (q.groupBy === 'key' || q.groupBy === 'none')) {
+    return {
+      daily,
+      table: sql`billing.usage_key_group_hourly`,
+      group: GROUP_COLUMN[q.groupBy],
+      dimension: sql`and dimension = 'model' and value = ${f.model}`,
+      filters: sql``,
+      time,
+      lower,
+      upper,
+    };
+  }
   if (oneKey) {
     return {
       daily,

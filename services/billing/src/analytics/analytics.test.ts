@@ -220,6 +220,19 @@ describe('hourly roll-ups', () => {
         expect(mine).toEqual(viaHourly);
       }
     }
+    // One model alone, by key or not grouped (usage_key_group_hourly's model rows): as usage_hourly.
+    let compared = 0;
+    for (const by of ['key', 'none']) {
+      for (const model of ['openai/gpt-4o', 'openai/gpt-4o-mini']) {
+        const m = encodeURIComponent(model);
+        const viaHourly = await rows(`group_by=${by}&model=${m}&provider=sim`);
+        const mine = (await rows(`group_by=${by}&model=${m}`)).filter((x: Json) => x.bucket >= '2026-11-20');
+        compared += viaHourly.length;
+        expect(mine).toEqual(viaHourly);
+      }
+    }
+    expect(compared).toBeGreaterThan(0);
+    expect(await rows(`group_by=key&model=nope%2Fnope`)).toEqual([]);
     expect(await rows(`group_by=model&key_id=${randomUUID()}`)).toEqual([]);
     // Each dimension holds each of the key's requests once (redeliveries above included).
     const { rows: sums } = await sql<{ key_id: string; dimension: string; requests: string; cost: string }>`
