@@ -47,6 +47,11 @@ const rollupSums = `
 const rollupColumns =
   'account_id, key_id, model, app, provider_name, requests, tokens_prompt, tokens_completion, tokens_cached, tokens_cache_write, tokens_reasoning, cost, errors';
 
+/** A roll-up increment as `json_to_recordset` reads it (BatchSums' hourly and daily rows). */
+const ROLLUP_RECORD = `account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
+  requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
+  tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint`;
+
 /**
  * Applies a batch's sums in ONE statement (a round trip instead of six): the hourly and daily
  * roll-up upserts (with the per-account and per-dimension hourly sums), the spend upserts per
@@ -61,10 +66,7 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
     with hourly as (
       insert into billing.usage_hourly as t (hour, ${sql.raw(rollupColumns)})
       select bucket::timestamptz, ${sql.raw(rollupColumns)}
-      from json_to_recordset(${json(s.hourly)}) as r(
-        account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
-        requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
-        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
+      from json_to_recordset(${json(s.hourly)}) as r(${sql.raw(ROLLUP_RECORD)})
       on conflict (account_id, hour, key_id, model, app, provider_name) do update set ${sql.raw(rollupSums)}
     ), account_hourly as (
       -- The same increments summed per (account, hour), in primary key order (the lock order).
@@ -86,10 +88,7 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
       select account_id, d.dimension, bucket::timestamptz, d.value, sum(requests), sum(tokens_prompt),
         sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write), sum(tokens_reasoning), sum(cost),
         sum(errors)
-      from json_to_recordset(${json(s.hourly)}) as r(
-        account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
-        requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
-        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
+      from json_to_recordset(${json(s.hourly)}) as r(${sql.raw(ROLLUP_RECORD)})
       cross join lateral (values ('model', r.model), ('app', r.app), ('key', r.key_id::text),
         ('provider', r.provider_name)) as d(dimension, value)
       group by 1, 2, 3, 4
@@ -102,10 +101,7 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
       select account_id, key_id, d.dimension, bucket::timestamptz, d.value, sum(requests), sum(tokens_prompt),
         sum(tokens_completion), sum(tokens_cached), sum(tokens_cache_write), sum(tokens_reasoning), sum(cost),
         sum(errors)
-      from json_to_recordset(${json(s.hourly)}) as r(
-        account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
-        requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
-        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
+      from json_to_recordset(${json(s.hourly)}) as r(${sql.raw(ROLLUP_RECORD)})
       cross join lateral (values ('model', r.model), ('app', r.app), ('provider', r.provider_name))
         as d(dimension, value)
       group by 1, 2, 3, 4, 5
@@ -114,10 +110,7 @@ export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<Batc
     ), daily as (
       insert into billing.usage_daily as t (day, ${sql.raw(rollupColumns)})
       select bucket::date, ${sql.raw(rollupColumns)}
-      from json_to_recordset(${json(s.daily)}) as r(
-        account_id uuid, bucket text, key_id uuid, model text, app text, provider_name text,
-        requests bigint, tokens_prompt bigint, tokens_completion bigint, tokens_cached bigint,
-        tokens_cache_write bigint, tokens_reasoning bigint, cost numeric, errors bigint)
+      from json_to_recordset(${json(s.daily)}) as r(${sql.raw(ROLLUP_RECORD)})
       on conflict (account_id, day, key_id, model, app, provider_name) do update set ${sql.raw(rollupSums)}
     ), latency_hourly as (
       ${sql.raw(LATENCY_UPSERT.hour.head)}${json(s.latencyHourly)}${sql.raw(LATENCY_UPSERT.hour.tail)}
