@@ -15,6 +15,13 @@ const CLUSTER_SUITES = [
   'tests/credentials-redis.test.ts',
 ];
 
+/**
+ * The suites that also run with two usage partitions (issue 31: the publisher routes each account's
+ * events to one of two single-active-consumer queues, billing consumes both): every end-to-end suite
+ * through the whole stack, whose answers and records must not change with the partition count.
+ */
+const PARTITION_SUITES = ['tests/e2e/**/*.test.ts', 'tests/contract/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     // The fault suite runs on its own (`make test-faults`, tests/faults/vitest.config.ts).
@@ -46,6 +53,14 @@ export default defineConfig({
           include: CLUSTER_SUITES,
           env: { TOLLGATE_TEST_REDIS: 'cluster' },
           globalSetup: ['packages/testkit/src/cluster-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'usage-partitions',
+          include: PARTITION_SUITES,
+          env: { TOLLGATE_TEST_USAGE_PARTITIONS: '2' },
         },
       },
     ],

@@ -135,11 +135,26 @@ export interface ApiResponse {
 /** Formats a response for assertion messages: a failing assertion prints the whole response. */
 export const describeResponse = (r: ApiResponse) => `HTTP ${r.status} ${r.text.slice(0, 2000)}`;
 
+/** TOLLGATE_TEST_USAGE_PARTITIONS (the `usage-partitions` project sets 2), else 1. */
+export function testUsagePartitions(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.TOLLGATE_TEST_USAGE_PARTITIONS;
+  if (raw === undefined || raw === '') return 1;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`TOLLGATE_TEST_USAGE_PARTITIONS must be a positive integer, got ${raw}`);
+  return n;
+}
+
 export async function startStack(
   options: {
     credits?: string;
     /** Run keys, billing and the proxy with NODE_ENV=production and freshly generated service keys. */
     productionKeys?: boolean;
+    /**
+     * USAGE_PARTITIONS of the proxy and billing (default: TOLLGATE_TEST_USAGE_PARTITIONS, else 1). The
+     * `usage-partitions` test project runs the end-to-end suites with 2 (issue 31).
+     */
+    usagePartitions?: number;
     /** The proxy's catalog, given the simulator's origin (default: the dev catalog). */
     catalog?: (simUrl: string) => Catalog;
     /**
@@ -162,6 +177,7 @@ export async function startStack(
 ): Promise<Stack> {
   const [database, redis] = await Promise.all([createTestDatabase({ migrated: true }), createTestRedis()]);
   const amqp = createTestAmqp();
+  const usagePartitions = String(options.usagePartitions ?? testUsagePartitions());
   const serviceKeys = options.productionKeys
     ? {
         proxy: generateServiceKeyPair(),
@@ -186,6 +202,7 @@ export async function startStack(
     REDIS_PREFIX: redis.prefix,
     HOST: '127.0.0.1',
     PORT: '0',
+    USAGE_PARTITIONS: usagePartitions,
   };
   // As in production, each service logs in with its own credential (issue 23).
   const logins = options.productionKeys ? await createServiceLogins(database.url, redis, amqp) : null;
@@ -193,12 +210,12 @@ export async function startStack(
   const closers: Array<() => Promise<unknown>> = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch(() => {});
-    const topology = usageTopology(amqp.prefix);
+    const topology = usageTopology(amqp.prefix, Number(usagePartitions));
     await Promise.allSettled([
       redis.cleanup(),
       database.drop(),
       amqp.cleanup({
-        queues: [topology.queue, topology.deadLetterQueue],
+        queues: [...topology.partitions.map((p) => p.queue), topology.deadLetterQueue],
         exchanges: [topology.exchange, topology.deadLetterExchange],
       }),
     ]);
