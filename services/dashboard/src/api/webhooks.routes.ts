@@ -1,3 +1,4 @@
+import { isUuid } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import type { ClientAddress } from '@tollgate/http';
 import { Router } from 'express';
@@ -5,9 +6,8 @@ import { requireOwner, requireUser, userOf } from '../http/session';
 import type { WebhooksClient } from '../upstream/webhooks-client';
 import { actingOf } from './acting';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const idOf = (value: unknown) => {
-  if (typeof value !== 'string' || !UUID.test(value)) throw badRequest('id: must be a uuid');
+  if (!isUuid(value)) throw badRequest('id: must be a uuid');
   return value;
 };
 const objectBody = (body: unknown): object => {

@@ -1,4 +1,5 @@
 import { envBoolean } from '@tollgate/config';
+import { isUuid } from '@tollgate/contracts';
 import { z } from 'zod';
 import type { Role } from '../database';
 
@@ -54,8 +55,6 @@ const list = (s: string) =>
     .map((v) => v.trim())
     .filter(Boolean);
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Checks the SSO settings together (a superRefine of the dashboard's schema). */
 export function checkSsoEnv(c: SsoEnv, ctx: z.RefinementCtx): void {
   if (!c.OIDC_ISSUER) {
@@ -76,7 +75,7 @@ export function checkSsoEnv(c: SsoEnv, ctx: z.RefinementCtx): void {
     ctx.addIssue({ code: 'custom', path: ['OIDC_SCOPES'], message: 'must include openid' });
   for (const pair of list(c.OIDC_TEAM_GROUPS)) {
     const [group, team] = pair.split('=');
-    if (!group?.trim() || !team || !UUID.test(team.trim()))
+    if (!group?.trim() || !team || !isUuid(team.trim()))
       ctx.addIssue({
         code: 'custom',
         path: ['OIDC_TEAM_GROUPS'],

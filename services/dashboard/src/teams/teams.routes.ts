@@ -1,4 +1,4 @@
-import type { DashboardAnswerInput } from '@tollgate/contracts';
+import { type DashboardAnswerInput, isUuid } from '@tollgate/contracts';
 import { badRequest, notFound } from '@tollgate/errors';
 import { type ClientAddress, parseInput } from '@tollgate/http';
 import { maxUnits, toNumber, toUnits } from '@tollgate/money';
@@ -12,10 +12,9 @@ import { recordUserChange } from '../users/users-audit';
 import { membershipsOf, replaceTeams, sameTeams, teamsOf } from './team-members.repository';
 import { scopeOf } from './team-scope';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const teamsBody = z.strictObject({
   team_ids: z
-    .array(z.string().regex(UUID, { error: 'must be a team id (uuid)' }))
+    .array(z.string().refine(isUuid, { error: 'must be a team id (uuid)' }))
     .max(100)
     .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))].sort()),
 });
@@ -68,7 +67,7 @@ export function teamsRoutes(deps: {
   router.put('/api/users/:id/teams', requireUser, requireOwner, async (req, res) => {
     const { team_ids } = parseInput(teamsBody, req.body);
     const userId = String(req.params.id);
-    if (!UUID.test(userId)) throw badRequest('id: must be a user id (uuid)');
+    if (!isUuid(userId)) throw badRequest('id: must be a user id (uuid)');
     const me = userOf(res);
     const known = new Set((await deps.client.teams(me.accountId)).map((t) => t.id));
     const unknown = team_ids.find((id) => !known.has(id));
