@@ -1,4 +1,5 @@
 import type { Account } from '../accounts/accounts.table';
+import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import { type CommandGroup, defineCommand } from './command';
 
 const accountJson = (a: Account) => ({
@@ -33,6 +34,27 @@ export const accountsCommands: CommandGroup = {
       async run({ runtime }) {
         const accounts = await runtime.accounts.list();
         return { data: accounts.map(accountJson), table: { columns, rows: accounts.map(row) } };
+      },
+    }),
+    defineCommand({
+      name: 'set-bodies',
+      summary:
+        "Keep every key's request and response bodies on its generation records (opt-in, issue 28); --off stops it",
+      options: {
+        account: { type: 'string', required: true, description: 'account slug, e.g. acme' },
+        off: {
+          type: 'boolean',
+          description: 'stop keeping bodies (keys with their own store_bodies keep theirs)',
+        },
+      },
+      async run({ runtime }, o) {
+        const account = await runtime.accounts.requireBySlug(o.account);
+        // As PATCH /account: audited (actor: the admin CLI), every live key's cached record rewritten.
+        const updated = await runtime.accounts.update(account.id, { storeBodies: !o.off }, ADMIN_CLI_ACTOR);
+        return {
+          data: { account: updated.slug, account_id: updated.id, store_bodies: updated.store_bodies },
+          text: `${updated.slug}: bodies are ${updated.store_bodies ? 'kept for every key' : 'kept only for keys that ask'}`,
+        };
       },
     }),
   ],

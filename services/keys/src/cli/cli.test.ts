@@ -269,6 +269,46 @@ describe('admin CLI', () => {
     expect((await cli(`teams list --account ${s} --json`)).json().data).toEqual([]);
   });
 
+  it("switches an account's opt-in bodies (set-bodies), audited and reaching every key's cached record", async () => {
+    const s = slug();
+    const account = (await cli(`accounts create --slug ${s} --name Bodies --json`)).json().data;
+    const key = (await cli(`keys create-management --account ${s} --name ops --json`)).json().data;
+    expect((await proxyLookup(t, key.key))?.storeBodies).toBeFalsy();
+
+    const on = await cli(`accounts set-bodies --account ${s} --json`);
+    expect(on.code, on.stderr).toBe(0);
+    expect(on.json()).toEqual({ data: { account: s, account_id: account.id, store_bodies: true } });
+    expect((await proxyLookup(t, key.key))?.storeBodies).toBe(true);
+    const shown = await api(t, 'GET', '/account', {
+      as: { id: key.hash, accountId: account.id, scope: 'management' },
+    });
+    expectStatus(shown, 200);
+    expect(shown.body.data.store_bodies).toBe(true);
+
+    const off = await cli(`accounts set-bodies --account ${s} --off`);
+    expect(off.code, off.stderr).toBe(0);
+    expect(off.stdout).toMatch(/kept only for keys that ask/);
+    expect((await proxyLookup(t, key.key))?.storeBodies).toBeFalsy();
+    // Off again changes nothing: no third audit entry.
+    expect((await cli(`accounts set-bodies --account ${s} --off`)).code).toBe(0);
+
+    const entries = await t.service.runtime.db
+      .selectFrom('keys.audit_log')
+      .select(['actor_kind', 'before', 'after'])
+      .where('account_id', '=', account.id)
+      .where('action', '=', 'account.update')
+      .orderBy('id')
+      .execute();
+    expect(entries).toEqual([
+      { actor_kind: 'admin_cli', before: { store_bodies: false }, after: { store_bodies: true } },
+      { actor_kind: 'admin_cli', before: { store_bodies: true }, after: { store_bodies: false } },
+    ]);
+
+    const unknown = await cli('accounts set-bodies --account no-such-account-here');
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/account/i);
+  });
+
   it('prints help with exit code 0 when asked', async () => {
     for (const args of ['--help', 'keys --help', 'keys create-management --help']) {
       const res = await cli(args);
