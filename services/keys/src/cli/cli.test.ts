@@ -283,7 +283,9 @@ describe('admin CLI', () => {
     const badTeam = await cli(`keys update --account ${s} --hash ${key.id} --team-id search`);
     expect(badTeam.code).toBe(2);
     expect(badTeam.stderr).toMatch(/--team-id: must be a team id/);
-    const left = await cli(`keys update --account ${s} --hash ${key.id} --team-id none --rate-limit-tpm none --json`);
+    const left = await cli(
+      `keys update --account ${s} --hash ${key.id} --team-id none --rate-limit-tpm none --json`,
+    );
     expect(left.json().data).toMatchObject({ team_id: null, rate_limit_tpm: null });
     expect((await cli(`teams delete --account ${s} --id ${team.id}`)).code).toBe(0);
     expect((await cli(`teams list --account ${s} --json`)).json().data).toEqual([]);
