@@ -9,7 +9,14 @@ import type { UsageRow } from '../../api';
 export type Metric = 'cost' | 'requests' | 'tokens';
 /** The usage API's groupings (its contract); GROUP_BYS is their order in the controls. */
 export type GroupBy = DashboardData<'usage'>['group_by'];
-export const GROUP_BYS = ['none', 'model', 'app', 'key', 'team', 'provider'] as const satisfies readonly GroupBy[];
+export const GROUP_BYS = [
+  'none',
+  'model',
+  'app',
+  'key',
+  'team',
+  'provider',
+] as const satisfies readonly GroupBy[];
 
 export const DAY = 86_400_000;
 export const RANGES = { '24h': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
