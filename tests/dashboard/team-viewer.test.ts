@@ -108,5 +108,57 @@ describe('team viewers', () => {
     );
     // And a team viewer changes nothing.
     expect((await member.call('POST', '/api/keys', { name: 'nope', team_id: teamA })).status).toBe(403);
+    expect((await member.call('POST', '/api/teams', { name: 'nope' })).status).toBe(403);
+    expect((await member.call('PATCH', `/api/teams/${teamA}`, { limit: 1 })).status).toBe(403);
+    expect((await member.call('DELETE', `/api/teams/${teamA}`)).status).toBe(403);
+  });
+
+  it('an owner creates a team with its budget, changes it, moves a key in and deletes it (audited as the owner)', async () => {
+    const ownerId = (await owner.call('GET', '/api/me')).body.data.user.id as string;
+    const created = await owner.call('POST', '/api/teams', {
+      name: 'research',
+      limit: 12.5,
+      limit_reset: 'weekly',
+      rate_limit_tpm: 900,
+    });
+    expect(created.status, created.text).toBe(201);
+    const team = created.body.data;
+    expect(team).toMatchObject({ name: 'research', limit: 12.5, limit_reset: 'weekly', rate_limit_tpm: 900 });
+    // The keys service validates: its 400 names the field.
+    const bad = await owner.call('PATCH', `/api/teams/${team.id}`, { limit_reset: 'hourly' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/limit_reset/);
+    expect((await owner.call('POST', '/api/teams', { limit: 1 })).status).toBe(400);
+    expect((await owner.call('PATCH', '/api/teams/not-a-uuid', { limit: 1 })).status).toBe(400);
+    const missing = await owner.call('PATCH', '/api/teams/00000000-0000-4000-8000-000000000000', {
+      limit: 1,
+    });
+    expect(missing.status).toBe(404);
+    const changed = await owner.call('PATCH', `/api/teams/${team.id}`, { name: 'research 2', limit: null });
+    expect(changed.status, changed.text).toBe(200);
+    expect(changed.body.data).toMatchObject({ name: 'research 2', limit: null, limit_reset: 'weekly' });
+    // A key moves into the team from the dashboard; the team cannot go while the key is in it.
+    const moved = await owner.call('PATCH', `/api/keys/${keyB}`, { team_id: team.id });
+    expect(moved.status, moved.text).toBe(200);
+    const listed = await owner.call('GET', '/api/teams');
+    expect(listed.body.data.find((t: { id: string }) => t.id === team.id)).toMatchObject({ key_count: 1 });
+    expect((await owner.call('DELETE', `/api/teams/${team.id}`)).status).toBe(409);
+    expect((await owner.call('PATCH', `/api/keys/${keyB}`, { team_id: teamB })).status).toBe(200);
+    const deleted = await owner.call('DELETE', `/api/teams/${team.id}`);
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(deleted.body.data).toEqual({ id: team.id, deleted: true });
+    const audit = await owner.call('GET', '/api/audit?source=keys');
+    const entries = (
+      audit.body.data as Array<{
+        action: string;
+        target: { id: string };
+        actor: { kind: string; id: string };
+      }>
+    ).filter((e) => e.target.id === team.id);
+    expect(entries.map((e) => [e.action, e.actor.kind, e.actor.id]).reverse()).toEqual([
+      ['team.create', 'user', ownerId],
+      ['team.update', 'user', ownerId],
+      ['team.delete', 'user', ownerId],
+    ]);
   });
 });

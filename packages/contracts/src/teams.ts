@@ -41,3 +41,29 @@ export const listAccountTeams = {
   path: (accountId: string) => `/internal/accounts/${encodeURIComponent(accountId)}/teams`,
   response: z.object({ data: z.array(teamObjectSchema) }),
 } as const;
+
+const teamPath = (accountId: string, id: string) =>
+  `${listAccountTeams.path(accountId)}/${encodeURIComponent(id)}`;
+
+/** `POST /internal/accounts/:accountId/teams` (dashboard, owners): a team, audited for the acting user. */
+export const createAccountTeam = {
+  method: 'POST',
+  path: listAccountTeams.path,
+  request: createTeamBody,
+  response: z.object({ data: teamObjectSchema }),
+} as const;
+
+/** `PATCH /internal/accounts/:accountId/teams/:id` (dashboard, owners): its name and budget. */
+export const updateAccountTeam = {
+  method: 'PATCH',
+  path: teamPath,
+  request: updateTeamBody,
+  response: z.object({ data: teamObjectSchema }),
+} as const;
+
+/** `DELETE /internal/accounts/:accountId/teams/:id` (dashboard, owners): 409 while live keys belong to it. */
+export const deleteAccountTeam = {
+  method: 'DELETE',
+  path: teamPath,
+  response: z.object({ data: z.object({ id: z.string(), deleted: z.literal(true) }) }),
+} as const;

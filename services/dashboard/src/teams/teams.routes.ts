@@ -6,6 +6,7 @@ import { maxUnits, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { sql } from 'kysely';
 import { z } from 'zod';
+import { actingOf } from '../api/acting';
 import type { DashboardDb } from '../database';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
@@ -94,6 +95,32 @@ export function teamsRoutes(deps: {
       }),
     };
     res.json(answer);
+  });
+
+  // An owner's team changes: the keys service validates (its 400 names the field) and audits them.
+  const acting = actingOf(deps.clientAddress);
+  const objectBody = (body: unknown) => {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw badRequest('Request body must be a JSON object (Content-Type: application/json)');
+    }
+    return body;
+  };
+  const teamId = (value: unknown) => {
+    if (!isUuid(value)) throw badRequest('id: must be a team id (uuid)', { field: 'id' });
+    return value;
+  };
+  router.post('/api/teams', requireUser, requireOwner, async (req, res) => {
+    const data = await deps.client.createTeam(userOf(res).accountId, objectBody(req.body), acting(req, res));
+    res.status(201).json({ data });
+  });
+  router.patch('/api/teams/:id', requireUser, requireOwner, async (req, res) => {
+    const id = teamId(req.params.id);
+    const body = objectBody(req.body);
+    res.json({ data: await deps.client.updateTeam(userOf(res).accountId, id, body, acting(req, res)) });
+  });
+  router.delete('/api/teams/:id', requireUser, requireOwner, async (req, res) => {
+    const id = teamId(req.params.id);
+    res.json({ data: await deps.client.deleteTeam(userOf(res).accountId, id, acting(req, res)) });
   });
 
   router.put('/api/users/:id/teams', requireUser, requireOwner, async (req, res) => {

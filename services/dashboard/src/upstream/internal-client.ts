@@ -11,6 +11,8 @@ import {
   accountUsage,
   type CreateAccountKeyRequest,
   createAccountKey,
+  createAccountTeam,
+  deleteAccountTeam,
   getAccount,
   getAccountGeneration,
   getAccountRefusal,
@@ -30,6 +32,7 @@ import {
   type UpdateAccountRequest,
   updateAccount,
   updateAccountKey,
+  updateAccountTeam,
 } from '@tollgate/contracts';
 import { ACTOR_USER_HEADER, CLIENT_ADDRESS_HEADER, createServiceClient } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
@@ -79,6 +82,15 @@ export interface InternalClient {
   teams(accountId: string): Promise<Data<typeof listAccountTeams>>;
   /** The teams' committed spend in their limit periods (billing). */
   teamsUsage(teams: z.input<typeof teamsUsage.request>['teams']): Promise<Data<typeof teamsUsage>>;
+  /** An owner's team changes (keys service; audited there for `acting`). */
+  createTeam(accountId: string, body: unknown, acting: Acting): Promise<Data<typeof createAccountTeam>>;
+  updateTeam(
+    accountId: string,
+    id: string,
+    body: unknown,
+    acting: Acting,
+  ): Promise<Data<typeof updateAccountTeam>>;
+  deleteTeam(accountId: string, id: string, acting: Acting): Promise<Data<typeof deleteAccountTeam>>;
   /** Every key of the account (all pages). */
   listKeys(accountId: string, includeRevoked: boolean): Promise<KeyObject[]>;
   createKey(
@@ -165,8 +177,37 @@ function refusalCalls(
 function teamCalls(
   keys: ReturnType<typeof createServiceClient>,
   billing: ReturnType<typeof createServiceClient>,
-): Pick<InternalClient, 'teams' | 'teamsUsage'> {
+): Pick<InternalClient, 'teams' | 'teamsUsage' | 'createTeam' | 'updateTeam' | 'deleteTeam'> {
   return {
+    createTeam: (id, body, acting) =>
+      dataOf(
+        keys.call({
+          method: createAccountTeam.method,
+          path: createAccountTeam.path(id),
+          headers: actingHeaders(acting),
+          body,
+          response: createAccountTeam.response,
+        }),
+      ),
+    updateTeam: (id, team, body, acting) =>
+      dataOf(
+        keys.call({
+          method: updateAccountTeam.method,
+          path: updateAccountTeam.path(id, team),
+          headers: actingHeaders(acting),
+          body,
+          response: updateAccountTeam.response,
+        }),
+      ),
+    deleteTeam: (id, team, acting) =>
+      dataOf(
+        keys.call({
+          method: deleteAccountTeam.method,
+          path: deleteAccountTeam.path(id, team),
+          headers: actingHeaders(acting),
+          response: deleteAccountTeam.response,
+        }),
+      ),
     teams: (id) =>
       dataOf(
         keys.call({

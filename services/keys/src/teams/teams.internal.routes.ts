@@ -1,16 +1,36 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { accountParams, type listAccountTeams, type TeamObject } from '@tollgate/contracts';
+import {
+  accountParams,
+  createAccountTeam,
+  type deleteAccountTeam,
+  isUuid,
+  type listAccountTeams,
+  type TeamObject,
+  updateAccountTeam,
+} from '@tollgate/contracts';
+import { badRequest } from '@tollgate/errors';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
+import { dashboardActor } from '../http/caller';
 import { PAGE_SIZE } from '../keys/keys.repository';
-import { toTeamObject } from './team-view';
+import { parseBody } from '../keys/keys.schemas';
+import { teamInput, toTeamObject } from './team-view';
 import type { TeamService } from './teams.service';
 
 /** At most this many teams in one answer (pages of PAGE_SIZE read until then). */
 const MAX_TEAMS = 5_000;
 
-/** The dashboard's read of an account's teams (team members and team viewers are the dashboard's data). */
+function teamIdOf(value: unknown): string {
+  if (!isUuid(value)) throw badRequest('id: must be a uuid', { field: 'id' });
+  return value.toLowerCase();
+}
+
+/**
+ * The dashboard's teams: its read of an account's teams (team members and team viewers are the
+ * dashboard's data) and an owner's changes (the same service as `/teams`, audited for the user the
+ * dashboard names).
+ */
 export function teamsInternalRoutes(deps: { teams: TeamService; verifier: ServiceVerifier }): Router {
   const router = Router();
   router.get(
@@ -28,5 +48,36 @@ export function teamsInternalRoutes(deps: { teams: TeamService; verifier: Servic
       res.json(answer);
     },
   );
+  const dashboard = serviceCaller(deps.verifier, ['dashboard']);
+  router.post('/internal/accounts/:accountId/teams', dashboard, async (req, res) => {
+    const { accountId } = parseInput(accountParams, req.params);
+    const body = parseBody(createAccountTeam.request, req.body);
+    const team = await deps.teams.create(
+      accountId,
+      { ...teamInput(body), name: body.name },
+      dashboardActor(req),
+    );
+    const answer: z.input<typeof createAccountTeam.response> = { data: toTeamObject(team) };
+    res.status(201).json(answer);
+  });
+  router.patch('/internal/accounts/:accountId/teams/:id', dashboard, async (req, res) => {
+    const { accountId } = parseInput(accountParams, req.params);
+    const body = parseBody(updateAccountTeam.request, req.body);
+    const team = await deps.teams.update(
+      accountId,
+      teamIdOf(req.params.id),
+      { ...teamInput(body), name: body.name },
+      dashboardActor(req),
+    );
+    const answer: z.input<typeof updateAccountTeam.response> = { data: toTeamObject(team) };
+    res.json(answer);
+  });
+  router.delete('/internal/accounts/:accountId/teams/:id', dashboard, async (req, res) => {
+    const { accountId } = parseInput(accountParams, req.params);
+    const id = teamIdOf(req.params.id);
+    await deps.teams.remove(accountId, id, dashboardActor(req));
+    const answer: z.input<typeof deleteAccountTeam.response> = { data: { id, deleted: true } };
+    res.json(answer);
+  });
   return router;
 }
