@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,8 +12,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * A real local Redis Cluster owned by one test run (or one test file): three masters with one replica
  * each (`redis-server --cluster-enabled yes` ×6 on free ports picked now, `redis-cli --cluster create
- * … --cluster-replicas 1`), in a temp directory, without persistence. Nothing is shared with the
- * 127.0.0.1:6379 server or with another run's cluster: ports and directory are this run's own.
+ * … --cluster-replicas 1`), each node in its own directory under a temp directory, without
+ * persistence. Nothing is shared with the 127.0.0.1:6379 server or with another run's cluster: ports
+ * and directories are this run's own.
  */
 export interface LocalRedisCluster {
   /** `redis+cluster://127.0.0.1:<first master>` (what REDIS_URL is set to for the code under test). */
@@ -30,7 +31,8 @@ export interface LocalRedisCluster {
   failover(masterPort: number): Promise<number>;
   /**
    * What each failover saw, for failure reports: the master's and the replica's replication state
-   * (role, offsets, link) just before CLUSTER FAILOVER and the promoted node's after it.
+   * (role, offsets, link) and key count (equal offsets with different counts: the replica holds
+   * another data set) just before CLUSTER FAILOVER and the promoted node's after it.
    */
   failovers: string[];
   /** The last `lines` lines of the log of the node on `port` (for failure reports). */
@@ -138,6 +140,12 @@ export async function startLocalRedisCluster(
   process.once('exit', killAll);
   try {
     clientPorts.forEach((port, i) => {
+      // Each node its own working directory: a replica's initial sync stores the RDB it receives as
+      // `<dir>/dump.rdb` and then loads that file, so replicas sharing a directory (syncing at the
+      // same moment: the 5 s diskless-sync delay starts when the cluster is created) could load
+      // another shard's RDB — keys of other slots, none of its master's, at its master's offset.
+      const nodeDir = join(dir, String(port));
+      mkdirSync(nodeDir);
       const child = spawn(
         'redis-server',
         [
@@ -154,7 +162,7 @@ export async function startLocalRedisCluster(
           '--cluster-node-timeout',
           String(options.nodeTimeoutMs ?? 2_000),
           '--dir',
-          dir,
+          nodeDir,
           '--save',
           '',
           '--appendonly',
@@ -188,7 +196,7 @@ export async function startLocalRedisCluster(
   }
 
   const failovers: string[] = [];
-  /** A node's replication state in one line: role, offsets, its master's link, its replicas. */
+  /** A node's replication state in one line: role, offsets, its master's link, its replicas, DBSIZE. */
   const replication = async (port: number) =>
     (await cli(port, 'INFO', 'replication').catch((err: Error) => err.message))
       .split('\n')
@@ -198,7 +206,8 @@ export async function startLocalRedisCluster(
           l,
         ),
       )
-      .join(' ');
+      .join(' ')
+      .concat(` dbsize:${await cli(port, 'DBSIZE').catch((err: Error) => err.message)}`);
   const role = async (port: number) => (await cli(port, 'ROLE')).split('\n')[0]?.trim();
   const masters = async () => {
     const out: number[] = [];
