@@ -17,11 +17,13 @@ async function ask(port: number, ...args: string[]): Promise<unknown> {
 const field = (info: string, name: string) => new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1];
 
 // The failover test's replicas must hold their own master's data. They did not always: the six nodes
-// shared one working directory, and a replica's initial sync renames the RDB it received to
-// `<dir>/dump.rdb` before loading it; the three replicas sync at the same moment (after the same 5 s
-// diskless-sync delay), so under CPU load one loaded another shard's file — another master's keys,
-// none of its own master's, at its own master's replication offset. Promoted by CLUSTER FAILOVER, it
-// lacked whole spend hashes its old master had (cluster-failover.test.ts failed ~1 run in 5).
+// shared one working directory, and a replica's full sync renames the RDB it received to
+// `<dir>/dump.rdb` before loading it; the three replicas sync at the same moment, so under CPU load
+// one loaded another shard's file — another master's keys, none of its own master's, at its own
+// master's replication offset. Promoted by CLUSTER FAILOVER, it lacked whole spend hashes its old
+// master had (cluster-failover.test.ts failed 4 runs in 20). Since the test kit waits for the first
+// sync before any write, every RDB is empty then and a swapped one would not show: the keys written
+// here after it are checked through the replication stream, and the directories are checked apart.
 describe('local Redis Cluster (test kit)', () => {
   let cluster: LocalRedisCluster;
   beforeAll(async () => {
@@ -36,8 +38,7 @@ describe('local Redis Cluster (test kit)', () => {
     const dirs = await Promise.all(ports.map(async (p) => ((await ask(p, 'CONFIG', 'GET', 'dir')) as string[])[1]));
     expect(new Set(dirs).size).toBe(6);
 
-    // Before the replicas' first sync (it waits 5 s): 300, 301 and 302 keys on the three masters, each
-    // master's in one slot it serves.
+    // 300, 301 and 302 keys on the three masters, each master's in one slot it serves.
     const masters = await cluster.masters();
     expect(masters).toHaveLength(3);
     const tags = new Map<number, string>();
