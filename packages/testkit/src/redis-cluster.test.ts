@@ -35,7 +35,9 @@ describe('local Redis Cluster (test kit)', () => {
 
   it('gives every node its own directory, and every replica its own master data set after its first sync', async () => {
     const ports = cluster.nodes.map((n) => Number(n.split(':')[1]));
-    const dirs = await Promise.all(ports.map(async (p) => ((await ask(p, 'CONFIG', 'GET', 'dir')) as string[])[1]));
+    const dirs = await Promise.all(
+      ports.map(async (p) => ((await ask(p, 'CONFIG', 'GET', 'dir')) as string[])[1]),
+    );
     expect(new Set(dirs).size).toBe(6);
 
     // 300, 301 and 302 keys on the three masters, each master's in one slot it serves.

@@ -176,6 +176,50 @@ async function promote(replicaPort: number, masterPort: number, logTail: (port: 
   );
 }
 
+/**
+ * One cluster node on `port` (bus on `busPort`), its config file and log in `dir`, its working
+ * directory `<dir>/<port>`: each node its own. A replica's full sync renames the RDB it received to
+ * `<dir>/dump.rdb` and then loads that file, so replicas sharing a directory and syncing at the same
+ * moment (the three do when the cluster is created) could load another shard's RDB: keys of other
+ * slots, none of its master's, at its master's offset. Promoted by CLUSTER FAILOVER, such a replica
+ * lacked whole spend hashes (cluster-failover.test.ts, 4 runs in 20 under CPU load, when the first
+ * sync still ran under the test's writes).
+ */
+function spawnNode(dir: string, port: number, busPort: number, nodeTimeoutMs: number): ChildProcess {
+  const nodeDir = join(dir, String(port));
+  mkdirSync(nodeDir);
+  return spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--cluster-port',
+      String(busPort),
+      '--bind',
+      '127.0.0.1',
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(dir, `nodes-${port}.conf`),
+      '--cluster-node-timeout',
+      String(nodeTimeoutMs),
+      '--dir',
+      nodeDir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      // A replica's first sync starts at once (the default waits 5 s for more replicas), while
+      // the cluster is still empty.
+      '--repl-diskless-sync-delay',
+      '0',
+      '--logfile',
+      join(dir, `${port}.log`),
+    ],
+    { stdio: 'ignore' },
+  );
+}
+
 /** Starts the cluster and waits until every slot is served (cluster_state:ok on every node). */
 export async function startLocalRedisCluster(
   options: { nodeTimeoutMs?: number } = {},
@@ -191,45 +235,7 @@ export async function startLocalRedisCluster(
   process.once('exit', killAll);
   try {
     clientPorts.forEach((port, i) => {
-      // Each node its own working directory: a replica's full sync renames the RDB it received to
-      // `<dir>/dump.rdb` and then loads that file, so replicas sharing a directory and syncing at
-      // the same moment (the three do when the cluster is created) could load another shard's RDB:
-      // keys of other slots, none of its master's, at its master's offset. Promoted by CLUSTER
-      // FAILOVER, such a replica lacked whole spend hashes (cluster-failover.test.ts, 4 runs in 20
-      // under CPU load, when the first sync still ran under the test's writes).
-      const nodeDir = join(dir, String(port));
-      mkdirSync(nodeDir);
-      const child = spawn(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          '--cluster-port',
-          String(ports[6 + i]),
-          '--bind',
-          '127.0.0.1',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          String(options.nodeTimeoutMs ?? 2_000),
-          '--dir',
-          nodeDir,
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          // A replica's first sync starts at once (the default waits 5 s for more replicas), while
-          // the cluster is still empty.
-          '--repl-diskless-sync-delay',
-          '0',
-          '--logfile',
-          join(dir, `${port}.log`),
-        ],
-        { stdio: 'ignore' },
-      );
-      children.push(child);
+      children.push(spawnNode(dir, port, ports[6 + i] as number, options.nodeTimeoutMs ?? 2_000));
     });
     for (const port of clientPorts)
       await waitFor(`node ${port} up`, async () => (await cli(port, 'PING')) === 'PONG');
