@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyHeaders, serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
+import {
+  keyHeaders,
+  serviceHeaders,
+  startTestBilling,
+  type TestBillingStack,
+  usageEvent,
+} from '../../test/testing';
 import { classifyBillingFailure } from '../usage/failure';
 import {
   addMonths,
@@ -109,7 +115,9 @@ describe('partitioned generation records with a retention', () => {
   it('drops the months wholly past the retention and nothing else', async () => {
     const before = await totals();
     const others = await otherTables();
-    expect(Object.keys(others)).toEqual(expect.arrayContaining(['key_spend', 'account_usage', 'usage_hourly']));
+    expect(Object.keys(others)).toEqual(
+      expect.arrayContaining(['key_spend', 'account_usage', 'usage_hourly']),
+    );
     now = new Date('2026-11-26T12:00:00.000Z');
     const { dropped } = await s.billing.partitions.maintain();
     // The cutoff is 2026-10-27: September ended before it; October ends after it and is kept.
