@@ -266,7 +266,7 @@ class AmqpUsagePublisher implements UsagePublisher {
     }
     const published = this.window.confirm(entries, (entry) => this.replayer?.confirmed(entry));
     this.telemetry.countPublished(published);
-    this.scheduler.soon();
+    this.scheduler.roomFreed(this.window.pending.length);
     this.maybeReplay();
     this.notifyIdle();
   }

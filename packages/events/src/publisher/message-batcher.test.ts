@@ -85,4 +85,23 @@ describe('SendScheduler', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(send).toHaveBeenCalledTimes(1);
   });
+
+  it('a confirm inside a linger keeps the linger; one with nothing lingering sends what the window held back', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+    const send = vi.fn();
+    const s = new SendScheduler(5, 100, () => true, send);
+    s.linger(1); // an event lingers for company (timer: 5 ms)
+    await vi.advanceTimersByTimeAsync(2);
+    s.roomFreed(1); // an earlier message's confirm 2 ms in
+    await vi.advanceTimersByTimeAsync(1);
+    expect(send).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(3); // the linger ran out: sent
+    expect(send).toHaveBeenCalledTimes(1);
+    s.roomFreed(0); // nothing waiting: nothing to send
+    await vi.advanceTimersByTimeAsync(10);
+    expect(send).toHaveBeenCalledTimes(1);
+    s.roomFreed(4); // events the full window held back (their linger is over): next turn
+    await vi.advanceTimersByTimeAsync(0);
+    expect(send).toHaveBeenCalledTimes(2);
+  });
 });

@@ -78,6 +78,16 @@ export class SendScheduler {
     setImmediate(this.run);
   }
 
+  /**
+   * Room came free in the confirm window (a confirm): what waits goes out on the next turn only if
+   * nothing else will send it — events lingering for company keep their timer, so a confirm arriving
+   * inside a linger does not cut it short (one message per confirm round trip instead of per window).
+   */
+  roomFreed(waiting: number): void {
+    if (waiting === 0 || this.timer !== null) return;
+    this.soon();
+  }
+
   /** A new event is waiting; `waiting` events are pending in all. */
   linger(waiting: number): void {
     if (this.lingerMs === 0 || waiting >= this.eventsPerMessage) {

@@ -265,6 +265,28 @@ describe('admin CLI', () => {
     expect(bad.stderr).toMatch(/--limit-reset/);
     const nothing = await cli(`teams update --account ${s} --id ${team.id}`);
     expect(nothing.code).toBe(2);
+    // A key joins the team (and gets tokens per minute) from the CLI, as through `PATCH /keys/{hash}`.
+    const account = await t.service.runtime.accounts.requireBySlug(s);
+    const key = await t.createKey(account.id, { name: 'search app' });
+    const joined = await cli(
+      `keys update --account ${s} --hash ${key.id} --team-id ${team.id} --rate-limit-tpm 300 --json`,
+    );
+    expect(joined.code, joined.stderr).toBe(0);
+    expect(joined.json().data).toMatchObject({ hash: key.id, team_id: team.id, rate_limit_tpm: 300 });
+    expect(await proxyLookup(t, key.key)).toMatchObject({ teamId: team.id, rateLimitTpm: 300 });
+    expect((await cli(`teams list --account ${s} --json`)).json().data[0]).toMatchObject({ key_count: 1 });
+    const stranger = await cli(
+      `keys update --account ${s} --hash ${key.id} --team-id 00000000-0000-4000-8000-000000000000`,
+    );
+    expect(stranger.code).toBe(2);
+    expect(stranger.stderr + stranger.stdout).toMatch(/team/i);
+    const badTeam = await cli(`keys update --account ${s} --hash ${key.id} --team-id search`);
+    expect(badTeam.code).toBe(2);
+    expect(badTeam.stderr).toMatch(/--team-id: must be a team id/);
+    const left = await cli(
+      `keys update --account ${s} --hash ${key.id} --team-id none --rate-limit-tpm none --json`,
+    );
+    expect(left.json().data).toMatchObject({ team_id: null, rate_limit_tpm: null });
     expect((await cli(`teams delete --account ${s} --id ${team.id}`)).code).toBe(0);
     expect((await cli(`teams list --account ${s} --json`)).json().data).toEqual([]);
   });

@@ -41,6 +41,27 @@ const governanceOptions = {
 
 type GovernanceFlags = { [K in keyof typeof governanceOptions]: string | undefined };
 
+/**
+ * What only `keys update` sets (issue 29): the key's team and its tokens per minute, parsed by the
+ * API's `team_id` and `rate_limit_tpm` rules. Inference keys are made through the API or the
+ * dashboard; the CLI moves any key of the account into a team or out of it.
+ */
+const teamOptions = {
+  'team-id': { type: 'string', description: 'team id (uuid) the key belongs to (none: no team)' },
+  'rate-limit-tpm': {
+    type: 'string',
+    description: 'tokens per minute for the key, worst case at admission (none: no limit)',
+  },
+} as const;
+
+function teamBody(o: { 'team-id'?: string; 'rate-limit-tpm'?: string }): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const team = o['team-id'];
+  if (team !== undefined) body.team_id = isNone(team) ? null : team.trim();
+  if (o['rate-limit-tpm'] !== undefined) body.rate_limit_tpm = numberFlag(o['rate-limit-tpm'], /^-?\d+$/);
+  return body;
+}
+
 /** The flags as the API's JSON fields (`none` → null / []); a value the API refuses is a usage error. */
 function governanceBody(o: GovernanceFlags): Record<string, unknown> {
   const body: Record<string, unknown> = {};
@@ -133,20 +154,22 @@ export const keysCommands: CommandGroup = {
     defineCommand({
       name: 'update',
       summary:
-        "Change a key's name or governance (expiry, allowed models, rate limit); any key of the account",
+        "Change a key's name, governance (expiry, allowed models, rate limits) or team; any key of the account",
       options: {
         ...keyOptions,
         name: { type: 'string', description: 'new display name' },
         ...governanceOptions,
+        ...teamOptions,
       },
       async run({ runtime }, o) {
         const body = parseFlagBody(updateKeyBody, {
           ...(o.name === undefined ? {} : { name: o.name }),
           ...governanceBody(o),
+          ...teamBody(o),
         });
         if (Object.keys(body).length === 0) {
           throw new UsageError(
-            'nothing to change: give --name, --expires-at, --allowed-models, --rate-limit-rpm or --include-byok-in-limit',
+            'nothing to change: give --name, --expires-at, --allowed-models, --rate-limit-rpm, --rate-limit-tpm, --team-id or --include-byok-in-limit',
           );
         }
         const hash = parseHash(o.hash);
