@@ -23,7 +23,7 @@ export function waitForClient(
       clearTimeout(timer);
       res.off('drain', done);
       signal.removeEventListener('abort', aborted);
-      if (!signal.aborted || (c.cancelled && !c.abort.signal.aborted)) resolve();
+      if (!signal.aborted || (c.cancelled && !c.abort.aborted)) resolve();
       else
         reject(
           Object.assign(new Error('The operation was aborted'), { name: 'AbortError', cause: signal.reason }),

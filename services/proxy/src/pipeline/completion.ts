@@ -16,6 +16,7 @@ import { NO_MEDIA, type RequestMedia } from './media';
 import type { Outcome, UsageSource } from './outcome';
 
 import type { CanonicalRequest } from './request';
+import { UpstreamAbort } from './upstream-abort';
 import { type Billed, finishedLine, usageEventOf } from './usage-event';
 
 /** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
@@ -41,7 +42,7 @@ export interface TokenEstimator {
 export class Completion {
   readonly startedAt = Date.now();
   /** Aborts the upstream request (the duration cap, a stop, the end of a drain, nothing in flight). */
-  readonly abort = new AbortController();
+  readonly abort = new UpstreamAbort();
   /** Aborted when the client goes away: ends the relay's waits on the client (never the upstream read). */
   readonly clientGone = new AbortController();
   private readonly drain: Drain;
@@ -186,7 +187,7 @@ export class Completion {
     this.release?.();
     this.release = null;
     // A cancelled completion whose attempt failed has nothing left to drain (no failover follows).
-    if (this._cancelled && !this.abort.signal.aborted) {
+    if (this._cancelled && !this.abort.aborted) {
       this.drain.stop();
       this.abort.abort();
     }

@@ -191,5 +191,5 @@ async function send(
     body: ownedBytes(body),
   };
   if (c.request.stream) return StreamedBody.request(target.pool, options, c.abort.signal);
-  return target.pool.request({ ...options, signal: c.abort.signal });
+  return target.pool.request({ ...options, signal: c.abort.forRequest });
 }
