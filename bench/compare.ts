@@ -39,7 +39,7 @@ import pg from 'pg';
 import { connectionBudget } from '../services/proxy/src/http/connection-cap';
 import { processSettings } from '../services/proxy/src/runtime';
 import { createServiceLogins } from '../tests/support/logins';
-import { type CountsResult, measureCounts } from './compare/counts';
+import { type CountsResult, measureCounts, wakeups } from './compare/counts';
 import { doorRequests, measureDoors } from './compare/doors';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -1324,6 +1324,9 @@ try {
         // CPU of the processes that touch every chunk: the proxy (if any), the upstream, the load generator (its own).
         const proxyCpu0 = proxyCpu(name);
         const upstreamCpu0 = cpuMs(upstream.pid as number);
+        // The proxy's read / write system calls (/proc/<pid>/io): per relayed chunk, what coalescing saves.
+        const proxyPid = name === 'tollgate' ? proxy.pid : name === 'tollgate-b' ? proxyB?.pid : undefined;
+        const io0 = proxyPid === undefined ? null : wakeups(proxyPid);
         const run = await load<Record<string, unknown>>({
           kind: 'streams',
           streams: STREAMS,
@@ -1339,6 +1342,11 @@ try {
         const proxyCpu1 = proxyCpu(name);
         if (proxyCpu0 !== null && proxyCpu1 !== null) run.proxyCpuMs = Math.round(proxyCpu1 - proxyCpu0);
         run.upstreamCpuMs = Math.round(cpuMs(upstream.pid as number) - upstreamCpu0);
+        const io1 = proxyPid === undefined ? null : wakeups(proxyPid);
+        if (io0 && io1) {
+          run.proxyReadSyscalls = io1.syscr - io0.syscr;
+          run.proxyWriteSyscalls = io1.syscw - io0.syscw;
+        }
         runs[name] = run;
         const d = runs.direct;
         const ratio = (k: string) =>
@@ -1425,6 +1433,9 @@ try {
       }, 250);
       let atOpen = 0;
       await quiesce();
+      // CPU ms of each process of the target (a cluster: the primary first, then each worker).
+      const tree = treeOf(pid);
+      const cpu0 = tree.map(cpuMs);
       const r = await load<Record<string, unknown>>(
         {
           kind: 'streams',
@@ -1443,6 +1454,7 @@ try {
         },
       );
       clearInterval(sampler);
+      r.cpuMsByProcess = tree.map((p, i) => Math.round(cpuMs(p) - (cpu0[i] as number)));
       if (MEMHERE) {
         mem.open = await memOpen;
         mem.peak = await memPeak;

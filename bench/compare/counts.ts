@@ -58,7 +58,7 @@ export interface CountsResult {
 }
 
 /** Voluntary context switches of the main thread, and read / write syscalls of the process (null: unreadable). */
-function wakeups(pid: number): { voluntary: number; syscr: number; syscw: number } | null {
+export function wakeups(pid: number): { voluntary: number; syscr: number; syscw: number } | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const io = readFileSync(`/proc/${pid}/io`, 'utf8');
