@@ -18,9 +18,17 @@ const CLUSTER_SUITES = [
 /**
  * The suites that also run with two usage partitions (issue 31: the publisher routes each account's
  * events to one of two single-active-consumer queues, billing consumes both): every end-to-end suite
- * through the whole stack, whose answers and records must not change with the partition count.
+ * through the whole stack, whose answers and records must not change with the partition count, and
+ * billing's consumer suites (its test kit publishes each event to its account's partition, as the
+ * proxy does): exactly-once on redelivery, a worker killed after commit, dead letters, a poison batch.
  */
-const PARTITION_SUITES = ['tests/e2e/**/*.test.ts', 'tests/contract/**/*.test.ts'];
+const PARTITION_SUITES = [
+  'tests/e2e/**/*.test.ts',
+  'tests/contract/**/*.test.ts',
+  'services/billing/src/integration/proxy-spend.e2e.test.ts',
+  'services/billing/src/usage/usage.worker.test.ts',
+  'services/billing/src/usage/poison-batch.test.ts',
+];
 
 export default defineConfig({
   test: {

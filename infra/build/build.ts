@@ -27,12 +27,13 @@ const extraEntries: Record<string, string> = {
 
 /**
  * Files (or folders) the bundled workspace code reads next to itself at run time (see
- * packages/openapi/src/paths.ts, packages/spend/src/lua.ts): copied beside the bundle under their name.
+ * packages/openapi/src/paths.ts, packages/redis/src/lua.ts): copied beside the bundle under their name.
  */
 const assets: Array<{ from: string; usedBy: string }> = [
   { from: 'packages/openapi/openapi.json', usedBy: '@tollgate/openapi' },
   { from: 'packages/openapi/openapi.yaml', usedBy: '@tollgate/openapi' },
   { from: 'packages/spend/lua', usedBy: '@tollgate/spend' },
+  { from: 'packages/key-cache/lua', usedBy: '@tollgate/key-cache' },
 ];
 
 interface BuildResult {
@@ -157,7 +158,9 @@ export async function buildService(name: string): Promise<string[]> {
     if (inputs.includes(asset.usedBy.replace('@tollgate/', 'packages/'))) {
       const from = join(root, asset.from);
       const to = join(outdir, asset.from.split('/').pop() ?? asset.from);
-      if (statSync(from).isDirectory()) cpSync(from, to, { recursive: true });
+      // Folders of one name merge (the packages' `lua/`): a file of one name twice fails the build.
+      if (statSync(from).isDirectory())
+        cpSync(from, to, { recursive: true, force: false, errorOnExist: true });
       else copyFileSync(from, to);
     }
   }

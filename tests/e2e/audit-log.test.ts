@@ -71,6 +71,7 @@ async function cli(args: string[]) {
       REDIS_URL: stack.infra.redis.url,
       REDIS_PREFIX: stack.infra.redis.prefix,
       BILLING_URL: stack.services.billing.url,
+      ...(dash ? { DASHBOARD_URL: dash.url } : {}),
     },
   });
   expect(code, stderr).toBe(0);
@@ -377,6 +378,19 @@ describe('audit log', () => {
     // Users, roles, teams and sessions by the owner.
     await dashboard('PATCH', `/api/users/${memberId}`, { role: 'member' });
     await dashboard('PUT', `/api/users/${memberId}/teams`, { team_ids: [team] });
+    // The admin CLI sets memberships too (by email), as the dashboard does.
+    const left = await cli([
+      'users',
+      'set-teams',
+      '--account',
+      stack.account.slug,
+      '--email',
+      member.email,
+      '--team-ids',
+      'none',
+    ]);
+    expect(left.data).toMatchObject({ id: memberId, team_ids: [] });
+    expected.push([memberId, 'user.teams', 'admin_cli', null, 'dashboard']);
     const ended = await dashboard('DELETE', `/api/users/${memberId}/sessions`);
     expect(ended.body.data.ended).toBe(2); // the invitation accepted, then a sign-in
     await dashboard('POST', `/api/users/${memberId}/sign-in-link`);
@@ -448,6 +462,12 @@ describe('audit log', () => {
       ['keys', 'key.update'],
       ['keys', 'team.delete'],
       ['dashboard', 'user.invite'],
+      ['dashboard', 'user.teams'],
+    ]);
+    const memberships = (await api(`/audit?since=${since}&action=user.teams`)).body.data as Entry[];
+    expect(memberships.map((e) => [e.actor.kind, e.before?.teams, e.after?.teams])).toEqual([
+      ['admin_cli', [team], []],
+      ['user', [], [team]],
     ]);
     const bodies = (await api(`/audit?since=${since}&action=account.update`)).body.data as Entry[];
     expect(bodies.map((e) => [e.actor.kind, e.before, e.after]).reverse()).toEqual([
@@ -471,6 +491,46 @@ describe('audit log', () => {
     expect(csv.text).toContain('"billing"');
     expect((await dashboard('GET', '/api/audit?source=all&before=keys:x')).status).toBe(400);
   }, 120_000); // some 45 changes through four doors, each over HTTP or a CLI run: slow on a loaded host
+
+  it("PUT /internal/team-members (the CLI's users set-teams): only the admin's identity, a user and teams of the account", async () => {
+    const team = (await api('/teams', 'POST', { name: 'members: team' })).body.data.id as string;
+    const put = async (body: unknown, signer?: 'admin' | 'keys') => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (signer) {
+        const s = createServiceSigner(signer, stack.serviceKeys[signer].privateKey);
+        headers[SERVICE_TOKEN_HEADER] = await s.sign('dashboard');
+      }
+      const res = await fetch(`${dash.url}/internal/team-members`, {
+        method: 'PUT',
+        headers,
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: await res.json() };
+    };
+    const body = { account_id: stack.account.id, email: owner.email.toUpperCase(), team_ids: [team] };
+    expect((await put(body)).status).toBe(401);
+    expect((await put(body, 'keys')).status).toBe(403);
+    const unknownUser = await put({ ...body, email: 'nobody@example.test' }, 'admin');
+    expect([unknownUser.status, unknownUser.body.error.message]).toEqual([
+      404,
+      'No user nobody@example.test in this account',
+    ]);
+    const foreignTeam = await put({ ...body, team_ids: ['00000000-0000-4000-8000-000000000000'] }, 'admin');
+    expect(foreignTeam.status).toBe(400);
+    expect(foreignTeam.body.error.message).toMatch(/team_ids: no team/);
+    const bad = await put({ ...body, team_ids: ['search'] }, 'admin');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/team_ids/);
+    const ok = await put(body, 'admin');
+    expect(ok).toEqual({
+      status: 200,
+      body: { data: { id: ownerId, email: owner.email, team_ids: [team] } },
+    });
+    const teams = await dashboard('GET', '/api/teams');
+    expect(teams.body.data.find((t: { id: string }) => t.id === team).member_ids).toEqual([ownerId]);
+    expect((await put({ ...body, team_ids: [] }, 'admin')).status).toBe(200);
+    await api(`/teams/${team}`, 'DELETE');
+  });
 
   it('is append-only: the table refuses UPDATE and DELETE', async () => {
     const db = new pg.Client({ connectionString: stack.infra.database.url });

@@ -42,6 +42,7 @@ import {
   type TestAmqp,
   type TestDatabase,
   type TestRedis,
+  testUsagePartitions,
 } from '@tollgate/testkit';
 import { vi } from 'vitest';
 import { createServiceLogins, type ServiceLogins } from './logins';
@@ -136,14 +137,7 @@ export interface ApiResponse {
 export const describeResponse = (r: ApiResponse) => `HTTP ${r.status} ${r.text.slice(0, 2000)}`;
 
 /** TOLLGATE_TEST_USAGE_PARTITIONS (the `usage-partitions` project sets 2), else 1. */
-export function testUsagePartitions(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.TOLLGATE_TEST_USAGE_PARTITIONS;
-  if (raw === undefined || raw === '') return 1;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`TOLLGATE_TEST_USAGE_PARTITIONS must be a positive integer, got ${raw}`);
-  return n;
-}
+export { testUsagePartitions };
 
 export async function startStack(
   options: {

@@ -31,3 +31,23 @@ export const createUser = {
   response: z.object({ data: invitedUserSchema }),
 } as const;
 export type CreateUserRequest = z.input<typeof createUser.request>;
+
+/**
+ * `PUT /internal/team-members` (caller: the admin CLI, `tollgate users set-teams`): a user's team
+ * memberships (named by email), the same change as the dashboard's `PUT /api/users/{id}/teams`,
+ * audited as `user.teams` by the admin CLI. 404 unless the user is the account's; 400 for a team
+ * that is not the account's.
+ */
+export const setUserTeams = {
+  method: 'PUT',
+  path: '/internal/team-members',
+  request: z.strictObject({
+    account_id: uuid('an account id'),
+    email: z.string({ error: 'expected a string' }).max(320),
+    team_ids: z.array(uuid('a team id')).max(100),
+  }),
+  response: z.object({
+    data: z.object({ id: z.string(), email: z.string(), team_ids: z.array(z.string()) }),
+  }),
+} as const;
+export type SetUserTeamsRequest = z.input<typeof setUserTeams.request>;

@@ -85,6 +85,51 @@ export interface AuditLogFilters {
   limit: number;
 }
 
+/** Who made a change: a management key (through the proxy), a dashboard user, or the admin CLI. */
+export interface AuditActor {
+  kind: AuditActorKind;
+  /** The management key's id or the dashboard user's id; null for the admin CLI. */
+  id: string | null;
+  /** The client's address as the edge resolved it (TRUSTED_PROXIES); null for the admin CLI. */
+  address: string | null;
+}
+
+/** One audited change: what was done to which target of the account, before and after. */
+export interface AuditChange {
+  accountId: string;
+  action: string;
+  target: { kind: string; id: string };
+  before: object | null;
+  after: object | null;
+}
+
+/**
+ * Appends one entry to `<schema>.audit_log`; call it inside the transaction that commits the change.
+ * The one writer of the three logs (keys, billing, dashboard).
+ */
+export async function appendAuditEntry<DB>(
+  trx: Kysely<DB>,
+  schema: string,
+  actor: AuditActor,
+  change: AuditChange,
+): Promise<void> {
+  const table = `${checkedSchema(schema)}.audit_log` as 'log';
+  await (trx as unknown as Kysely<{ log: AuditLogTable }>)
+    .insertInto(table)
+    .values({
+      account_id: change.accountId,
+      actor_kind: actor.kind,
+      actor_id: actor.id,
+      client_address: actor.address,
+      action: change.action,
+      target_kind: change.target.kind,
+      target_id: change.target.id,
+      before: change.before ? JSON.stringify(change.before) : null,
+      after: change.after ? JSON.stringify(change.after) : null,
+    })
+    .execute();
+}
+
 /** One entry as every API shows it (never the row's account). */
 export interface AuditLogEntry {
   id: string;

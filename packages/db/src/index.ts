@@ -104,10 +104,13 @@ export async function migrateToLatest(
 }
 
 export {
+  type AuditActor,
   type AuditActorKind,
+  type AuditChange,
   type AuditLogEntry,
   type AuditLogFilters,
   type AuditLogTable,
+  appendAuditEntry,
   createAuditLog,
   dropAuditLog,
   listAuditLog,

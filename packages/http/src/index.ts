@@ -7,7 +7,7 @@ import {
   type VerifiedClaims,
 } from '@tollgate/auth';
 import { isCanonicalUuid } from '@tollgate/contracts';
-import { AppError, badRequest, describeIssues, internalErrorEnvelope, unauthorized } from '@tollgate/errors';
+import { AppError, badRequest, describeIssues, unauthorized } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Router } from 'express';
 import type { z } from 'zod';
@@ -75,10 +75,18 @@ export function toAppError(err: unknown): AppError | null {
   }
 }
 
-/** The one error handler: writes the envelope; unknown errors are logged with stack, answered generically. */
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+/** An error's answer: its status and body. The standard envelope unless a route's API has its own shape. */
+type ErrorRender = (error: AppError, res: express.Response) => { status: number; body: unknown };
+
+const standardEnvelope: ErrorRender = (e) => ({ status: e.status, body: e.toEnvelope() });
+
+/**
+ * The one error handler of the express apps: an error after the head is logged and the socket
+ * destroyed; anything not of the closed set is logged with its stack and answered as a generic 500;
+ * the answer is `render`'s (default: the standard envelope; the Messages door's routes: Anthropic's).
+ */
+export function errorHandler(logger: Logger, render: ErrorRender = standardEnvelope): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const appError = toAppError(err);
     if (res.headersSent) {
       ((req as { log?: Logger }).log ?? logger).error(
         { err, path: req.path },
@@ -87,13 +95,14 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.destroy();
       return;
     }
-    if (appError) {
-      res.status(appError.status).json(appError.toEnvelope());
-      return;
+    let appError = toAppError(err);
+    if (!appError) {
+      // Logged once: with the request's child logger (it carries the request id) when there is one.
+      ((req as { log?: Logger }).log ?? logger).error({ err }, 'unhandled error');
+      appError = new AppError('internal', 'Internal server error');
     }
-    // Logged once: with the request's child logger (it carries the request id) when there is one.
-    ((req as { log?: Logger }).log ?? logger).error({ err }, 'unhandled error');
-    res.status(500).json(internalErrorEnvelope());
+    const { status, body } = render(appError, res);
+    res.status(status).json(body);
   };
 }
 

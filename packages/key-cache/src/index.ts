@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { LimitReset } from '@tollgate/money';
-import type { RedisClient } from '@tollgate/redis';
+import { loadLua, luaDir, type RedisClient } from '@tollgate/redis';
 
 /**
  * The Redis key cache: the one module that defines how an API key's record is cached, used by the
@@ -45,7 +45,7 @@ export interface CachedKey {
    * tokens per minute across the team's keys. Absent = none.
    */
   teamLimit?: string | null;
-  teamLimitReset?: 'daily' | 'weekly' | 'monthly' | null;
+  teamLimitReset?: LimitReset | null;
   teamRateLimitTpm?: number | null;
   version: number;
 }
@@ -66,54 +66,23 @@ export interface KeyCacheOptions {
   pendingTtlSeconds?: number;
 }
 
-// ARGV: version, state, data, ttl, mode. mode 'cas': write if no entry or entry version <= ARGV version.
-// mode 'nx': write only if there is no entry (negative cache).
-const WRITE_SCRIPT = `
-local cur = redis.call('HGET', KEYS[1], 'v')
-if ARGV[5] == 'nx' then
-  if cur then return 0 end
-elseif cur and tonumber(cur) > tonumber(ARGV[1]) then
-  return 0
-end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 's', ARGV[2], 'd', ARGV[3])
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
-return 1
-`;
-
-// Removes a pending marker left by a change that rolled back (only if still at that version).
-/**
- * The proxy's hot-path read: the record (HMGET v s d) and this request counted in the key's window
- * (INCR; the window's expiry set by its first request), as ONE command — one round trip, one command
- * for Redis to parse and one for the client to encode, where a MULTI-less pipeline of three was before.
- * Only a key the cache knows (`ok`, or `pending`: a known key being changed) is counted: a random or
- * unknown key costs no write (issue 23). KEYS: record hash, window counter. ARGV: counter ttl ms.
- * Returns {v, s, d, count} (count absent when not counted).
- */
-const READ_COUNTING_SCRIPT = `
-local r = redis.call('HMGET', KEYS[1], 'v', 's', 'd')
-if r[2] == 'ok' or r[2] == 'pending' then
-  local n = redis.call('INCR', KEYS[2])
-  if n == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
-  r[4] = n
-end
-return r
-`;
+// The scripts (packages/key-cache/lua/, documented there), read once at start-up.
+const LUA = luaDir(import.meta.url);
+const WRITE_SCRIPT = loadLua('key-write', LUA);
+/** The proxy's hot-path read and rate count in one command (lua/key-read-counting.lua). */
+const READ_COUNTING_SCRIPT = loadLua('key-read-counting', LUA);
 const READ_COUNTING_SHA = createHash('sha1').update(READ_COUNTING_SCRIPT).digest('hex');
+const COUNT_SCRIPT = loadLua('key-count', LUA);
+const CLEAR_PENDING_SCRIPT = loadLua('key-clear-pending', LUA);
 
-/** One request counted in a window (a key found by the keys service after a cache miss). */
-const COUNT_SCRIPT = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return n
-`;
-
-const CLEAR_PENDING_SCRIPT = `
-if redis.call('HGET', KEYS[1], 'v') == ARGV[1] and redis.call('HGET', KEYS[1], 's') == 'pending' then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`;
+/**
+ * The keys service's flush of the last-used hashes (services/keys/src/last-used/): `take` removes and
+ * returns a whole hash atomically, `restore` puts values back after a failed flush (newest kept).
+ */
+export const LAST_USED_SCRIPTS = {
+  take: loadLua('last-used-take', LUA),
+  restore: loadLua('last-used-restore', LUA),
+} as const;
 
 /** A key's request count in the current one-minute window (see `getCounting`). */
 export interface RequestCount {

@@ -182,3 +182,4 @@ export function whenReady(redis: RedisClient, timeoutMs: number): Promise<boolea
     redis.once('ready', ready);
   });
 }
+export { loadLua, luaDir } from './lua';

@@ -5,7 +5,15 @@ import pg from 'pg';
 import { runId, testInfra } from './infra';
 
 export { expectContract } from './contract';
-export { CLUSTER_URL_ENV, dockerAvailable, LOCAL_INFRA, runId, type TestInfra, testInfra } from './infra';
+export {
+  CLUSTER_URL_ENV,
+  dockerAvailable,
+  LOCAL_INFRA,
+  runId,
+  type TestInfra,
+  testInfra,
+  testUsagePartitions,
+} from './infra';
 export { freePort } from './ports';
 export { seededRandom } from './random';
 export { type LocalRedisCluster, startLocalRedisCluster } from './redis-cluster';

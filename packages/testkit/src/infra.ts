@@ -46,3 +46,16 @@ export function runId(): string {
     throw new Error('TOLLGATE_TEST_RUN is not set: run tests through vitest (its global setup sets it)');
   return id;
 }
+
+/**
+ * The usage partitions a test's stack or billing runs with: TOLLGATE_TEST_USAGE_PARTITIONS (the
+ * `usage-partitions` vitest project sets 2), else 1.
+ */
+export function testUsagePartitions(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.TOLLGATE_TEST_USAGE_PARTITIONS;
+  if (raw === undefined || raw === '') return 1;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`TOLLGATE_TEST_USAGE_PARTITIONS must be a positive integer, got ${raw}`);
+  return n;
+}

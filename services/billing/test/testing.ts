@@ -4,9 +4,11 @@ import type { KeyOwner } from '@tollgate/contracts';
 import {
   createMessageSigner,
   declareUsageTopology,
+  topologyNames,
   type UsageEvent,
   type UsageEventV1,
   type UsageTopology,
+  usagePartition,
   usageTopology,
 } from '@tollgate/events';
 import { createLogger } from '@tollgate/logger';
@@ -17,6 +19,7 @@ import {
   type TestAmqp,
   type TestDatabase,
   type TestRedis,
+  testUsagePartitions,
 } from '@tollgate/testkit';
 import amqp from 'amqplib';
 import { type BillingConfig, loadConfig } from '../src/config';
@@ -39,6 +42,8 @@ export interface TestBillingStack {
    * development key as the proxy does.
    */
   publish(...bodies: Array<UsageEvent | string | Buffer>): Promise<void>;
+  /** The usage partition an account's events go to (0 with one partition). */
+  partitionOf(accountId: string): number;
   /** Restarts billing against the same database, Redis prefix and queue. */
   restart(options?: BillingOptions): Promise<BillingHandle>;
   /** Stops billing and removes the database, Redis keys and queues. */
@@ -99,7 +104,8 @@ const proxySigner = createMessageSigner('proxy', parsePrivateKey(DEV_SERVICE_KEY
 export const signedHeaders = (body: Buffer, sentAt = Date.now()) => proxySigner.headers(body, sentAt);
 
 /**
- * Billing with its own database, Redis prefix and queues. Its usage checks default to `signature`
+ * Billing with its own database, Redis prefix and queues, on TOLLGATE_TEST_USAGE_PARTITIONS usage
+ * partitions (default 1; pass USAGE_PARTITIONS to choose). Its usage checks default to `signature`
  * only (these tests publish figures of their own); pass USAGE_CHECKS to test the others.
  */
 export async function startTestBilling(
@@ -119,6 +125,7 @@ export async function startTestBilling(
     LOG_LEVEL: 'silent',
     BATCH_TIMEOUT_MS: '20',
     USAGE_CHECKS: 'signature',
+    USAGE_PARTITIONS: String(testUsagePartitions()),
     ...env,
   });
   const topology = usageTopology(config.AMQP_PREFIX, config.USAGE_PARTITIONS);
@@ -140,7 +147,10 @@ export async function startTestBilling(
     async publish(...bodies) {
       for (const b of bodies) {
         const buf = Buffer.isBuffer(b) ? b : Buffer.from(typeof b === 'string' ? b : JSON.stringify(b));
-        ch.publish(topology.exchange, topology.routingKey, buf, {
+        // As the proxy routes: an event to its account's partition (an undecodable body to the first).
+        const account = typeof b === 'object' && !Buffer.isBuffer(b) ? b.account_id : undefined;
+        const route = topology.partitions[account ? stack.partitionOf(account) : 0] ?? topology;
+        ch.publish(topology.exchange, route.routingKey, buf, {
           persistent: true,
           contentType: 'application/json',
           headers: signedHeaders(buf),
@@ -148,6 +158,7 @@ export async function startTestBilling(
       }
       await ch.waitForConfirms();
     },
+    partitionOf: (accountId) => usagePartition(accountId, topology.partitions.length),
     async restart(opts = {}) {
       await billing.close();
       billing = await startBilling(config, { logger, owners: testKeyOwners, ...options, ...opts });
@@ -158,10 +169,7 @@ export async function startTestBilling(
     async cleanup() {
       await billing.close();
       await conn.close().catch(() => {});
-      await testAmqp.cleanup({
-        queues: [topology.queue, topology.deadLetterQueue],
-        exchanges: [topology.exchange, topology.deadLetterExchange],
-      });
+      await testAmqp.cleanup(topologyNames(topology));
       await redis.cleanup();
       await db.drop();
     },

@@ -1,6 +1,6 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { accountParams, auditQuery } from '@tollgate/contracts';
-import { type AuditActorKind, listAuditLog } from '@tollgate/db';
+import { type AuditActor, type AuditChange, appendAuditEntry, listAuditLog } from '@tollgate/db';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
@@ -8,42 +8,11 @@ import type { Database } from '../database';
 
 type Db = Kysely<Database>;
 
-/** Who made a change: a management key (through the proxy), a dashboard user, or the admin CLI. */
-export interface AuditActor {
-  kind: AuditActorKind;
-  /** The management key's id or the dashboard user's id; null for the admin CLI. */
-  id: string | null;
-  /** The client's address as the edge resolved it; null for the admin CLI. */
-  address: string | null;
-}
+export type { AuditActor } from '@tollgate/db';
 
-/** Appends one entry; call it in the transaction of the change. */
-export async function recordChange(
-  trx: Db,
-  actor: AuditActor,
-  change: {
-    accountId: string;
-    action: string;
-    target: { kind: string; id: string };
-    before: object | null;
-    after: object | null;
-  },
-): Promise<void> {
-  await trx
-    .insertInto('billing.audit_log')
-    .values({
-      account_id: change.accountId,
-      actor_kind: actor.kind,
-      actor_id: actor.id,
-      client_address: actor.address,
-      action: change.action,
-      target_kind: change.target.kind,
-      target_id: change.target.id,
-      before: change.before ? JSON.stringify(change.before) : null,
-      after: change.after ? JSON.stringify(change.after) : null,
-    })
-    .execute();
-}
+/** Appends one entry; call it inside the transaction that commits the change (@tollgate/db). */
+export const recordChange = (trx: Db, actor: AuditActor, change: AuditChange): Promise<void> =>
+  appendAuditEntry(trx, 'billing', actor, change);
 
 /**
  * Credits and postpaid are changed only by the admin CLI (billing's CREDIT_WRITERS), so the actor is

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serviceHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
+import {
+  keyHeaders,
+  serviceHeaders,
+  startTestBilling,
+  type TestBillingStack,
+  usageEvent,
+} from '../../test/testing';
 import { classifyBillingFailure } from '../usage/failure';
 import {
   addMonths,
@@ -61,6 +67,29 @@ describe('partitioned generation records with a retention', () => {
                (select coalesce(sum(cost), 0)::text from billing.usage_hourly) as hourly,
                (select coalesce(sum(cost), 0)::text from billing.usage_daily) as daily`.execute(s.billing.db)
     ).rows[0];
+  /**
+   * Every billing table but the generation records (parent and month partitions), each as its row
+   * count and a digest of its rows: "nothing else" of a dropped month, table by table.
+   */
+  const otherTables = async () => {
+    const names = (
+      await sql<{ name: string }>`
+        select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+         where n.nspname = 'billing' and c.relkind in ('r', 'p') and c.relname not like 'generations%'
+         order by 1`.execute(s.billing.db)
+    ).rows.map((r) => r.name);
+    const out: Record<string, string> = {};
+    for (const name of names) {
+      const t = sql.table(`billing.${name}`);
+      const row = (
+        await sql<{ n: string; digest: string | null }>`
+          select count(*)::text as n, md5(string_agg(x::text, '|' order by x::text)) as digest
+            from ${t} as x`.execute(s.billing.db)
+      ).rows[0];
+      out[name] = `${row?.n}:${row?.digest}`;
+    }
+    return out;
+  };
 
   it('created the current month and three ahead at start', async () => {
     const names = (await listPartitions(s.billing.db)).map((p) => p.name);
@@ -85,6 +114,10 @@ describe('partitioned generation records with a retention', () => {
 
   it('drops the months wholly past the retention and nothing else', async () => {
     const before = await totals();
+    const others = await otherTables();
+    expect(Object.keys(others)).toEqual(
+      expect.arrayContaining(['key_spend', 'account_usage', 'usage_hourly']),
+    );
     now = new Date('2026-11-26T12:00:00.000Z');
     const { dropped } = await s.billing.partitions.maintain();
     // The cutoff is 2026-10-27: September ended before it; October ends after it and is kept.
@@ -93,6 +126,7 @@ describe('partitioned generation records with a retention', () => {
     expect(await count(october.id)).toBe(1);
     expect(await count(november.id)).toBe(1);
     expect(await totals()).toEqual(before); // spend, usage and roll-ups are other tables
+    expect(await otherTables()).toEqual(others); // every other table, row for row
     expect(before?.spend).not.toBe('0');
     expect((await s.billing.partitions.maintain()).dropped).toEqual([]);
   });
@@ -118,6 +152,14 @@ describe('partitioned generation records with a retention', () => {
       headers: await serviceHeaders('dashboard'),
     });
     expect(kept.status).toBe(200);
+    // GET /generation?id= (the proxy forwards /api/v1/generation here): the caller's own 404 says so.
+    const own = await fetch(`${s.billing.url}/generation?id=${september.id}`, {
+      headers: await keyHeaders({ keyId: key, accountId: account }),
+    });
+    expect(own.status).toBe(404);
+    expect(((await own.json()) as { error: { message: string } }).error.message).toMatch(
+      /older than the retention of generation records \(GENERATION_RETENTION_DAYS\)/,
+    );
     const unknown = await fetch(
       `${s.billing.url}/internal/accounts/${account}/generations/${usageEvent({ finished_at: november.finished_at }).id}`,
       { headers: await serviceHeaders('dashboard') },

@@ -6,7 +6,7 @@ import { createLogger } from '@tollgate/logger';
 import { serveMetrics } from '@tollgate/metrics';
 import { toUnits } from '@tollgate/money';
 import { createSpendStore, spendAccountHash, spendKeyHash } from '@tollgate/spend';
-import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
+import { createTcpProxy, hostPortOf, testUsagePartitions } from '@tollgate/testkit';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keyHeaders, startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
@@ -48,6 +48,22 @@ const getGeneration = async (id: string, caller: { keyId: string; accountId: str
   fetch(`${s.billing.url}/generation?id=${id}`, { headers: await keyHeaders(caller) });
 
 describe('usage worker', () => {
+  it('consumes every usage partition of the run (TOLLGATE_TEST_USAGE_PARTITIONS): an event on each recorded once', async () => {
+    expect(s.topology.partitions).toHaveLength(testUsagePartitions());
+    const onPartition = (i: number) => {
+      for (;;) {
+        const account = randomUUID();
+        if (s.partitionOf(account) === i) return usageEvent({ account_id: account, cost: '0.125' });
+      }
+    };
+    const events = s.topology.partitions.map((_, i) => onPartition(i));
+    await s.publish(...events);
+    await vi.waitFor(
+      async () => expect(await Promise.all(events.map((e) => countOf(e.id)))).toEqual(events.map(() => 1)),
+      { timeout: 5000 },
+    );
+  });
+
   it('records a published event with its spend in all four periods, visible through GET /generation', async () => {
     const e = usageEvent({
       cost: '0.0125',
@@ -207,9 +223,11 @@ describe('usage worker', () => {
       clock: () => new Date(),
     });
     let failures = 0;
+    const e = usageEvent({ cost: '1.5' });
     const consumer = createUsageConsumer({
       url: s.config.AMQP_URL,
       topology: s.topology,
+      partition: s.partitionOf(e.account_id),
       logger,
       prefetch: 10,
       batchSize: 10,
@@ -222,7 +240,6 @@ describe('usage worker', () => {
     });
     try {
       await consumer.ready();
-      const e = usageEvent({ cost: '1.5' });
       await s.publish(e);
       await vi.waitFor(() => expect(consumer.stats().handled).toBe(1), { timeout: 5000 });
       expect(consumer.stats().failedBatches).toBe(1);
@@ -267,7 +284,7 @@ describe('usage worker', () => {
     );
     expect(await countOf(e.id)).toBe(1);
     expect((await spendOf(e.key_id)).all).toBe(2);
-  });
+  }, 120_000); // a tsx worker process starting on a loaded host: up to a minute
 
   async function crashAfterCommit(e: ReturnType<typeof usageEvent>) {
     const fixture = fileURLToPath(new URL('./fixtures/crash-after-commit.ts', import.meta.url));
@@ -279,6 +296,8 @@ describe('usage worker', () => {
         REDIS_PREFIX: s.config.REDIS_PREFIX,
         AMQP_URL: s.config.AMQP_URL,
         AMQP_PREFIX: s.config.AMQP_PREFIX,
+        USAGE_PARTITIONS: String(s.config.USAGE_PARTITIONS),
+        USAGE_WORKER_PARTITIONS: String(s.partitionOf(e.account_id)),
         LOG_LEVEL: 'silent',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -289,7 +308,7 @@ describe('usage worker', () => {
     const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
       child.on('exit', (code, signal) => resolve(signal ?? code)),
     );
-    await vi.waitFor(() => expect(output).toContain('consuming'), { timeout: 15_000 });
+    await vi.waitFor(() => expect(output).toContain('consuming'), { timeout: 60_000 });
     await s.publish(e);
     const exit = await exited;
     expect(['SIGKILL', 137], output).toContain(exit); // 137 when pnpm reports its killed child

@@ -1,14 +1,16 @@
-import { type DashboardAnswerInput, isUuid } from '@tollgate/contracts';
+import type { ServiceVerifier } from '@tollgate/auth';
+import { type DashboardAnswerInput, isUuid, setUserTeams } from '@tollgate/contracts';
 import { badRequest, notFound } from '@tollgate/errors';
-import { type ClientAddress, parseInput } from '@tollgate/http';
+import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
 import { maxUnits, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
+import { sql } from 'kysely';
 import { z } from 'zod';
 import type { DashboardDb } from '../database';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { InternalClient } from '../upstream/internal-client';
 import { lockUser } from '../users/users.repository';
-import { recordUserChange } from '../users/users-audit';
+import { recordUserChange, type UserActor } from '../users/users-audit';
 import { membershipsOf, replaceTeams, sameTeams, teamsOf } from './team-members.repository';
 import { scopeOf } from './team-scope';
 
@@ -23,14 +25,44 @@ const teamsBody = z.strictObject({
  * Teams as the dashboard shows them: `GET /api/teams` (the account's teams from the keys service, each
  * with its budget, its committed spend in the current period from billing and its members; a team
  * viewer gets only their own teams) and `PUT /api/users/:id/teams` (owners:
- * a user's memberships, audited as `user.teams`).
+ * a user's memberships, audited as `user.teams`); `PUT /internal/team-members` is the same change
+ * for the admin CLI (`tollgate users set-teams`), audited as the CLI's.
  */
 export function teamsRoutes(deps: {
   db: DashboardDb;
   client: InternalClient;
   clientAddress: ClientAddress;
+  verifier: ServiceVerifier;
 }): Router {
   const router = Router();
+
+  /** Makes the memberships of the user `find` locks exactly `team_ids`; audited when they change. */
+  async function setTeams(
+    accountId: string,
+    find: (trx: DashboardDb) => Promise<{ id: string; email: string } | undefined>,
+    team_ids: string[],
+    actor: UserActor | null,
+    missing: string,
+  ) {
+    const known = new Set((await deps.client.teams(accountId)).map((t) => t.id));
+    const unknown = team_ids.find((id) => !known.has(id));
+    if (unknown) throw badRequest(`team_ids: no team ${unknown} in this account`, { field: 'team_ids' });
+    return deps.db.transaction().execute(async (trx) => {
+      const user = await find(trx);
+      if (!user) throw notFound(missing);
+      const before = await teamsOf(trx, user.id);
+      if (sameTeams(before, team_ids)) return user;
+      await replaceTeams(trx, accountId, user.id, team_ids);
+      await recordUserChange(trx, actor, {
+        accountId,
+        action: 'user.teams',
+        userId: user.id,
+        before: { email: user.email, teams: before },
+        after: { email: user.email, teams: team_ids },
+      });
+      return user;
+    });
+  }
 
   router.get('/api/teams', requireUser, async (_req, res) => {
     const accountId = userOf(res).accountId;
@@ -69,28 +101,38 @@ export function teamsRoutes(deps: {
     const userId = String(req.params.id);
     if (!isUuid(userId)) throw badRequest('id: must be a user id (uuid)');
     const me = userOf(res);
-    const known = new Set((await deps.client.teams(me.accountId)).map((t) => t.id));
-    const unknown = team_ids.find((id) => !known.has(id));
-    if (unknown) throw badRequest(`team_ids: no team ${unknown} in this account`, { field: 'team_ids' });
-    await deps.db.transaction().execute(async (trx) => {
-      const user = await lockUser(trx, me.accountId, userId);
-      if (!user) throw notFound(`No user ${userId} in this account`);
-      const before = await teamsOf(trx, user.id);
-      if (sameTeams(before, team_ids)) return;
-      await replaceTeams(trx, me.accountId, user.id, team_ids);
-      await recordUserChange(
-        trx,
-        { userId: me.id, address: deps.clientAddress(req) },
-        {
-          accountId: me.accountId,
-          action: 'user.teams',
-          userId: user.id,
-          before: { email: user.email, teams: before },
-          after: { email: user.email, teams: team_ids },
-        },
-      );
-    });
+    await setTeams(
+      me.accountId,
+      (trx) => lockUser(trx, me.accountId, userId),
+      team_ids,
+      { userId: me.id, address: deps.clientAddress(req) },
+      `No user ${userId} in this account`,
+    );
     res.json({ data: { id: userId, team_ids } });
+  });
+
+  router.put(setUserTeams.path, serviceCaller(deps.verifier, ['admin']), async (req, res) => {
+    const body = parseInput(setUserTeams.request, req.body);
+    const accountId = body.account_id.toLowerCase();
+    const team_ids = [...new Set(body.team_ids.map((id) => id.toLowerCase()))].sort();
+    const user = await setTeams(
+      accountId,
+      (trx) =>
+        trx
+          .selectFrom('dashboard.users')
+          .select(['id', 'email'])
+          .where('account_id', '=', accountId)
+          .where(sql<boolean>`lower(email) = lower(${body.email})`)
+          .forUpdate()
+          .executeTakeFirst(),
+      team_ids,
+      null,
+      `No user ${body.email} in this account`,
+    );
+    const answer: z.input<typeof setUserTeams.response> = {
+      data: { id: user.id, email: user.email, team_ids },
+    };
+    res.json(answer);
   });
 
   return router;

@@ -1,5 +1,5 @@
 import type { AuditQueryInput } from '@tollgate/contracts';
-import { listAuditLog } from '@tollgate/db';
+import { appendAuditEntry, listAuditLog } from '@tollgate/db';
 import type { Kysely } from 'kysely';
 import type { Database } from '../database';
 
@@ -10,25 +10,25 @@ export interface UserActor {
 }
 
 /** Appends one entry; call it inside the transaction of the change. `actor` null: the admin CLI. */
-export async function recordUserChange(
+export function recordUserChange(
   trx: Kysely<Database>,
   actor: UserActor | null,
   change: { accountId: string; action: string; userId: string; before: object | null; after: object | null },
 ): Promise<void> {
-  await trx
-    .insertInto('dashboard.audit_log')
-    .values({
-      account_id: change.accountId,
-      actor_kind: actor ? 'user' : 'admin_cli',
-      actor_id: actor?.userId ?? null,
-      client_address: actor?.address ?? null,
+  return appendAuditEntry(
+    trx,
+    'dashboard',
+    actor
+      ? { kind: 'user', id: actor.userId, address: actor.address }
+      : { kind: 'admin_cli', id: null, address: null },
+    {
+      accountId: change.accountId,
       action: change.action,
-      target_kind: 'user',
-      target_id: change.userId,
-      before: change.before ? JSON.stringify(change.before) : null,
-      after: change.after ? JSON.stringify(change.after) : null,
-    })
-    .execute();
+      target: { kind: 'user', id: change.userId },
+      before: change.before,
+      after: change.after,
+    },
+  );
 }
 
 /** The account's entries matching the filters, newest first (`before`: entries with a smaller id). */

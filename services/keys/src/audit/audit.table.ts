@@ -1,1 +1,1 @@
-export type { AuditActorKind, AuditLogTable } from '@tollgate/db';
+export type { AuditLogTable } from '@tollgate/db';

@@ -1,19 +1,12 @@
+import { type AuditActor, type AuditChange, appendAuditEntry } from '@tollgate/db';
 import type { Kysely } from 'kysely';
 import { toCachedKey } from '../cache/key-cache-sync';
 import type { Database } from '../database';
 import type { ApiKey } from '../keys/keys.table';
-import type { AuditActorKind } from './audit.table';
 
 type Db = Kysely<Database>;
 
-/** Who made a change: a management key (through the proxy), a dashboard user, or the admin CLI. */
-export interface AuditActor {
-  kind: AuditActorKind;
-  /** The management key's id or the dashboard user's id; null for the admin CLI. */
-  id: string | null;
-  /** The client's address as the edge resolved it (TRUSTED_PROXIES); null for the admin CLI. */
-  address: string | null;
-}
+export type { AuditActor } from '@tollgate/db';
 
 export const ADMIN_CLI_ACTOR: AuditActor = { kind: 'admin_cli', id: null, address: null };
 
@@ -38,33 +31,9 @@ function keySnapshot(row: ApiKey): Record<string, unknown> {
   };
 }
 
-/** Appends one entry; call it inside the transaction that commits the change. */
-export async function recordChange(
-  trx: Db,
-  actor: AuditActor,
-  change: {
-    accountId: string;
-    action: string;
-    target: { kind: string; id: string };
-    before: Record<string, unknown> | null;
-    after: Record<string, unknown> | null;
-  },
-): Promise<void> {
-  await trx
-    .insertInto('keys.audit_log')
-    .values({
-      account_id: change.accountId,
-      actor_kind: actor.kind,
-      actor_id: actor.id,
-      client_address: actor.address,
-      action: change.action,
-      target_kind: change.target.kind,
-      target_id: change.target.id,
-      before: change.before ? JSON.stringify(change.before) : null,
-      after: change.after ? JSON.stringify(change.after) : null,
-    })
-    .execute();
-}
+/** Appends one entry; call it inside the transaction that commits the change (@tollgate/db). */
+export const recordChange = (trx: Db, actor: AuditActor, change: AuditChange): Promise<void> =>
+  appendAuditEntry(trx, 'keys', actor, change);
 
 export const recordKeyChange = (
   trx: Db,

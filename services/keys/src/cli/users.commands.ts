@@ -1,5 +1,11 @@
-import { type CreateUserRequest, createUser } from '@tollgate/contracts';
+import {
+  type CreateUserRequest,
+  createUser,
+  type SetUserTeamsRequest,
+  setUserTeams,
+} from '@tollgate/contracts';
 import { type CommandGroup, defineCommand, UsageError } from './command';
+import { isNone, parseFlagBody } from './flags';
 import { callService } from './service-call';
 
 /**
@@ -50,6 +56,45 @@ export const usersCommands: CommandGroup = {
             '',
             `  ${data.sign_in_link}`,
           ].join('\n'),
+        };
+      },
+    }),
+    defineCommand({
+      name: 'set-teams',
+      summary:
+        "Set a dashboard user's team memberships (a user with role member sees only their teams' keys and usage)",
+      options: {
+        account: { type: 'string', required: true, description: 'account slug, e.g. acme' },
+        email: { type: 'string', required: true, description: 'the user’s email' },
+        'team-ids': {
+          type: 'string',
+          required: true,
+          description: 'comma-separated team ids (uuid) the user is a member of (none: no team)',
+        },
+      },
+      async run(ctx, o) {
+        const account = await ctx.runtime.accounts.requireBySlug(o.account);
+        const teamIds = o['team-ids'];
+        const body: SetUserTeamsRequest = parseFlagBody(setUserTeams.request, {
+          account_id: account.id,
+          email: o.email,
+          team_ids: isNone(teamIds)
+            ? []
+            : teamIds
+                .split(',')
+                .map((t) => t.trim())
+                .filter(Boolean),
+        });
+        const { data } = await callService(
+          { name: 'dashboard', url: ctx.urls.dashboard, signer: ctx.admin() },
+          setUserTeams.method,
+          setUserTeams.path,
+          body,
+          setUserTeams.response,
+        );
+        return {
+          data: { ...data, account: account.slug },
+          text: `${data.email} of ${account.slug}: ${data.team_ids.length ? `member of ${data.team_ids.join(', ')}` : 'no team'}`,
         };
       },
     }),

@@ -1,24 +1,13 @@
 import { isUuid } from '@tollgate/contracts';
-import { lastUsedHashKey, lastUsedHashKeys, legacyLastUsedHashKey } from '@tollgate/key-cache';
+import {
+  LAST_USED_SCRIPTS,
+  lastUsedHashKey,
+  lastUsedHashKeys,
+  legacyLastUsedHashKey,
+} from '@tollgate/key-cache';
 import type { RedisClient } from '@tollgate/redis';
 
-// Atomically takes the whole hash: readers after this see nothing pending, writers start a new hash.
-const TAKE_SCRIPT = `
-local v = redis.call('HGETALL', KEYS[1])
-redis.call('DEL', KEYS[1])
-return v
-`;
-
-// Puts values back after a failed flush, keeping the newest value per key.
-const RESTORE_SCRIPT = `
-for i = 1, #ARGV, 2 do
-  local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[i]))
-  if not cur or cur < tonumber(ARGV[i + 1]) then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-  end
-end
-return 1
-`;
+const { take: TAKE_SCRIPT, restore: RESTORE_SCRIPT } = LAST_USED_SCRIPTS;
 
 interface LastUsedEntry {
   id: string;

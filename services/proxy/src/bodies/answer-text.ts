@@ -1,3 +1,5 @@
+import { SseReader } from '../providers/sse';
+
 /**
  * The text of an answer as a person reads it (opt-in bodies, issue 28), from what the door sent the
  * client: a JSON body or SSE events, in any of the doors' formats — chat completions (`choices`),
@@ -65,13 +67,17 @@ function parsed(text: string): Json | null {
   }
 }
 
-/** The answer's text: from its SSE `data:` events when streamed, else its JSON; else the raw answer. */
+/**
+ * The answer's text: from its SSE events when streamed (read by the proxy's one SSE reader,
+ * providers/sse.ts: multi-line `data`, CRLF and a last event without its blank line included), else
+ * its JSON; else the raw answer.
+ */
 export function answerText(raw: string, streamed: boolean): string {
   let text = '';
   if (streamed) {
-    for (const line of raw.split('\n')) {
-      if (!line.startsWith('data:')) continue;
-      const event = parsed(line.slice(5).trim());
+    const reader = new SseReader();
+    for (const { data } of [...reader.push(Buffer.from(raw)), ...reader.end()]) {
+      const event = parsed(data);
       if (event) text += eventText(event);
     }
   } else {

@@ -100,6 +100,14 @@ describe('answer text', () => {
     expect(answerText(responses, true)).toBe('Hi there');
   });
 
+  it('reads events as the one SSE reader does: CRLF, data split over lines, named events, no last blank line', () => {
+    const raw =
+      'event: content_block_delta\r\ndata: {"type":"content_block_delta",\r\ndata: "delta":{"text":"Bon"}}\r\n\r\n' +
+      ': keep-alive\n\n' +
+      'data: {"choices":[{"delta":{"content":"jour"}}]}';
+    expect(answerText(raw, true)).toBe('Bonjour');
+  });
+
   it('reads a JSON answer of each door, and keeps an answer without text as it came', () => {
     expect(answerText(JSON.stringify({ choices: [{ message: { content: 'chat' } }] }), false)).toBe('chat');
     expect(answerText(JSON.stringify({ content: [{ type: 'text', text: 'msg' }] }), false)).toBe('msg');

@@ -1,4 +1,5 @@
 import type { ServerResponse as Response } from 'node:http';
+import { directSocket } from '../../http/http-chunk';
 import { waitForClient } from '../../pipeline/backpressure';
 import type { Completion } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
@@ -7,8 +8,10 @@ import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
 import { classCode, classifyStreamError } from '../../providers/anthropic/errors';
 import { finishReason } from '../../providers/anthropic/response';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
-import { SseReader } from '../../providers/sse';
+import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
+import { ByteOut } from '../chat/byte-out';
+import { utf8 } from '../chat/chunk';
 import { ProducedText } from '../chat/usage';
 import type { AnswerStream } from '../door';
 import { anthropicError, errorEventOf } from './errors';
@@ -42,14 +45,19 @@ function joined(before: string, held: Array<string | Buffer> | null, after: stri
   return Buffer.concat(parts);
 }
 
+/** Frames a translated read's events as one HTTP/1.1 chunk (taken before anything awaits: shared). */
+const framer = new ByteOut();
+
 function flushPending(stream: MessagesStream): void {
   stream.flushPending();
 }
 
-export class MessagesStream implements AnswerStream {
+export class MessagesStream implements AnswerStream, SseEventSink {
   private native = false;
   private readonly nativeReader = new NativeStreamReader();
-  private readonly sse = new SseReader();
+  private readonly sse = new SseBytes();
+  /** Translated: the events of the read being pushed. */
+  private out = '';
   private readonly writer: MessagesEventWriter;
   private readonly produced = new ProducedText();
   private usage: unknown = null;
@@ -117,18 +125,37 @@ export class MessagesStream implements AnswerStream {
     else this.res.flushHeaders();
   }
 
-  async push(bytes: Buffer, last = false): Promise<void> {
+  push(bytes: Buffer, last = false): Promise<void> | undefined {
     // Native: the provider's bytes themselves (never decoded and encoded again).
-    const out = this.native ? this.passThrough(bytes) : this.translate(this.sse.push(bytes));
+    const out = this.native ? this.passThrough(bytes) : this.translated(bytes);
     // A cancelled completion drains (pipeline/drain.ts): the bytes were read for the usage, and go nowhere.
-    if (out.length === 0 || this.c.cancelled) return;
+    if (out.length === 0 || this.c.cancelled) return undefined;
     if (last || this.held !== null) {
       this.stopKeepAlive();
       if (this.held === null) this.held = [out];
       else this.held.push(out);
-      return;
+      return undefined;
     }
-    if (!this.write(out)) await waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
+    // Translated, once the head is out: the read's events are one HTTP/1.1 chunk written to the
+    // client's socket itself (one write system call), as the chat relay does (http-chunk.ts).
+    const socket = typeof out === 'string' && this.pending.length === 0 ? directSocket(this.res) : null;
+    if (socket !== null) {
+      this.wrote = true;
+      this.lastWriteAt = Date.now();
+      framer.text(out as string);
+      if (socket.write(framer.takeChunk())) return undefined;
+      return waitForClient(socket, this.c, this.writeTimeoutMs, this.stalled);
+    }
+    if (this.write(out)) return undefined;
+    return waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
+  }
+
+  /** Translated: the events one read completes, as SSE text ('' when none). */
+  private translated(bytes: Buffer): string {
+    this.sse.push(bytes, this);
+    const out = this.out;
+    this.out = '';
+    return out;
   }
 
   private readonly stalled = (): void => {
@@ -169,43 +196,40 @@ export class MessagesStream implements AnswerStream {
     this.terminated = true;
   }
 
-  /** Translated: OpenAI chunk events → Anthropic events. */
-  private translate(events: { type: string; data: string }[]): string {
-    let out = '';
-    for (const { data } of events) {
-      if (this.terminated) break;
-      if (data === '[DONE]') {
-        this.sawEnd = true;
-        continue;
-      }
-      let chunk: Json;
-      try {
-        chunk = JSON.parse(data) as Json;
-      } catch {
-        continue;
-      }
-      if (typeof chunk.error === 'object' && chunk.error !== null) {
-        const e = chunk.error as Json;
-        const code = [e.code, e.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as
-          | number
-          | undefined;
-        const failure = midStreamError(
-          code ?? 502,
-          typeof e.message === 'string' ? e.message : null,
-          this.c.provider.name,
-        );
-        this.c.fail(failure.error, failure.detail);
-        this.terminated = true;
-        break;
-      }
-      if (this.upstreamId === null && typeof chunk.id === 'string') this.upstreamId = chunk.id;
-      if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
-      this.produced.addChunk(data);
-      const choice = Array.isArray(chunk.choices) ? (chunk.choices[0] as Json | undefined) : undefined;
-      if (typeof choice?.finish_reason === 'string') this.finish_ = choice.finish_reason;
-      out += this.writer.chunk(chunk);
+  /** Translated: one OpenAI chunk event → Anthropic events (SseEventSink; called while a read is pushed). */
+  event(_type: string, buf: Buffer, start: number, end: number): void {
+    if (this.terminated) return;
+    const data = utf8(buf, start, end);
+    if (data === '[DONE]') {
+      this.sawEnd = true;
+      return;
     }
-    return out;
+    let chunk: Json;
+    try {
+      chunk = JSON.parse(data) as Json;
+    } catch {
+      return;
+    }
+    if (typeof chunk.error === 'object' && chunk.error !== null) {
+      const e = chunk.error as Json;
+      const code = [e.code, e.status].find((v) => typeof v === 'number' && v >= 400 && v <= 599) as
+        | number
+        | undefined;
+      const failure = midStreamError(
+        code ?? 502,
+        typeof e.message === 'string' ? e.message : null,
+        this.c.provider.name,
+      );
+      this.c.fail(failure.error, failure.detail);
+      this.terminated = true;
+      return;
+    }
+    if (this.upstreamId === null && typeof chunk.id === 'string') this.upstreamId = chunk.id;
+    if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
+    this.produced.addChunk(data);
+    const choice = Array.isArray(chunk.choices) ? (chunk.choices[0] as Json | undefined) : undefined;
+    if (typeof choice?.finish_reason === 'string') this.finish_ = choice.finish_reason;
+    this.out += this.writer.chunk(chunk);
   }
 
   endOfInput(): void {
@@ -216,7 +240,9 @@ export class MessagesStream implements AnswerStream {
       if (!this.terminated && !this.nativeReader.done) this.c.fail(streamEndedEarly(this.c.provider.name));
       return;
     }
-    const text = this.translate(this.sse.end());
+    this.sse.end(this);
+    const text = this.out;
+    this.out = '';
     if (text.length > 0) {
       if (this.held === null) this.held = [text];
       else this.held.push(text);

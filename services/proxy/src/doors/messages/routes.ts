@@ -1,5 +1,5 @@
 import type { Catalog } from '@tollgate/catalog';
-import { toAppError } from '@tollgate/http';
+import { errorHandler } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { authenticatedKey } from '../../auth/authenticate';
@@ -21,23 +21,16 @@ export const apiKeyHeader: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** Errors of the Messages routes in Anthropic's shape (the door's `errorBody`), never an internal text. */
+/**
+ * Errors of the Messages routes in Anthropic's shape (the door's `errorBody`, with the request id),
+ * never an internal text: the one express error handler (@tollgate/http) with Anthropic's rendering.
+ */
 export function messagesErrorHandler(logger: Logger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    if (res.headersSent) {
-      ((req as { log?: Logger }).log ?? logger).error(
-        { err, path: req.path },
-        'error after response started',
-      );
-      res.destroy();
-      return;
-    }
-    const known = toAppError(err);
-    if (!known) ((req as { log?: Logger }).log ?? logger).error({ err }, 'unhandled error');
-    const e = anthropicError(known ?? err);
+  return errorHandler(logger, (err, res) => {
+    const e = anthropicError(err);
     const rid = res.getHeader('x-request-id');
-    res.status(e.status).json(errorBody(e, typeof rid === 'string' ? rid : null));
-  };
+    return { status: e.status, body: errorBody(e, typeof rid === 'string' ? rid : null) };
+  });
 }
 
 /**

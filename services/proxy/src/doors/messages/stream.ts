@@ -16,6 +16,21 @@ export const sseEvent = (type: string, data: unknown): string =>
 
 type Open = { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool'; call: number };
 
+/**
+ * The fixed parts of the per-delta events, written around the index and the delta's JSON string: the
+ * same bytes as `sseEvent` of the object (issue 30: no object and no object serialisation per delta).
+ */
+const DELTA_HEAD = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":';
+const DELTA_FIELD = {
+  text: ',"delta":{"type":"text_delta","text":',
+  thinking: ',"delta":{"type":"thinking_delta","thinking":',
+  input_json: ',"delta":{"type":"input_json_delta","partial_json":',
+} as const;
+const DELTA_END = '}}\n\n';
+const STOP_HEAD = 'event: content_block_stop\ndata: {"type":"content_block_stop","index":';
+const STOP_END = '}\n\n';
+const NO_DELTA: Json = {};
+
 export class MessagesEventWriter {
   private index = -1;
   private open: Open | null = null;
@@ -51,7 +66,7 @@ export class MessagesEventWriter {
   private close(): string {
     if (this.open === null) return '';
     this.open = null;
-    return sseEvent('content_block_stop', { type: 'content_block_stop', index: this.index });
+    return `${STOP_HEAD}${this.index}${STOP_END}`;
   }
 
   private begin(open: Open, block: Json): string {
@@ -61,8 +76,8 @@ export class MessagesEventWriter {
     return `${out}${sseEvent('content_block_start', { type: 'content_block_start', index: this.index, content_block: block })}`;
   }
 
-  private delta(delta: Json): string {
-    return sseEvent('content_block_delta', { type: 'content_block_delta', index: this.index, delta });
+  private delta(kind: keyof typeof DELTA_FIELD, value: string): string {
+    return `${DELTA_HEAD}${this.index}${DELTA_FIELD[kind]}${JSON.stringify(value)}${DELTA_END}`;
   }
 
   private text(kind: 'text' | 'thinking', text: string): string {
@@ -72,10 +87,7 @@ export class MessagesEventWriter {
         { kind },
         kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' },
       );
-    return (
-      out +
-      this.delta(kind === 'text' ? { type: 'text_delta', text } : { type: 'thinking_delta', thinking: text })
-    );
+    return out + this.delta(kind, text);
   }
 
   private toolCall(call: Json): string {
@@ -90,7 +102,7 @@ export class MessagesEventWriter {
       );
     } else if (!(this.open?.kind === 'tool' && this.open.call === i)) return ''; // a late piece of an earlier call
     if (typeof fn.arguments === 'string' && fn.arguments.length > 0)
-      out += this.delta({ type: 'input_json_delta', partial_json: fn.arguments });
+      out += this.delta('input_json', fn.arguments);
     return out;
   }
 
@@ -98,7 +110,7 @@ export class MessagesEventWriter {
   chunk(json: Json): string {
     const choice = Array.isArray(json.choices) && isObj(json.choices[0]) ? json.choices[0] : null;
     if (choice === null) return '';
-    const d = isObj(choice.delta) ? choice.delta : {};
+    const d = isObj(choice.delta) ? choice.delta : NO_DELTA;
     let out = '';
     const thinking = reasoningText(d);
     if (thinking.length > 0) out += this.text('thinking', thinking);

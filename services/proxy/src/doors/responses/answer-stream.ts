@@ -1,5 +1,6 @@
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import { directSocket } from '../../http/http-chunk';
+import { waitForClient } from '../../pipeline/backpressure';
 import type { Completion } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
 import type { Outcome, UsageSource } from '../../pipeline/outcome';
@@ -7,6 +8,8 @@ import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
 import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
+import { ByteOut } from '../chat/byte-out';
+import { utf8 } from '../chat/chunk';
 import type { AnswerStream } from '../door';
 import { openAIError } from './errors';
 import { isResponsesUsage, tokensFromResponsesUsage } from './native';
@@ -27,6 +30,9 @@ const KEEP_ALIVE = ': keep-alive\n\n';
  * answer's last write, once the completion has ended (`finish`). Keep-alive comments, the write
  * timeout and the held last read work as in the chat door's relay.
  */
+/** Frames a read's events as one HTTP/1.1 chunk (taken before anything awaits: shared). */
+const framer = new ByteOut();
+
 function flushPending(stream: ResponsesStream): void {
   stream.flushPending();
 }
@@ -116,11 +122,11 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     return this.#res.write(text);
   }
 
-  async push(bytes: Buffer, last = false): Promise<void> {
+  push(bytes: Buffer, last = false): Promise<void> | undefined {
     this.#reader.push(bytes, this);
     let text = this.#out;
     this.#out = '';
-    if (text.length === 0 || this.#c.cancelled) return;
+    if (text.length === 0 || this.#c.cancelled) return undefined;
     if (this.#pending.length > 0) {
       text = this.#pending + text;
       this.#pending = '';
@@ -128,19 +134,20 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     if (last || this.#held !== null) {
       this.stopKeepAlive();
       this.#hold(text);
-      return;
+      return undefined;
     }
-    if (!this.#write(text)) {
-      const timer = setTimeout(this.#stalled, this.#writeTimeoutMs);
-      try {
-        await once(this.#res, 'drain', { signal: this.#c.waitSignal });
-      } catch (err) {
-        // The client went away while its buffer was full: the provider's answer is drained.
-        if (!this.#c.cancelled || this.#c.abort.signal.aborted) throw err;
-      } finally {
-        clearTimeout(timer);
-      }
+    // Once the head is out, the read's events are one HTTP/1.1 chunk written to the client's socket
+    // itself (one write system call), as the chat relay does (http-chunk.ts).
+    const socket = directSocket(this.#res);
+    if (socket !== null) {
+      this.#wrote = true;
+      this.#lastWriteAt = Date.now();
+      framer.text(text);
+      if (socket.write(framer.takeChunk())) return undefined;
+      return waitForClient(socket, this.#c, this.#writeTimeoutMs, this.#stalled);
     }
+    if (this.#write(text)) return undefined;
+    return waitForClient(this.#res, this.#c, this.#writeTimeoutMs, this.#stalled);
   }
 
   #hold(text: string): void {
@@ -169,7 +176,7 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
   /** One OpenAI chunk of the provider (SseEventSink). */
   event(type: string, buf: Buffer, start: number, end: number): void {
     if (this.terminated) return;
-    const data = buf.toString('utf8', start, end);
+    const data = utf8(buf, start, end);
     if (this.#native) {
       const { out, error } = this.#native.event(type, data);
       if (error) this.#providerError(error);

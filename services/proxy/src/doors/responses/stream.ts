@@ -29,8 +29,10 @@ import {
 
 type Json = Record<string, unknown>;
 
+/** Read only, never written: what `obj` gives for a missing object. */
+const NONE: Json = Object.freeze({}) as Json;
 const obj = (v: unknown): Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {};
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : NONE;
 
 interface OpenItem {
   kind: 'reasoning' | 'message' | 'call';
@@ -40,7 +42,13 @@ interface OpenItem {
   /** A call's id and (flattened) name. */
   callId?: string;
   name?: string;
+  /** Its delta events' fields after `sequence_number`, up to the delta's value (JSON text, made once). */
+  deltaAt: string;
 }
+
+/** What follows a delta's value: the text delta's `logprobs`, or the end of the object. */
+const TEXT_DELTA_END = ',"logprobs":[]}\n\n';
+const DELTA_END = '}\n\n';
 
 export class ResponsesEvents {
   readonly #ctx: ResponseContext;
@@ -91,7 +99,7 @@ export class ResponsesEvents {
   chunk(chunk: Json): string {
     if (this.#ended) return '';
     const choice = obj(Array.isArray(chunk.choices) ? chunk.choices[0] : undefined);
-    const delta = obj(choice.delta);
+    const delta = choice === NONE ? NONE : obj(choice.delta);
     let out = '';
     const reasoning = typeof delta.reasoning === 'string' ? delta.reasoning : delta.reasoning_content;
     if (typeof reasoning === 'string' && reasoning.length > 0) out += this.#reasoningDelta(reasoning);
@@ -102,8 +110,23 @@ export class ResponsesEvents {
     return out;
   }
 
+  /**
+   * A delta event from fixed parts: the same bytes as `#event(type, { ...fields, delta })` with the
+   * open item's fields made once (issue 30: no object and no object serialisation per delta).
+   */
+  #delta(type: string, open: OpenItem, delta: string, end: string): string {
+    const seq = this.#seq++;
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${seq}${open.deltaAt}${JSON.stringify(delta)}${end}`;
+  }
+
   #open(kind: OpenItem['kind'], id: string, item: Json): { open: OpenItem; text: string } {
-    const open: OpenItem = { kind, index: this.#next++, id, text: '' };
+    const index = this.#next++;
+    const at = `,"item_id":${JSON.stringify(id)},"output_index":${index}`;
+    const deltaAt =
+      kind === 'call'
+        ? `${at},"delta":`
+        : `${at},"${kind === 'message' ? 'content' : 'summary'}_index":0,"delta":`;
+    const open: OpenItem = { kind, index, id, text: '', deltaAt };
     return { open, text: this.#event('response.output_item.added', { output_index: open.index, item }) };
   }
 
@@ -124,7 +147,7 @@ export class ResponsesEvents {
     }
     const r = this.#reasoning;
     r.text += delta;
-    return `${out}${this.#event('response.reasoning_summary_text.delta', { item_id: r.id, output_index: r.index, summary_index: 0, delta })}`;
+    return out + this.#delta('response.reasoning_summary_text.delta', r, delta, DELTA_END);
   }
 
   #textDelta(delta: string): string {
@@ -143,7 +166,7 @@ export class ResponsesEvents {
     }
     const m = this.#message;
     m.text += delta;
-    return `${out}${this.#event('response.output_text.delta', { item_id: m.id, output_index: m.index, content_index: 0, delta, logprobs: [] })}`;
+    return out + this.#delta('response.output_text.delta', m, delta, TEXT_DELTA_END);
   }
 
   #callDelta(call: Json): string {
@@ -168,11 +191,7 @@ export class ResponsesEvents {
     const args = fn.arguments;
     if (typeof args === 'string' && args.length > 0) {
       open.text += args;
-      out += this.#event('response.function_call_arguments.delta', {
-        item_id: open.id,
-        output_index: open.index,
-        delta: args,
-      });
+      out += this.#delta('response.function_call_arguments.delta', open, args, DELTA_END);
     }
     return out;
   }

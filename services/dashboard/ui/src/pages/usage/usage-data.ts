@@ -1,3 +1,4 @@
+import type { DashboardData } from '@tollgate/contracts';
 import type { UsageRow } from '../../api';
 
 /**
@@ -6,8 +7,16 @@ import type { UsageRow } from '../../api';
  */
 
 export type Metric = 'cost' | 'requests' | 'tokens';
-export type GroupBy = 'none' | 'model' | 'app' | 'key' | 'team' | 'provider';
-export const GROUP_BYS: readonly GroupBy[] = ['none', 'model', 'app', 'key', 'team', 'provider'];
+/** The usage API's groupings (its contract); GROUP_BYS is their order in the controls. */
+export type GroupBy = DashboardData<'usage'>['group_by'];
+export const GROUP_BYS = [
+  'none',
+  'model',
+  'app',
+  'key',
+  'team',
+  'provider',
+] as const satisfies readonly GroupBy[];
 
 export const DAY = 86_400_000;
 export const RANGES = { '24h': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
