@@ -46,10 +46,13 @@ export async function listenWithLimits(
     // A cluster worker listens on its own socket of the port (SO_REUSEPORT: the kernel spreads new
     // connections across the workers' sockets), so the primary accepts and hands over none (issue 30).
     const own = cluster.isWorker ? { exclusive: true, reusePort: true } : {};
-    server.listen({ port: config.PORT, host: config.HOST, backlog: config.SERVER_LISTEN_BACKLOG, ...own }, () => {
-      server.off('error', reject);
-      resolve();
-    });
+    server.listen(
+      { port: config.PORT, host: config.HOST, backlog: config.SERVER_LISTEN_BACKLOG, ...own },
+      () => {
+        server.off('error', reject);
+        resolve();
+      },
+    );
   });
   return server;
 }
