@@ -12,6 +12,8 @@ import { processSettings } from './runtime';
 // is imported only where it runs: a cluster primary never loads it (issue 11: it held ~130 MB of RSS
 // for nothing). The production build splits the dynamic import into its own chunk.
 const config = loadConfig();
+/** What a cluster worker tells the primary once its server listens (restarts are for workers that served). */
+const WORKER_SERVING = 'tollgate:proxy-worker-serving';
 const logger = createLogger({ name: 'proxy', level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 
 if (config.WORKERS > 1 && cluster.isPrimary) {
@@ -28,7 +30,11 @@ if (config.WORKERS > 1 && cluster.isPrimary) {
   const metricsServer = await serveMetricsFromConfig(config, primaryRegistry, logger, 'primary');
   let stopping = false;
   const listening = new Set<number>();
-  cluster.on('listening', (worker) => listening.add(worker.id));
+  // A worker listens on its own socket (http/server.ts: SO_REUSEPORT), which Node's cluster does not
+  // report as 'listening': the worker says so itself once it serves.
+  cluster.on('message', (worker, message: unknown) => {
+    if (message === WORKER_SERVING) listening.add(worker.id);
+  });
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
     if (!listening.has(worker.id)) {
@@ -62,7 +68,10 @@ if (config.WORKERS > 1 && cluster.isPrimary) {
   const { startProxy } = await import('./http/app');
   const proxy = await startProxy(config, { logger });
   // A cluster worker's metrics are read by the primary's listener; a single process serves its own.
-  if (cluster.isWorker) exposeToClusterPrimary([proxy.metrics.registry]);
+  if (cluster.isWorker) {
+    exposeToClusterPrimary([proxy.metrics.registry]);
+    process.send?.(WORKER_SERVING);
+  }
   const metricsServer = cluster.isWorker
     ? null
     : await serveMetricsFromConfig(config, proxy.metrics.registry, logger);

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { answerClientErrors } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
@@ -42,10 +43,16 @@ export async function listenWithLimits(
   logger.debug({ ...budget, openFiles }, 'connection cap');
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen({ port: config.PORT, host: config.HOST, backlog: config.SERVER_LISTEN_BACKLOG }, () => {
-      server.off('error', reject);
-      resolve();
-    });
+    // A cluster worker listens on its own socket of the port (SO_REUSEPORT: the kernel spreads new
+    // connections across the workers' sockets), so the primary accepts and hands over none (issue 30).
+    const own = cluster.isWorker ? { exclusive: true, reusePort: true } : {};
+    server.listen(
+      { port: config.PORT, host: config.HOST, backlog: config.SERVER_LISTEN_BACKLOG, ...own },
+      () => {
+        server.off('error', reject);
+        resolve();
+      },
+    );
   });
   return server;
 }

@@ -1,3 +1,4 @@
+import { ChunkWriter } from '../chunks';
 import { type ClassifiedError, classifyStreamError } from './errors';
 import { finishReason, openAiUsage } from './response';
 
@@ -16,7 +17,8 @@ import { finishReason, openAiUsage } from './response';
  * - `ping`, `content_block_stop` and unknown event types (Anthropic may add some) → nothing;
  * - `error` → `error` (classified) and the OpenAI-style error data `{"error": {...}}`.
  *
- * Chunks are built as strings starting with `{"id":"…"` so the relay's fast rewrite applies.
+ * Chunks are built by the formats' one chunk writer (providers/chunks.ts `ChunkWriter`), as strings
+ * starting with `{"id":"…"` so the relay's fast rewrite applies.
  */
 export interface StreamRead {
   /** OpenAI chunk JSON texts to relay, in order. */
@@ -32,27 +34,14 @@ type Json = Record<string, unknown>;
 const NOTHING: StreamRead = Object.freeze({ chunks: [], done: false }) as StreamRead;
 
 export class MessagesStreamReader {
-  private id = '';
-  private head = '';
-  /** Anthropic content-block index → OpenAI tool-call index. */
+  private readonly out: ChunkWriter;
+  /** Anthropic's content block index → the OpenAI tool call index. */
   private readonly toolIndex = new Map<number, number>();
   private usage: Json = {};
   private sawUsage = false;
 
-  constructor(
-    private readonly model: string,
-    private readonly created: number,
-  ) {
-    this.setId('');
-  }
-
-  private setId(id: string): void {
-    this.id = id;
-    this.head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${this.created},"model":${JSON.stringify(this.model)},"choices":[{"index":0,"delta":`;
-  }
-
-  private chunk(delta: string, finish: string | null = null): string {
-    return `${this.head}${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}`;
+  constructor(model: string, created: number) {
+    this.out = new ChunkWriter(model, created);
   }
 
   private keepUsage(u: unknown): void {
@@ -78,32 +67,27 @@ export class MessagesStreamReader {
     switch (kind) {
       case 'message_start': {
         const m = (ev.message ?? {}) as Json;
-        if (typeof m.id === 'string') this.setId(m.id);
+        if (typeof m.id === 'string') this.out.setId(m.id);
         this.keepUsage(m.usage);
-        return { chunks: [this.chunk('{"role":"assistant","content":""}')], done: false };
+        return { chunks: [this.out.role()], done: false };
       }
       case 'content_block_start': {
         const block = (ev.content_block ?? {}) as Json;
         if (block.type === 'tool_use' && typeof ev.index === 'number') {
           const i = this.toolIndex.size;
           this.toolIndex.set(ev.index, i);
-          const call = {
-            index: i,
-            id: block.id,
-            type: 'function',
-            function: { name: block.name, arguments: '' },
-          };
-          return { chunks: [this.chunk(`{"tool_calls":[${JSON.stringify(call)}]}`)], done: false };
+          const call = { id: block.id as string, name: block.name as string, arguments: '' };
+          return { chunks: [this.out.toolCall(i, call)], done: false };
         }
         if (block.type === 'text' && typeof block.text === 'string' && block.text.length > 0) {
-          return { chunks: [this.chunk(`{"content":${JSON.stringify(block.text)}}`)], done: false };
+          return { chunks: [this.out.content(block.text)], done: false };
         }
         return NOTHING;
       }
       case 'content_block_delta': {
         const d = (ev.delta ?? {}) as Json;
         if (d.type === 'text_delta' && typeof d.text === 'string') {
-          return { chunks: [this.chunk(`{"content":${JSON.stringify(d.text)}}`)], done: false };
+          return { chunks: [this.out.content(d.text)], done: false };
         }
         if (
           d.type === 'input_json_delta' &&
@@ -112,8 +96,7 @@ export class MessagesStreamReader {
         ) {
           const i = typeof ev.index === 'number' ? this.toolIndex.get(ev.index) : undefined;
           if (i === undefined) return NOTHING;
-          const part = { index: i, function: { arguments: d.partial_json } };
-          return { chunks: [this.chunk(`{"tool_calls":[${JSON.stringify(part)}]}`)], done: false };
+          return { chunks: [this.out.toolArguments(i, d.partial_json)], done: false };
         }
         return NOTHING;
       }
@@ -121,14 +104,12 @@ export class MessagesStreamReader {
         this.keepUsage(ev.usage);
         const d = (ev.delta ?? {}) as Json;
         if (d.stop_reason === undefined || d.stop_reason === null) return NOTHING;
-        return { chunks: [this.chunk('{}', finishReason(d.stop_reason))], done: false };
+        return { chunks: [this.out.finish(finishReason(d.stop_reason))], done: false };
       }
       case 'message_stop': {
         const usage = this.sawUsage ? openAiUsage(this.usage) : null;
         if (!usage) return { chunks: [], done: true };
-        const created = this.created;
-        const text = `{"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(this.model)},"choices":[],"usage":${JSON.stringify(usage)}}`;
-        return { chunks: [text], done: true };
+        return { chunks: [this.out.usage(usage)], done: true };
       }
       case 'error': {
         const error = classifyStreamError(ev);
