@@ -20,7 +20,8 @@ const CLUSTER_SUITES = [
  * events to one of two single-active-consumer queues, billing consumes both): every end-to-end suite
  * through the whole stack, whose answers and records must not change with the partition count, and
  * billing's consumer suites (its test kit publishes each event to its account's partition, as the
- * proxy does): exactly-once on redelivery, a worker killed after commit, dead letters, a poison batch.
+ * proxy does): exactly-once on redelivery, a worker killed after commit, dead letters, a poison batch, the usage
+ * checks and the refusal events.
  */
 const PARTITION_SUITES = [
   'tests/e2e/**/*.test.ts',
@@ -28,6 +29,8 @@ const PARTITION_SUITES = [
   'services/billing/src/integration/proxy-spend.e2e.test.ts',
   'services/billing/src/usage/usage.worker.test.ts',
   'services/billing/src/usage/poison-batch.test.ts',
+  'services/billing/src/usage/usage-checks.test.ts',
+  'services/billing/src/refusals/refusals.test.ts',
 ];
 
 export default defineConfig({

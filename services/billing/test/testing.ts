@@ -44,6 +44,8 @@ export interface TestBillingStack {
   publish(...bodies: Array<UsageEvent | string | Buffer>): Promise<void>;
   /** The usage partition an account's events go to (0 with one partition). */
   partitionOf(accountId: string): number;
+  /** The routing key of `accountId`'s partition (what to publish a hand-made message with). */
+  routingKeyOf(accountId: string): string;
   /** Restarts billing against the same database, Redis prefix and queue. */
   restart(options?: BillingOptions): Promise<BillingHandle>;
   /** Stops billing and removes the database, Redis keys and queues. */
@@ -149,8 +151,8 @@ export async function startTestBilling(
         const buf = Buffer.isBuffer(b) ? b : Buffer.from(typeof b === 'string' ? b : JSON.stringify(b));
         // As the proxy routes: an event to its account's partition (an undecodable body to the first).
         const account = typeof b === 'object' && !Buffer.isBuffer(b) ? b.account_id : undefined;
-        const route = topology.partitions[account ? stack.partitionOf(account) : 0] ?? topology;
-        ch.publish(topology.exchange, route.routingKey, buf, {
+        const route = account ? stack.routingKeyOf(account) : (topology.partitions[0] ?? topology).routingKey;
+        ch.publish(topology.exchange, route, buf, {
           persistent: true,
           contentType: 'application/json',
           headers: signedHeaders(buf),
@@ -159,6 +161,7 @@ export async function startTestBilling(
       await ch.waitForConfirms();
     },
     partitionOf: (accountId) => usagePartition(accountId, topology.partitions.length),
+    routingKeyOf: (accountId) => (topology.partitions[stack.partitionOf(accountId)] ?? topology).routingKey,
     async restart(opts = {}) {
       await billing.close();
       billing = await startBilling(config, { logger, owners: testKeyOwners, ...options, ...opts });

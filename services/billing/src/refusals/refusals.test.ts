@@ -84,9 +84,14 @@ describe('refusal events in billing', () => {
     const unsigned = refusal();
     const conn = await amqp.connect(s.config.AMQP_URL);
     const ch = await conn.createConfirmChannel();
-    ch.publish(s.topology.exchange, s.topology.routingKey, Buffer.from(JSON.stringify(unsigned)), {
-      persistent: true,
-    });
+    ch.publish(
+      s.topology.exchange,
+      s.routingKeyOf(unsigned.account_id),
+      Buffer.from(JSON.stringify(unsigned)),
+      {
+        persistent: true,
+      },
+    );
     await ch.waitForConfirms();
     await conn.close();
     const foreign = refusal({ key_id: randomUUID() });

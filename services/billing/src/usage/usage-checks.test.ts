@@ -53,7 +53,9 @@ async function publishRaw(body: Buffer, headers?: Record<string, unknown>) {
   const conn = await amqp.connect(s.config.AMQP_URL);
   try {
     const ch = await conn.createConfirmChannel();
-    ch.publish(s.topology.exchange, s.topology.routingKey, body, { persistent: true, headers });
+    // To the body's account's usage partition, as the proxy routes it.
+    const account = (JSON.parse(body.toString()) as { account_id: string }).account_id;
+    ch.publish(s.topology.exchange, s.routingKeyOf(account), body, { persistent: true, headers });
     await ch.waitForConfirms();
   } finally {
     await conn.close();
