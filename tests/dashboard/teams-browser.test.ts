@@ -178,6 +178,74 @@ describe.skipIf(browserUnavailable)('Teams in Chromium', () => {
     await shoot(page, 'teams-owner-390');
   });
 
+  it('an owner creates, changes and deletes a team, and moves a key in and out of it (audited)', async () => {
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    await signIn(page, owner);
+    await open(page, 'teams', 'Teams');
+    const form = page.getByRole('form', { name: 'Create a team' });
+    await form.getByLabel('Name').fill('ops');
+    await form.getByLabel('Limit (USD, empty for none)').fill('5');
+    await form.getByLabel('Limit reset').selectOption('weekly');
+    await form.getByLabel('Tokens per minute (empty for none)').fill('1000');
+    await form.getByRole('button', { name: 'Create team' }).click();
+    const card = page.getByRole('region', { name: 'Team ops' });
+    await card.getByText('of $5.00 this week (UTC, from Monday)').waitFor();
+    await card.getByText('0 keys · 1,000 tokens/min').waitFor();
+    const teams = (await ownerApi.call('GET', '/api/teams')).body.data as Array<{ id: string; name: string }>;
+    const ops = teams.find((t) => t.name === 'ops')!.id;
+
+    // Renamed, a monthly $7 limit, no token rate.
+    await card.getByRole('button', { name: 'Edit team ops' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Edit ops' });
+    await dialog.getByLabel('Name').fill('operations');
+    await dialog.getByLabel('Limit (USD, empty for none)').fill('7');
+    await dialog.getByLabel('Limit reset').selectOption('monthly');
+    await dialog.getByLabel('Tokens per minute (empty for none)').fill('');
+    await dialog.getByRole('button', { name: 'Save team' }).click();
+    const renamed = page.getByRole('region', { name: 'Team operations' });
+    await renamed.getByText('of $7.00 this month (UTC)').waitFor();
+    await renamed.getByText(/^0 keys · usage$/).waitFor();
+    await shoot(page, 'teams-create-edit-1280');
+
+    // A key joins the team from the Keys page.
+    const key = await stack.createInferenceKey(stack.account.managementKey, { name: 'ops key' });
+    await open(page, 'keys', 'Keys');
+    await page.getByRole('button', { name: 'Edit limit and access of ops key' }).click();
+    const keyDialog = page.getByRole('dialog', { name: 'Edit ops key' });
+    await keyDialog.getByLabel('Team').selectOption({ label: 'operations' });
+    await keyDialog.getByRole('button', { name: 'Save limit and access rules' }).click();
+    await keyDialog.waitFor({ state: 'detached' });
+    const keyTeam = async () =>
+      (await stack.api(`/keys/${key.hash}`, { key: stack.account.managementKey })).body.data.team_id;
+    await vi.waitFor(async () => expect(await keyTeam()).toBe(ops));
+
+    // A team with a key is not deleted (409 shown); once the key has left, it is.
+    await open(page, 'teams', 'Teams');
+    await renamed.getByText(/^1 key · usage$/).waitFor();
+    await renamed.getByRole('button', { name: 'Edit team operations' }).click();
+    const again = page.getByRole('dialog', { name: 'Edit operations' });
+    await again.getByRole('button', { name: 'Delete team' }).click();
+    await again.getByRole('alert').waitFor();
+    await again.getByRole('button', { name: 'Cancel' }).click();
+    await open(page, 'keys', 'Keys');
+    await page.getByRole('button', { name: 'Edit limit and access of ops key' }).click();
+    await keyDialog.getByLabel('Team').selectOption({ label: 'no team' });
+    await keyDialog.getByRole('button', { name: 'Save limit and access rules' }).click();
+    await vi.waitFor(async () => expect(await keyTeam()).toBeNull());
+    await open(page, 'teams', 'Teams');
+    await renamed.getByRole('button', { name: 'Edit team operations' }).click();
+    await again.getByRole('button', { name: 'Delete team' }).click();
+    await renamed.waitFor({ state: 'detached' });
+
+    const audit = await ownerApi.call('GET', `/api/audit?source=keys&target_id=${ops}`);
+    expect((audit.body.data as Array<{ action: string }>).map((e) => e.action).sort()).toEqual([
+      'team.create',
+      'team.delete',
+      'team.update',
+    ]);
+    expect(await seriousAxeViolations(page)).toEqual([]);
+  }, 90_000);
+
   it("a team viewer sees only their team's card, keys and usage totals, and nothing that changes", async () => {
     expect((await ownerApi.call('PATCH', `/api/users/${viewerId}`, { role: 'member' })).status).toBe(204);
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();

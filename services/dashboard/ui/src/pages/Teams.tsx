@@ -5,6 +5,7 @@ import { api, get } from '../api';
 import { ErrorBox, Loading, Page } from '../components/ui';
 import { int } from '../format';
 import { Budget } from './keys/budget';
+import { CreateTeamForm, EditTeam } from './teams/team-forms';
 
 type Team = DashboardData<'teams'>[number];
 type User = DashboardData<'users'>[number];
@@ -100,8 +101,8 @@ function Members(props: { team: Team; users: User[] | null; owner: boolean }) {
 /**
  * Teams (issue 29): each team's spend against its limit in the current period (the bar keys have:
  * what is left and when it resets), its keys and token-rate limit, its members. Owners change the
- * members; team viewers see only their own teams. Teams and budgets are made with `/teams` of the
- * management API or the admin CLI.
+ * members, create teams and change or delete them (also possible with `/teams` of the management API
+ * or the admin CLI); team viewers see only their own teams.
  */
 export function TeamsPage(props: { owner: boolean; member: boolean }) {
   const teams = useQuery({
@@ -115,20 +116,33 @@ export function TeamsPage(props: { owner: boolean; member: boolean }) {
     queryFn: async () => (await get<DashboardAnswer<'users'>>('/api/users')).data,
     enabled: !props.member,
   });
+  const [editing, setEditing] = useState<Team | null>(null);
   return (
     <Page title="Teams">
       <ErrorBox error={teams.error ?? users.error} onRetry={() => teams.refetch()} />
       {teams.isPending && <Loading />}
       {teams.data?.length === 0 && (
         <p className="muted">
-          No teams yet: create them with <code>POST /api/v1/teams</code> or{' '}
-          <code>pnpm tollgate teams create</code>.
+          No teams yet{props.owner ? ': create one below' : ''} (or with <code>POST /api/v1/teams</code>,{' '}
+          <code>pnpm tollgate teams create</code>).
         </p>
       )}
       <div className="team-grid">
         {teams.data?.map((t) => (
           <section key={t.id} className="card team" aria-label={`Team ${t.name}`} data-testid="team">
-            <h2>{t.name}</h2>
+            <div className="row">
+              <h2>{t.name}</h2>
+              {props.owner && (
+                <button
+                  type="button"
+                  className="secondary small-button"
+                  aria-label={`Edit team ${t.name}`}
+                  onClick={() => setEditing(t)}
+                >
+                  Edit
+                </button>
+              )}
+            </div>
             <Budget k={t} />
             <p className="muted small">
               {int(t.key_count)} {t.key_count === 1 ? 'key' : 'keys'}
@@ -140,6 +154,8 @@ export function TeamsPage(props: { owner: boolean; member: boolean }) {
           </section>
         ))}
       </div>
+      {props.owner && <CreateTeamForm />}
+      {editing ? <EditTeam team={editing} onClose={() => setEditing(null)} /> : null}
     </Page>
   );
 }

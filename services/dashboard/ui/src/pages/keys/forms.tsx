@@ -1,13 +1,13 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { DashboardAnswer } from '@tollgate/contracts';
 import { LIMIT_RESETS } from '@tollgate/money';
 import { type FormEvent, useState } from 'react';
-import { api, type Key } from '../../api';
+import { api, get, type Key } from '../../api';
 import { CopyButton, ErrorBox, Modal } from '../../components/ui';
 import { AccessFields, accessBody, accessOf } from './access';
 
 /** The limit period: '' is "never" (the limit is a total). */
-function ResetSelect(props: { value: string; disabled?: boolean; onChange: (v: string) => void }) {
+export function ResetSelect(props: { value: string; disabled?: boolean; onChange: (v: string) => void }) {
   return (
     <label>
       Limit reset
@@ -95,9 +95,31 @@ export function CreateKeyForm(props: { onCreated: (k: Key & { key: string }) => 
   );
 }
 
+/** The team a key belongs to ('' = none): its spend also counts against the team's limit. */
+function TeamSelect(props: { value: string; onChange: (v: string) => void }) {
+  const teams = useQuery({
+    queryKey: ['teams'],
+    queryFn: async () => (await get<DashboardAnswer<'teams'>>('/api/teams')).data,
+  });
+  return (
+    <label>
+      Team
+      <select value={props.value} onChange={(e) => props.onChange(e.target.value)}>
+        <option value="">no team</option>
+        {(teams.data ?? []).map((t) => (
+          <option key={t.id} value={t.id}>
+            {t.name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 export function EditKey(props: { k: Key; onClose: () => void }) {
   const queryClient = useQueryClient();
   const management = props.k.scope === 'management';
+  const [team, setTeam] = useState(props.k.team_id ?? '');
   const [limit, setLimit] = useState(props.k.limit === null ? '' : String(props.k.limit));
   const [reset, setReset] = useState(props.k.limit_reset ?? '');
   const [access, setAccess] = useState(accessOf(props.k));
@@ -107,10 +129,12 @@ export function EditKey(props: { k: Key; onClose: () => void }) {
         ...(management
           ? {}
           : { limit: limit === '' ? null : Number(limit), limit_reset: reset === '' ? null : reset }),
+        ...(management || team === (props.k.team_id ?? '') ? {} : { team_id: team === '' ? null : team }),
         ...accessBody(access, accessOf(props.k)),
       }),
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: ['keys'] });
+      void queryClient.invalidateQueries({ queryKey: ['teams'] });
       props.onClose();
     },
   });
@@ -136,6 +160,7 @@ export function EditKey(props: { k: Key; onClose: () => void }) {
               />
             </label>
             <ResetSelect value={reset} onChange={setReset} />
+            <TeamSelect value={team} onChange={setTeam} />
           </>
         )}
         <AccessFields value={access} management={management} onChange={setAccess} />
