@@ -1,18 +1,7 @@
 import { keySlot } from '@tollgate/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalRedisCluster, startLocalRedisCluster } from './redis-cluster';
-
-/** A command to the node on `port` through a short-lived connection. */
-async function ask(port: number, ...args: string[]): Promise<unknown> {
-  const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await node.connect();
-    return await node.call(args[0] as string, ...args.slice(1));
-  } finally {
-    node.disconnect();
-  }
-}
+import { ask, type LocalRedisCluster, startLocalRedisCluster } from './redis-cluster';
 
 const field = (info: string, name: string) => new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1];
 

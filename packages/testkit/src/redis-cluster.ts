@@ -86,7 +86,7 @@ const cli = (port: number, ...args: string[]) =>
   );
 
 /** A command to the node on `port` through a short-lived connection. */
-async function ask(port: number, ...args: string[]): Promise<unknown> {
+export async function ask(port: number, ...args: string[]): Promise<unknown> {
   const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await node.connect();
