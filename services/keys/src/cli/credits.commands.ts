@@ -8,7 +8,7 @@ import {
   showDeadLetters,
 } from '@tollgate/contracts';
 import { type CliContext, type CommandGroup, defineCommand, UsageError } from './command';
-import { callService } from './service-call';
+import { callService, serviceTarget } from './service-call';
 
 /**
  * Billing-backed admin commands (owned by the billing engineer): credits and the postpaid flag
@@ -16,11 +16,7 @@ import { callService } from './service-call';
  * service's own code and call billing's internal API (BILLING_URL, default the `make dev` address)
  * with a service token.
  */
-const billing = (ctx: CliContext) => ({
-  name: 'billing' as const,
-  url: ctx.urls.billing,
-  signer: ctx.admin(),
-});
+const billing = (ctx: CliContext) => serviceTarget(ctx, 'billing');
 
 export const creditsCommands: CommandGroup = {
   name: 'credits',

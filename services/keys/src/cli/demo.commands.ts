@@ -7,7 +7,7 @@ import {
 import { badRequest, isAppError } from '@tollgate/errors';
 import type { Account } from '../accounts/accounts.table';
 import { type CliContext, type CommandGroup, defineCommand, UsageError } from './command';
-import { callService } from './service-call';
+import { callService, serviceTarget } from './service-call';
 
 /** The gateway's public API as `make dev` serves it; PROXY_URL or --proxy-url for another address. */
 const DEV_PROXY_URL = 'http://127.0.0.1:8080/api/v1';
@@ -31,7 +31,7 @@ async function createOwner(ctx: CliContext, accountId: string, slug: string) {
       role: 'owner',
     };
     return callService(
-      { name: 'dashboard', url: ctx.urls.dashboard, signer: ctx.admin() },
+      serviceTarget(ctx, 'dashboard'),
       createUser.method,
       createUser.path,
       body,
@@ -100,7 +100,7 @@ export const demoCommands: CommandGroup = {
         if (Number(credits) > 0) {
           const body: GrantCreditsRequest = { amount: credits, note: 'demo credits' };
           await callService(
-            { name: 'billing', url: ctx.urls.billing, signer: ctx.admin() },
+            serviceTarget(ctx, 'billing'),
             grantCredits.method,
             grantCredits.path(account.id),
             body,

@@ -18,13 +18,25 @@ export const serviceUrls = (env: NodeJS.ProcessEnv): ServiceUrls => ({
   dashboard: clean(env.DASHBOARD_URL) ?? DEV_URLS.dashboard,
 });
 
+type ServiceName = 'billing' | 'dashboard';
+
+/** The service `name` as the CLI reaches it: its address and the admin identity's signer. */
+export const serviceTarget = (
+  ctx: { urls: ServiceUrls; admin: () => ServiceSigner },
+  name: ServiceName,
+): { name: ServiceName; url: string; signer: ServiceSigner } => ({
+  name,
+  url: ctx.urls[name],
+  signer: ctx.admin(),
+});
+
 /**
  * One call to another service's internal API through the shared service client, with a CLI service
  * token. The owner's 4xx comes back as the same AppError; an unreachable or failing service is a 503
  * naming the address (and the variable to set). The answer is parsed with the contract's response schema.
  */
 export async function callService<S extends z.ZodType>(
-  target: { name: 'billing' | 'dashboard'; url: string; signer: ServiceSigner },
+  target: { name: ServiceName; url: string; signer: ServiceSigner },
   method: HttpMethod,
   path: string,
   body: unknown,

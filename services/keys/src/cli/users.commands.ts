@@ -6,7 +6,7 @@ import {
 } from '@tollgate/contracts';
 import { type CommandGroup, defineCommand, UsageError } from './command';
 import { isNone, parseFlagBody } from './flags';
-import { callService } from './service-call';
+import { callService, serviceTarget } from './service-call';
 
 /**
  * Dashboard users (owned by the dashboard service, schema `dashboard`): the CLI creates an account's
@@ -42,7 +42,7 @@ export const usersCommands: CommandGroup = {
           role: o.role,
         };
         const { data } = await callService(
-          { name: 'dashboard', url: ctx.urls.dashboard, signer: ctx.admin() },
+          serviceTarget(ctx, 'dashboard'),
           createUser.method,
           createUser.path,
           body,
@@ -86,7 +86,7 @@ export const usersCommands: CommandGroup = {
                 .filter(Boolean),
         });
         const { data } = await callService(
-          { name: 'dashboard', url: ctx.urls.dashboard, signer: ctx.admin() },
+          serviceTarget(ctx, 'dashboard'),
           setUserTeams.method,
           setUserTeams.path,
           body,
