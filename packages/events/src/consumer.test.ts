@@ -1,11 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
 import amqplib from 'amqplib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createUsageConsumer, type UsageConsumer, type UsageConsumerOptions } from './consumer';
 import { usagePartition } from './partition';
 import { createUsagePublisher, type UsagePublisher } from './publisher';
-import { drainEvents, drainQueue, queueDepth, recordingLogger, sampleEvent } from './test-support';
+import {
+  accountsCoveringPartitions,
+  drainEvents,
+  drainQueue,
+  queueDepth,
+  recordingLogger,
+  sampleEvent,
+} from './test-support';
 import { declareUsageTopology, topologyNames, type UsageTopology, usageTopology } from './topology';
 import { USAGE_BATCH_MESSAGE_TYPE, type UsageEvent } from './usage-event';
 
@@ -538,7 +544,7 @@ describe('usage consumer of a partition (USAGE_PARTITIONS=2)', () => {
         partition: 1,
       });
       await Promise.all([b.consumer.ready(), other.consumer.ready()]);
-      const accounts = Array.from({ length: 6 }, () => randomUUID());
+      const accounts = accountsCoveringPartitions(6, 2);
       const send = async (n: number) => {
         const events = Array.from({ length: n }, (_, i) => sampleEvent({ account_id: accounts[i % 6] }));
         for (const e of events) routed.publish(e);

@@ -1,11 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
 import { createLogger } from '@tollgate/logger';
 import { createTcpProxy, createTestAmqp, hostPortOf, type TcpProxy, type TestAmqp } from '@tollgate/testkit';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { usagePartition } from './partition';
 import { createUsagePublisher, type PublisherMetric, type UsagePublisher } from './publisher';
-import { drainEvents, drainQueue, recordingLogger, sampleEvent } from './test-support';
+import {
+  accountsCoveringPartitions,
+  drainEvents,
+  drainQueue,
+  recordingLogger,
+  sampleEvent,
+} from './test-support';
 import { topologyNames, type UsageTopology, usageTopology } from './topology';
 import { parseUsageEvent, USAGE_BATCH_MESSAGE_TYPE, usageMessageBodies } from './usage-event';
 
@@ -318,7 +323,7 @@ describe('usage publisher with USAGE_PARTITIONS=2', () => {
     });
     publishers.push(publisher);
     try {
-      const accounts = Array.from({ length: 8 }, () => randomUUID());
+      const accounts = accountsCoveringPartitions(8, 2);
       const events = Array.from({ length: 200 }, (_, i) => sampleEvent({ account_id: accounts[i % 8] }));
       for (const e of events) publisher.publish(e);
       expect(await publisher.flush(10_000)).toBe(true);

@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
 import type { EventsLogger } from './logger';
+import { usagePartition } from './partition';
 import { type UsageEventV1, usageMessageBodies } from './usage-event';
 
 /** Test helpers (not exported from the package). */
@@ -46,6 +47,18 @@ function requestId(): string {
   let tail = '';
   for (const b of bytes) tail += ALNUM[b % ALNUM.length];
   return `gen-${Math.floor(Date.now() / 1000)}-${tail}`;
+}
+
+/**
+ * `count` random account ids that together cover every one of `partitions` partitions (an account's
+ * partition is a hash of its id, so plain random ids all land in one partition now and then).
+ */
+export function accountsCoveringPartitions(count: number, partitions: number): string[] {
+  if (count < partitions) throw new Error(`${count} accounts cannot cover ${partitions} partitions`);
+  for (;;) {
+    const accounts = Array.from({ length: count }, () => randomUUID());
+    if (new Set(accounts.map((a) => usagePartition(a, partitions))).size === partitions) return accounts;
+  }
 }
 
 export function sampleEvent(overrides: Partial<UsageEventV1> = {}): UsageEventV1 {
