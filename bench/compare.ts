@@ -51,6 +51,11 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? (QUICK ? 4 : 8));
 const SEQ_COUNT = Number(process.env.BENCH_SEQ ?? (QUICK ? 1000 : 3000));
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 2000);
 const OPEN_STREAMS = Number(process.env.BENCH_OPEN_STREAMS ?? 10_000);
+/**
+ * The open-files limit of `tollgate-ceiling` (rss phase): a single-process proxy started under
+ * `prlimit --nofile` so that the open streams exceed what it can hold, and its excess must be 503s.
+ */
+const CEILING_FILES = Number(process.env.BENCH_CEILING_FILES ?? 8192);
 const CPU_RATE = Number(process.env.BENCH_CPU_RATE ?? 500);
 /** How long billing stays SIGSTOPped while the proxy runs at max: the backlog it then drains. */
 const BACKLOG_SECONDS = Number(process.env.BENCH_BACKLOG_SECONDS ?? (QUICK ? SECONDS : 20));
@@ -72,8 +77,16 @@ const log = (line: string) => process.stdout.write(`[${new Date().toISOString().
 
 const children: ChildProcess[] = [];
 
-function spawnProcess(name: string, args: string[], env: Record<string, string>, cwd = root): ChildProcess {
-  const child = spawn(process.execPath, args, {
+function spawnProcess(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd = root,
+  /** A command node runs under, e.g. `['prlimit', '--nofile=8192:8192']` (it execs node: same pid). */
+  wrapper: string[] = [],
+): ChildProcess {
+  const [file, ...pre] = [...wrapper, process.execPath];
+  const child = spawn(file as string, [...pre, ...args], {
     cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -326,7 +339,7 @@ const results: Record<string, unknown> = {
     memGb: Math.round(os.totalmem() / 2 ** 30),
   },
   loadavgBefore: os.loadavg(),
-  settings: { ROUNDS, SECONDS, SEQ_COUNT, STREAMS, OPEN_STREAMS, CPU_RATE, BACKLOG_SECONDS },
+  settings: { ROUNDS, SECONDS, SEQ_COUNT, STREAMS, OPEN_STREAMS, CEILING_FILES, CPU_RATE, BACKLOG_SECONDS },
 };
 
 const db = await createTestDatabase();
@@ -437,6 +450,8 @@ try {
     proxy: await freePort(),
     proxyN: await freePort(),
     proxyB: await freePort(),
+    /** `tollgate-ceiling`'s, set when the rss phase starts it. */
+    proxyCeiling: 0,
   };
   const urls = {
     keys: `http://127.0.0.1:${ports.keys}`,
@@ -1371,6 +1386,37 @@ try {
     const nofile = Number(/Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 0);
     // What one proxy process serves before it answers 503 (its connection budget at this limit).
     const oneProcessMax = connectionBudget(0, nofile, Number(proxyEnv.UPSTREAM_CONNECTIONS)).serve;
+    // `tollgate-ceiling`: one more single-process proxy, started here under a lower open-files limit
+    // (CEILING_FILES), so the same OPEN_STREAMS are well past what it can hold: the excess must come
+    // back as 503 in the error envelope, never as a reset (issue 30). At this machine's 20,000 the
+    // `tollgate` process serves 9,500 and its slow first bytes spread the 10,000 over time, so its
+    // excess was never reached (session 11: 0 × 503).
+    const ceilingServes = connectionBudget(0, CEILING_FILES, Number(proxyEnv.UPSTREAM_CONNECTIONS)).serve;
+    let ceiling: ChildProcess | null = null;
+    if (picked('tollgate-ceiling')) {
+      const ceilingPort = await freePort();
+      const ceilingMetrics = await freePort();
+      ceiling = spawnProcess(
+        'proxy-ceiling',
+        [...image.execArgv, 'dist/main.js'],
+        {
+          ...proxyEnv,
+          PORT: String(ceilingPort),
+          METRICS_PORT: String(ceilingMetrics),
+          WORKERS: '1',
+          SPOOL_DIR: join(spoolDir, 'ceiling'),
+        },
+        dist('proxy'),
+        ['prlimit', `--nofile=${CEILING_FILES}:${CEILING_FILES}`],
+      );
+      await waitHttp(`http://127.0.0.1:${ceilingPort}/readyz`);
+      targets['tollgate-ceiling'] = (m, s) => ({
+        url: `http://127.0.0.1:${ceilingPort}/api/v1/chat/completions`,
+        headers: auth,
+        body: chatBody(m, s),
+      });
+      metricsPorts.proxyCeiling = ceilingMetrics;
+    }
     const runs: Record<string, unknown> = {};
     // Diagnostic (BENCH_MEM=1): each process's memory by kind (memDetail) and the V8 heap of the
     // proxy's metrics (a cluster's workers summed by the primary), before, with all open and after.
@@ -1408,6 +1454,16 @@ try {
       ['tollgate', proxy.pid as number, OPEN_STREAMS, metricsPorts.proxy],
       // With BENCH_PROXY_B: the other build (or node options) under the same load, after tollgate.
       ...(proxyB ? [['tollgate-b', proxyB.pid as number, OPEN_STREAMS, metricsPorts.proxyB] as const] : []),
+      ...(ceiling
+        ? [
+            [
+              'tollgate-ceiling',
+              ceiling.pid as number,
+              OPEN_STREAMS,
+              metricsPorts.proxyCeiling as number,
+            ] as const,
+          ]
+        : []),
     ] as const) {
       if (!picked(name)) continue;
       const mem: Record<string, unknown> = {};
@@ -1483,6 +1539,8 @@ try {
       pace: '64 chunks × 300 ms (ideal 19.2 s)',
       openFilesLimit: nofile,
       oneProcessServes: oneProcessMax,
+      ceilingOpenFilesLimit: CEILING_FILES,
+      ceilingServes,
       ...runs,
     };
   }

@@ -81,12 +81,21 @@ if (rss) {
         `${ms(v.ttfbP99)} vs ${ms(direct.ttfbP99)} = ${(v.ttfbP99 / direct.ttfbP99).toFixed(2)}×; ${v.stalled} stalled (direct ${direct.stalled}); duration p50 ${ms(v.durationP50)} vs ${ms(direct.durationP50)}`,
         met(v.ttfbP99 <= 2 * direct.ttfbP99 && v.stalled === 0),
       );
-    if (v.refused503 !== undefined && name === 'tollgate')
+    // `tollgate-ceiling`: a single process under BENCH_CEILING_FILES open files, past its ceiling.
+    const ceiling = name === 'tollgate-ceiling';
+    if (v.refused503 !== undefined && (name === 'tollgate' || ceiling))
       row(
-        `one process at its descriptor ceiling (${rss.oneProcessServes ?? '?'} served): 503 for the excess, never a reset`,
+        `one process at its descriptor ceiling (${
+          ceiling
+            ? `${rss.ceilingOpenFilesLimit ?? '?'} open files: ${rss.ceilingServes ?? '?'}`
+            : `${rss.openFilesLimit ?? '?'} open files: ${rss.oneProcessServes ?? '?'}`
+        } served): 503 for the excess, never a reset`,
         `${v.streams} sent: ${v.finished} streamed, ${v.refused503} × 503, ${v.resets} resets, ${v.stalled} stalled`,
-        met(v.resets === 0 && v.stalled === 0 && v.finished + v.refused503 === v.streams),
+        v.refused503 === 0 && v.resets === 0
+          ? 'no excess reached'
+          : met(v.resets === 0 && v.stalled === 0 && v.finished + v.refused503 === v.streams),
       );
+    if (ceiling) continue;
     row(
       `proxy RSS at 10,000 open streams ≤ 1 GB (${name})`,
       `${v.streams} open: ${v.rssAllOpenMb} MB (idle ${v.rssIdleMb}, peak ${v.rssPeakMb}); ${v.finished} finished, ${v.stalled} stalled`,
