@@ -56,7 +56,7 @@ export function failoverDecision(refused: ClassifiedHttpError): {
 }
 
 /** `Retry-After` (seconds or an HTTP date) in ms, capped; undefined when absent or unreadable. */
-export function retryAfterMs(value: string | string[] | undefined, capMs = 60_000): number | undefined {
+function retryAfterMs(value: string | string[] | undefined, capMs = 60_000): number | undefined {
   const v = Array.isArray(value) ? value[0] : value;
   if (!v) return undefined;
   const seconds = Number(v);
@@ -66,7 +66,7 @@ export function retryAfterMs(value: string | string[] | undefined, capMs = 60_00
 }
 
 /** Jittered exponential backoff before retrying the same provider: 100 ms doubling, ±20 %, capped. */
-export function backoffMs(attempt: number, capMs = 2_000): number {
+function backoffMs(attempt: number, capMs = 2_000): number {
   const base = Math.min(capMs, 100 * 2 ** Math.max(0, attempt - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
