@@ -190,7 +190,8 @@ describe.skipIf(process.platform !== 'linux')(`the proxy with WORKERS=${WORKERS}
     stack = await startStack({ credits: '1000' });
     k = { key: stack.inferenceKey, id: stack.inferenceKeyId, accountId: stack.account.id, limit: null };
     proxy = await startProxyProcess(stack, { WORKERS: String(WORKERS), SHUTDOWN_TIMEOUT_MS: '30000' });
-  });
+    // A stack and three proxy processes: well over the default hook timeout on a loaded machine.
+  }, 300_000);
   afterAll(async () => {
     await proxy?.close();
     await stack?.close();

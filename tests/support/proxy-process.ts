@@ -71,7 +71,7 @@ export async function startProxyProcess(
     child.once('exit', (code, signal) => r({ code, signal })),
   );
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
+  const deadline = Date.now() + 180_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(`proxy exited during start:\n${tail.join('\n')}`);
@@ -80,7 +80,7 @@ export async function startProxyProcess(
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`proxy not ready within 90 s:\n${tail.join('\n')}`);
+    if (Date.now() > deadline) throw new Error(`proxy not ready within 180 s:\n${tail.join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   const spooledSegments = () => {
