@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { AppError } from '@tollgate/errors';
 import { LIMIT_RESETS } from '@tollgate/money';
 import { describe, expect, it } from 'vitest';
 import { limitReset } from './common';
-import { isCanonicalUuid, isUuid } from './ids';
+import { isCanonicalUuid, isUuid, parseId, uuid } from './ids';
 
 describe('ids', () => {
   it('accepts a uuid of either case; the canonical form only lowercase', () => {
@@ -35,5 +36,38 @@ describe('spend periods', () => {
   it('the contracts accept exactly the periods money computes', () => {
     expect(limitReset.options).toEqual([...LIMIT_RESETS]);
     expect(limitReset.safeParse('yearly').success).toBe(false);
+  });
+});
+
+describe('one refusal of a malformed id', () => {
+  it('a contract field accepts a uuid of either case and names what it wanted', () => {
+    const id = randomUUID();
+    const field = uuid('a team id');
+    expect(field.parse(id.toUpperCase())).toBe(id.toUpperCase());
+    const bad = field.safeParse('team-1');
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]?.message).toBe('must be a team id (uuid)');
+    expect(field.safeParse(42).error?.issues[0]?.message).toBe('must be a team id (uuid)');
+  });
+
+  it('a path parameter read by hand is lowercased, or the 400 naming the field', () => {
+    const id = randomUUID();
+    expect(parseId(id.toUpperCase(), 'id', 'a team id')).toBe(id);
+    for (const bad of [undefined, '', 'team-1', `${id}0`]) {
+      let thrown: unknown;
+      try {
+        parseId(bad, 'hash', 'a key id');
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(AppError);
+      expect((thrown as AppError).toEnvelope()).toEqual({
+        error: {
+          code: 400,
+          message: 'hash: must be a key id (uuid)',
+          metadata: { error_type: 'bad_request', field: 'hash' },
+        },
+      });
+    }
   });
 });

@@ -111,11 +111,12 @@ export const notFoundHandler: RequestHandler = (req, _res, next) => {
   next(new AppError('not_found', `No route for ${req.method} ${req.path}`));
 };
 
-/** Parses input with a zod schema; a failure is a 400 whose message names the field. */
+/** Parses input with a zod schema; a failure is a 400 whose message and `metadata.field` name the field. */
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw badRequest(describeIssues(result.error.issues));
-  return result.data;
+  if (result.success) return result.data;
+  const field = result.error.issues[0]?.path.map(String).join('.');
+  throw badRequest(describeIssues(result.error.issues), field ? { field } : {});
 }
 
 export type ReadinessCheck = () => Promise<void>;
