@@ -1,12 +1,11 @@
 /**
  * Ids: every id Tollgate hands out (accounts, keys, key hashes, teams, users, webhooks) is a Postgres
  * `uuid`, printed lowercase. One pattern for all of them, and one refusal: a route's path or query id
- * and a contract's id field accept any case (`uuid`, a contract's field; `parseId`, a path parameter
- * read by hand, which also lowercases it) and refuse anything else with the same 400,
+ * and a contract's id field accept any case (`uuid`, a contract's field; `parseId` of @tollgate/http, a
+ * path parameter read by hand, which also lowercases it) and refuse anything else with the same 400,
  * "<field>: must be <what> (uuid)" (`metadata.field` names the field); a caller identity signed by a
  * service (a token's claims, the acting user header) must be exactly as Postgres printed it.
  */
-import { badRequest } from '@tollgate/errors';
 import { z } from 'zod';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -25,13 +24,3 @@ export const badIdMessage = (what: string): string => `must be ${what} (uuid)`;
 /** An id field of a contract (a uuid of either case): `what` names it in the 400, "a key id". */
 export const uuid = (what: string) =>
   z.string({ error: badIdMessage(what) }).regex(UUID, { error: badIdMessage(what) });
-
-/**
- * An id read by hand (a path parameter, a CLI flag), lowercased as Postgres prints it; anything else
- * is the one 400 of a malformed id, as a contract's `uuid` field gives it through a route's parse:
- * "<field>: must be <what> (uuid)" with `metadata.field`.
- */
-export function parseId(value: unknown, field: string, what: string): string {
-  if (!isUuid(value)) throw badRequest(`${field}: ${badIdMessage(what)}`, { field });
-  return value.toLowerCase();
-}

@@ -1,8 +1,9 @@
-import { accountParams, parseId, uuid } from '@tollgate/contracts';
+import { randomUUID } from 'node:crypto';
+import { accountParams, uuid } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseInput } from './index';
+import { parseId, parseInput } from './index';
 
 const refusal = (fn: () => unknown) => {
   try {
@@ -34,5 +35,19 @@ describe('parseInput', () => {
       message: 'accountId: must be an account id (uuid)',
       metadata: { field: 'accountId' },
     });
+  });
+
+  it('a path parameter read by hand is lowercased, or the 400 naming the field', () => {
+    const id = randomUUID();
+    expect(parseId(id.toUpperCase(), 'id', 'a team id')).toBe(id);
+    for (const bad of [undefined, '', 'team-1', `${id}0`]) {
+      expect(refusal(() => parseId(bad, 'hash', 'a key id'))).toEqual({
+        error: {
+          code: 400,
+          message: 'hash: must be a key id (uuid)',
+          metadata: { error_type: 'bad_request', field: 'hash' },
+        },
+      });
+    }
   });
 });

@@ -1,6 +1,6 @@
-import { type CreateAccountKeyRequest, parseId, type UpdateAccountKeyRequest } from '@tollgate/contracts';
+import type { CreateAccountKeyRequest, UpdateAccountKeyRequest } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import type { ClientAddress } from '@tollgate/http';
+import { type ClientAddress, parseId } from '@tollgate/http';
 import { Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import { visibleKeys } from '../teams/team-scope';

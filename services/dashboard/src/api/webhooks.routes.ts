@@ -1,6 +1,5 @@
-import { parseId } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import type { ClientAddress } from '@tollgate/http';
+import { type ClientAddress, parseId } from '@tollgate/http';
 import { Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { WebhooksClient } from '../upstream/webhooks-client';

@@ -1,7 +1,7 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { type DashboardAnswerInput, parseId, setUserTeams, uuid } from '@tollgate/contracts';
+import { type DashboardAnswerInput, setUserTeams, uuid } from '@tollgate/contracts';
 import { badRequest, notFound } from '@tollgate/errors';
-import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
+import { type ClientAddress, parseId, parseInput, serviceCaller } from '@tollgate/http';
 import { maxUnits, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { sql } from 'kysely';

@@ -1,6 +1,6 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createUser, type DashboardAnswerInput, type invitedUserSchema, parseId } from '@tollgate/contracts';
-import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
+import { createUser, type DashboardAnswerInput, type invitedUserSchema } from '@tollgate/contracts';
+import { type ClientAddress, parseId, parseInput, serviceCaller } from '@tollgate/http';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { listUsers } from '../auth/auth.repository';

@@ -1,5 +1,6 @@
-import { createKeyBody, parseId, updateKeyBody } from '@tollgate/contracts';
+import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { badRequest, notFound } from '@tollgate/errors';
+import { parseId } from '@tollgate/http';
 import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import type { KeyObject } from '../keys/key-view';
 import { governanceOf } from '../keys/keys.schemas';

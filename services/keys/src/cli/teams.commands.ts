@@ -1,4 +1,5 @@
-import { createTeamBody, parseId, updateTeamBody } from '@tollgate/contracts';
+import { createTeamBody, updateTeamBody } from '@tollgate/contracts';
+import { parseId } from '@tollgate/http';
 import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import { teamInput, toTeamObject } from '../teams/team-view';
 import { type CommandGroup, defineCommand, UsageError } from './command';

@@ -4,13 +4,12 @@ import {
   createAccountKey,
   type getAccount,
   listAccountKeys,
-  parseId,
   type revokeAccountKey,
   updateAccount,
   updateAccountKey,
 } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import { parseInput, serviceCaller } from '@tollgate/http';
+import { parseId, parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
 import { toAccountObject } from '../accounts/accounts.routes';

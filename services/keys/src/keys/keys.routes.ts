@@ -1,7 +1,7 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createKeyBody, parseId, updateKeyBody } from '@tollgate/contracts';
+import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
-import { keyCallerClaims } from '@tollgate/http';
+import { keyCallerClaims, parseId } from '@tollgate/http';
 import { Router } from 'express';
 import { callerOf, keyCaller, managementActor } from '../http/caller';
 import type { KeyPresenter } from './key-view';

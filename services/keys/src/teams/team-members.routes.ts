@@ -1,5 +1,6 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { addTeamMemberBody, parseId } from '@tollgate/contracts';
+import { addTeamMemberBody } from '@tollgate/contracts';
+import { parseId } from '@tollgate/http';
 import { Router } from 'express';
 import { callerOf, keyCaller, managementActor } from '../http/caller';
 import { parseBody } from '../keys/keys.schemas';

@@ -1,4 +1,5 @@
-import { parseId, type TeamObject } from '@tollgate/contracts';
+import type { TeamObject } from '@tollgate/contracts';
+import { parseId } from '@tollgate/http';
 import { type LimitReset, toNumber, toUnits } from '@tollgate/money';
 import type { TeamWithKeys } from './teams.repository';
 import type { TeamInput } from './teams.service';
