@@ -17,8 +17,12 @@
  *   in turn, the order rotated every round — so every door sees the same moments of the shared
  *   machine (a load spike hits all of them, not one door's block); to the end and to the first byte;
  * - CPU µs per request at a fixed rate (the `rate` job, the cpu phase's /proc snapshots of every
- *   process of the stack; the proxy's own column too), door slices alternating round by round; the
- *   same runs give the open-loop latency at that rate (first byte for streams, the end for JSON).
+ *   process of the stack; the proxy's own column too), door slices alternating round by round;
+ * - open-loop latency at that rate (first byte for streams, the end for JSON): the `ratemix` job —
+ *   the same rate in all, the doors' requests in turn — so every door sees the same moments of the
+ *   machine. The slices' own latency (`sliceP50`, `sliceP99`) is kept: each slice is a different few
+ *   seconds of a shared machine, and on the quiet session-11 run their p50 differed by 0.86–1.13×
+ *   between JSON doors whose proxy CPU was within 0.94–1.01× (issue 30, bench/README.md).
  */
 
 export interface DoorRequest {
@@ -137,9 +141,12 @@ export interface DoorRow {
   ttfbP50: number;
   ttfbP99: number;
   errors: number;
-  /** Open loop at the fixed rate, ms: the first byte (streams) or the end (JSON). */
+  /** Open loop at the fixed rate, doors in turn (`ratemix`), ms: the first byte (streams) or the end (JSON). */
   rateP50: number;
   rateP99: number;
+  /** The same, of the door's own CPU slices (each alone at the rate, at its own moment). */
+  sliceP50: number;
+  sliceP99: number;
   /** CPU µs per request at the fixed rate: every process of the stack, and the proxy alone. */
   cpuUsPerRequest: number;
   proxyUsPerRequest: number;
@@ -179,6 +186,8 @@ export async function measureDoors(c: DoorsContext): Promise<Record<string, Door
   const ttfb: Record<string, number[]> = {};
   const errors: Record<string, number> = {};
   const atRate: Record<string, number[]> = {};
+  const inSlice: Record<string, number[]> = {};
+  const mixErrors: Record<string, number> = {};
   const cpu: Record<string, { total: number; proxy: number; requests: number; errors: number }> = {};
   const request = ({ url, headers, body }: Door) => ({ url, headers, body });
   for (let round = 0; round < c.rounds; round++) {
@@ -219,11 +228,29 @@ export async function measureDoors(c: DoorsContext): Promise<Record<string, Door
         errors: prev.errors + rr.errors,
       };
       const lat = door.stream ? rr.ttfb : rr.total;
-      atRate[name] = [...(atRate[name] ?? []), ...lat];
+      inSlice[name] = [...(inSlice[name] ?? []), ...lat];
       c.log(
         `doors round ${round + 1} @${c.rate} ${name}: p50 ${r2(c.pct(lat, 50))} p99 ${r2(c.pct(lat, 99))} ms, cpu ${Math.round((sum(used) * 1000) / Math.max(1, rr.requests))} µs/req (proxy ${Math.round(((used.proxy ?? 0) * 1000) / Math.max(1, rr.requests))})${rr.errors ? `, ${rr.errors} errors` : ''}`,
       );
     }
+    // The open-loop latency: every door in turn at the same rate in all, as many requests each as a slice.
+    await c.quiesce();
+    const order = names.map((_, i) => names[(i + round) % names.length] as string);
+    const mixed = await c.load<{ requests: number; errors: number; ttfb: number[]; total: number[] }[]>({
+      kind: 'ratemix',
+      rate: c.rate,
+      seconds: c.seconds * order.length,
+      sockets: 64,
+      requests: order.map((n) => request(reqs[n] as Door)),
+    });
+    order.forEach((name, i) => {
+      const r = mixed[i] ?? { requests: 0, errors: 0, ttfb: [], total: [] };
+      atRate[name] = [...(atRate[name] ?? []), ...((reqs[name] as Door).stream ? r.ttfb : r.total)];
+      mixErrors[name] = (mixErrors[name] ?? 0) + r.errors;
+    });
+    c.log(
+      `doors round ${round + 1} @${c.rate} in turn: ${order.map((n, i) => `${n} ${r2(c.pct(((reqs[n] as Door).stream ? mixed[i]?.ttfb : mixed[i]?.total) ?? [], 50))}`).join(', ')} ms p50`,
+    );
   }
   const rows: Record<string, DoorRow> = {};
   for (const name of names) {
@@ -239,10 +266,12 @@ export async function measureDoors(c: DoorsContext): Promise<Record<string, Door
       errors: errors[name] ?? 0,
       rateP50: r2(c.pct(atRate[name] ?? [], 50)),
       rateP99: r2(c.pct(atRate[name] ?? [], 99)),
+      sliceP50: r2(c.pct(inSlice[name] ?? [], 50)),
+      sliceP99: r2(c.pct(inSlice[name] ?? [], 99)),
       cpuUsPerRequest: Math.round((k.total * 1000) / Math.max(1, k.requests)),
       proxyUsPerRequest: Math.round((k.proxy * 1000) / Math.max(1, k.requests)),
       requests: k.requests,
-      rateErrors: k.errors,
+      rateErrors: k.errors + (mixErrors[name] ?? 0),
     };
   }
   for (const row of Object.values(rows)) {

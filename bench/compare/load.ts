@@ -10,6 +10,9 @@
  *   max      autocannon, N connections, fixed duration: req/s and latency percentiles
  *   rate     open loop at R req/s (latency counted from the *scheduled* start): time to first body
  *            byte and to the end, for streamed or JSON requests
+ *   ratemix  the same open loop at R req/s in all, over several requests (`requests`) sent in turn —
+ *            request i is `requests[i % n]` — so each sees the same moments of a shared machine (a
+ *            load spike hits all of them): per request, the time to first body byte and to the end
  *   streams  N streams opened together (ramped over `rampMs`), each read to its end: chunk gaps,
  *            durations, stalls (a gap longer than `stallMs`, an error, or no end by the deadline);
  *            emits `{"event":"open"}` once every stream has its first byte and waits `holdMs` then
@@ -35,6 +38,7 @@ type Job =
   | { kind: 'mix'; count: number; warmup: number; requests: Request[] }
   | ({ kind: 'max'; connections: number; seconds: number } & Request)
   | ({ kind: 'rate'; rate: number; seconds: number; sockets: number } & Request)
+  | { kind: 'ratemix'; rate: number; seconds: number; sockets: number; requests: Request[] }
   | ({
       kind: 'streams';
       streams: number;
@@ -184,7 +188,11 @@ async function max(j: Extract<Job, { kind: 'max' }>) {
   };
 }
 
-async function rate(j: Extract<Job, { kind: 'rate' }>) {
+/** Sends `rate` requests a second for `seconds`, request i being `pick(i)`, each timed from its scheduled start. */
+async function openLoop(
+  j: { rate: number; seconds: number; sockets: number },
+  pick: (i: number) => Request,
+): Promise<Timing[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: j.sockets });
   const total = Math.round(j.rate * j.seconds);
   const t0 = performance.now() + 20;
@@ -194,7 +202,7 @@ async function rate(j: Extract<Job, { kind: 'rate' }>) {
     const tick = () => {
       const now = performance.now();
       while (sent < total && t0 + (sent * 1000) / j.rate <= now) {
-        results.push(send(agent, j, t0 + (sent * 1000) / j.rate));
+        results.push(send(agent, pick(sent), t0 + (sent * 1000) / j.rate));
         sent++;
       }
       if (sent >= total) done();
@@ -204,6 +212,11 @@ async function rate(j: Extract<Job, { kind: 'rate' }>) {
   });
   const all = await Promise.all(results);
   agent.destroy();
+  return all;
+}
+
+/** The latencies of the answered requests, and what the errors were. */
+function summary(all: Timing[]) {
   const ok = all.filter((t) => t.status === 200 && !t.error);
   // What the errors were (issue 30: "2 errors of 8,000"): `HTTP <status>` or the socket error.
   const errorKinds: Record<string, number> = {};
@@ -219,6 +232,16 @@ async function rate(j: Extract<Job, { kind: 'rate' }>) {
     ttfb: ok.map((t) => round(t.ttfb)),
     total: ok.map((t) => round(t.total)),
   };
+}
+
+async function rate(j: Extract<Job, { kind: 'rate' }>) {
+  return summary(await openLoop(j, () => j));
+}
+
+async function ratemix(j: Extract<Job, { kind: 'ratemix' }>) {
+  const n = j.requests.length;
+  const all = await openLoop(j, (i) => j.requests[i % n] as Request);
+  return j.requests.map((_, k) => summary(all.filter((_, i) => i % n === k)));
 }
 
 async function streams(j: Extract<Job, { kind: 'streams' }>) {
@@ -308,7 +331,7 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
   };
 }
 
-const run = { seq, mix, max, rate, streams } as const;
+const run = { seq, mix, max, rate, ratemix, streams } as const;
 const result = await (run[job.kind] as (j: Job) => Promise<unknown>)(job);
 emit({ result });
 process.exit(0);

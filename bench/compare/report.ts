@@ -203,7 +203,7 @@ const doors = r.doors as Record<string, Any> | undefined;
 if (doors) {
   const x = (v: number | undefined) => (v === undefined ? '—' : `${v.toFixed(2)}×`);
   out.push(
-    'Front doors through the same proxy and upstream (issue 30: within 10 % of chat completions; each JSON door as a ratio to chat, each streamed one to streamed chat). Latency: the interleaved sequential mix, to the end of the answer (streams: and to the first byte); at the fixed rate: open loop, streams to the first byte; CPU: every process of the stack (the proxy alone):',
+    'Front doors through the same proxy and upstream (issue 30: within 10 % of chat completions; each JSON door as a ratio to chat, each streamed one to streamed chat). Latency: the interleaved sequential mix, to the end of the answer (streams: and to the first byte); at the fixed rate: open loop, the requests of every door in turn (before session 12: a slice per door), streams to the first byte; CPU: every process of the stack (the proxy alone):',
   );
   out.push('');
   out.push(
