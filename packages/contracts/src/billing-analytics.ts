@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { checkRange, isoDate, limitParam, MAX_SPAN_MS } from './billing-params';
-import { accountPath, decimalString, unknownParameter, uuid } from './common';
+import { accountPath, decimalString, unknownParameter } from './common';
+import { uuid } from './ids';
 
 // ---------------------------------------------------------------------------------------------------
 // The dashboard's reads (caller: dashboard; the account is in the path).

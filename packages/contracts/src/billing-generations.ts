@@ -1,7 +1,8 @@
 import { REQUEST_ID_PATTERN } from '@tollgate/auth/request-id-pattern';
 import { z } from 'zod';
 import { isoDate, limitParam } from './billing-params';
-import { accountPath, decimalString, unknownParameter, uuid } from './common';
+import { accountPath, decimalString, unknownParameter } from './common';
+import { uuid } from './ids';
 
 /** A generation id: the request id the proxy minted. */
 const generationId = z.string().regex(REQUEST_ID_PATTERN, 'expected a request id (gen-…)');

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { limitParam } from './billing-params';
-import { accountPath, decimalString, limitReset, unknownParameter, uuid } from './common';
+import { accountPath, decimalString, limitReset, unknownParameter } from './common';
+import { uuid } from './ids';
 
 /**
  * Billing's internal API and the caller routes the proxy relays. Billing's routes parse requests and

@@ -1,12 +1,11 @@
 import { LIMIT_RESETS, MoneyError, toDecimal, toUnits } from '@tollgate/money';
 import { z } from 'zod';
+import { uuid } from './ids';
 
 /** Pieces shared by the contracts of several services. */
 
 /** A decimal USD string, e.g. "0", "12.5", "-3.0000000001". */
 export const decimalString = z.string().regex(/^-?\d+(\.\d+)?$/, 'expected a decimal string');
-
-export const uuid = (what: string) => z.string().uuid(`expected ${what} (uuid)`);
 
 /** A name people give (a key's, a team's): trimmed, 1 to 200 characters, no NUL. */
 export const displayName = z

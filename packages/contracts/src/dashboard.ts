@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { uuid } from './common';
+import { uuid } from './ids';
 
 /**
  * The dashboard's internal API. The dashboard's route parses the request and builds the answer with

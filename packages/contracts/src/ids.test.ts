@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LIMIT_RESETS } from '@tollgate/money';
 import { describe, expect, it } from 'vitest';
 import { limitReset } from './common';
-import { isCanonicalUuid, isUuid } from './ids';
+import { isCanonicalUuid, isUuid, uuid } from './ids';
 
 describe('ids', () => {
   it('accepts a uuid of either case; the canonical form only lowercase', () => {
@@ -35,5 +35,17 @@ describe('spend periods', () => {
   it('the contracts accept exactly the periods money computes', () => {
     expect(limitReset.options).toEqual([...LIMIT_RESETS]);
     expect(limitReset.safeParse('yearly').success).toBe(false);
+  });
+});
+
+describe('one refusal of a malformed id', () => {
+  it('a contract field accepts a uuid of either case and names what it wanted', () => {
+    const id = randomUUID();
+    const field = uuid('a team id');
+    expect(field.parse(id.toUpperCase())).toBe(id.toUpperCase());
+    const bad = field.safeParse('team-1');
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]?.message).toBe('must be a team id (uuid)');
+    expect(field.safeParse(42).error?.issues[0]?.message).toBe('must be a team id (uuid)');
   });
 });

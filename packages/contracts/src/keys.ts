@@ -1,6 +1,7 @@
 import { LIMIT_RESETS } from '@tollgate/money';
 import { z } from 'zod';
 import { accountPath, displayName, limitReset, unknownParameter, usdAmountInput } from './common';
+import { uuid } from './ids';
 
 /**
  * The keys service's internal API. The keys routes parse requests and build answers with these
@@ -52,8 +53,8 @@ export type ResolveKeyRequest = z.input<typeof resolveKey.request>;
 
 /** Who owns a key and whether it still works: what billing checks usage events and callers against. */
 export const keyOwnerSchema = z.object({
-  id: z.string().uuid(),
-  accountId: z.string().uuid(),
+  id: uuid('a key id'),
+  accountId: uuid('an account id'),
   scope: z.enum(['inference', 'management']),
   disabled: z.boolean(),
   revoked: z.boolean(),
@@ -78,7 +79,7 @@ export const keyOwners = {
   path: '/internal/keys/owners',
   request: z.object({
     ids: z
-      .array(z.string().uuid({ error: 'must be a key id (uuid)' }), { error: 'expected an array of key ids' })
+      .array(uuid('a key id'), { error: 'expected an array of key ids' })
       .min(1, { error: 'must name at least one key' })
       .max(1000, { error: 'must name at most 1000 keys' }),
   }),
@@ -154,7 +155,7 @@ const storeBodies = z.boolean({ error: 'expected true or false' });
 /** A team of the key's account (`GET /teams`), or null for none. */
 const teamId = z
   .string({ error: 'expected a team id (uuid) or null' })
-  .uuid({ error: 'must be a team id (uuid)' })
+  .pipe(uuid('a team id'))
   .transform((s) => s.toLowerCase());
 
 /** What a key's create and update bodies both may set (each optional; null clears it). */

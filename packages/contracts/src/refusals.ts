@@ -1,7 +1,8 @@
 import { REQUEST_ID_PATTERN } from '@tollgate/auth/request-id-pattern';
 import { z } from 'zod';
 import { checkRange, isoDate, limitParam, MAX_SPAN_MS } from './billing-params';
-import { accountPath, unknownParameter, uuid } from './common';
+import { accountPath, unknownParameter } from './common';
+import { uuid } from './ids';
 
 /**
  * Errors and refusals as data (billing's internal API, caller: dashboard). A refusal is a request of

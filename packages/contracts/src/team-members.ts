@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { accountPath, uuid } from './common';
+import { accountPath } from './common';
+import { uuid } from './ids';
 
 /**
  * Team members (issue 29): the dashboard users who belong to a team. The keys service owns the

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { accountPath, decimalString, usdAmountInput } from './common';
+import { uuid } from './ids';
 
 /**
  * Alert webhooks (issue 29): the public management API `/webhooks` (management keys, forwarded by the
@@ -50,7 +51,7 @@ export const updateWebhookBody = z.strictObject({
 });
 
 export const webhookParams = z.object({
-  webhookId: z.string().uuid({ error: 'expected a webhook id (uuid)' }),
+  webhookId: uuid('a webhook id'),
 });
 
 export const webhookObjectSchema = z.object({

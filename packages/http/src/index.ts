@@ -6,7 +6,7 @@ import {
   type ServiceVerifier,
   type VerifiedClaims,
 } from '@tollgate/auth';
-import { isCanonicalUuid } from '@tollgate/contracts';
+import { badIdMessage, isCanonicalUuid, isUuid } from '@tollgate/contracts';
 import { AppError, badRequest, describeIssues, unauthorized } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Router } from 'express';
@@ -111,11 +111,22 @@ export const notFoundHandler: RequestHandler = (req, _res, next) => {
   next(new AppError('not_found', `No route for ${req.method} ${req.path}`));
 };
 
-/** Parses input with a zod schema; a failure is a 400 whose message names the field. */
+/** Parses input with a zod schema; a failure is a 400 whose message and `metadata.field` name the field. */
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw badRequest(describeIssues(result.error.issues));
-  return result.data;
+  if (result.success) return result.data;
+  const field = result.error.issues[0]?.path.map(String).join('.');
+  throw badRequest(describeIssues(result.error.issues), field ? { field } : {});
+}
+
+/**
+ * An id read by hand (a path parameter, a CLI flag), lowercased as Postgres prints it; anything else
+ * is the one 400 of a malformed id, as a contract's `uuid` field gives it through `parseInput`:
+ * "<field>: must be <what> (uuid)" with `metadata.field` (packages/contracts/src/ids.ts).
+ */
+export function parseId(value: unknown, field: string, what: string): string {
+  if (!isUuid(value)) throw badRequest(`${field}: ${badIdMessage(what)}`, { field });
+  return value.toLowerCase();
 }
 
 export type ReadinessCheck = () => Promise<void>;

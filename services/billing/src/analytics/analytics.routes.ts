@@ -1,5 +1,5 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { accountLatency, accountUsage, type UsageRowView } from '@tollgate/contracts';
+import { accountLatency, accountUsage, type UsageRowView, uuid } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { parseInput } from '@tollgate/http';
 import { toDecimal, toNumber, toUnits } from '@tollgate/money';
@@ -71,7 +71,7 @@ const activityQuery = z.strictObject({
     .string()
     .regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a UTC date (YYYY-MM-DD)')
     .optional(),
-  api_key_hash: z.string().uuid('expected a key hash (the uuid the keys API returns)').optional(),
+  api_key_hash: uuid('a key hash (the id the keys API returns)').optional(),
   /** `team` (issue 29): rows split per team, each with its `team_id` (null = keys without a team). */
   group_by: z.enum(['team'], { error: 'expected team' }).optional(),
 });

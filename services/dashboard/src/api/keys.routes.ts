@@ -1,16 +1,13 @@
-import { type CreateAccountKeyRequest, isUuid, type UpdateAccountKeyRequest } from '@tollgate/contracts';
+import type { CreateAccountKeyRequest, UpdateAccountKeyRequest } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import type { ClientAddress } from '@tollgate/http';
+import { type ClientAddress, parseId } from '@tollgate/http';
 import { Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import { visibleKeys } from '../teams/team-scope';
 import type { InternalClient } from '../upstream/internal-client';
 import { actingOf } from './acting';
 
-const hashOf = (value: unknown) => {
-  if (!isUuid(value)) throw badRequest('hash: must be a uuid');
-  return value;
-};
+const hashOf = (value: unknown) => parseId(value, 'hash', 'a key id');
 /** A JSON object body, relayed as is: the keys service parses it with the contract (its 400 names the field). */
 const objectBody = <T>(body: unknown): T => {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {

@@ -1,15 +1,11 @@
-import { isUuid } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import type { ClientAddress } from '@tollgate/http';
+import { type ClientAddress, parseId } from '@tollgate/http';
 import { Router } from 'express';
 import { requireOwner, requireUser, userOf } from '../http/session';
 import type { WebhooksClient } from '../upstream/webhooks-client';
 import { actingOf } from './acting';
 
-const idOf = (value: unknown) => {
-  if (!isUuid(value)) throw badRequest('id: must be a uuid');
-  return value;
-};
+const idOf = (value: unknown) => parseId(value, 'id', 'a webhook id');
 const objectBody = (body: unknown): object => {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw badRequest('Request body must be a JSON object (Content-Type: application/json)');

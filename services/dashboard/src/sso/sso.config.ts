@@ -1,5 +1,5 @@
 import { envBoolean } from '@tollgate/config';
-import { isUuid } from '@tollgate/contracts';
+import { isUuid, uuid } from '@tollgate/contracts';
 import { z } from 'zod';
 import type { Role } from '../database';
 
@@ -18,7 +18,7 @@ export const ssoEnv = {
   /** Space-separated; `openid` is required. */
   OIDC_SCOPES: z.string().min(1).default('openid email profile'),
   /** The account every SSO user belongs to (keys' account id). */
-  OIDC_ACCOUNT_ID: z.uuid({ error: 'expected an account id (uuid)' }).optional(),
+  OIDC_ACCOUNT_ID: uuid('an account id').optional(),
   /** The claim holding the user's groups (an array of strings, or one string). */
   OIDC_GROUPS_CLAIM: z.string().min(1).default('groups'),
   /** Comma-separated group names: members are owners / viewers of the account. */

@@ -1,7 +1,7 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { type DashboardAnswerInput, isUuid, setUserTeams } from '@tollgate/contracts';
+import { type DashboardAnswerInput, setUserTeams, uuid } from '@tollgate/contracts';
 import { badRequest, notFound } from '@tollgate/errors';
-import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
+import { type ClientAddress, parseId, parseInput, serviceCaller } from '@tollgate/http';
 import { maxUnits, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import { sql } from 'kysely';
@@ -17,7 +17,7 @@ import { scopeOf } from './team-scope';
 
 const teamsBody = z.strictObject({
   team_ids: z
-    .array(z.string().refine(isUuid, { error: 'must be a team id (uuid)' }))
+    .array(uuid('a team id'))
     .max(100)
     .transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))].sort()),
 });
@@ -105,10 +105,7 @@ export function teamsRoutes(deps: {
     }
     return body;
   };
-  const teamId = (value: unknown) => {
-    if (!isUuid(value)) throw badRequest('id: must be a team id (uuid)', { field: 'id' });
-    return value;
-  };
+  const teamId = (value: unknown) => parseId(value, 'id', 'a team id');
   router.post('/api/teams', requireUser, requireOwner, async (req, res) => {
     const data = await deps.client.createTeam(userOf(res).accountId, objectBody(req.body), acting(req, res));
     res.status(201).json({ data });
@@ -125,8 +122,7 @@ export function teamsRoutes(deps: {
 
   router.put('/api/users/:id/teams', requireUser, requireOwner, async (req, res) => {
     const { team_ids } = parseInput(teamsBody, req.body);
-    const userId = String(req.params.id);
-    if (!isUuid(userId)) throw badRequest('id: must be a user id (uuid)');
+    const userId = parseId(req.params.id, 'id', 'a user id');
     const me = userOf(res);
     await setTeams(
       me.accountId,

@@ -1,7 +1,6 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createUser, type DashboardAnswerInput, type invitedUserSchema, isUuid } from '@tollgate/contracts';
-import { badRequest } from '@tollgate/errors';
-import { type ClientAddress, parseInput, serviceCaller } from '@tollgate/http';
+import { createUser, type DashboardAnswerInput, type invitedUserSchema } from '@tollgate/contracts';
+import { type ClientAddress, parseId, parseInput, serviceCaller } from '@tollgate/http';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { listUsers } from '../auth/auth.repository';
@@ -19,10 +18,7 @@ const roleBody = z.strictObject({
   role: z.enum(['owner', 'viewer', 'member'], { error: 'expected owner, viewer or member' }),
 });
 
-const userIdOf = (value: unknown) => {
-  if (!isUuid(value)) throw badRequest('id: must be a user id (uuid)');
-  return value;
-};
+const userIdOf = (value: unknown) => parseId(value, 'id', 'a user id');
 
 /** The sign-in link of an invitation: the token travels in the URL fragment (never sent to a server log). */
 const inviteLink = (publicUrl: string, token: string) =>

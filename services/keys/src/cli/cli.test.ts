@@ -236,7 +236,7 @@ describe('admin CLI', () => {
     ['keys create-management --account acme --name ops --colour red', /colour/],
     ['keys create-management --account acme --name', /--name/],
     ['accounts list extra', /extra/],
-    ['keys revoke-management --account acme --hash not-a-uuid', /hash: must be a uuid/],
+    ['keys revoke-management --account acme --hash not-a-uuid', /hash: must be a key id \(uuid\)/],
     ['keys list-management --account no-such-account', /No account with slug "no-such-account"/],
   ])('exits 2 with a clear message for bad arguments: %s', async (args, message) => {
     const res = await cli(args);

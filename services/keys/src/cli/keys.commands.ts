@@ -1,8 +1,9 @@
 import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { badRequest, notFound } from '@tollgate/errors';
+import { parseId } from '@tollgate/http';
 import { ADMIN_CLI_ACTOR } from '../audit/audit';
 import type { KeyObject } from '../keys/key-view';
-import { governanceOf, parseHash } from '../keys/keys.schemas';
+import { governanceOf } from '../keys/keys.schemas';
 import type { KeysRuntime } from '../runtime';
 import { type CommandGroup, defineCommand, UsageError } from './command';
 import { allPages, isNone, numberFlag, parseFlagBody } from './flags';
@@ -85,7 +86,7 @@ function governanceBody(o: GovernanceFlags): Record<string, unknown> {
 
 /** The management key `hash` of the account `slug`; anything else (inference key, other account) is 404. */
 async function managementKey(runtime: KeysRuntime, slug: string, rawHash: string) {
-  const hash = parseHash(rawHash);
+  const hash = parseId(rawHash, 'hash', 'a key id');
   const account = await runtime.accounts.requireBySlug(slug);
   const existing = await runtime.keys.get(account.id, hash);
   if (existing.scope !== 'management') throw notFound(`No management key ${hash} in account "${slug}"`);
@@ -172,7 +173,7 @@ export const keysCommands: CommandGroup = {
             'nothing to change: give --name, --expires-at, --allowed-models, --rate-limit-rpm, --rate-limit-tpm, --team-id or --include-byok-in-limit',
           );
         }
-        const hash = parseHash(o.hash);
+        const hash = parseId(o.hash, 'hash', 'a key id');
         const account = await runtime.accounts.requireBySlug(o.account);
         const updated = await runtime.keys.update(
           account.id,

@@ -1,6 +1,6 @@
 import { createTeamBody, updateTeamBody } from '@tollgate/contracts';
+import { parseId } from '@tollgate/http';
 import { ADMIN_CLI_ACTOR } from '../audit/audit';
-import { parseHash } from '../keys/keys.schemas';
 import { teamInput, toTeamObject } from '../teams/team-view';
 import { type CommandGroup, defineCommand, UsageError } from './command';
 import { allPages, isNone, numberFlag, parseFlagBody } from './flags';
@@ -89,7 +89,7 @@ export const teamsCommands: CommandGroup = {
         const account = await runtime.accounts.requireBySlug(o.account);
         const team = await runtime.teams.update(
           account.id,
-          parseHash(o.id),
+          parseId(o.id, 'id', 'a team id'),
           { ...teamInput(body), name: body.name },
           ADMIN_CLI_ACTOR,
         );
@@ -106,7 +106,7 @@ export const teamsCommands: CommandGroup = {
       },
       async run({ runtime }, o) {
         const account = await runtime.accounts.requireBySlug(o.account);
-        const id = parseHash(o.id);
+        const id = parseId(o.id, 'id', 'a team id');
         await runtime.teams.remove(account.id, id, ADMIN_CLI_ACTOR);
         return { data: { id, deleted: true }, text: `deleted team ${id}` };
       },

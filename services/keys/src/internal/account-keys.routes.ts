@@ -9,7 +9,7 @@ import {
   updateAccountKey,
 } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
-import { parseInput, serviceCaller } from '@tollgate/http';
+import { parseId, parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
 import { toAccountObject } from '../accounts/accounts.routes';
@@ -17,7 +17,7 @@ import type { AccountService } from '../accounts/accounts.service';
 import { dashboardActor } from '../http/caller';
 import type { KeyPresenter } from '../keys/key-view';
 import { PAGE_SIZE } from '../keys/keys.repository';
-import { governanceOf, parseBody, parseHash } from '../keys/keys.schemas';
+import { governanceOf, parseBody } from '../keys/keys.schemas';
 import type { KeyService } from '../keys/keys.service';
 
 /** Query strings arrive as string | string[] | object: a repeated parameter is a 400, not a crash. */
@@ -96,7 +96,7 @@ export function accountKeysRoutes(deps: {
 
   router.patch('/internal/accounts/:accountId/keys/:hash', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const hash = parseHash(req.params.hash);
+    const hash = parseId(req.params.hash, 'hash', 'a key id');
     const body = parseBody(updateAccountKey.request, req.body);
     const row = await keys.update(
       accountId,
@@ -117,7 +117,9 @@ export function accountKeysRoutes(deps: {
 
   router.delete('/internal/accounts/:accountId/keys/:hash', async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const row = await keys.revoke(accountId, parseHash(req.params.hash), { actor: dashboardActor(req) });
+    const row = await keys.revoke(accountId, parseId(req.params.hash, 'hash', 'a key id'), {
+      actor: dashboardActor(req),
+    });
     const answer: z.input<typeof revokeAccountKey.response> = { data: { hash: row.id, deleted: true } };
     res.json(answer);
   });

@@ -1,11 +1,11 @@
 import type { ServiceVerifier } from '@tollgate/auth';
 import { createKeyBody, updateKeyBody } from '@tollgate/contracts';
 import { AppError } from '@tollgate/errors';
-import { keyCallerClaims } from '@tollgate/http';
+import { keyCallerClaims, parseId } from '@tollgate/http';
 import { Router } from 'express';
 import { callerOf, keyCaller, managementActor } from '../http/caller';
 import type { KeyPresenter } from './key-view';
-import { governanceOf, parseBody, parseHash, parseListQuery } from './keys.schemas';
+import { governanceOf, parseBody, parseListQuery } from './keys.schemas';
 import type { KeyService } from './keys.service';
 
 /** The management API (spec §4.1) and GET /key, as forwarded by the proxy with the prefix stripped. */
@@ -46,13 +46,13 @@ export function keysRoutes(deps: {
   });
 
   router.get('/keys/:hash', management, async (req, res) => {
-    const row = await keys.get(callerOf(res).account_id, parseHash(req.params.hash));
+    const row = await keys.get(callerOf(res).account_id, parseId(req.params.hash, 'hash', 'a key id'));
     const [object] = await presenter.present([row], 'read');
     res.json({ data: object });
   });
 
   router.patch('/keys/:hash', management, async (req, res) => {
-    const hash = parseHash(req.params.hash);
+    const hash = parseId(req.params.hash, 'hash', 'a key id');
     const body = parseBody(updateKeyBody, req.body);
     const caller = callerOf(res);
     // Like revoking itself: a management key that disabled itself could not undo it through the API.
@@ -80,7 +80,7 @@ export function keysRoutes(deps: {
 
   router.delete('/keys/:hash', management, async (req, res) => {
     const caller = callerOf(res);
-    const row = await keys.revoke(caller.account_id, parseHash(req.params.hash), {
+    const row = await keys.revoke(caller.account_id, parseId(req.params.hash, 'hash', 'a key id'), {
       callerKeyId: caller.id,
       actor: managementActor(req, res),
     });

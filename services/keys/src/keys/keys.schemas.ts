@@ -1,12 +1,6 @@
-import { isUuid } from '@tollgate/contracts';
 import { badRequest, describeIssues } from '@tollgate/errors';
 import type { z } from 'zod';
 import type { KeyGovernanceInput } from './keys.service';
-
-export function parseHash(value: unknown): string {
-  if (!isUuid(value)) throw badRequest('hash: must be a uuid');
-  return value.toLowerCase();
-}
 
 /** Parses a JSON object body: 400 naming the field (unknown fields included). */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {

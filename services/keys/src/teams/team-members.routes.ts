@@ -1,6 +1,6 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { addTeamMemberBody, isUuid } from '@tollgate/contracts';
-import { badRequest } from '@tollgate/errors';
+import { addTeamMemberBody } from '@tollgate/contracts';
+import { parseId } from '@tollgate/http';
 import { Router } from 'express';
 import { callerOf, keyCaller, managementActor } from '../http/caller';
 import { parseBody } from '../keys/keys.schemas';
@@ -9,10 +9,7 @@ import type { TeamMembers } from './team-members.client';
 import { parseTeamId } from './team-view';
 import type { TeamService } from './teams.service';
 
-function parseUserId(value: unknown): string {
-  if (!isUuid(value)) throw badRequest('user_id: must be a dashboard user id (uuid)', { field: 'user_id' });
-  return value.toLowerCase();
-}
+const parseUserId = (value: unknown): string => parseId(value, 'user_id', 'a dashboard user id');
 
 /**
  * `/teams/{id}/members` of the management API (issue 29): the dashboard users of a team of the

@@ -1,5 +1,5 @@
-import { isUuid, type TeamObject } from '@tollgate/contracts';
-import { badRequest } from '@tollgate/errors';
+import type { TeamObject } from '@tollgate/contracts';
+import { parseId } from '@tollgate/http';
 import { type LimitReset, toNumber, toUnits } from '@tollgate/money';
 import type { TeamWithKeys } from './teams.repository';
 import type { TeamInput } from './teams.service';
@@ -23,8 +23,5 @@ export const teamInput = (body: {
   rate_limit_tpm?: number | null;
 }): TeamInput => ({ limit: body.limit, limitReset: body.limit_reset, rateLimitTpm: body.rate_limit_tpm });
 
-/** `:id` of a `/teams/{id}` route: a uuid (400 naming `id` otherwise), lower-cased. */
-export function parseTeamId(value: unknown): string {
-  if (!isUuid(value)) throw badRequest('id: must be a uuid', { field: 'id' });
-  return value.toLowerCase();
-}
+/** `:id` of a `/teams/{id}` route: a uuid (the one 400 of a malformed id otherwise), lower-cased. */
+export const parseTeamId = (value: unknown): string => parseId(value, 'id', 'a team id');

@@ -3,28 +3,21 @@ import {
   accountParams,
   createAccountTeam,
   type deleteAccountTeam,
-  isUuid,
   type listAccountTeams,
   type TeamObject,
   updateAccountTeam,
 } from '@tollgate/contracts';
-import { badRequest } from '@tollgate/errors';
 import { parseInput, serviceCaller } from '@tollgate/http';
 import { Router } from 'express';
 import type { z } from 'zod';
 import { dashboardActor } from '../http/caller';
 import { PAGE_SIZE } from '../keys/keys.repository';
 import { parseBody } from '../keys/keys.schemas';
-import { teamInput, toTeamObject } from './team-view';
+import { parseTeamId, teamInput, toTeamObject } from './team-view';
 import type { TeamService } from './teams.service';
 
 /** At most this many teams in one answer (pages of PAGE_SIZE read until then). */
 const MAX_TEAMS = 5_000;
-
-function teamIdOf(value: unknown): string {
-  if (!isUuid(value)) throw badRequest('id: must be a uuid', { field: 'id' });
-  return value.toLowerCase();
-}
 
 /**
  * The dashboard's teams: its read of an account's teams (team members and team viewers are the
@@ -65,7 +58,7 @@ export function teamsInternalRoutes(deps: { teams: TeamService; verifier: Servic
     const body = parseBody(updateAccountTeam.request, req.body);
     const team = await deps.teams.update(
       accountId,
-      teamIdOf(req.params.id),
+      parseTeamId(req.params.id),
       { ...teamInput(body), name: body.name },
       dashboardActor(req),
     );
@@ -74,7 +67,7 @@ export function teamsInternalRoutes(deps: { teams: TeamService; verifier: Servic
   });
   router.delete('/internal/accounts/:accountId/teams/:id', dashboard, async (req, res) => {
     const { accountId } = parseInput(accountParams, req.params);
-    const id = teamIdOf(req.params.id);
+    const id = parseTeamId(req.params.id);
     await deps.teams.remove(accountId, id, dashboardActor(req));
     const answer: z.input<typeof deleteAccountTeam.response> = { data: { id, deleted: true } };
     res.json(answer);
