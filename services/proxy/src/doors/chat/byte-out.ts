@@ -9,6 +9,14 @@
  * (grown, never shrunk: emptying an array with `length = 0` frees its storage, reallocated by the
  * next pushes), their entries released when taken.
  */
+/**
+ * Pieces up to this many bytes are copied by a JS loop: `Buffer#copy` of a range makes a Uint8Array view
+ * per call and `Buffer#write` is a native call, each costlier than the loop for the ranges and ids of
+ * one chunk (issue 30: CPU per relayed chunk).
+ */
+const SHORT = 256;
+const HEX = Buffer.from('0123456789abcdef');
+
 export class ByteOut {
   private readonly parts: Array<Buffer | string | null> = [];
   /**
@@ -73,12 +81,15 @@ export class ByteOut {
    * relay writes it to the client's socket itself: http-chunk.ts). Not for an empty builder.
    */
   takeChunk(): Buffer {
-    const hex = this.size.toString(16);
-    const out = Buffer.allocUnsafe(hex.length + this.size + 4);
-    out.write(hex, 0, 'latin1');
-    out[hex.length] = 13;
-    out[hex.length + 1] = 10;
-    this.into(out, hex.length + 2);
+    const size = this.size;
+    let digits = 1;
+    while (size >= 16 ** digits) digits++;
+    const out = Buffer.allocUnsafe(digits + size + 4);
+    // The size in hex, written digit by digit (no string of it).
+    for (let i = digits - 1, n = size; i >= 0; i--, n >>>= 4) out[i] = HEX[n & 15] as number;
+    out[digits] = 13;
+    out[digits + 1] = 10;
+    this.into(out, digits + 2);
     out[out.length - 2] = 13;
     out[out.length - 1] = 10;
     return out;
@@ -91,10 +102,16 @@ export class ByteOut {
       const p = parts[i] as Buffer | string;
       const a = bounds[2 * i] as number;
       const b = bounds[2 * i + 1] as number;
-      if (typeof p === 'string') at += out.write(p, at, b === 1 ? 'latin1' : 'utf8');
-      else if (a === -1) {
+      if (typeof p === 'string') {
+        if (b === 1 && p.length <= SHORT) {
+          for (let k = 0; k < p.length; k++) out[at + k] = p.charCodeAt(k);
+          at += p.length;
+        } else at += out.write(p, at, b === 1 ? 'latin1' : 'utf8');
+      } else if (a === -1) {
         out.set(p, at);
         at += b;
+      } else if (b - a <= SHORT) {
+        for (let k = a; k < b; k++) out[at++] = p[k] as number;
       } else at += p.copy(out, at, a, b);
     }
     this.clear();

@@ -117,6 +117,22 @@ describe('ByteOut', () => {
   });
 });
 
+describe('ByteOut.takeChunk', () => {
+  it('frames the pieces as one HTTP/1.1 chunk: size in hex, CRLF, bytes, CRLF', () => {
+    const out = new ByteOut();
+    for (const n of [1, 9, 10, 15, 16, 17, 255, 256, 300, 4095, 4096, 65_535, 70_000]) {
+      const body = Buffer.alloc(n, 'é'.repeat(n));
+      out.bytes(Buffer.concat([Buffer.from('xx'), body]), 2, n + 2);
+      const chunk = out.takeChunk();
+      expect(chunk.toString('latin1'), String(n)).toBe(`${n.toString(16)}\r\n${body.toString('latin1')}\r\n`);
+      out.ascii('gen-123');
+      out.text('é');
+      out.whole(Buffer.from(' tail'));
+      expect(out.takeChunk().toString('utf8')).toBe('e\r\ngen-123é tail\r\n');
+    }
+  });
+});
+
 describe('ChunkRewriter (the one rewriter: byte path, else string path)', () => {
   const rewrite = (data: string, asciiId = true, wantId = true) => {
     const out = new ByteOut();

@@ -140,6 +140,12 @@ function startsWith(buf: Buffer, at: number, end: number, prefix: Buffer, from: 
   return true;
 }
 
+/** Key positions in an event, found by one pass over it (chunk-scan.ts `ChunkScan`). */
+interface KeyPositions {
+  usageName: number;
+  model: number;
+}
+
 /** Model ids (the catalog's, bounded) as bytes. */
 const modelBytes = new Map<string, Buffer>();
 function bytesOf(model: string): Buffer {
@@ -165,7 +171,16 @@ export class ChunkBytes {
   idStart = 0;
   idEnd = 0;
 
-  rewrite(buf: Buffer, s: number, e: number, id: string, model: string, out: ByteSink): boolean {
+  rewrite(
+    buf: Buffer,
+    s: number,
+    e: number,
+    id: string,
+    model: string,
+    out: ByteSink,
+    /** Where the event's first `"usage"` and first `"model":"` after the id are, when known (chunk-scan.ts). */
+    found?: KeyPositions,
+  ): boolean {
     if (!startsWith(buf, s, e, DATA_ID_HEAD, 6)) return false;
     const idStart = s + ID_HEAD.length;
     let close = -1;
@@ -181,7 +196,7 @@ export class ChunkBytes {
     // `"usage":null`, stripped (the regex of stripNullUsage: with the comma before it, else after it).
     let stripStart = -1;
     let stripEnd = -1;
-    const u = find(buf, USAGE_NULL, USAGE_NAME_LENGTH, s, e);
+    const u = found ? found.usageName : find(buf, USAGE_NULL, USAGE_NAME_LENGTH, s, e);
     if (u !== -1) {
       const nullEnd = u + USAGE_NULL.length;
       if (u <= close || nullEnd >= e || !startsWith(buf, u, e, USAGE_NULL, 0)) return false;
@@ -199,7 +214,7 @@ export class ChunkBytes {
     // The first `"model":"` after the id, replaced unless its value has escapes.
     let valueStart = -1;
     let valueEnd = -1;
-    const m = find(buf, MODEL_KEY_BYTES, MODEL_KEY_BYTES.length, close, e);
+    const m = found ? found.model : find(buf, MODEL_KEY_BYTES, MODEL_KEY_BYTES.length, close, e);
     if (m !== -1) {
       const vs = m + MODEL_KEY_BYTES.length;
       let ve = -1;
@@ -270,7 +285,8 @@ export class ChunkRewriter {
   private readonly bytes = new ChunkBytes();
 
   /**
-   * One content chunk, [start, end) of `buf` (`data`: the same bytes as text). Returns the provider's
+   * One content chunk, [start, end) of `buf` (`data`: the same bytes as text, or null: decoded here
+   * if the byte path declines). Returns the provider's
    * id of the chunk when `wantId` (null when it has none), null otherwise, or NOT_JSON when the event
    * is not JSON (then relayed as it came, one data line per line).
    */
@@ -278,15 +294,17 @@ export class ChunkRewriter {
     buf: Buffer,
     start: number,
     end: number,
-    data: string,
+    known: string | null,
     ids: { id: string; model: string; asciiId: boolean },
     wantId: boolean,
     out: ByteSink,
+    found?: KeyPositions,
   ): string | null | typeof NOT_JSON {
     const b = this.bytes;
-    if (ids.asciiId && b.rewrite(buf, start, end, ids.id, ids.model, out)) {
+    if (ids.asciiId && b.rewrite(buf, start, end, ids.id, ids.model, out, found)) {
       return wantId ? utf8(buf, b.idStart, b.idEnd) : null;
     }
+    const data = known ?? utf8(buf, start, end);
     const rewritten = rewriteChunk(stripNullUsage(data), ids.id, ids.model);
     if (rewritten === null) {
       out.text(DATA);

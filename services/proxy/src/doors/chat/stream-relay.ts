@@ -10,7 +10,8 @@ import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
 import type { AnswerStream } from '../door';
 import { ByteOut } from './byte-out';
-import { ChunkRewriter, hasFinishReason, hasUsage, mayHaveError, NOT_JSON, utf8 } from './chunk';
+import { ChunkRewriter, hasFinishReason, NOT_JSON, utf8 } from './chunk';
+import { ChunkScan } from './chunk-scan';
 import { DONE_EVENT, errorEvent } from './events';
 import { completeUsage, ProducedText } from './usage';
 
@@ -26,6 +27,7 @@ function flushHead(relay: StreamRelay): void {
 /** Shared by every stream: each write is gathered and taken before anything awaits (byte-out.ts). */
 const out = new ByteOut();
 const rewriter = new ChunkRewriter();
+const scan = new ChunkScan();
 const DATA = 'data: ';
 const EVENT_END = '\n\n';
 const DONE_BYTES = Buffer.from(DONE_EVENT);
@@ -174,21 +176,25 @@ export class StreamRelay implements SseEventSink, AnswerStream {
     return this.res.write(chunk);
   }
 
-  /** One complete provider event (SseEventSink; called by the reader while `relayed` runs). */
+  /**
+   * One complete provider event (SseEventSink; called by the reader while `relayed` runs). A content
+   * chunk is read from its bytes (chunk-scan.ts: one pass, no string of the whole event) and rewritten
+   * from them; only what is kept becomes a string (its `choices` part for the estimate, the finish
+   * chunk); errors, the usage chunk and layouts the byte rewrite declines take the event's text.
+   */
   event(type: string, buf: Buffer, start: number, end: number): void {
     if (this.terminated) return;
-    const c = this.c;
-    const data = utf8(buf, start, end);
-    if (data === '[DONE]') {
+    scan.scan(buf, start, end);
+    if (scan.done) {
       this.sawDone = true;
       return;
     }
-    if ((type === 'error' || mayHaveError(data)) && this.providerError(data, type === 'error')) {
+    if ((type === 'error' || scan.error) && this.providerError(utf8(buf, start, end), type === 'error')) {
       this.terminated = true;
       return;
     }
-    if (hasUsage(data)) {
-      const emitted = this.takeUsage(data);
+    if (scan.usage) {
+      const emitted = this.takeUsage(utf8(buf, start, end));
       if (emitted !== null) {
         out.text(DATA);
         out.text(emitted);
@@ -197,13 +203,13 @@ export class StreamRelay implements SseEventSink, AnswerStream {
       return;
     }
     const wantId = this.upstreamId === null;
-    this.chunkIds ??= { id: c.requestId, model: c.model.id, asciiId: this.asciiId };
-    const upstreamId = rewriter.content(buf, start, end, data, this.chunkIds, wantId, out);
+    this.chunkIds ??= { id: this.c.requestId, model: this.c.model.id, asciiId: this.asciiId };
+    const upstreamId = rewriter.content(buf, start, end, null, this.chunkIds, wantId, out, scan);
     // Not JSON: relayed as it came, and not content.
     if (upstreamId === NOT_JSON) return;
     if (wantId) this.upstreamId = upstreamId;
-    this.produced.addChunk(data);
-    if (hasFinishReason(data)) this.lastFinishChunk = data;
+    if (scan.kept !== -1) this.produced.addKept(utf8(buf, scan.kept, end));
+    if (scan.finish) this.lastFinishChunk = utf8(buf, start, end);
   }
 
   /** Returns true when the event is a provider error (`{"error": {...}}`), recording it. */

@@ -90,7 +90,11 @@ export class ProducedText {
   /** The data of one content chunk (JSON text). */
   addChunk(data: string): void {
     const kept = keptPart(data);
-    if (kept === null) return;
+    if (kept !== null) this.addKept(kept);
+  }
+
+  /** A content chunk's kept part, as `keptPart` makes it (the relay finds it on the bytes: chunk-scan.ts). */
+  addKept(kept: string): void {
     this.pending.push(kept);
     this.rawChars += kept.length;
     if (this.rawChars > RAW_KEEP_CHARS) this.fold();
