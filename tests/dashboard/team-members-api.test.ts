@@ -98,7 +98,7 @@ describe('/teams/{id}/members', () => {
     expect((await api(`/teams/${team}/members`)).body).toEqual({ data: [] });
     const twice = await api(`/teams/${team}/members/${viewerId}`, 'DELETE');
     expect(twice.status, describeResponse(twice)).toBe(404);
-  });
+  }, 90_000); // a password sign-in (scrypt) took 25 s of it at load 45
 
   it('audits each change once, as user.teams by the management key with its address', async () => {
     const page = await api(`/audit?action=user.teams&target_id=${viewerId}`);
