@@ -98,7 +98,7 @@ describe('/teams/{id}/members', () => {
     expect((await api(`/teams/${team}/members`)).body).toEqual({ data: [] });
     const twice = await api(`/teams/${team}/members/${viewerId}`, 'DELETE');
     expect(twice.status, describeResponse(twice)).toBe(404);
-  });
+  }, 90_000); // a password sign-in (scrypt) took 25 s of it at load 45
 
   it('audits each change once, as user.teams by the management key with its address', async () => {
     const page = await api(`/audit?action=user.teams&target_id=${viewerId}`);
@@ -190,5 +190,30 @@ describe('/teams/{id}/members', () => {
     expect(anonymous.status, anonymous.text).toBe(400);
     expect(anonymous.body.error.message).toMatch(/x-tollgate-actor-key/);
     expect((await api(`/teams/${team}/members`)).body).toEqual({ data: [] });
+  });
+
+  it("a deleted team's membership does not block a change of the user's teams (left out, audited)", async () => {
+    const gone = (await api('/teams', 'POST', { name: 'short-lived' })).body.data.id as string;
+    const next = (await api('/teams', 'POST', { name: 'next' })).body.data.id as string;
+    expect((await api(`/teams/${gone}/members`, 'POST', { user_id: viewerId })).status).toBe(201);
+    expect((await api(`/teams/${gone}`, 'DELETE')).status).toBe(200);
+    const users = async () =>
+      ((await owner.call('GET', '/api/users')).body.data as Array<{ id: string; team_ids: string[] }>).find(
+        (u) => u.id === viewerId,
+      )!.team_ids;
+    // The Teams page sends the user's teams plus the one added: the deleted one among them.
+    const put = await owner.call('PUT', `/api/users/${viewerId}/teams`, {
+      team_ids: [...(await users()), next],
+    });
+    expect(put.status, put.text).toBe(200);
+    expect(put.body.data).toEqual({ id: viewerId, team_ids: [next] });
+    expect(await users()).toEqual([next]);
+    // A team that is neither the account's nor one the user was in is still refused.
+    const unknown = await owner.call('PUT', `/api/users/${viewerId}/teams`, { team_ids: [UNKNOWN] });
+    expect(unknown.status, unknown.text).toBe(400);
+    const entry = (await owner.call('GET', `/api/audit?source=dashboard&target_id=${viewerId}&limit=1`)).body
+      .data[0] as Entry;
+    expect([entry.action, entry.before?.teams, entry.after?.teams]).toEqual(['user.teams', [gone], [next]]);
+    expect((await api(`/teams/${next}/members/${viewerId}`, 'DELETE')).status).toBe(200);
   });
 });

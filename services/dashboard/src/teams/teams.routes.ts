@@ -46,22 +46,25 @@ export function teamsRoutes(deps: {
     missing: string,
   ) {
     const known = new Set((await deps.client.teams(accountId)).map((t) => t.id));
-    const unknown = team_ids.find((id) => !known.has(id));
-    if (unknown) throw badRequest(`team_ids: no team ${unknown} in this account`, { field: 'team_ids' });
     return deps.db.transaction().execute(async (trx) => {
       const user = await find(trx);
       if (!user) throw notFound(missing);
       const before = await teamsOf(trx, user.id);
-      if (sameTeams(before, team_ids)) return user;
-      await replaceTeams(trx, accountId, user.id, team_ids);
+      // A team deleted since (the keys service's) may still be among the user's memberships, and so in
+      // a list sent back whole (the Teams page sends the user's teams plus or minus one): it is left out.
+      const unknown = team_ids.find((id) => !known.has(id) && !before.includes(id));
+      if (unknown) throw badRequest(`team_ids: no team ${unknown} in this account`, { field: 'team_ids' });
+      const after = team_ids.filter((id) => known.has(id));
+      if (sameTeams(before, after)) return { ...user, team_ids: after };
+      await replaceTeams(trx, accountId, user.id, after);
       await recordUserChange(trx, actor, {
         accountId,
         action: 'user.teams',
         userId: user.id,
         before: { email: user.email, teams: before },
-        after: { email: user.email, teams: team_ids },
+        after: { email: user.email, teams: after },
       });
-      return user;
+      return { ...user, team_ids: after };
     });
   }
 
@@ -124,14 +127,14 @@ export function teamsRoutes(deps: {
     const { team_ids } = parseInput(teamsBody, req.body);
     const userId = parseId(req.params.id, 'id', 'a user id');
     const me = userOf(res);
-    await setTeams(
+    const user = await setTeams(
       me.accountId,
       (trx) => lockUser(trx, me.accountId, userId),
       team_ids,
       { userId: me.id, address: deps.clientAddress(req) },
       `No user ${userId} in this account`,
     );
-    res.json({ data: { id: userId, team_ids } });
+    res.json({ data: { id: userId, team_ids: user.team_ids } });
   });
 
   router.put(setUserTeams.path, serviceCaller(deps.verifier, ['admin']), async (req, res) => {
@@ -153,7 +156,7 @@ export function teamsRoutes(deps: {
       `No user ${body.email} in this account`,
     );
     const answer: z.input<typeof setUserTeams.response> = {
-      data: { id: user.id, email: user.email, team_ids },
+      data: { id: user.id, email: user.email, team_ids: user.team_ids },
     };
     res.json(answer);
   });
