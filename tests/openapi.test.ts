@@ -11,6 +11,7 @@ import { usageEvent } from '@tollgate/billing/testing';
 import { type HttpMethod, openapiDocument, openapiJson } from '@tollgate/openapi';
 import { loadConfig as loadProxyConfig, startProxy } from '@tollgate/proxy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestDashboard, type TestDashboard } from './support/dashboard';
 import {
   createAjv,
   deref,
@@ -208,11 +209,17 @@ describe('the running stack, checked against the document', () => {
     expect(errors, `${method.toUpperCase()} ${path} → ${describeResponse(res)}`).toEqual([]);
   }
 
+  let dash: TestDashboard;
   beforeAll(async () => {
     // Webhooks may point at this machine (the test's own receiver address; nothing listens there).
-    stack = await startStack({ billingEnv: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1' } });
+    // `dashboard`: keys reaches the dashboard (a team's members are its users; its audit log).
+    stack = await startStack({ billingEnv: { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1' }, dashboard: true });
+    dash = await startTestDashboard(stack);
   });
-  afterAll(() => stack?.close());
+  afterAll(async () => {
+    await dash?.close();
+    await stack?.close();
+  });
 
   /** The env of one more proxy sharing this stack's Redis, and RabbitMQ names (development service keys). */
   const stackEnv = () => ({
@@ -885,6 +892,40 @@ describe('the running stack, checked against the document', () => {
         conforms(method, route, await stack.api(one, { ...init, key: generateKey() }), 401);
         conforms(method, route, await stack.api(one, { ...init, key: stack.inferenceKey }), 403);
       }
+    });
+
+    it("walks a team's member routes through their documented responses, through the proxy", async () => {
+      const m = stack.account.managementKey;
+      const team = (await stack.api('/teams', { key: m, body: { name: 'doc members' } })).body.data
+        .id as string;
+      const user = await dash.createUser(stack.account.id, 'viewer');
+      const list = `/teams/${team}/members`;
+      const add = (body: unknown, key = m, path = list) => stack.api(path, { key, body });
+      const added = await add({ email: user.email });
+      conforms('post', '/teams/{id}/members', added, 201);
+      const userId = added.body.data.id as string;
+      conforms('post', '/teams/{id}/members', await add({ user_id: userId }), 200);
+      conforms('post', '/teams/{id}/members', await add({}), 400);
+      conforms('post', '/teams/{id}/members', await add({ email: 'nobody@example.test' }), 404);
+      conforms('post', '/teams/{id}/members', await add({ user_id: userId }, stack.inferenceKey), 403);
+      conforms('post', '/teams/{id}/members', await add({ user_id: userId }, generateKey()), 401);
+      conforms('get', '/teams/{id}/members', await stack.api(list, { key: m }), 200);
+      conforms('get', '/teams/{id}/members', await stack.api('/teams/nope/members', { key: m }), 400);
+      conforms(
+        'get',
+        '/teams/{id}/members',
+        await stack.api(`/teams/${randomUUID()}/members`, { key: m }),
+        404,
+      );
+      conforms('get', '/teams/{id}/members', await stack.api(list, { key: stack.inferenceKey }), 403);
+      conforms('get', '/teams/{id}/members', await stack.api(list, {}), 401);
+      const del = (path: string, key = m) => stack.api(path, { key, method: 'DELETE' });
+      const one = `${list}/${userId}`;
+      conforms('delete', '/teams/{id}/members/{user_id}', await del(one, stack.inferenceKey), 403);
+      conforms('delete', '/teams/{id}/members/{user_id}', await del(one, generateKey()), 401);
+      conforms('delete', '/teams/{id}/members/{user_id}', await del(one), 200);
+      conforms('delete', '/teams/{id}/members/{user_id}', await del(one), 404);
+      conforms('delete', '/teams/{id}/members/{user_id}', await del(`${list}/nope`), 400);
     });
 
     it('answers GET /key and GET /credits for both scopes in the documented shape', async () => {

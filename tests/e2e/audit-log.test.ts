@@ -377,6 +377,15 @@ describe('audit log', () => {
     expected.push([memberId, 'user.invite', 'admin_cli', null, 'dashboard']);
     // Users, roles, teams and sessions by the owner.
     await dashboard('PATCH', `/api/users/${memberId}`, { role: 'member' });
+    // The management API's team members: the dashboard audits them for the management key.
+    const joined = await api(`/teams/${team}/members`, 'POST', { email: member.email });
+    expect(joined.status, describeResponse(joined)).toBe(201);
+    expect((await api(`/teams/${team}/members`, 'POST', { user_id: memberId })).status).toBe(200); // no change
+    expect((await api(`/teams/${team}/members/${memberId}`, 'DELETE')).status).toBe(200);
+    expected.push(
+      [memberId, 'user.teams', 'management_key', managementId, 'dashboard'],
+      [memberId, 'user.teams', 'management_key', managementId, 'dashboard'],
+    );
     await dashboard('PUT', `/api/users/${memberId}/teams`, { team_ids: [team] });
     // The admin CLI sets memberships too (by email), as the dashboard does.
     const left = await cli([
@@ -468,6 +477,8 @@ describe('audit log', () => {
     expect(memberships.map((e) => [e.actor.kind, e.before?.teams, e.after?.teams])).toEqual([
       ['admin_cli', [team], []],
       ['user', [], [team]],
+      ['management_key', [team], []],
+      ['management_key', [], [team]],
     ]);
     const bodies = (await api(`/audit?since=${since}&action=account.update`)).body.data as Entry[];
     expect(bodies.map((e) => [e.actor.kind, e.before, e.after]).reverse()).toEqual([

@@ -8,5 +8,6 @@ export * from './dashboard-api';
 export * from './ids';
 export * from './keys';
 export * from './refusals';
+export * from './team-members';
 export * from './teams';
 export * from './webhooks';

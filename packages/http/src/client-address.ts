@@ -141,6 +141,8 @@ function isTrusted(list: BlockList, address: string): boolean {
 export const CLIENT_ADDRESS_HEADER = 'x-tollgate-client-address';
 /** The dashboard user a dashboard call acts for (the audit log's actor). */
 export const ACTOR_USER_HEADER = 'x-tollgate-actor-user';
+/** The management key (its id) a keys-service call acts for (the audit log's actor). */
+export const ACTOR_KEY_HEADER = 'x-tollgate-actor-key';
 
 const MAX_ADDRESS_LENGTH = 64;
 

@@ -14,6 +14,7 @@ import type { z } from 'zod';
 import { answerClientErrors } from './client-error';
 
 export {
+  ACTOR_KEY_HEADER,
   ACTOR_USER_HEADER,
   CLIENT_ADDRESS_HEADER,
   type ClientAddress,

@@ -36,7 +36,8 @@ export const keysConfigSchema = z
     BILLING_URL: optionalUrl,
     /**
      * The dashboard's internal API, for its audit entries (users, roles, teams, sessions) in the
-     * merged `GET /audit`. Unset: `GET /audit` lists the keys service's and billing's entries only.
+     * merged `GET /audit` and a team's members (`/teams/{id}/members`, dashboard users). Unset:
+     * `GET /audit` lists the keys service's and billing's entries only; the member routes answer 503.
      */
     DASHBOARD_URL: optionalUrl,
     /** How often pending `last_used_at` values are moved from Redis to Postgres. */

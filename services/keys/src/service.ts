@@ -11,6 +11,7 @@ import type { KeysConfig } from './config';
 import { createKeysApp } from './http/app';
 import { startLastUsedFlusher } from './last-used/last-used.flusher';
 import { createKeysRuntime, type KeysRuntime, type KeysRuntimeOptions } from './runtime';
+import { createTeamMembers } from './teams/team-members.client';
 
 export interface KeysServiceHandle {
   /** e.g. http://127.0.0.1:8081 */
@@ -49,6 +50,11 @@ export async function startKeysService(
     privateKey: config.SERVICE_PRIVATE_KEY,
     logger,
   });
+  const members = createTeamMembers({
+    dashboardUrl: config.DASHBOARD_URL,
+    privateKey: config.SERVICE_PRIVATE_KEY,
+    logger,
+  });
   const app = createKeysApp({
     metrics,
     db: runtime.db,
@@ -57,6 +63,7 @@ export async function startKeysService(
     accounts: runtime.accounts,
     presenter: runtime.presenter,
     remoteAudit,
+    members,
     verifier: createServiceVerifier('keys', config.SERVICE_PUBLIC_KEYS),
     logger,
     readiness: {
@@ -74,6 +81,7 @@ export async function startKeysService(
   } catch (err) {
     await flusher.stop();
     await remoteAudit.close();
+    await members.close();
     await runtime.close();
     throw err;
   }
@@ -93,6 +101,7 @@ export async function startKeysService(
         await closeServer(server);
         await flusher.stop();
         await remoteAudit.close();
+        await members.close();
         await runtime.close();
       })();
       return closing;

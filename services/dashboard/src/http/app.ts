@@ -25,6 +25,8 @@ import type { AuthService } from '../auth/auth.service';
 import type { DashboardDb } from '../database';
 import { ssoRoutes } from '../sso/sso.routes';
 import type { SsoService } from '../sso/sso.service';
+import { teamMembersRoutes } from '../teams/team-members.routes';
+import { createTeamMembersService } from '../teams/team-members.service';
 import { teamScope } from '../teams/team-scope';
 import { teamsRoutes } from '../teams/teams.routes';
 import type { InternalClient } from '../upstream/internal-client';
@@ -133,6 +135,8 @@ function apiRouter(deps: DashboardAppDeps): RequestHandler {
   );
   api.use(usersRoutes(deps));
   api.use(teamsRoutes(deps));
+  // The management API's `/teams/{id}/members` (the keys service's calls).
+  api.use(teamMembersRoutes({ members: createTeamMembersService(deps.db), verifier: deps.verifier }));
   api.use(keysRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
   api.use(settingsRoutes({ client: deps.client, clientAddress: deps.clientAddress }));
   api.use(auditRoutes({ client: deps.client, db: deps.db, verifier: deps.verifier }));

@@ -36,3 +36,45 @@ export async function replaceTeams(db: DashboardDb, accountId: string, userId: s
 
 export const sameTeams = (a: string[], b: string[]) =>
   a.length === b.length && [...a].sort().every((t, i) => t === [...b].sort()[i]);
+
+/** The members of one team of the account with their user record, oldest membership first. */
+export function membersOfTeam(db: DashboardDb, accountId: string, teamId: string) {
+  return db
+    .selectFrom('dashboard.team_members as m')
+    .innerJoin('dashboard.users as u', 'u.id', 'm.user_id')
+    .select(['u.id', 'u.email', 'u.display_name', 'u.role', 'm.created_at as added_at'])
+    .where('m.account_id', '=', accountId)
+    .where('m.team_id', '=', teamId)
+    .orderBy('m.created_at')
+    .orderBy('u.id')
+    .execute();
+}
+
+/** When the user joined the team, or undefined when they are not a member. */
+export async function joinedAt(db: DashboardDb, teamId: string, userId: string): Promise<Date | undefined> {
+  const row = await db
+    .selectFrom('dashboard.team_members')
+    .select('created_at')
+    .where('team_id', '=', teamId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row?.created_at;
+}
+
+/** Makes the user a member of the team (the caller checked they were not); returns when they joined. */
+export async function addMembership(db: DashboardDb, accountId: string, teamId: string, userId: string) {
+  const row = await db
+    .insertInto('dashboard.team_members')
+    .values({ team_id: teamId, user_id: userId, account_id: accountId })
+    .returning('created_at')
+    .executeTakeFirstOrThrow();
+  return row.created_at;
+}
+
+export async function removeMembership(db: DashboardDb, teamId: string, userId: string) {
+  await db
+    .deleteFrom('dashboard.team_members')
+    .where('team_id', '=', teamId)
+    .where('user_id', '=', userId)
+    .execute();
+}

@@ -14,6 +14,8 @@ import { keysRoutes } from '../keys/keys.routes';
 import type { KeyService } from '../keys/keys.service';
 import { ownersRoutes } from '../resolve/owners.routes';
 import { resolveRoutes } from '../resolve/resolve.routes';
+import type { TeamMembers } from '../teams/team-members.client';
+import { teamMembersRoutes } from '../teams/team-members.routes';
 import { teamsInternalRoutes } from '../teams/teams.internal.routes';
 import { teamsRoutes } from '../teams/teams.routes';
 import type { TeamService } from '../teams/teams.service';
@@ -26,6 +28,8 @@ export interface KeysAppDeps {
   db: KeysDb;
   /** Billing's and the dashboard's audit logs, merged into `GET /audit`. */
   remoteAudit: RemoteAuditLogs;
+  /** A team's members (dashboard users), kept by the dashboard: `/teams/{id}/members`. */
+  members: TeamMembers;
   presenter: KeyPresenter;
   /** Checks the service tokens of internal and caller routes (this service's trusted callers). */
   verifier: ServiceVerifier;
@@ -48,6 +52,7 @@ export function createKeysApp(deps: KeysAppDeps): express.Express {
       app.use(ownersRoutes(deps));
       app.use(keysRoutes(deps));
       app.use(teamsRoutes(deps));
+      app.use(teamMembersRoutes(deps));
       app.use(accountsRoutes(deps));
       app.use(teamsInternalRoutes(deps));
       app.use(accountKeysRoutes(deps));

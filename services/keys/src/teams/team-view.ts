@@ -1,4 +1,5 @@
-import type { TeamObject } from '@tollgate/contracts';
+import { isUuid, type TeamObject } from '@tollgate/contracts';
+import { badRequest } from '@tollgate/errors';
 import { type LimitReset, toNumber, toUnits } from '@tollgate/money';
 import type { TeamWithKeys } from './teams.repository';
 import type { TeamInput } from './teams.service';
@@ -21,3 +22,9 @@ export const teamInput = (body: {
   limit_reset?: LimitReset | null;
   rate_limit_tpm?: number | null;
 }): TeamInput => ({ limit: body.limit, limitReset: body.limit_reset, rateLimitTpm: body.rate_limit_tpm });
+
+/** `:id` of a `/teams/{id}` route: a uuid (400 naming `id` otherwise), lower-cased. */
+export function parseTeamId(value: unknown): string {
+  if (!isUuid(value)) throw badRequest('id: must be a uuid', { field: 'id' });
+  return value.toLowerCase();
+}

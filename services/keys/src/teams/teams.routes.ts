@@ -1,17 +1,11 @@
 import type { ServiceVerifier } from '@tollgate/auth';
-import { createTeamBody, isUuid, updateTeamBody } from '@tollgate/contracts';
-import { badRequest } from '@tollgate/errors';
+import { createTeamBody, updateTeamBody } from '@tollgate/contracts';
 import { Router } from 'express';
 import { callerOf, keyCaller, managementActor } from '../http/caller';
 import { parseBody, parseListQuery } from '../keys/keys.schemas';
 import type { KeyService } from '../keys/keys.service';
-import { teamInput, toTeamObject } from './team-view';
+import { parseTeamId, teamInput, toTeamObject } from './team-view';
 import type { TeamService } from './teams.service';
-
-function parseTeamId(value: unknown): string {
-  if (!isUuid(value)) throw badRequest('id: must be a uuid', { field: 'id' });
-  return value.toLowerCase();
-}
 
 /** `/teams` of the management API (issue 29), as forwarded by the proxy: management keys, the caller's account only. */
 export function teamsRoutes(deps: {

@@ -12,7 +12,7 @@ import { accountRead } from '../forward/account-read';
 import type { Forwarder } from '../forward/forward';
 import { type ProxyMetrics, routeName } from '../metrics/metrics';
 import { modelEndpointsHandler, modelsHandler } from '../models/models.routes';
-import type { TokenEstimator } from '../pipeline/completion';
+import type { TokenEstimator } from '../pipeline/completion-init';
 import type { Handler } from './types';
 
 /** What the express routes use (built once by http/app.ts). */

@@ -12,9 +12,11 @@ import { requestIdOf } from '@tollgate/http';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { Recall } from '../auth/recall';
+import type { BodyCapture } from '../bodies/capture';
 import type { ProxyRequest, ProxyResponse } from '../http/types';
 import type { SpendGuard } from '../spend/guard';
-import { Completion, type TokenEstimator, type UsageSink } from './completion';
+import { Completion } from './completion';
+import type { TokenEstimator, UsageSink } from './completion-init';
 import type { CompletionSlots } from './concurrency';
 import { DEFAULT_MAX_IMAGES, requestMedia } from './media';
 import { type Plan, worstCase, worstTokens } from './plan';
@@ -64,7 +66,8 @@ function onResponseClose(this: ProxyResponse): void {
  * Stage 3, admit: the usage record can be kept (broker or spool), a concurrency slot of the key and
  * its account, then the spend admission (one Lua call: the worst case of the plan against the key's
  * limit and the account's credits, reserved as a lease; a recalled key record is checked and counted
- * in the same call, auth/recall.ts). Returns the running `Completion` (its duration cap started).
+ * in the same call, auth/recall.ts). Returns the running `Completion` (its duration cap started),
+ * keeping `bodies` (the opt-in capture of the caller's body, made before parse) for its record.
  */
 export async function admit(
   deps: AdmitDeps,
@@ -73,6 +76,7 @@ export async function admit(
   p: Plan,
   key: CachedKey,
   recall: Recall | null,
+  bodies: BodyCapture | null,
 ): Promise<Admitted> {
   // Its images and documents, priced per candidate by the catalog's bounds (400 past MAX_IMAGES_PER_REQUEST).
   const media = requestMedia(
@@ -147,6 +151,7 @@ export async function admit(
       cancelDrainMs: deps.cancelDrainMs,
       media,
       receivedAt: (res.locals as CompletionLocals).metricsStart,
+      bodies,
     },
     deps.guard,
     deps.sink,

@@ -1,7 +1,6 @@
 import type { CatalogModel, CatalogProvider } from '@tollgate/catalog';
 import { computeCost } from '@tollgate/catalog';
 import { AppError } from '@tollgate/errors';
-import type { UsageEvent } from '@tollgate/events';
 import type { CachedKey } from '@tollgate/key-cache';
 import type { Logger } from '@tollgate/logger';
 import type { BodyCapture } from '../bodies/capture';
@@ -10,7 +9,7 @@ import type { TokenCounts } from '../providers/wire-format';
 import type { SpendGuard, SpendReservation } from '../spend/guard';
 import { isAbortError, transportError } from '../upstream/upstream';
 import { upperBound } from './bound';
-import type { Attempt, CompletionInit } from './completion-init';
+import type { Attempt, CompletionInit, TokenEstimator, UsageSink } from './completion-init';
 import { DEFAULT_CANCEL_DRAIN_MS, Drain } from './drain';
 import { NO_MEDIA, type RequestMedia } from './media';
 import type { Outcome, UsageSource } from './outcome';
@@ -18,19 +17,6 @@ import type { Outcome, UsageSource } from './outcome';
 import type { CanonicalRequest } from './request';
 import { UpstreamAbort } from './upstream-abort';
 import { type Billed, finishedLine, usageEventOf } from './usage-event';
-
-/** Where usage events go (the @tollgate/events publisher: synchronous, buffered, never throws). */
-export interface UsageSink {
-  publish(event: UsageEvent): void;
-  /** False when a new event could be neither sent nor spooled: the request is refused (503). */
-  canAdmit?(): boolean;
-}
-
-/** Token estimates for requests the provider did not report usage for (@tollgate/tokens). */
-export interface TokenEstimator {
-  estimatePromptTokens(messages: readonly unknown[], toolsJson: string | null): number;
-  estimateCompletionTokens(text: string): number;
-}
 
 /**
  * One completion request after it was admitted (whatever its front door), as a use case: it owns its state (the candidate
@@ -50,13 +36,12 @@ export class Completion {
   /** The client left, or the upstream request was aborted, while a provider held it (bound.ts: its answer may exist). */
   private abortedAtProvider = false;
   private readonly media: RequestMedia;
-  firstByteAt = 0;
+  private _firstByteAt = 0;
   /** performance.now() when the request arrived (0: unknown), for the gateway overhead (usage-event.ts). */
   readonly receivedAt: number;
-  /** performance.now() marks for the metrics (services/proxy/src/metrics): upstream time and first token. */
-  upstreamStartedAt = 0;
-  upstreamEndedAt = 0;
-  firstTokenAt = 0;
+  private _upstreamStartedAt = 0;
+  private _upstreamEndedAt = 0;
+  private _firstTokenAt = 0;
   private _cancelled = false;
   private _timedOut = false;
   private _stopReason: AppError | null = null;
@@ -86,7 +71,7 @@ export class Completion {
   private promptExact: number | null;
   readonly reservation: SpendReservation | null;
   /** Opt-in bodies (issue 28): the prompt and answer kept for a key with `storeBodies`, else null. */
-  bodies: BodyCapture | null = null;
+  readonly bodies: BodyCapture | null;
 
   constructor(
     init: CompletionInit,
@@ -110,6 +95,22 @@ export class Completion {
     this.drain = new Drain(init.cancelDrainMs ?? DEFAULT_CANCEL_DRAIN_MS);
     this.media = init.media ?? NO_MEDIA;
     this.receivedAt = init.receivedAt ?? 0;
+    this.bodies = init.bodies ?? null;
+  }
+
+  // Its timings, 0 until marked (holdUpstream, markFirstByte, markUpstreamEnd): Date.now() of the first
+  // answer byte; performance.now() of the first upstream slot, the first byte, the answer's end.
+  get firstByteAt(): number {
+    return this._firstByteAt;
+  }
+  get upstreamStartedAt(): number {
+    return this._upstreamStartedAt;
+  }
+  get firstTokenAt(): number {
+    return this._firstTokenAt;
+  }
+  get upstreamEndedAt(): number {
+    return this._upstreamEndedAt;
   }
 
   /** The candidate being tried, then the one that served (failover moves it, `aim`). */
@@ -178,7 +179,7 @@ export class Completion {
 
   /** The attempt's upstream slot (upstream.ts acquireUpstream); the previous one must be released. */
   holdUpstream(release: () => void): void {
-    if (this.upstreamStartedAt === 0) this.upstreamStartedAt = performance.now();
+    if (this._upstreamStartedAt === 0) this._upstreamStartedAt = performance.now();
     this.release = release;
   }
 
@@ -290,15 +291,15 @@ export class Completion {
   }
 
   markFirstByte(): void {
-    if (this.firstByteAt === 0) {
-      this.firstByteAt = Date.now();
-      this.firstTokenAt = performance.now();
+    if (this._firstByteAt === 0) {
+      this._firstByteAt = Date.now();
+      this._firstTokenAt = performance.now();
     }
   }
 
   /** The provider's answer ended (or broke off): the end of the upstream time. */
   markUpstreamEnd(): void {
-    if (this.upstreamEndedAt === 0) this.upstreamEndedAt = performance.now();
+    if (this._upstreamEndedAt === 0) this._upstreamEndedAt = performance.now();
   }
 
   cost(tokens: TokenCounts): bigint {

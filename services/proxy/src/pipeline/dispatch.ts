@@ -7,7 +7,6 @@ import type { ClassifiedHttpError } from '../providers/wire-format';
 import type { Candidate } from '../routing/candidates';
 import type { KeyRing, ProviderHealth } from '../routing/health';
 import { withholdMediaErrorText } from '../routing/media-policy';
-import { backoffMs, retryAfterMs } from '../routing/policy';
 import { StreamedBody, type UpstreamAnswer } from '../upstream/streamed';
 import { acquireUpstream, isAbortError, ownedBytes, readSome, type Upstreams } from '../upstream/upstream';
 import type { Completion } from './completion';
@@ -24,6 +23,52 @@ export type UpstreamResponse = UpstreamAnswer & { refusal?: ClassifiedHttpError 
 export interface DispatchDeps {
   upstreams: Upstreams;
   routing: { maxAttempts: number; deadlineMs: number; health: ProviderHealth; keys: KeyRing };
+}
+
+/**
+ * The failover policy, in one place: what dispatch does with a provider's error answer before any
+ * byte reached the client, from what its wire format says happened (providers/wire-format.ts
+ * ProviderFailure).
+ *
+ * - `failover`: another candidate may serve it — anything but the caller's own mistake (another
+ *   provider would refuse that too: it is answered as it is);
+ * - `restKey`: the key was rejected, is unpaid or rate limited: skip it for a while (routing/health.ts
+ *   KeyRing);
+ * - `providerFault`: a failover that counts against the provider's circuit (routing/health.ts).
+ *
+ * A "request too large" 429 (providers/provider-error.ts REQUEST_TOO_LARGE, about this request's
+ * size) fails over but neither rests the key nor counts against the provider: a tenant could
+ * otherwise trip them for everyone, for free.
+ */
+export function failoverDecision(refused: ClassifiedHttpError): {
+  failover: boolean;
+  restKey: boolean;
+  providerFault: boolean;
+} {
+  const ownSize = refused.summary.metadata.reason === REQUEST_TOO_LARGE;
+  const { failure } = refused;
+  const failover = failure !== 'caller';
+  return {
+    failover,
+    restKey: !ownSize && (failure === 'credentials' || failure === 'rate_limited'),
+    providerFault: failover && !ownSize,
+  };
+}
+
+/** `Retry-After` (seconds or an HTTP date) in ms, capped; undefined when absent or unreadable. */
+function retryAfterMs(value: string | string[] | undefined, capMs = 60_000): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return undefined;
+  const seconds = Number(v);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(capMs, seconds * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.min(capMs, Math.max(0, at - Date.now()));
+}
+
+/** Jittered exponential backoff before retrying the same provider: 100 ms doubling, ±20 %, capped. */
+function backoffMs(attempt: number, capMs = 2_000): number {
+  const base = Math.min(capMs, 100 * 2 ** Math.max(0, attempt - 1));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
 /** Resolves after `ms`, or at once when the request is aborted. */
@@ -51,9 +96,8 @@ export function refusal(c: Completion, status: number, refused: ClassifiedHttpEr
 
 /**
  * Stage 4, dispatch: the attempt loop and its failover policy, in one place. Tries the candidates of
- * the plan in order until one answers with something other than a failover status (its wire format
- * classifies error answers: routing/policy.ts for OpenAI's statuses), before any byte reached the
- * client; bounded by `maxAttempts` and one deadline; the same provider again backs off (Retry-After
+ * the plan in order until one answers with something the policy does not fail over from
+ * (`failoverDecision`, over what its wire format says happened), before any byte reached the client; bounded by `maxAttempts` and one deadline; the same provider again backs off (Retry-After
  * honoured); a rejected provider key rests (KeyRing); each attempt feeds the circuit breaker and the
  * completion's attempt list. Returns that answer (2xx, or the caller's own 4xx with its `refusal`);
  * throws the last failure when none is left, and rethrows a cancel/abort as it is.
@@ -104,7 +148,7 @@ export async function dispatch(
       lastRetryAfter = undefined;
       continue;
     }
-    // An error answer is read (64 KiB at most) and classified by its wire format (failover, key).
+    // An error answer is read (64 KiB at most) and classified by its wire format (what happened).
     const classified =
       up.statusCode >= 200 && up.statusCode < 300
         ? null
@@ -116,22 +160,20 @@ export async function dispatch(
     // A refusal of a request naming media by URL keeps the provider's text from the caller.
     const refused =
       classified && withholdMediaErrorText(classified, p.request, up.statusCode, cand.provider.name);
-    if (!refused?.failover) {
+    const decision = refused && failoverDecision(refused);
+    if (refused === null || !decision?.failover) {
       health.success(cand.provider.name);
       record(up.statusCode, up.statusCode < 300 ? 'ok' : `http_${up.statusCode}`);
       return refused === null ? up : Object.assign(up, { refusal: refused });
     }
     c.releaseUpstream();
     lastRetryAfter = retryAfterMs(up.headers['retry-after']);
-    // "Request too large" (a 429 about this request's size): neither the key nor the provider is
-    // at fault, so neither rests (a tenant could otherwise trip them for everyone, for free).
-    const ownSize = refused.summary.metadata.reason === REQUEST_TOO_LARGE;
-    if (refused.keyRejected && apiKey && !ownSize) {
+    if (decision.restKey && apiKey) {
       keys.reject(apiKey, lastRetryAfter);
       rejectedKeys.add(apiKey);
     }
-    if (ownSize) health.inconclusive(cand.provider.name);
-    else health.failure(cand.provider.name);
+    if (decision.providerFault) health.failure(cand.provider.name);
+    else health.inconclusive(cand.provider.name);
     record(up.statusCode, `http_${up.statusCode}`);
     last = refusal(c, up.statusCode, refused);
   }

@@ -51,9 +51,8 @@ export function completionPipeline(door: FrontDoor, deps: PipelineDeps): Handler
     const bodies = key.storeBodies && deps.bodies ? new BodyCapture(deps.bodies, req.body) : null;
     const parsed = parse(door, req.body, key, deps.catalog, req.headers);
     const planned = plan(door, parsed, key, planDeps);
-    const admitted: Admitted = await admit(deps, req, res, planned, key, recall);
+    const admitted: Admitted = await admit(deps, req, res, planned, key, recall, bodies);
     const c = admitted.completion;
-    c.bodies = bodies;
     deps.live?.add(c);
     // Whatever the relay says, or, should it throw, a failure billed like a broken answer.
     let outcome: Outcome = UNFINISHED;

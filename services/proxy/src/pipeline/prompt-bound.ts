@@ -5,7 +5,7 @@ import {
   TOKENS_PER_MESSAGE,
   TOKENS_PER_NAME,
 } from '@tollgate/tokens';
-import type { TokenEstimator } from './completion';
+import type { TokenEstimator } from './completion-init';
 
 /**
  * Prompt tokens for the spend admission, without making the event loop pay for long prompts.

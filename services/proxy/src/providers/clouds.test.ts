@@ -139,14 +139,14 @@ describe('Gemini answers', () => {
     expect(cut.end()).not.toContain('[DONE]');
   });
 
-  it('classifies a wrong key (400 API_KEY_INVALID) and FAILED_PRECONDITION as failover, a bad request not', () => {
+  it('reads a wrong key (400 API_KEY_INVALID) as credentials, FAILED_PRECONDITION as unavailable, a bad request as the caller', () => {
     const err = (status: string, reason?: string) =>
       JSON.stringify({ error: { code: 400, message: 'x', status, details: reason ? [{ reason }] : [] } });
     const badKey = gemini.classifyHttpError(400, err('INVALID_ARGUMENT', 'API_KEY_INVALID'), 'g');
-    expect([badKey.failover, badKey.keyRejected, badKey.summary.status]).toEqual([true, true, 502]);
-    expect(gemini.classifyHttpError(400, err('FAILED_PRECONDITION'), 'g').failover).toBe(true);
-    expect(gemini.classifyHttpError(400, err('INVALID_ARGUMENT'), 'g').failover).toBe(false);
-    expect(gemini.classifyHttpError(429, err('RESOURCE_EXHAUSTED'), 'g').failover).toBe(true);
+    expect([badKey.failure, badKey.summary.status]).toEqual(['credentials', 502]);
+    expect(gemini.classifyHttpError(400, err('FAILED_PRECONDITION'), 'g').failure).toBe('unavailable');
+    expect(gemini.classifyHttpError(400, err('INVALID_ARGUMENT'), 'g').failure).toBe('caller');
+    expect(gemini.classifyHttpError(429, err('RESOURCE_EXHAUSTED'), 'g').failure).toBe('rate_limited');
   });
 });
 
@@ -175,7 +175,9 @@ describe('Azure OpenAI', () => {
     });
     expect(b?.headers.authorization).toBe('Bearer t');
     expect(b?.headers['api-key']).toBeUndefined();
-    expect(azure.classifyHttpError(404, '{"error":{"code":"DeploymentNotFound"}}', 'a').failover).toBe(true);
+    expect(azure.classifyHttpError(404, '{"error":{"code":"DeploymentNotFound"}}', 'a').failure).toBe(
+      'unavailable',
+    );
   });
 });
 
@@ -207,16 +209,18 @@ describe('Bedrock', () => {
     ).toThrow(/base64/);
   });
 
-  it('classifies throttling (429, and a 400 quota exception) as failover, a validation error not', () => {
-    expect(bedrock.classifyHttpError(429, '{"message":"Rate exceeded"}', 'b').failover).toBe(true);
+  it('reads throttling (429, and a 400 quota exception) as rate limited, a validation error as the caller', () => {
+    expect(bedrock.classifyHttpError(429, '{"message":"Rate exceeded"}', 'b').failure).toBe('rate_limited');
     const quota = bedrock.classifyHttpError(
       400,
       '{"message":"Too many tokens, please wait before trying again."}',
       'b',
     );
-    expect([quota.failover, quota.keyRejected]).toEqual([true, true]);
-    expect(bedrock.classifyHttpError(400, '{"message":"Malformed input request"}', 'b').failover).toBe(false);
-    expect(bedrock.classifyHttpError(424, '{"message":"Model error"}', 'b').failover).toBe(true);
+    expect(quota.failure).toBe('rate_limited');
+    expect(bedrock.classifyHttpError(400, '{"message":"Malformed input request"}', 'b').failure).toBe(
+      'caller',
+    );
+    expect(bedrock.classifyHttpError(424, '{"message":"Model error"}', 'b').failure).toBe('unavailable');
   });
 
   it('decodes event-stream frames split anywhere; a frame failing its CRC is an error', () => {

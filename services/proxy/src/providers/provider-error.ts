@@ -1,4 +1,5 @@
 import { AppError, type ErrorMetadata, safeText } from '@tollgate/errors';
+import type { ProviderFailure } from './wire-format';
 
 /**
  * Provider error bodies are summarised, never relayed verbatim (issue 14): they can carry the
@@ -53,6 +54,18 @@ const requestTooLarge = (detail: string | null): boolean =>
 
 /** The reason of a refusal that is the request's own size, not the provider's or the key's state. */
 export const REQUEST_TOO_LARGE = 'request_too_large';
+
+/**
+ * What an HTTP error status says happened (wire-format.ts ProviderFailure), as OpenAI-format providers
+ * mean it; an adapter whose provider's status misleads refines it from the body (anthropic/, gemini/,
+ * bedrock/, azure/).
+ */
+export function failureOfStatus(status: number): ProviderFailure {
+  if (status === 401 || status === 402 || status === 403) return 'credentials';
+  if (status === 429) return 'rate_limited';
+  if (status === 408 || status === 409 || status >= 500) return 'unavailable';
+  return 'caller';
+}
 
 /** The client-facing status and message for a provider error of `status` (see the module doc). */
 export function summariseProviderError(

@@ -74,15 +74,16 @@ describe('openai adapter', () => {
     expect(f.streamBridge(CTX)).toBeNull();
   });
 
-  it('classifies error answers by status: failover, key rotation, a summary without the provider text', () => {
+  it('classifies error answers by status: what happened, a summary without the provider text', () => {
     const overloaded = f.classifyHttpError(503, '{"error":{"message":"org-abcdef overloaded"}}', 'oa');
-    expect(overloaded).toMatchObject({ failover: true, keyRejected: false, detail: 'org-abcdef overloaded' });
+    expect(overloaded).toMatchObject({ failure: 'unavailable', detail: 'org-abcdef overloaded' });
     expect(overloaded.summary).toMatchObject({ status: 502, type: 'provider_error' });
     expect(overloaded.summary.message).not.toContain('org-abcdef');
-    expect(f.classifyHttpError(429, '', 'oa')).toMatchObject({ failover: true, keyRejected: true });
+    expect(f.classifyHttpError(429, '', 'oa')).toMatchObject({ failure: 'rate_limited' });
+    expect(f.classifyHttpError(402, '', 'oa')).toMatchObject({ failure: 'credentials' });
+    expect(f.classifyHttpError(409, '', 'oa')).toMatchObject({ failure: 'unavailable' });
     expect(f.classifyHttpError(400, '{"error":{"type":"billing_error"}}', 'oa')).toMatchObject({
-      failover: false,
-      keyRejected: false,
+      failure: 'caller',
     });
   });
 });
@@ -129,20 +130,20 @@ describe('anthropic adapter', () => {
     expect(f.streamBridge(CTX)).not.toBeNull();
   });
 
-  it('fails over on a 400 billing_error, not on another 400', () => {
+  it('reads a 400 billing_error as the credentials, another 400 as the caller, a 529 as unavailable', () => {
     const billing = f.classifyHttpError(
       400,
       '{"type":"error","error":{"type":"billing_error","message":"low"}}',
       'an',
     );
-    expect(billing).toMatchObject({ failover: true, keyRejected: true, detail: 'low' });
+    expect(billing).toMatchObject({ failure: 'credentials', detail: 'low' });
     const caller = f.classifyHttpError(
       400,
       '{"type":"error","error":{"type":"invalid_request_error"}}',
       'an',
     );
-    expect(caller).toMatchObject({ failover: false, keyRejected: false });
+    expect(caller).toMatchObject({ failure: 'caller' });
     expect(caller.summary.status).toBe(400);
-    expect(f.classifyHttpError(529, '', 'an')).toMatchObject({ failover: true });
+    expect(f.classifyHttpError(529, '', 'an')).toMatchObject({ failure: 'unavailable' });
   });
 });

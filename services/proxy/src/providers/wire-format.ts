@@ -56,12 +56,25 @@ interface StreamBridge {
   end(): string;
 }
 
-/** What the router does with a provider's HTTP error answer (before any byte reached the client). */
+/**
+ * What a provider's HTTP error answer says happened, read by its wire format (status and body): the
+ * adapter's own business. What the gateway does about it (another candidate, the key resting) is
+ * dispatch's failover policy, in one place (pipeline/dispatch.ts).
+ *
+ * - `caller`: the request itself was refused (400, 404, 413, 422, …): another provider would refuse it too;
+ * - `credentials`: the gateway's key was rejected, or its account at the provider is out of credit
+ *   (401, 402, 403; Anthropic's 400 `billing_error`, Gemini's 400 `API_KEY_INVALID`);
+ * - `rate_limited`: the provider throttles the gateway's key (429; Bedrock's 400 quota exception);
+ * - `unavailable`: the provider cannot serve it now: timeouts and conflicts (408, 409), 5xx, overload
+ *   (Anthropic's 529), or the gateway's own set-up there (Azure's unknown deployment, Gemini's
+ *   `FAILED_PRECONDITION`).
+ */
+export type ProviderFailure = 'caller' | 'credentials' | 'rate_limited' | 'unavailable';
+
+/** A provider's HTTP error answer (before any byte reached the client), as its wire format reads it. */
 export interface ClassifiedHttpError {
-  /** Another candidate may serve the request. */
-  failover: boolean;
-  /** The key was rejected or is unpaid/rate limited: skip it for a while (routing/health.ts KeyRing). */
-  keyRejected: boolean;
+  /** What happened (see ProviderFailure). */
+  failure: ProviderFailure;
   /** What the client sees (closed error type, summarised message; providers/provider-error.ts). */
   summary: AppError;
   /** The provider's own text: logs and the generation record only. */

@@ -5,20 +5,39 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StreamedBody } from './streamed';
 import { isAbortError, readSome } from './upstream';
 
+/**
+ * Sends the next piece of a `/stepped…` answer: the test calls it once its sink has received the
+ * previous one, so no two pieces can reach the client in one read (timers 30 ms apart did, on a loaded
+ * host, where both fire in the same turn of the server's event loop).
+ */
+let step: () => void = () => {};
+
+/** An answer of `pieces`, each sent after the sink took the one before; `end` alone after the last. */
+function stepped(res: ServerResponse, pieces: string[], endAlone: boolean): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  let next = 0;
+  step = () => {
+    if (res.writableEnded) return;
+    const piece = pieces[next++];
+    if (piece === undefined) res.end();
+    else if (next === pieces.length && !endAlone) res.end(piece);
+    else res.write(piece);
+  };
+  step();
+}
+
 /** Routes of a real HTTP server, each answering the way a provider can. */
 const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
   // Three reads, the last one carrying the end of the body.
+  '/stepped': (_req, res) => stepped(res, ['data: 1\n\n', 'data: 2\n\n', 'data: 3\n\n'], false),
+  // The end arrives alone, after the last data.
+  '/stepped-late-end': (_req, res) => stepped(res, ['data: 1\n\n'], true),
+  // Three pieces on timers (read whole by text(), or not at all).
   '/paced': (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write('data: 1\n\n');
     setTimeout(() => res.write('data: 2\n\n'), 30);
     setTimeout(() => res.end('data: 3\n\n'), 60);
-  },
-  // The end arrives alone, after the last data.
-  '/late-end': (_req, res) => {
-    res.writeHead(200);
-    res.write('data: 1\n\n');
-    setTimeout(() => res.end(), 40);
   },
   // 4 MiB as fast as the socket takes them.
   '/big': (_req, res) => {
@@ -64,24 +83,28 @@ const get = (path: string, signal?: AbortSignal) =>
 
 describe('StreamedBody (the relay on undici dispatch callbacks)', () => {
   it('hands every read over in order, the read that ended the body marked last', async () => {
-    const up = await get('/paced');
+    const up = await get('/stepped');
     expect(up.statusCode).toBe(200);
     expect(up.headers['content-type']).toBe('text/event-stream');
     const reads: Array<[string, boolean]> = [];
     await (up.body as StreamedBody).relay((bytes, last) => {
       reads.push([bytes.toString(), last]);
+      step();
       return undefined;
     });
-    expect(reads.map((r) => r[0]).join('')).toBe('data: 1\n\ndata: 2\n\ndata: 3\n\n');
-    expect(reads.at(-1)).toEqual(['data: 3\n\n', true]);
-    expect(reads.slice(0, -1).every(([, last]) => !last)).toBe(true);
+    expect(reads).toEqual([
+      ['data: 1\n\n', false],
+      ['data: 2\n\n', false],
+      ['data: 3\n\n', true],
+    ]);
   });
 
   it('settles when the end comes alone after the last read (that read not marked last)', async () => {
-    const up = await get('/late-end');
+    const up = await get('/stepped-late-end');
     const reads: Array<[string, boolean]> = [];
     await (up.body as StreamedBody).relay((bytes, last) => {
       reads.push([bytes.toString(), last]);
+      step();
       return undefined;
     });
     expect(reads).toEqual([['data: 1\n\n', false]]);

@@ -151,7 +151,8 @@ export function messageText(response: Json): string {
   return text;
 }
 
-function deltaText(d: Json): string {
+/** The text of one choice's delta (or message): content, reasoning, refusal, tool call names and arguments. */
+export function deltaText(d: Json): string {
   let text = '';
   if (typeof d.content === 'string') text += d.content;
   if (typeof d.reasoning === 'string') text += d.reasoning;

@@ -12,8 +12,8 @@ import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
 import { ByteOut } from '../chat/byte-out';
 import { utf8 } from '../chat/chunk';
-import { ProducedText } from '../chat/usage';
 import type { AnswerStream } from '../door';
+import { KeptText } from '../kept-text';
 import { anthropicError, errorEventOf } from './errors';
 import { NativeStreamReader } from './native';
 import { MessagesEventWriter } from './stream';
@@ -59,7 +59,8 @@ export class MessagesStream implements AnswerStream, SseEventSink {
   /** Translated: the events of the read being pushed. */
   private out = '';
   private readonly writer: MessagesEventWriter;
-  private readonly produced = new ProducedText();
+  /** The produced text (for an estimate), from the chunks parsed for their events: one read of each. */
+  private readonly produced = new KeptText();
   private usage: unknown = null;
   private sawEnd = false;
   private upstreamId: string | null = null;
@@ -226,7 +227,7 @@ export class MessagesStream implements AnswerStream, SseEventSink {
     }
     if (this.upstreamId === null && typeof chunk.id === 'string') this.upstreamId = chunk.id;
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage;
-    this.produced.addChunk(data);
+    this.produced.addChunk(chunk);
     const choice = Array.isArray(chunk.choices) ? (chunk.choices[0] as Json | undefined) : undefined;
     if (typeof choice?.finish_reason === 'string') this.finish_ = choice.finish_reason;
     this.out += this.writer.chunk(chunk);

@@ -4,7 +4,7 @@ import type { Logger } from '@tollgate/logger';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { authenticatedKey } from '../../auth/authenticate';
 import type { Handler, ProxyRequest, ProxyResponse } from '../../http/types';
-import type { TokenEstimator } from '../../pipeline/completion';
+import type { TokenEstimator } from '../../pipeline/completion-init';
 import { parse } from '../../pipeline/parse';
 import type { FrontDoor } from '../door';
 import { anthropicError, errorBody } from './errors';

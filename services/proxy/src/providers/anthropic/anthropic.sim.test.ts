@@ -4,6 +4,8 @@ import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokensFromUsage } from '../openai/usage';
 import { SseReader } from '../sse';
+import type { ProviderFailure } from '../wire-format';
+import { type AnthropicErrorClass, failureOfClass } from './errors';
 import {
   buildMessagesRequest,
   classifyHttpError,
@@ -250,7 +252,6 @@ describe('Anthropic adapter against the simulator (streamed)', () => {
     expect(s.error).toMatchObject({
       errorClass: 'overloaded',
       providerType: 'overloaded_error',
-      failover: false,
     });
     expect(s.chunks.at(-1)).toEqual({
       error: { message: 'Overloaded', type: 'overloaded_error', code: null },
@@ -258,22 +259,23 @@ describe('Anthropic adapter against the simulator (streamed)', () => {
   });
 });
 
-describe('Anthropic errors classified for failover', () => {
-  const cases: [Record<string, unknown>, string, number, string, boolean][] = [
-    [{ sim: { error_status: 429, retry_after: 3 } }, 'sk-ant-sim', 429, 'rate_limited', true],
-    [{ sim: { error_status: 529 } }, 'sk-ant-sim', 529, 'overloaded', true],
-    [{ sim: { error_status: 500 } }, 'sk-ant-sim', 500, 'server', true],
-    [{}, 'sk-wrong', 401, 'credentials', true],
-    [{ sim: { error_status: 400 } }, 'sk-ant-sim', 400, 'caller', false],
-    [{ sim: { error_status: 413 } }, 'sk-ant-sim', 413, 'caller', false],
+describe('Anthropic errors classified (what happened: dispatch decides the failover)', () => {
+  const cases: [Record<string, unknown>, string, number, AnthropicErrorClass, ProviderFailure][] = [
+    [{ sim: { error_status: 429, retry_after: 3 } }, 'sk-ant-sim', 429, 'rate_limited', 'rate_limited'],
+    [{ sim: { error_status: 529 } }, 'sk-ant-sim', 529, 'overloaded', 'unavailable'],
+    [{ sim: { error_status: 500 } }, 'sk-ant-sim', 500, 'server', 'unavailable'],
+    [{}, 'sk-wrong', 401, 'credentials', 'credentials'],
+    [{ sim: { error_status: 400 } }, 'sk-ant-sim', 400, 'caller', 'caller'],
+    [{ sim: { error_status: 413 } }, 'sk-ant-sim', 413, 'caller', 'caller'],
   ];
-  for (const [extra, key, status, errorClass, failover] of cases) {
-    it(`HTTP ${status} → ${errorClass} (failover ${failover})`, async () => {
+  for (const [extra, key, status, errorClass, failure] of cases) {
+    it(`HTTP ${status} → ${errorClass} (${failure})`, async () => {
       const res = await post({ ...conversation, ...extra }, key);
       expect(res.status).toBe(status);
       if (status === 429) expect(res.headers.get('retry-after')).toBe('3');
       const c = classifyHttpError(res.status, await res.text());
-      expect(c).toMatchObject({ errorClass, failover });
+      expect(c).toMatchObject({ errorClass });
+      expect(failureOfClass(c.errorClass)).toBe(failure);
       expect(c.detail).toBeTruthy();
     });
   }
@@ -281,7 +283,6 @@ describe('Anthropic errors classified for failover', () => {
   it('classifies by status when the body is not Anthropic JSON (a proxy page)', () => {
     expect(classifyHttpError(502, '<html>Bad gateway</html>')).toMatchObject({
       errorClass: 'server',
-      failover: true,
       detail: null,
     });
     expect(
@@ -292,7 +293,7 @@ describe('Anthropic errors classified for failover', () => {
     });
     expect(
       classifyHttpError(400, '{"type":"error","error":{"type":"billing_error","message":"credit balance"}}')
-        .failover,
-    ).toBe(true);
+        .errorClass,
+    ).toBe('credentials');
   });
 });

@@ -1,10 +1,12 @@
+import type { ProviderFailure } from '../wire-format';
+
 /**
  * Anthropic error classification (pure). Anthropic answers `{"type":"error","error":{"type","message"}}`
  * with documented types per status (docs.claude.com/en/api/errors); 529 `overloaded_error` is
- * Anthropic's own status. The class says what the router does with the failure (issue 8's rules):
- * `caller` (400/404/413/422: the request itself is wrong → answered as is, no other candidate),
- * anything else moves to the next candidate before the first byte: `credentials` (401/403 — the
- * gateway's key), `rate_limited` (429), `overloaded` (529), `server` (500 and other 5xx, 408, 409).
+ * Anthropic's own status. The class says what happened (dispatch's failover policy decides what follows,
+ * pipeline/dispatch.ts, from `failureOfClass`): `caller` (400/404/413/422: the request itself is
+ * wrong), `credentials` (401/402/403 and a 400 `billing_error` — the gateway's key or account),
+ * `rate_limited` (429), `overloaded` (529), `server` (500 and other 5xx, 408, 409).
  * The message is the provider's text: for logs and the generation record only (provider-error.ts
  * summarises what the client sees).
  */
@@ -12,8 +14,6 @@ export type AnthropicErrorClass = 'caller' | 'credentials' | 'rate_limited' | 'o
 
 export interface ClassifiedError {
   errorClass: AnthropicErrorClass;
-  /** True when another candidate may serve the request (before the first byte). */
-  failover: boolean;
   /** Anthropic's error type (`overloaded_error`, …) or null when the body had none. */
   providerType: string | null;
   /** The provider's message, or null. */
@@ -70,7 +70,6 @@ export function classifyHttpError(status: number, bodyText: string): ClassifiedE
   if (errorClass === 'caller' && e?.type === 'billing_error') errorClass = 'credentials';
   return {
     errorClass,
-    failover: errorClass !== 'caller',
     providerType: e?.type ?? null,
     detail: e?.message ?? null,
   };
@@ -80,8 +79,12 @@ export function classifyHttpError(status: number, bodyText: string): ClassifiedE
 export function classifyStreamError(data: unknown): ClassifiedError {
   const e = errorObject(data);
   const errorClass = (e?.type && TYPE_CLASS[e.type]) || 'server';
-  return { errorClass, failover: false, providerType: e?.type ?? null, detail: e?.message ?? null };
+  return { errorClass, providerType: e?.type ?? null, detail: e?.message ?? null };
 }
+
+/** What a class says happened, in every wire format's terms (wire-format.ts ProviderFailure). */
+export const failureOfClass = (c: AnthropicErrorClass): ProviderFailure =>
+  c === 'overloaded' || c === 'server' ? 'unavailable' : c;
 
 /** The HTTP-style code of a class, for the §6 error chunk of a stream error. */
 export const classCode = (c: AnthropicErrorClass): number =>

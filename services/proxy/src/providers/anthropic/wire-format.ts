@@ -1,7 +1,6 @@
-import { keyRejected } from '../../routing/policy';
 import { providerRefusal } from '../provider-error';
 import type { WireFormat } from '../wire-format';
-import { classifyHttpError as classifyAnthropicError } from './errors';
+import { classifyHttpError as classifyAnthropicError, failureOfClass } from './errors';
 import { buildMessagesRequest, messagesHeaders, messagesPath } from './request';
 import { readMessage } from './response';
 import { MessagesSseBridge } from './sse-bridge';
@@ -30,14 +29,9 @@ export const anthropic: WireFormat = {
   streamBridge: (ctx) => new MessagesSseBridge(ctx.model, ctx.created),
   classifyHttpError(status, bodyText, providerName) {
     const { error, detail } = providerRefusal(status, bodyText, providerName);
-    // The body refines the status: a 400 `billing_error` is our account's problem, not the caller's.
-    // Such a key (its account out of credit) rests like a rejected one.
-    const classified = classifyAnthropicError(status, bodyText);
-    return {
-      failover: classified.failover,
-      keyRejected: keyRejected(status) || classified.errorClass === 'credentials',
-      summary: error,
-      detail,
-    };
+    // The body refines the status: a 400 `billing_error` is our account's problem (credentials), not
+    // the caller's.
+    const { errorClass } = classifyAnthropicError(status, bodyText);
+    return { failure: failureOfClass(errorClass), summary: error, detail };
   },
 };

@@ -3,14 +3,13 @@
  * request fields, usage and error classification), sent to a deployment:
  * `POST <base>/openai/deployments/<deployment>/chat/completions?api-version=<api_version>`, the key in
  * the `api-key` header, or `Authorization: Bearer` for an Entra ID token (catalog `auth: bearer`).
- * A 404 (deployment, resource or api-version unknown) fails over: it is the catalog's mistake.
+ * A 404 (deployment, resource or api-version unknown) is `unavailable`: the catalog's mistake, not the caller's.
  * The catalog provider names the resource (`resource` or `base_url`) and `api_version`; a model's
  * provider entry names the deployment (`model`).
  */
 import type { CatalogProvider } from '@tollgate/catalog';
-import { failsOver, keyRejected } from '../../routing/policy';
 import { chatCompletionsBody } from '../openai/request';
-import { providerRefusal } from '../provider-error';
+import { failureOfStatus, providerRefusal } from '../provider-error';
 import type { WireFormat } from '../wire-format';
 
 const basePath = (baseUrl: string): string => new URL(baseUrl).pathname.replace(/\/+$/, '');
@@ -53,11 +52,6 @@ export const azure: WireFormat = {
     const { error, detail } = providerRefusal(status, bodyText, providerName);
     // A 404 is the catalog's deployment, resource or api-version (Azure answers "Resource not found"
     // or DeploymentNotFound): the gateway's configuration, so another provider may serve the request.
-    return {
-      failover: status === 404 || failsOver(status),
-      keyRejected: keyRejected(status),
-      summary: error,
-      detail,
-    };
+    return { failure: status === 404 ? 'unavailable' : failureOfStatus(status), summary: error, detail };
   },
 };

@@ -1,12 +1,11 @@
-import { failsOver, keyRejected } from '../../routing/policy';
-import { providerRefusal } from '../provider-error';
+import { failureOfStatus, providerRefusal } from '../provider-error';
 import type { ClassifiedHttpError } from '../wire-format';
 
 /**
  * Bedrock errors (`{"message": …}`, the type in the `x-amzn-ErrorType` header and, for some, the body's
  * `__type`). By status, as for OpenAI, refined where Bedrock's status misleads: a 400
- * ServiceQuotaExceededException ("Too many tokens…") is throttling (failover, the key rests), a 424
- * ModelErrorException and a 408 ModelTimeoutException fail over. Stream exceptions map to the status
+ * ServiceQuotaExceededException ("Too many tokens…") is throttling (`rate_limited`), a 424
+ * ModelErrorException (as a 502) and a 408 ModelTimeoutException are `unavailable`. Stream exceptions map to the status
  * of their type (throttlingException 429, serviceUnavailableException 503, …).
  */
 const STREAM_STATUS: Record<string, number> = {
@@ -34,5 +33,5 @@ export function classifyBedrockError(
   const effective = throttled ? 429 : status === 424 ? 502 : status;
   const { error, detail } = providerRefusal(effective, bodyText, providerName);
   if (error.metadata) error.metadata.upstream_status = status;
-  return { failover: failsOver(effective), keyRejected: keyRejected(effective), summary: error, detail };
+  return { failure: failureOfStatus(effective), summary: error, detail };
 }

@@ -1,14 +1,12 @@
-import { failsOver, keyRejected } from '../../routing/policy';
-import { providerRefusal } from '../provider-error';
+import { failureOfStatus, providerRefusal } from '../provider-error';
 import type { ClassifiedHttpError } from '../wire-format';
 
 /**
- * Gemini API errors (`{"error": {"code", "message", "status", "details": [{"reason"}]}}`) → the
- * router's decision. By status, as for OpenAI (routing/policy.ts), refined by the body where Gemini's
- * status misleads: a 400 `API_KEY_INVALID` (Gemini's answer to a wrong key) is a rejected credential
- * (failover, the key rests, the client sees the 502 of a credential problem), and a 400
- * `FAILED_PRECONDITION` (billing not enabled, the region not served) is the gateway account's problem,
- * so another provider may serve the request.
+ * Gemini API errors (`{"error": {"code", "message", "status", "details": [{"reason"}]}}`) → what
+ * happened. By status, as for OpenAI (provider-error.ts failureOfStatus), refined by the body where
+ * Gemini's status misleads: a 400 `API_KEY_INVALID` (Gemini's answer to a wrong key) is a rejected
+ * credential (the client sees the 502 of a credential problem), and a 400 `FAILED_PRECONDITION`
+ * (billing not enabled, the region not served) is the gateway account's set-up there: `unavailable`.
  */
 type Json = Record<string, unknown>;
 
@@ -35,7 +33,6 @@ export function classifyGeminiError(
   const account = status === 400 && e.status === 'FAILED_PRECONDITION';
   const { error, detail } = providerRefusal(badKey ? 401 : account ? 503 : status, bodyText, providerName);
   if (error.metadata) error.metadata.upstream_status = status;
-  const effective = badKey ? 401 : status;
-  const failover = badKey || account || failsOver(status);
-  return { failover, keyRejected: keyRejected(effective), summary: error, detail };
+  const failure = badKey ? 'credentials' : account ? 'unavailable' : failureOfStatus(status);
+  return { failure, summary: error, detail };
 }

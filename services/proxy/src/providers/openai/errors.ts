@@ -1,10 +1,9 @@
-import { failsOver, keyRejected } from '../../routing/policy';
-import { providerRefusal } from '../provider-error';
+import { failureOfStatus, providerRefusal } from '../provider-error';
 import type { ClassifiedHttpError } from '../wire-format';
 
 /**
- * An OpenAI-format provider's HTTP error answer: the status alone decides failover and key rotation
- * (routing/policy.ts); the body only feeds the summary (provider-error.ts) and the log.
+ * An OpenAI-format provider's HTTP error answer: the status alone says what happened
+ * (provider-error.ts failureOfStatus); the body only feeds the summary and the log.
  */
 export function classifyHttpError(
   status: number,
@@ -12,5 +11,5 @@ export function classifyHttpError(
   providerName: string,
 ): ClassifiedHttpError {
   const { error, detail } = providerRefusal(status, bodyText, providerName);
-  return { failover: failsOver(status), keyRejected: keyRejected(status), summary: error, detail };
+  return { failure: failureOfStatus(status), summary: error, detail };
 }
