@@ -186,7 +186,7 @@ describe('sign-in throttle: (email, address) with backoff', () => {
     }
     expect(await outcome(service.signIn(email, 'the right password', sprayer))).toBe('429:1');
     expect(await outcome(service.signIn(email, 'the right password', '203.0.113.8'))).toBe('ok');
-  }, 60_000); // 10 unknown emails, each costing a scrypt at N=2^17
+  }, 240_000); // 12 scrypts at N=2^17: 13 s of CPU, ~80 s of wall time on a loaded host (load average 44)
 
   it('sweeps rows whose window and backoff are over', async () => {
     const service = clocked();
