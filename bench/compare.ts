@@ -93,7 +93,10 @@ function spawnProcess(name: string, args: string[], env: Record<string, string>,
   return child;
 }
 
-async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
+/** How long a started process may take to answer (`BENCH_READY_TIMEOUT_MS`: longer on a loaded machine). */
+const READY_TIMEOUT_MS = Number(process.env.BENCH_READY_TIMEOUT_MS ?? 60_000);
+
+async function waitHttp(url: string, timeoutMs = READY_TIMEOUT_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     try {

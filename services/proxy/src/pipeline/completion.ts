@@ -29,8 +29,8 @@ export class Completion {
   readonly startedAt = Date.now();
   /** Aborts the upstream request (the duration cap, a stop, the end of a drain, nothing in flight). */
   readonly abort = new UpstreamAbort();
-  /** Aborted when the client goes away: ends the relay's waits on the client (never the upstream read). */
-  readonly clientGone = new AbortController();
+  /** Aborted when the client goes away (made with `waitSignal`, on first use: most requests never wait on their client). */
+  private _clientGone: AbortController | null = null;
   private readonly drain: Drain;
   private _waitSignal: AbortSignal | null = null;
   /** The client left, or the upstream request was aborted, while a provider held it (bound.ts: its answer may exist). */
@@ -196,7 +196,11 @@ export class Completion {
 
   /** Ends a wait on the client: the client went away, or the upstream request was aborted. */
   get waitSignal(): AbortSignal {
-    this._waitSignal ??= AbortSignal.any([this.abort.signal, this.clientGone.signal]);
+    if (this._waitSignal === null) {
+      this._clientGone = new AbortController();
+      if (this._cancelled) this._clientGone.abort();
+      this._waitSignal = AbortSignal.any([this.abort.signal, this._clientGone.signal]);
+    }
     return this._waitSignal;
   }
 
@@ -213,7 +217,7 @@ export class Completion {
     if (this._cancelled) return;
     this._cancelled = true;
     if (this.atProvider) this.abortedAtProvider = true;
-    this.clientGone.abort();
+    this._clientGone?.abort();
     if (!this.drain.start(this)) this.abort.abort();
   }
 

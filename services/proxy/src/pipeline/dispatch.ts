@@ -232,6 +232,8 @@ async function send(
     headers: extra ? { ...headers, ...extra } : headers,
     body: ownedBytes(body),
   };
-  if (c.request.stream) return StreamedBody.request(target.pool, options, c.abort.signal);
-  return target.pool.request({ ...options, signal: c.abort.forRequest });
+  // Both on undici's dispatch callbacks (upstream/streamed.ts): a JSON answer is collected by
+  // `text()` with no `Readable` per answer, and needs no AbortSignal (`forRequest`: one is made only
+  // when something waits on it).
+  return StreamedBody.request(target.pool, options, c.request.stream ? c.abort.signal : c.abort.forRequest);
 }

@@ -1,4 +1,4 @@
-/** A listener of undici's request API: it accepts an EventTarget-like `signal` (undici 8 api-request.js). */
+/** A listener of the upstream request's abort (upstream/streamed.ts `StreamedBody` takes an EventTarget-like `signal`). */
 type Listener = () => void;
 
 /**
@@ -7,8 +7,9 @@ type Listener = () => void;
  * make and listen to on every one (issue 30; `new AbortController().signal` plus undici's native
  * abort listener, Node 20 on the bench machine). So the real `signal` is made on first use only (failover
  * sleeps, waits on the client, streamed requests), already aborted when the abort came first; a JSON
- * request hands undici `listenable` instead, which undici's request API accepts as an EventTarget: the
- * same abort, with the same reason (an `AbortError` DOMException, as `AbortController.abort()` gives).
+ * request hands its `StreamedBody` (upstream/streamed.ts) `listenable` instead, which it listens on like
+ * an EventTarget: the same abort, with the same reason (an `AbortError` DOMException, as
+ * `AbortController.abort()` gives).
  */
 export class UpstreamAbort {
   #controller: AbortController | null = null;
@@ -16,7 +17,7 @@ export class UpstreamAbort {
   #reason: unknown = undefined;
   #listeners: Listener[] = [];
 
-  /** What undici's `request({ signal })` listens on (no `aborted` field: undici then takes it as an EventTarget). */
+  /** What a JSON request's `StreamedBody` listens on (`aborted` is never true here: see `forRequest`). */
   readonly listenable = {
     addEventListener: (_type: 'abort', listener: Listener) => {
       this.#listeners.push(listener);

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UpstreamAbort } from '../pipeline/upstream-abort';
 import { StreamedBody } from './streamed';
 import { isAbortError, readSome } from './upstream';
 
@@ -199,6 +200,33 @@ describe('StreamedBody (the relay on undici dispatch callbacks)', () => {
     expect(await readSome(a.body)).toBe('{"error":{"message":"slow down"}}');
     const b = await get('/refused');
     expect(await b.body.text()).toBe('{"error":{"message":"slow down"}}');
+  });
+
+  it('text() of a body that filled the queue before anyone read it: the paused provider resumes, every byte arrives', async () => {
+    const up = await get('/big');
+    // Nobody reads for a while: the queue passes its high-water mark and the provider is paused.
+    await new Promise((r) => setTimeout(r, 100));
+    const text = await up.body.text();
+    expect(text.length).toBe(64 * 64 * 1024);
+    expect(text.startsWith('aaaa')).toBe(true);
+  });
+
+  it("a JSON request's UpstreamAbort (its listenable, no AbortSignal): aborts a waiting answer, and leaves one finished untouched", async () => {
+    const done = new UpstreamAbort();
+    const fast = await get('/paced', done.forRequest);
+    expect(await fast.body.text()).toBe('data: 1\n\ndata: 2\n\ndata: 3\n\n');
+    done.abort(); // after the end: nothing to abort, no error
+    const a = new UpstreamAbort();
+    const up = await get('/endless', a.forRequest);
+    const reading = up.body.text();
+    setTimeout(() => a.abort(), 30);
+    const err = await reading.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(isAbortError(err)).toBe(true);
+    // Aborted before the request: refused at once.
+    await expect(get('/paced', a.forRequest)).rejects.toMatchObject({ name: 'AbortError' });
   });
 
   it('leaving an iteration early aborts the rest of the answer', async () => {

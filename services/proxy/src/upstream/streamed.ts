@@ -32,8 +32,10 @@ const QUEUE_HIGH_WATER = 64 * 1024;
  * answer also ended is handed over as the last one (`last`: the relay writes it with the answer's end).
  * Backpressure: a sink's promise pauses undici's connection until it settles.
  *
- * Also an `UpstreamBody` for what does not relay (an error answer read for its message: `readSome`,
- * `text()`), by iteration. `destroy()` aborts the upstream request; the request's `signal` does too.
+ * Also an `UpstreamBody` for what does not relay: a JSON answer (`text()`, through `relay`: JSON
+ * requests are dispatched this way too, no undici `Readable` per answer) and an error answer read for
+ * its message (`readSome`, by iteration). `destroy()` aborts the upstream request; the request's
+ * `signal` does too (an `AbortSignal`, or anything with its `reason` and listener methods: pipeline/upstream-abort.ts).
  */
 export class StreamedBody implements Dispatcher.DispatchHandler, UpstreamBody {
   private controller: Dispatcher.DispatchController | null = null;
@@ -47,6 +49,8 @@ export class StreamedBody implements Dispatcher.DispatchHandler, UpstreamBody {
   private scheduled = false;
   /** The sink asked to wait (its client's buffer is full). */
   private waiting = false;
+  /** The connection was paused because unread reads reached QUEUE_HIGH_WATER (no sink yet). */
+  private queueFull = false;
   /** Settles the relay (`relay`'s promise). */
   private settle: ((err: Error | null) => void) | null = null;
   /** An iterator waiting for data. */
@@ -106,7 +110,10 @@ export class StreamedBody implements Dispatcher.DispatchHandler, UpstreamBody {
     if (this.sink !== null) this.schedule();
     else {
       this.wake?.();
-      if (this.queued >= QUEUE_HIGH_WATER) this.controller?.pause();
+      if (this.queued >= QUEUE_HIGH_WATER && !this.queueFull) {
+        this.queueFull = true;
+        this.controller?.pause();
+      }
     }
   }
 
@@ -178,9 +185,15 @@ export class StreamedBody implements Dispatcher.DispatchHandler, UpstreamBody {
       }
       if (wait !== undefined) {
         this.waiting = true;
+        this.queueFull = false;
         this.controller?.pause();
         wait.then(this.resume, (err: Error) => this.destroy(err));
         return;
+      }
+      // Paused while nobody took the reads (before `relay`): the sink takes them now.
+      if (this.queueFull) {
+        this.queueFull = false;
+        if (!this.ended) this.controller?.resume();
       }
     }
     if (this.ended && this.settle !== null && this.error === null) {
@@ -203,7 +216,10 @@ export class StreamedBody implements Dispatcher.DispatchHandler, UpstreamBody {
         if (this.queue.length > 0) {
           const chunk = this.queue.shift() as Buffer;
           this.queued -= chunk.length;
-          if (this.queued < QUEUE_HIGH_WATER && !this.ended) this.controller?.resume();
+          if (this.queued < QUEUE_HIGH_WATER && !this.ended) {
+            this.queueFull = false;
+            this.controller?.resume();
+          }
           yield chunk;
           continue;
         }
@@ -220,10 +236,17 @@ export class StreamedBody implements Dispatcher.DispatchHandler, UpstreamBody {
     }
   }
 
+  /**
+   * The whole body as text (a JSON answer): its reads collected through `relay` (no async iterator,
+   * no promise per read). Instead of `relay` or iterating; rejects like `relay`.
+   */
   async text(): Promise<string> {
     const parts: Buffer[] = [];
-    for await (const chunk of this) parts.push(chunk as Buffer);
-    return Buffer.concat(parts).toString('utf8');
+    await this.relay((bytes) => {
+      parts.push(bytes);
+      return undefined;
+    });
+    return (parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)).toString('utf8');
   }
 
   /** Aborts the upstream request (nothing more is read); a relay in progress rejects with `err`. */
