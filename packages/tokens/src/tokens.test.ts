@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { encode } from 'gpt-tokenizer';
 import { describe, expect, it } from 'vitest';
 import {
@@ -158,5 +160,31 @@ describe('estimateCompletionTokens', () => {
     expect(estimateCompletionTokens('')).toBe(0);
     const n = encode('The quick brown fox.').length;
     expect(estimateCompletionTokens('The quick brown fox.')).toBe(n + Math.ceil(n / 20));
+  });
+});
+
+describe('memory', () => {
+  it('keeps no prompt alive: the tokenizer caches pre-tokens of its own copy of a piece, not views of the prompt', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const heapAfterGc = () => {
+      gc();
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const filler = 'the quick brown fox jumps over the lazy dog and keeps running '.repeat(1000);
+    // A pre-token of 13+ characters that needs merging (not one o200k token), different in every prompt.
+    const rare = (i: number) =>
+      [...i.toString(26)].map((c) => String.fromCharCode(97 + Number.parseInt(c, 26))).join('');
+    const before = heapAfterGc();
+    for (let i = 0; i < 200; i++) {
+      // A new 125 KB prompt each time, as JSON.parse makes a request's content.
+      const prompt = JSON.parse(
+        JSON.stringify(`Zqxvbnmkjhgf${rare(i)}plokijuhyg ${filler}${filler}`),
+      ) as string;
+      expect(countTextTokens(prompt)).toBeGreaterThan(0);
+    }
+    // Before: each prompt stayed alive through one cached pre-token (200 × 125 KB ≈ 24 MB).
+    expect(heapAfterGc() - before).toBeLessThan(4 * 2 ** 20);
   });
 });
