@@ -120,11 +120,11 @@ describe('/teams/{id}/members', () => {
     const bad: Array<[string, string, unknown, RegExp]> = [
       ['POST', `/teams/${team}/members`, {}, /^user_id: name the user by exactly one/],
       ['POST', `/teams/${team}/members`, { user_id: viewerId, email: viewer.email }, /exactly one/],
-      ['POST', `/teams/${team}/members`, { user_id: 'alice' }, /^user_id: expected a user id/],
+      ['POST', `/teams/${team}/members`, { user_id: 'alice' }, /^user_id: must be a user id \(uuid\)/],
       ['POST', `/teams/${team}/members`, { email: 5 }, /^email: expected a string/],
       ['POST', `/teams/${team}/members`, { email: viewer.email, role: 'owner' }, /^role: unknown field/],
-      ['POST', '/teams/search/members', { email: viewer.email }, /^id: must be a uuid/],
-      ['GET', '/teams/search/members', undefined, /^id: must be a uuid/],
+      ['POST', '/teams/search/members', { email: viewer.email }, /^id: must be a team id \(uuid\)/],
+      ['GET', '/teams/search/members', undefined, /^id: must be a team id \(uuid\)/],
       ['DELETE', `/teams/${team}/members/alice`, undefined, /^user_id: must be a dashboard user id/],
     ];
     for (const [method, path, body, message] of bad) {

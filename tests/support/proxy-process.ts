@@ -80,7 +80,10 @@ export async function startProxyProcess(
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`proxy not ready within 180 s:\n${tail.join('\n')}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL'); // never leave a half-started proxy (and its workers, which exit with it) behind
+      throw new Error(`proxy not ready within 180 s:\n${tail.join('\n')}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   const spooledSegments = () => {
