@@ -111,7 +111,7 @@ class AmqpUsagePublisher implements UsagePublisher {
     if (!this.spool && window.buffered > this.maxBuffered && window.dropOldest())
       this.countDropped(1, 'buffer full, dropping the oldest (RabbitMQ unreachable or too slow)');
     window.pending.push(entry);
-    this.scheduler.linger(window.pending.length);
+    this.scheduler.linger(window.pending.length, performance.now());
   }
 
   canAdmit(): boolean {

@@ -60,13 +60,13 @@ describe('SendScheduler', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
     const send = vi.fn();
     const s = new SendScheduler(5, 3, () => true, send);
-    s.linger(1);
-    s.linger(2);
+    s.linger(1, 0);
+    s.linger(2, 1); // 1 ms into the linger: waits for more company
     await vi.advanceTimersByTimeAsync(4);
     expect(send).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(5); // the linger timer fired: sent on the turn after
     expect(send).toHaveBeenCalledTimes(1);
-    s.linger(3); // a message's worth: next turn
+    s.linger(3, 100); // a message's worth: next turn
     s.soon();
     await vi.advanceTimersByTimeAsync(1);
     expect(send).toHaveBeenCalledTimes(2);
@@ -77,11 +77,11 @@ describe('SendScheduler', () => {
     let open = false;
     const send = vi.fn();
     const s = new SendScheduler(0, 100, () => open, send);
-    s.linger(1);
+    s.linger(1, 0);
     await vi.advanceTimersByTimeAsync(10);
     expect(send).not.toHaveBeenCalled();
     open = true;
-    s.linger(1);
+    s.linger(1, 10);
     await vi.advanceTimersByTimeAsync(0);
     expect(send).toHaveBeenCalledTimes(1);
   });
@@ -90,7 +90,7 @@ describe('SendScheduler', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
     const send = vi.fn();
     const s = new SendScheduler(5, 100, () => true, send);
-    s.linger(1); // an event lingers for company (timer: 5 ms)
+    s.linger(1, 0); // an event lingers for company (timer: 5 ms)
     await vi.advanceTimersByTimeAsync(2);
     s.roomFreed(1); // an earlier message's confirm 2 ms in
     await vi.advanceTimersByTimeAsync(1);
@@ -102,6 +102,32 @@ describe('SendScheduler', () => {
     expect(send).toHaveBeenCalledTimes(1);
     s.roomFreed(4); // events the full window held back (their linger is over): next turn
     await vi.advanceTimersByTimeAsync(0);
+    expect(send).toHaveBeenCalledTimes(2);
+  });
+
+  it('the last event the linger would take sends what waits on its turn, without the timer', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+    const send = vi.fn();
+    const s = new SendScheduler(5, 100, () => true, send);
+    s.linger(1, 1_000); // the first event: the linger timer armed
+    s.linger(2, 1_001.5); // 1.5 ms in, 1.5 ms after the one before: another is due within the linger
+    await vi.advanceTimersByTimeAsync(0);
+    expect(send).not.toHaveBeenCalled();
+    s.linger(3, 1_003); // 3 ms in: the next, 1.5 ms later, would still come in time (4.5 < 5)
+    await vi.advanceTimersByTimeAsync(0);
+    expect(send).not.toHaveBeenCalled();
+    s.linger(4, 1_004.5); // 4.5 ms in: the next would come after the timer (6 ≥ 5): all four go on this turn
+    await vi.advanceTimersByTimeAsync(0);
+    expect(send).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(10); // the linger timer was cleared: no second send
+    expect(send).toHaveBeenCalledTimes(1);
+    s.linger(1, 1_020); // a new linger from its own first event, 15.5 ms after the last
+    await vi.advanceTimersByTimeAsync(0);
+    expect(send).toHaveBeenCalledTimes(1);
+    s.linger(2, 1_021); // 1 ms in, 1 ms apart: waits for more
+    await vi.advanceTimersByTimeAsync(4);
+    expect(send).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(2); // no more came: the timer sent them (5 ms after the first)
     expect(send).toHaveBeenCalledTimes(2);
   });
 });

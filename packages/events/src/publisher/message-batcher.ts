@@ -59,10 +59,20 @@ export function encodeMessage(entries: readonly Entry[]): EncodedMessage {
  * When to send: at once (next turn) when a message's worth is waiting or lingering is off, else
  * `lingerMs` after the first waiting event, with whatever came meanwhile. `canSend` says whether a
  * channel can take messages now (connected, not waiting for the socket to drain).
+ *
+ * Or on the turn of the last event the linger would take (issue 30): when an event arrives so late in
+ * the linger that the next one, as far apart as this one from the one before, would come after the
+ * timer, what waits goes now — the process is awake for this event anyway, so the message leaves
+ * without a wake-up of its own, carrying the events the timer would have sent (under a steady flow,
+ * exactly those). Events are only ever sent earlier than the timer would, never later: an event
+ * waits in memory at most `lingerMs`, as before.
  */
 export class SendScheduler {
   private scheduled = false;
   private timer: NodeJS.Timeout | null = null;
+  /** When the first waiting event arrived (the linger's start) and the last one (ms, monotonic). */
+  private lingeringSince = 0;
+  private lastEventAt = 0;
 
   constructor(
     private readonly lingerMs: number,
@@ -88,14 +98,19 @@ export class SendScheduler {
     this.soon();
   }
 
-  /** A new event is waiting; `waiting` events are pending in all. */
-  linger(waiting: number): void {
+  /** A new event is waiting, arrived at `now` (ms, performance.now()); `waiting` events are pending in all. */
+  linger(waiting: number, now: number): void {
+    const gap = now - this.lastEventAt;
+    this.lastEventAt = now;
     if (this.lingerMs === 0 || waiting >= this.eventsPerMessage) {
       this.soon();
       return;
     }
-    if (this.timer !== null || this.scheduled) return;
-    this.timer = setTimeout(this.onTimer, this.lingerMs);
+    if (this.scheduled) return;
+    if (this.timer === null) {
+      this.lingeringSince = now;
+      this.timer = setTimeout(this.onTimer, this.lingerMs);
+    } else if (now - this.lingeringSince + gap >= this.lingerMs) this.soon();
   }
 
   private readonly run = () => {
