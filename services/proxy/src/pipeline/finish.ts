@@ -44,5 +44,7 @@ export function answer(door: FrontDoor, c: Completion, res: ProxyResponse, outco
   }
   if (outcome.kind === 'cancelled') return;
   if (!res.headersSent) throw outcome.error;
-  if (!res.writableEnded && !res.destroyed) res.end(door.streamError(outcome.error, c.provider.name));
+  if (res.writableEnded || res.destroyed) return;
+  const events = door.streamError(outcome.error, c.provider.name);
+  if (!endChunked(res, events)) res.end(events);
 }
