@@ -275,7 +275,8 @@ function load<T>(job: Record<string, unknown>, onEvent?: (e: Record<string, unkn
       if ('result' in msg) result = msg.result as T;
       else onEvent?.(msg);
     });
-    child.once('exit', (code) => {
+    // 'close', not 'exit': stdout may still hold the result line when the process has exited.
+    child.once('close', (code) => {
       if (result !== undefined) resolvePromise(result);
       else reject(new Error(`load generator exited ${code} without a result (${job.kind})`));
     });
