@@ -103,14 +103,7 @@ describe('rate_limit_rpm', () => {
   beforeAll(async () => {
     second = await startProxy(
       loadProxyConfig({
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'silent',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        REDIS_URL: stack.infra.redis.url,
-        REDIS_PREFIX: stack.infra.redis.prefix,
-        AMQP_URL: stack.infra.amqp.url,
-        AMQP_PREFIX: stack.infra.amqp.prefix,
+        ...stack.infraEnv(),
         KEYS_URL: stack.services.keys.url,
         BILLING_URL: stack.services.billing.url,
       }),
