@@ -1,4 +1,5 @@
 import type { FrontDoor } from '../doors/door';
+import { endChunked } from '../http/http-chunk';
 import type { ProxyResponse } from '../http/types';
 import type { Admitted } from './admit';
 import type { Completion } from './completion';
@@ -29,16 +30,21 @@ export function finish(admitted: Admitted, outcome: Outcome, live: Set<Completio
 export function answer(door: FrontDoor, c: Completion, res: ProxyResponse, outcome: Outcome): void {
   if (outcome.kind === 'served') {
     if (outcome.lastBytes === null || res.writableEnded || res.destroyed) return;
-    if (c.request.stream) writeSseHead(res);
-    else {
-      // A known length instead of chunked framing: head and body leave in one socket write.
-      res.setHeader('content-length', Buffer.byteLength(outcome.lastBytes));
-      res.writeHead(200, JSON_HEAD);
+    if (c.request.stream) {
+      writeSseHead(res);
+      // The last chunk and the body's terminator in one socket write (http/http-chunk.ts `endChunked`).
+      if (!endChunked(res, outcome.lastBytes)) res.end(outcome.lastBytes);
+      return;
     }
+    // A known length instead of chunked framing: head and body leave in one socket write.
+    res.setHeader('content-length', Buffer.byteLength(outcome.lastBytes));
+    res.writeHead(200, JSON_HEAD);
     res.end(outcome.lastBytes);
     return;
   }
   if (outcome.kind === 'cancelled') return;
   if (!res.headersSent) throw outcome.error;
-  if (!res.writableEnded && !res.destroyed) res.end(door.streamError(outcome.error, c.provider.name));
+  if (res.writableEnded || res.destroyed) return;
+  const events = door.streamError(outcome.error, c.provider.name);
+  if (!endChunked(res, events)) res.end(events);
 }

@@ -78,18 +78,22 @@ export class ByteOut {
   /**
    * The pieces as one HTTP/1.1 chunk (`<size in hex>\r\n<pieces>\r\n`, RFC 9112 §7.1) in one Buffer:
    * what `ServerResponse#write` sends for them on a chunked response, made with the same one copy (the
-   * relay writes it to the client's socket itself: http-chunk.ts). Not for an empty builder.
+   * relay writes it to the client's socket itself: http-chunk.ts), after `head` (the response's head
+   * when it has not left yet: http-chunk.ts `takeHead`; latin1, as node:http writes it). Not for an
+   * empty builder.
    */
-  takeChunk(): Buffer {
+  takeChunk(head = ''): Buffer {
     const size = this.size;
     let digits = 1;
     while (size >= 16 ** digits) digits++;
-    const out = Buffer.allocUnsafe(digits + size + 4);
+    const h = head.length;
+    const out = Buffer.allocUnsafe(h + digits + size + 4);
+    if (h > 0) out.write(head, 0, 'latin1');
     // The size in hex, written digit by digit (no string of it).
-    for (let i = digits - 1, n = size; i >= 0; i--, n >>>= 4) out[i] = HEX[n & 15] as number;
-    out[digits] = 13;
-    out[digits + 1] = 10;
-    this.into(out, digits + 2);
+    for (let i = digits - 1, n = size; i >= 0; i--, n >>>= 4) out[h + i] = HEX[n & 15] as number;
+    out[h + digits] = 13;
+    out[h + digits + 1] = 10;
+    this.into(out, h + digits + 2);
     out[out.length - 2] = 13;
     out[out.length - 1] = 10;
     return out;

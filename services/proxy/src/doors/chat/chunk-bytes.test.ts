@@ -131,6 +131,15 @@ describe('ByteOut.takeChunk', () => {
       expect(out.takeChunk().toString('utf8')).toBe('e\r\ngen-123é tail\r\n');
     }
   });
+
+  it('puts a response head that has not left yet in front of the chunk, in the same buffer', () => {
+    const out = new ByteOut();
+    const head = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
+    out.text('data: é\n\n');
+    expect(out.takeChunk(head).toString('utf8')).toBe(`${head}a\r\ndata: é\n\n\r\n`);
+    out.ascii('x');
+    expect(out.takeChunk('').toString('latin1')).toBe('1\r\nx\r\n');
+  });
 });
 
 describe('ChunkRewriter (the one rewriter: byte path, else string path)', () => {

@@ -1,5 +1,5 @@
 import type { ServerResponse as Response } from 'node:http';
-import { directSocket } from '../../http/http-chunk';
+import { chunkSocket, takeHead } from '../../http/http-chunk';
 import { waitForClient } from '../../pipeline/backpressure';
 import type { Completion } from '../../pipeline/completion';
 import { finishReasonOfChunk, midStreamError, streamEndedEarly } from '../../pipeline/errors';
@@ -114,8 +114,9 @@ export class StreamRelay implements SseEventSink, AnswerStream {
    * whole, the only write of the stream.
    */
   push(bytes: Buffer, last = false): Promise<void> | undefined {
-    // Once the head is out, a chunk goes straight to the client's socket, framed here (http-chunk.ts).
-    const socket = last || this.held !== null || this.c.cancelled ? null : directSocket(this.res);
+    // A chunk goes straight to the client's socket, framed here, the head in front of the first one
+    // if it has not left yet (http-chunk.ts).
+    const socket = last || this.held !== null || this.c.cancelled ? null : chunkSocket(this.res);
     const chunk = this.relayed(bytes, false, socket !== null);
     // A cancelled completion drains (pipeline/drain.ts): the provider's bytes were read for the usage, and go nowhere.
     if (chunk === null || this.c.cancelled) return undefined;
@@ -157,13 +158,13 @@ export class StreamRelay implements SseEventSink, AnswerStream {
 
   /**
    * The client bytes that one read of the provider (or its end) completes, as one Buffer (`framed`: as
-   * one HTTP/1.1 chunk, for the client's socket); null: none.
+   * one HTTP/1.1 chunk, for the client's socket, after the head if it has not left); null: none.
    */
   private relayed(bytes: Buffer | null, end: boolean, framed = false): Buffer | null {
     try {
       if (end) this.reader.end(this);
       else this.reader.push(bytes as Buffer, this);
-      return out.length === 0 ? null : framed ? out.takeChunk() : out.take();
+      return out.length === 0 ? null : framed ? out.takeChunk(takeHead(this.res)) : out.take();
     } finally {
       out.clear();
     }
