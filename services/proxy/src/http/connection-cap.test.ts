@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import { createServer } from 'node:http';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import type { TestKey } from '@tollgate/keys/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, type ProxyStack, startProxyStack } from '../../test/stack';
-import { connectionBudget, openFilesLimit } from './connection-cap';
+import { capConnections, connectionBudget, openFilesLimit } from './connection-cap';
 
 describe('the connection budget', () => {
   it('reads the soft open-files limit of /proc/self/limits', () => {
@@ -37,6 +38,71 @@ describe('the connection budget', () => {
     // A provider pool as large as the limit (bench/compare: UPSTREAM_CONNECTIONS=20000): two per stream.
     expect(connectionBudget(0, 20_000, 20_000)).toEqual({ serve: 9_500, headroom: 500 });
     expect(connectionBudget(10_000, 20_000, 40_000)).toEqual({ serve: 9_500, headroom: 500 });
+  });
+});
+
+/** A client connection that keeps its side open when the server closes its own (allowHalfOpen). */
+function client(port: number): Promise<{ s: Socket; text: () => string; ended: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    let text = '';
+    s.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+    });
+    const ended = new Promise<void>((r) => s.once('end', () => r()));
+    s.once('error', reject);
+    s.once('connect', () => resolve({ s, text: () => text, ended }));
+  });
+}
+
+describe('capConnections', () => {
+  it('serves up to `serve` connections and answers the others a whole 503 at once, holding at most `headroom`', async () => {
+    const server = createServer((_req, res) => res.end('ok'));
+    const cap = capConnections(server, { serve: 2, headroom: 3 });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    const get = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+    try {
+      const served = [await client(port), await client(port)];
+      for (const c of served) {
+        c.s.write(get);
+        await vi.waitFor(() => expect(c.text()).toMatch(/^HTTP\/1\.1 200[\s\S]*ok$/));
+      }
+      // Five more whose clients never close: each gets the 503 and the server's FIN, request or not.
+      const refused = [];
+      for (let i = 0; i < 5; i++) {
+        const c = await client(port);
+        if (i % 2 === 0) c.s.write(get);
+        await c.ended;
+        refused.push(c);
+        const [fields, body] = c.text().split('\r\n\r\n');
+        const head = `${fields}\r\n`;
+        expect(head).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+        expect(head).toContain('\r\nretry-after: 1\r\n');
+        expect(head).toContain('\r\nconnection: close\r\n');
+        expect(head).toContain(`\r\ncontent-length: ${Buffer.byteLength(body ?? '')}\r\n`);
+        expect(JSON.parse(body ?? '')).toMatchObject({
+          error: { code: 503, metadata: { error_type: 'service_unavailable' } },
+        });
+      }
+      // The two oldest were let go to keep the descriptors held by refusals at `headroom`.
+      expect(cap.refusing()).toBe(3);
+      expect(cap.open()).toBe(2);
+      // Clients that close are let go at once; a connection freed is served again.
+      for (const c of refused) c.s.end();
+      await vi.waitFor(() => expect(cap.refusing()).toBe(0));
+      served[0]?.s.destroy();
+      await vi.waitFor(() => expect(cap.open()).toBe(1));
+      const again = await client(port);
+      again.s.write(get);
+      await vi.waitFor(() => expect(again.text()).toMatch(/^HTTP\/1\.1 200[\s\S]*ok$/));
+      expect(server.maxConnections).toBeUndefined(); // Node's cap closes at accept: a reset
+      again.s.destroy();
+      served[1]?.s.destroy();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
 

@@ -1,27 +1,29 @@
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { AppError } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
 
 /**
- * The proxy's connection cap, sized from the process's open-files limit so that the excess of a
- * burst gets a clear 503 instead of a reset.
+ * The proxy's connection cap, sized from the process's open-files limit so that every connection of
+ * a burst it cannot serve gets a whole 503 instead of a reset (issue 30).
  *
- * Accepting past the descriptor limit fails with EMFILE, and Node (libuv) then accepts and closes
- * connections at once: the client sees a reset. Node's own `server.maxConnections` closes the
- * excess at accept too, with the client's request unread: again a reset. So the proxy serves up to
- * `serve` connections, accepts `headroom` more, and answers a request on one of those with 503
- * `service_unavailable`, `connection: close` and `retry-after: 1` (an over-cap connection that sends
- * nothing is closed after `OVER_CAP_IDLE_MS`, cleanly, with nothing unread). Only past
- * `serve + headroom` does it close at accept, which the descriptors kept aside make rare.
+ * The process serves up to `serve` connections; a connection accepted past that is answered at once,
+ * without the HTTP parser, with a pre-built 503 `service_unavailable` (the error envelope,
+ * `retry-after: 1`, `connection: close`), then read and discarded until its client closes
+ * (`refuser`). Node's own `server.maxConnections` is not used: it closes the excess at accept, with
+ * no answer (the client sees a reset or "socket hang up"). What must never happen is running out of
+ * descriptors: at EMFILE libuv accepts and closes every queued connection at once (resets). So the
+ * refusals held at once are capped too (`headroom`, inside the descriptor reserve). Node 24's libuv
+ * (1.52) accepts one connection per event-loop wake-up (strace: 500 queued connections, 500 accept4
+ * calls each after its own epoll_pwait), so a burst is taken in turn with the closes of the refusals
+ * before it, and what is not yet accepted waits in the kernel's queue (SERVER_LISTEN_BACKLOG).
  */
 
 /** Descriptors kept for all but client connections (listen socket, Redis, RabbitMQ, keys, spool, logs) and refusals. */
 const MIN_RESERVE = 256;
-/** How long an over-cap connection may stay without sending a request. */
-const OVER_CAP_IDLE_MS = 500;
-const OVER_CAP = Symbol('tollgate.overCap');
+/** How long a refused client gets to close its side after the 503 (its bytes read meanwhile). */
+const REFUSAL_LINGER_MS = 5_000;
 
 /** The soft limit of open files of this process (Linux: /proc/self/limits), or null when unknown. */
 export function openFilesLimit(
@@ -39,7 +41,7 @@ export function openFilesLimit(
 export interface ConnectionBudget {
   /** Connections served (0: no cap). */
   serve: number;
-  /** Connections accepted past `serve` only to be answered 503 (0 with no cap). */
+  /** Connections past `serve` held at once while they are answered 503 (0 with no cap). */
   headroom: number;
 }
 
@@ -50,7 +52,8 @@ export interface ConnectionBudget {
  * keys, billing, the spool, logs and the refused connections), n connections fit while
  * n + min(n, upstreamSockets) ≤ openFiles − reserve: (openFiles − reserve) / 2 when the provider
  * pool is that large, else openFiles − reserve − upstreamSockets. At most `configured`
- * (SERVER_MAX_CONNECTIONS; 0: no configured cap). Half the reserve is for connections answered 503.
+ * (SERVER_MAX_CONNECTIONS; 0: no configured cap). Half the reserve is for connections answered 503
+ * (`headroom`), the other half for the process's own descriptors (≈ 40 in a production process).
  */
 export function connectionBudget(
   configured: number,
@@ -72,56 +75,93 @@ export function connectionBudget(
 
 export interface ConnectionCap {
   budget: ConnectionBudget;
-  /** Connections open now. */
+  /** Connections served now (those being answered 503 not counted). */
   open(): number;
-  /** Answers 503 when this request's connection came in over the cap; true when it did. */
-  refused(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Connections being answered 503 now (each holds its descriptor until its client closes). */
+  refusing(): number;
 }
 
-type CappedSocket = Socket & { [OVER_CAP]?: true };
+/** net.Server's own count of its open connections (what `maxConnections` is checked against). */
+type CountedServer = Server & { _connections: number };
 
-/** Counts the server's connections and marks those accepted over `budget.serve`. */
+/**
+ * Puts the cap in front of the HTTP server: a connection is handed to the HTTP parser (the http
+ * server's own 'connection' listener) while at most `budget.serve` are served, else it is answered
+ * 503 without the parser (`refuser`). The served path costs one comparison per connection:
+ * net.Server counts its open connections anyway (`_connections`, up before 'connection', down when a
+ * socket is destroyed), and a request on a served connection is not looked at.
+ */
 export function capConnections(server: Server, budget: ConnectionBudget, logger?: Logger): ConnectionCap {
-  let open = 0;
+  const counted = server as CountedServer;
+  const refusals = new Set<Socket>();
+  if (typeof counted._connections !== 'number')
+    throw new Error("capConnections: this runtime's net.Server does not count its connections");
+  const open = () => counted._connections - refusals.size;
+  if (budget.serve === 0) return { budget, open, refusing: () => 0 };
+  const [http] = server.listeners('connection') as Array<(this: Server, socket: Socket) => void>;
+  if (!http) throw new Error('capConnections: not an http.Server (no connection listener)');
+  server.removeListener('connection', http);
+  const refuse = refuser(refusals, Math.max(1, budget.headroom), budget.serve);
   let lastWarned = 0;
-  if (budget.serve > 0) server.maxConnections = budget.serve + budget.headroom;
-  server.on('connection', (socket: CappedSocket) => {
-    open++;
-    socket.once('close', () => {
-      open--;
-    });
-    if (budget.serve === 0 || open <= budget.serve) return;
-    socket[OVER_CAP] = true;
-    const idle = setTimeout(() => {
-      if (socket.bytesRead === 0) socket.end();
-    }, OVER_CAP_IDLE_MS);
-    idle.unref();
-    socket.once('close', () => clearTimeout(idle));
+  server.on('connection', (socket: Socket) => {
+    if (open() <= budget.serve) {
+      http.call(server, socket);
+      return;
+    }
+    refuse(socket);
     const now = Date.now();
     if (now - lastWarned > 10_000) {
       lastWarned = now;
-      logger?.warn({ open, serve: budget.serve }, 'connection cap reached: new connections are answered 503');
+      logger?.warn(
+        { serve: budget.serve, refusing: refusals.size },
+        'connection cap reached: new connections are answered 503',
+      );
     }
   });
-  const error = new AppError(
-    'service_unavailable',
-    `This gateway process is at its connection limit (${budget.serve} open connections); retry shortly`,
+  return { budget, open, refusing: () => refusals.size };
+}
+
+/**
+ * How a connection past the cap is answered, without the HTTP parser: the pre-built 503 is written
+ * at once and the socket half-closed (FIN after the answer); it then keeps reading and discarding
+ * until the client closes its side, or `REFUSAL_LINGER_MS`. A client that had not sent its request
+ * yet sends it into a socket still open, and nothing it sent is left unread when the socket closes:
+ * a socket closed with unread bytes sends RST, and RST reaching a client before it read the answer
+ * may cost it the answer (RFC 9112 §9.6, "lingering close").
+ *
+ * Every refusal holds a descriptor until then, and running out of descriptors is what must never
+ * happen: at EMFILE libuv accepts and closes every queued connection at once (resets). So at most
+ * `most` refusals are held (the budget's headroom, inside the descriptor reserve); past that the
+ * oldest, long answered, is closed.
+ */
+function refuser(refusals: Set<Socket>, most: number, serve: number): (socket: Socket) => void {
+  const body = JSON.stringify(
+    new AppError(
+      'service_unavailable',
+      `This gateway process is at its connection limit (${serve} open connections); retry shortly`,
+    ).toEnvelope(),
   );
-  const body = JSON.stringify(error.toEnvelope());
-  return {
-    budget,
-    open: () => open,
-    refused(req, res) {
-      if ((req.socket as CappedSocket)[OVER_CAP] !== true) return false;
-      res.shouldKeepAlive = false;
-      res.writeHead(503, {
-        'content-type': 'application/json; charset=utf-8',
-        'content-length': Buffer.byteLength(body),
-        'retry-after': '1',
-        connection: 'close',
-      });
-      res.end(body);
-      return true;
-    },
+  const answer = Buffer.from(
+    'HTTP/1.1 503 Service Unavailable\r\n' +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      'retry-after: 1\r\n' +
+      'connection: close\r\n\r\n' +
+      body,
+  );
+  // A refusal leaves the set when its socket is destroyed: net.Server's count drops then too.
+  const close = function (this: Socket) {
+    refusals.delete(this);
+    this.destroy();
+  };
+  return (socket: Socket) => {
+    if (refusals.size >= most) close.call(refusals.values().next().value as Socket);
+    refusals.add(socket);
+    socket.end(answer);
+    socket.resume(); // read and dropped
+    socket.setTimeout(REFUSAL_LINGER_MS, close);
+    socket.on('end', close); // the client closed its side: everything it sent has been read
+    socket.on('error', close);
+    socket.once('close', close);
   };
 }

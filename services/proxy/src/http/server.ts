@@ -4,7 +4,7 @@ import { answerClientErrors } from '@tollgate/http';
 import type { Logger } from '@tollgate/logger';
 import type { ProxyConfig } from '../config';
 import type { ProxyAppParts } from './app';
-import { type ConnectionCap, capConnections, connectionBudget, openFilesLimit } from './connection-cap';
+import { capConnections, connectionBudget, openFilesLimit } from './connection-cap';
 
 /**
  * The public server with its edge deadlines and connection cap (docs/operations.md "Security"):
@@ -20,7 +20,6 @@ export async function listenWithLimits(
   limits: { openFiles?: number | null; upstreamSockets?: number } = {},
 ): Promise<Server> {
   const { app, doors } = parts;
-  let cap: ConnectionCap | undefined;
   const server = createServer(
     {
       headersTimeout: config.SERVER_HEADERS_TIMEOUT_MS,
@@ -29,7 +28,6 @@ export async function listenWithLimits(
       connectionsCheckingInterval: Math.max(250, Math.floor(config.SERVER_HEADERS_TIMEOUT_MS / 4)),
     },
     (req: IncomingMessage, res: ServerResponse) => {
-      if (cap?.refused(req, res)) return;
       const route = doors.match(req);
       if (route !== null) doors.serve(route, req, res);
       else app(req, res);
@@ -39,7 +37,7 @@ export async function listenWithLimits(
   answerClientErrors(server, logger);
   const openFiles = limits.openFiles === undefined ? openFilesLimit() : limits.openFiles;
   const budget = connectionBudget(config.SERVER_MAX_CONNECTIONS, openFiles, limits.upstreamSockets);
-  cap = capConnections(server, budget, logger);
+  capConnections(server, budget, logger);
   logger.debug({ ...budget, openFiles }, 'connection cap');
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
