@@ -48,6 +48,12 @@ export default defineConfig({
     // testkit's (servers, run id, cleanup), then the run's migrated template database.
     globalSetup: ['packages/testkit/src/global-setup.ts', 'tests/support/template-db.ts'],
     pool: 'forks',
+    // Three test files at a time, whatever the core count (vitest's default is cores - 1: one file at
+    // a time on a 2-core CI host, which left one core idle and most of the other waiting on servers,
+    // stacks and the simulator's pacing). Every file is isolated (its own fork, database, Redis
+    // prefix, AMQP names, free ports; a Redis Cluster of its own to fail over), so files never see
+    // each other. VITEST_MAX_WORKERS=N (or --maxWorkers=N) overrides it; 1 runs them one by one.
+    maxWorkers: 3,
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
     projects: [
       {

@@ -221,18 +221,6 @@ describe('the running stack, checked against the document', () => {
     await stack?.close();
   });
 
-  /** The env of one more proxy sharing this stack's Redis, and RabbitMQ names (development service keys). */
-  const stackEnv = () => ({
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'silent',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    REDIS_URL: stack.infra.redis.url,
-    REDIS_PREFIX: stack.infra.redis.prefix,
-    AMQP_URL: stack.infra.amqp.url,
-    AMQP_PREFIX: stack.infra.amqp.prefix,
-  });
-
   async function request(origin: string, method: string, path: string, key: string, body?: unknown) {
     const res = await fetch(`${origin}/api/v1${path}`, {
       method: method.toUpperCase(),
@@ -423,7 +411,7 @@ describe('the running stack, checked against the document', () => {
     it('documents 504 when the provider does not answer within the upstream timeout', async () => {
       const slow = await startProxy(
         loadProxyConfig({
-          ...stackEnv(),
+          ...stack.infraEnv(),
           KEYS_URL: stack.services.keys.url,
           BILLING_URL: stack.services.billing.url,
           UPSTREAM_TIMEOUT_MS: '150',
@@ -1015,7 +1003,7 @@ describe('the running stack, checked against the document', () => {
   it('documents 503 on every secured route when the key store cannot be reached', async () => {
     const cut = await startProxy(
       loadProxyConfig({
-        ...stackEnv(),
+        ...stack.infraEnv(),
         KEYS_URL: 'http://127.0.0.1:9',
         BILLING_URL: 'http://127.0.0.1:9',
         SERVICE_TIMEOUT_MS: '1000',

@@ -189,6 +189,20 @@ describe('/teams/{id}/members', () => {
     const anonymous = await call('keys');
     expect(anonymous.status, anonymous.text).toBe(400);
     expect(anonymous.body.error.message).toMatch(/x-tollgate-actor-key/);
+    // A malformed user id is refused by the route's contract, naming the field.
+    const malformed = await dash.request('DELETE', `${path}/not-a-user-id`, {
+      headers: {
+        [SERVICE_TOKEN_HEADER]: await createServiceSigner('keys', stack.serviceKeys.keys.privateKey).sign(
+          'dashboard',
+        ),
+        'x-tollgate-actor-key': stack.account.managementKeyId,
+      },
+    });
+    expect(malformed.status, malformed.text).toBe(400);
+    expect(malformed.body.error).toMatchObject({
+      message: 'userId: must be a user id (uuid)',
+      metadata: { field: 'userId' },
+    });
     expect((await api(`/teams/${team}/members`)).body).toEqual({ data: [] });
   });
 

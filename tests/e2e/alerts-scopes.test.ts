@@ -13,14 +13,7 @@ import { toDecimal, toUnits } from '@tollgate/money';
 import { loadConfig as loadProxyConfig, type ProxyHandle, startProxy } from '@tollgate/proxy';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  DEV_CATALOG_PATH,
-  describeResponse,
-  MODEL,
-  type Stack,
-  startStack,
-  testUsagePartitions,
-} from '../support/stack';
+import { DEV_CATALOG_PATH, describeResponse, MODEL, type Stack, startStack } from '../support/stack';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 const WEBHOOK_ENV = { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1', WEBHOOK_POLL_MS: '100' };
@@ -33,17 +26,7 @@ const receiver = new WebhookReceiver(204);
 beforeAll(async () => {
   await receiver.start();
   stack = await startStack({ billingEnv: WEBHOOK_ENV });
-  const shared = {
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'silent',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    REDIS_URL: stack.infra.redis.url,
-    REDIS_PREFIX: stack.infra.redis.prefix,
-    AMQP_URL: stack.infra.amqp.url,
-    AMQP_PREFIX: stack.infra.amqp.prefix,
-    USAGE_PARTITIONS: String(testUsagePartitions()),
-  };
+  const shared = stack.infraEnv();
   // A second billing worker on the same queues and database, as a second replica is.
   billing2 = await startBilling(
     loadBillingConfig({
@@ -107,15 +90,16 @@ describe('alerts of every scope across 2 proxies and 2 billing workers', () => {
       };
     };
 
-    // What one request costs (`unit`); then the limits in units: the key's daily limit 20 (25/50/75 %
+    // What one request costs (`unit`); then the limits in units: the key's limit 20 (25/50/75 %
     // at 5, 10, 15), its team's 30 (7.5, 15, 22.5), the credits corrected to 32 (8, 16, 24) and credits
     // below 18 left (after 14). The load takes the key to ≥ 17 of its 20: past a threshold of each.
     const first = await chat();
     expect(first.status, first.text).toBe(200);
     const unit = toUnits(first.cost);
     const limits = { key: unit * 20n, team: unit * 30n, credits: unit * 32n, low: unit * 18n };
-    await runtime.keys.update(account.id, row.id, { limit: toDecimal(limits.key), limitReset: 'daily' });
-    await runtime.teams.update(account.id, team.id, { limit: toDecimal(limits.team), limitReset: 'daily' });
+    // Limits that never reset (period `all`): a daily one would start again if the run crossed 00:00 UTC.
+    await runtime.keys.update(account.id, row.id, { limit: toDecimal(limits.key), limitReset: null });
+    await runtime.teams.update(account.id, team.id, { limit: toDecimal(limits.team), limitReset: null });
     await stack.addCredits(account.id, toDecimal(limits.credits - toUnits('1')));
     const lowCredit = toDecimal(limits.low);
     expect(String(Number(lowCredit)), 'a JSON number that is the exact amount').toBe(lowCredit);
@@ -126,7 +110,7 @@ describe('alerts of every scope across 2 proxies and 2 billing workers', () => {
     expect(created.status, describeResponse(created)).toBe(201);
     const secret = created.body.data.secret as string;
 
-    const period = `d${new Date().toISOString().slice(0, 10)}`;
+    const period = 'all';
     const pool = stack.services.billing.db;
     const committed = async (table: 'key_spend' | 'team_spend', column: 'key_id' | 'team_id', id: string) => {
       const r = await pool

@@ -8,6 +8,7 @@
  * no key is past its limit and no prepaid account below zero.
  *
  *   pnpm exec vitest run --config tests/faults/vitest.config.ts tests/faults/abandon.test.ts
+ *   FAULTS_SEED=<seed> …    the same requests and points again (the seed is in the test's name)
  */
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
@@ -78,7 +79,10 @@ afterAll(async () => {
 });
 
 /** One request of the mix: its body (model, media, reasoning, sim figures) and where its client leaves. */
-function plan(i: number, rand: () => number): { body: Record<string, unknown>; point: Point } {
+function plan(
+  i: number,
+  rand: () => number,
+): { body: Record<string, unknown>; point: Point; leaveAfter: number } {
   const tag = `abandon-${SEED}-${i}`;
   const stream = rand() < 0.7;
   const r = rand();
@@ -90,6 +94,8 @@ function plan(i: number, rand: () => number): { body: Record<string, unknown>; p
         : rand() < 0.5
           ? 'before-headers'
           : 'json-before-answer';
+  // A stream left mid-way is left after this many events (of the seed too, so a run replays).
+  const leaveAfter = point === 'mid-stream' ? 2 + Math.floor(rand() * 6) : Number.POSITIVE_INFINITY;
   const sim: Record<string, unknown> = {
     tag,
     ttft_ms: 20 + Math.floor(rand() * 200),
@@ -126,11 +132,16 @@ function plan(i: number, rand: () => number): { body: Record<string, unknown>; p
   }
   const content = [{ type: 'text', text: `abandon ${tag}` }, ...((body.content as unknown[]) ?? [])];
   delete body.content;
-  return { body: { ...body, stream, messages: [{ role: 'user', content }], sim }, point };
+  return { body: { ...body, stream, messages: [{ role: 'user', content }], sim }, point, leaveAfter };
 }
 
 /** Sends one request and leaves at its point; returns the status the client saw (0: it left first). */
-async function send(k: KeyUnderTest, body: Record<string, unknown>, point: Point): Promise<number> {
+async function send(
+  k: KeyUnderTest,
+  body: Record<string, unknown>,
+  point: Point,
+  leaveAfter: number,
+): Promise<number> {
   const controller = new AbortController();
   const tag = (body.sim as { tag: string }).tag;
   const started = fetch(`http://127.0.0.1:${stack.proxyPort}/api/v1/chat/completions`, {
@@ -170,7 +181,6 @@ async function send(k: KeyUnderTest, body: Record<string, unknown>, point: Point
   const decoder = new TextDecoder();
   let text = '';
   let events = 0;
-  const leaveAfter = point === 'mid-stream' ? 2 + Math.floor(Math.random() * 6) : Number.POSITIVE_INFINITY;
   for (;;) {
     const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
     if (done) break;
@@ -185,7 +195,7 @@ async function send(k: KeyUnderTest, body: Record<string, unknown>, point: Point
   return 200;
 }
 
-it(`${REQUESTS} requests, a third abandoned at random points: every bill covers the provider's charge`, async () => {
+it(`${REQUESTS} requests, a third abandoned at random points: every bill covers the provider's charge (seed ${SEED})`, async () => {
   const rand = seededRandom(SEED);
   const plans = Array.from({ length: REQUESTS }, (_, i) => plan(i, rand));
   const sent: Sent[] = [];
@@ -194,9 +204,9 @@ it(`${REQUESTS} requests, a third abandoned at random points: every bill covers 
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       for (let i = next++; i < plans.length; i = next++) {
-        const { body, point } = plans[i]!;
+        const { body, point, leaveAfter } = plans[i]!;
         const k = keys[i % keys.length]!;
-        const status = await send(k, body, point);
+        const status = await send(k, body, point, leaveAfter);
         sent.push({
           tag: (body.sim as { tag: string }).tag,
           model: body.model as string,

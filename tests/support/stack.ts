@@ -91,6 +91,12 @@ export interface Stack {
   /** Isolation handles (prefixes, database) of this stack. */
   infra: { database: TestDatabase; redis: TestRedis; amqp: TestAmqp };
   /**
+   * The settings every service of this stack shares (NODE_ENV, LOG_LEVEL, HOST, PORT 0, its Redis
+   * and prefix, its RabbitMQ and names, USAGE_PARTITIONS): the start of one more proxy's or billing
+   * worker's environment on this stack (`startProxy(loadConfig({...stack.infraEnv(), KEYS_URL, …}))`).
+   */
+  infraEnv(): Record<string, string>;
+  /**
    * The service keys in use: the development keys, or with `productionKeys` a fresh keypair per
    * caller (base64 DER), the services running with NODE_ENV=production.
    */
@@ -365,6 +371,7 @@ export async function startStack(
       proxyConfig,
       dashboardPort,
       infra: { database, redis, amqp },
+      infraEnv: () => ({ ...common, AMQP_URL: amqp.url, AMQP_PREFIX: amqp.prefix }),
       serviceKeys,
       logins: logins?.urls ?? null,
       createAccount,

@@ -42,12 +42,14 @@ export type AddTeamMemberRequest = z.input<typeof addTeamMemberBody>;
 const membersPath = (accountId: string, teamId: string) =>
   `${accountPath(accountId)}/teams/${encodeURIComponent(teamId)}/members`;
 
-/** `:accountId/:teamId(/:userId)` of the dashboard's internal member routes. */
-export const teamMemberParams = z.object({
+/** `:accountId/:teamId` of the dashboard's internal member routes. */
+export const teamMembersParams = z.object({
   accountId: uuid('an account id'),
   teamId: uuid('a team id'),
-  userId: uuid('a user id').optional(),
 });
+
+/** `:accountId/:teamId/:userId` of the dashboard's internal route removing one member. */
+export const teamMemberParams = teamMembersParams.extend({ userId: uuid('a user id') });
 
 /** `GET /internal/accounts/:accountId/teams/:teamId/members` (dashboard; caller keys): oldest member first. */
 export const listTeamMembers = {

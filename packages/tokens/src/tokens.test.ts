@@ -1,5 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { seededRandom } from '@tollgate/testkit/random';
 import { encode } from 'gpt-tokenizer';
 import { describe, expect, it } from 'vitest';
 import {
@@ -68,9 +69,12 @@ describe('countTextTokens', () => {
   // gpt-tokenizer's BPE is quadratic on a run without whitespace ('q' × 100k: ~7 s) and costs
   // ~2-5 µs per character of new text. Each shape is counted in well under 50 ms of CPU, never below the
   // exact count (checked on a prefix the tokenizer can afford).
+  // The random runs are new each run; the seed is in each test's name, TOKENS_SEED=<seed> replays it.
+  const SEED = Number(process.env.TOKENS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+  const rand = seededRandom(SEED);
   const random = (n: number, alphabet: string) => {
     let s = '';
-    for (let i = 0; i < n; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
+    for (let i = 0; i < n; i++) s += alphabet[Math.floor(rand() * alphabet.length)];
     return s;
   };
   const adversarial: [string, string][] = [
@@ -83,7 +87,7 @@ describe('countTextTokens', () => {
     ['random words', random(200_000, 'abcdefghijklmnopqrstuvwxyz     ')],
   ];
   for (const [name, text] of adversarial) {
-    it(`counts a ${name} of ${text.length} chars in bounded time, never below the exact count`, () => {
+    it(`counts a ${name} of ${text.length} chars in bounded time, never below the exact count (seed ${SEED})`, () => {
       countTextTokens(text.slice(0, 100)); // warm up
       const [n, ms] = cpuMsOf(() => countTextTokens(text));
       expect(ms).toBeLessThan(50);

@@ -5,6 +5,7 @@ import {
   type listTeamMembers,
   type removeTeamMember,
   teamMemberParams,
+  teamMembersParams,
 } from '@tollgate/contracts';
 import { badRequest } from '@tollgate/errors';
 import { ACTOR_KEY_HEADER, forwardedClientAddress, parseInput, serviceCaller } from '@tollgate/http';
@@ -22,9 +23,10 @@ function managementKeyActor(req: Request): ManagementKeyActor {
   return { managementKeyId: key, address: forwardedClientAddress(req) };
 }
 
-const paramsOf = (req: Request) => {
-  const p = parseInput(teamMemberParams, req.params);
-  return { accountId: p.accountId.toLowerCase(), teamId: p.teamId.toLowerCase(), userId: p.userId };
+/** The account and team of a member route (lowercase, as Postgres prints them). */
+const teamOf = (req: Request) => {
+  const p = parseInput(teamMembersParams, req.params);
+  return { accountId: p.accountId.toLowerCase(), teamId: p.teamId.toLowerCase() };
 };
 
 /**
@@ -38,7 +40,7 @@ export function teamMembersRoutes(deps: { members: TeamMembersService; verifier:
   const path = '/internal/accounts/:accountId/teams/:teamId/members';
 
   router.get(path, keys, async (req, res) => {
-    const { accountId, teamId } = paramsOf(req);
+    const { accountId, teamId } = teamOf(req);
     const answer: z.input<typeof listTeamMembers.response> = {
       data: await deps.members.list(accountId, teamId),
     };
@@ -46,7 +48,7 @@ export function teamMembersRoutes(deps: { members: TeamMembersService; verifier:
   });
 
   router.post(path, keys, async (req, res) => {
-    const { accountId, teamId } = paramsOf(req);
+    const { accountId, teamId } = teamOf(req);
     const body = parseInput(addTeamMember.request, req.body);
     const { member, added } = await deps.members.add(accountId, teamId, body, managementKeyActor(req));
     const answer: z.input<typeof addTeamMember.response> = { data: member, added };
@@ -54,9 +56,9 @@ export function teamMembersRoutes(deps: { members: TeamMembersService; verifier:
   });
 
   router.delete(`${path}/:userId`, keys, async (req, res) => {
-    const { accountId, teamId, userId } = paramsOf(req);
-    if (userId === undefined) throw badRequest('userId: expected a user id (uuid)');
-    await deps.members.remove(accountId, teamId, userId, managementKeyActor(req));
+    const { accountId, teamId, userId } = parseInput(teamMemberParams, req.params);
+    const actor = managementKeyActor(req);
+    await deps.members.remove(accountId.toLowerCase(), teamId.toLowerCase(), userId, actor);
     const answer: z.input<typeof removeTeamMember.response> = {
       data: { id: userId.toLowerCase(), deleted: true },
     };
