@@ -33,6 +33,19 @@ const PARTITION_SUITES = [
   'services/billing/src/refusals/refusals.test.ts',
 ];
 
+/**
+ * The dashboard's browser suites (Debian's Chromium through playwright-core): each page load, click
+ * and screenshot is CPU-bound, and with other files' stacks on the same two cores their waits for a
+ * page to settle ran past their deadlines. They run in the `browser` project, one file at a time,
+ * after every other file (vitest runs a project with `maxWorkers: 1` as its own sequential group,
+ * last).
+ */
+const BROWSER_SUITES = [
+  'tests/dashboard/browser*.test.ts',
+  'tests/dashboard/*-browser.test.ts',
+  'tests/dashboard/sso.test.ts',
+];
+
 export default defineConfig({
   test: {
     // The fault suite runs on its own (`make test-faults`, tests/faults/vitest.config.ts).
@@ -66,7 +79,12 @@ export default defineConfig({
             'services/*/test/**/*.test.ts',
             'tests/**/*.test.ts',
           ],
+          exclude: ['tests/faults/**', '**/node_modules/**', ...BROWSER_SUITES],
         },
+      },
+      {
+        extends: true,
+        test: { name: 'browser', include: BROWSER_SUITES, maxWorkers: 1 },
       },
       {
         extends: true,

@@ -366,5 +366,5 @@ describe('admin CLI', () => {
       (err: { code: number; stderr: string }) => err,
     );
     expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/missing required option --name/) });
-  }, 30_000);
+  }); // the suite's testTimeout: three pnpm + tsx starts took over 30 s on a slow 2-core host
 });
