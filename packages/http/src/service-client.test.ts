@@ -53,7 +53,9 @@ beforeAll(async () => {
     service: 'keys',
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     token: serviceTokenSource(devServiceSigner('proxy'), 'keys'),
-    timeoutMs: 300,
+    // Long enough for a cold first call (signing key import, JIT) on a loaded 2-core host (300 ms
+    // failed there); the deadline case below answers after twice as long.
+    timeoutMs: 1_500,
     logger,
   });
 });
@@ -154,7 +156,7 @@ describe('service client', () => {
           error: { code: 500, message: 'db password wrong', metadata: { error_type: 'internal' } },
         }),
       (_req, res) => json(res, 200, 'not json at all'),
-      (_req, res) => setTimeout(() => json(res, 200, { data: record }), 1000),
+      (_req, res) => setTimeout(() => json(res, 200, { data: record }), 3_000),
     ];
     for (const h of cases) {
       handler = h;
