@@ -84,7 +84,14 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'browser', include: BROWSER_SUITES, maxWorkers: 1 },
+        // A page's fetch after a reload or a navigation can take seconds on a slow host: an
+        // `expect.poll` waits up to 30 s (vitest's default is 1 s) and still ends when it passes.
+        test: {
+          name: 'browser',
+          include: BROWSER_SUITES,
+          maxWorkers: 1,
+          expect: { poll: { timeout: 30_000 } },
+        },
       },
       {
         extends: true,
