@@ -12,6 +12,22 @@ interface OutgoingState {
 }
 
 const HEX = Buffer.from('0123456789abcdef');
+
+/** The length of an HTTP/1.1 chunk's size line for `size` bytes: its hex digits and CRLF (RFC 9112 §7.1). */
+export function sizeLineLength(size: number): number {
+  let digits = 1;
+  while (size >= 16 ** digits) digits++;
+  return digits + 2;
+}
+
+/** Writes the size line of a `size`-byte chunk into `out` at `at` (digit by digit, no string); returns where its data goes. */
+export function writeSizeLine(out: Buffer, at: number, size: number): number {
+  const end = at + sizeLineLength(size);
+  for (let i = end - 3, n = size; i >= at; i--, n >>>= 4) out[i] = HEX[n & 15] as number;
+  out[end - 2] = 13;
+  out[end - 1] = 10;
+  return end;
+}
 /** The zero-size chunk that ends a chunked body (no trailers), RFC 9112 §7.1. */
 const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
 
@@ -75,19 +91,13 @@ export function endChunked(res: ServerResponse, last: Buffer | string): boolean 
   const socket = chunkSocket(res);
   if (socket === null || state._trailer !== '') return false;
   const size = typeof last === 'string' ? Buffer.byteLength(last) : last.length;
-  let digits = 0;
-  if (size > 0) {
-    digits = 1;
-    while (size >= 16 ** digits) digits++;
-  }
   const head = takeHead(res);
-  const out = Buffer.allocUnsafe(head.length + (size > 0 ? digits + size + 4 : 0) + LAST_CHUNK.length);
+  const out = Buffer.allocUnsafe(
+    head.length + (size > 0 ? sizeLineLength(size) + size + 2 : 0) + LAST_CHUNK.length,
+  );
   let at = head.length > 0 ? out.write(head, 0, 'latin1') : 0;
   if (size > 0) {
-    for (let i = digits - 1, n = size; i >= 0; i--, n >>>= 4) out[at + i] = HEX[n & 15] as number;
-    at += digits;
-    out[at++] = 13;
-    out[at++] = 10;
+    at = writeSizeLine(out, at, size);
     at += typeof last === 'string' ? out.write(last, at, 'utf8') : last.copy(out, at);
     out[at++] = 13;
     out[at++] = 10;

@@ -14,8 +14,9 @@
  * per call and `Buffer#write` is a native call, each costlier than the loop for the ranges and ids of
  * one chunk (issue 30: CPU per relayed chunk).
  */
+import { sizeLineLength, writeSizeLine } from '../../http/http-chunk';
+
 const SHORT = 256;
-const HEX = Buffer.from('0123456789abcdef');
 
 export class ByteOut {
   private readonly parts: Array<Buffer | string | null> = [];
@@ -84,16 +85,10 @@ export class ByteOut {
    */
   takeChunk(head = ''): Buffer {
     const size = this.size;
-    let digits = 1;
-    while (size >= 16 ** digits) digits++;
     const h = head.length;
-    const out = Buffer.allocUnsafe(h + digits + size + 4);
+    const out = Buffer.allocUnsafe(h + sizeLineLength(size) + size + 2);
     if (h > 0) out.write(head, 0, 'latin1');
-    // The size in hex, written digit by digit (no string of it).
-    for (let i = digits - 1, n = size; i >= 0; i--, n >>>= 4) out[h + i] = HEX[n & 15] as number;
-    out[h + digits] = 13;
-    out[h + digits + 1] = 10;
-    this.into(out, h + digits + 2);
+    this.into(out, writeSizeLine(out, h, size));
     out[out.length - 2] = 13;
     out[out.length - 1] = 10;
     return out;
