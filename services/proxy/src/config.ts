@@ -134,6 +134,17 @@ export const proxyEnv = z
      */
     SERVER_LISTEN_BACKLOG: z.coerce.number().int().positive().default(4096),
     /**
+     * Listening sockets per process on PORT (SO_REUSEPORT, Linux): libuv accepts one connection per
+     * socket per event-loop wake-up, so a process busy with streams took a burst of new connections
+     * at a few hundred a second with one (issue 30). 1: one socket, without SO_REUSEPORT.
+     */
+    SERVER_ACCEPT_SOCKETS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(process.platform === 'linux' ? 8 : 1),
+    /**
      * A streaming client that does not read for this long (its socket buffer stays full) is cut:
      * the upstream request is aborted and what was produced is billed, marked cancelled.
      */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { Socket } from 'node:net';
+import type { Server as NetServer, Socket } from 'node:net';
 import { AppError } from '@tollgate/errors';
 import type { Logger } from '@tollgate/logger';
 
@@ -82,7 +82,7 @@ export interface ConnectionCap {
 }
 
 /** net.Server's own count of its open connections (what `maxConnections` is checked against). */
-type CountedServer = Server & { _connections: number };
+type CountedServer = NetServer & { _connections: number };
 
 /**
  * Puts the cap in front of the HTTP server: a connection is handed to the HTTP parser (the http
@@ -90,13 +90,28 @@ type CountedServer = Server & { _connections: number };
  * 503 without the parser (`refuser`). The served path costs one comparison per connection:
  * net.Server counts its open connections anyway (`_connections`, up before 'connection', down when a
  * socket is destroyed), and a request on a served connection is not looked at.
+ *
+ * `feeders`: more listening sockets of the same port whose connections are handed to this server
+ * (`server.emit('connection')`, http/server.ts): each counts its own, and the cap is on the sum.
  */
-export function capConnections(server: Server, budget: ConnectionBudget, logger?: Logger): ConnectionCap {
-  const counted = server as CountedServer;
+export function capConnections(
+  server: Server,
+  budget: ConnectionBudget,
+  logger?: Logger,
+  feeders: readonly NetServer[] = [],
+): ConnectionCap {
+  const counted = [server, ...feeders] as CountedServer[];
   const refusals = new Set<Socket>();
-  if (typeof counted._connections !== 'number')
+  if (counted.some((s) => typeof s._connections !== 'number'))
     throw new Error("capConnections: this runtime's net.Server does not count its connections");
-  const open = () => counted._connections - refusals.size;
+  const open =
+    counted.length === 1
+      ? () => (counted[0] as CountedServer)._connections - refusals.size
+      : () => {
+          let n = -refusals.size;
+          for (const s of counted) n += s._connections;
+          return n;
+        };
   if (budget.serve === 0) return { budget, open, refusing: () => 0 };
   const [http] = server.listeners('connection') as Array<(this: Server, socket: Socket) => void>;
   if (!http) throw new Error('capConnections: not an http.Server (no connection listener)');

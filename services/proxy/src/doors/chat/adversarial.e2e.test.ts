@@ -13,6 +13,14 @@ let stack: ProxyStack;
 const RUN = 60_000; // ~2 s of tokenizing each on the old code; well under the 10 MB body limit
 const HEALTH_BUDGET_MS = 50;
 /**
+ * The outputs' budget. While an adversarial output streams, this process is legitimately busy: the
+ * simulator writes, the proxy relays and the test client reads up to 1,000 chunks of 1 KB paced 1 ms
+ * apart, all in this process, so a poll waits behind that work and its CPU time is this process's too.
+ * With three test files at a time on 2 cores a poll took 111 ms in CI (stop 35) with no block. A
+ * tokenizer block on the old code held the loop for seconds (~2 s per 60k run), still far above this.
+ */
+const OUTPUT_BUDGET_MS = 250;
+/**
  * The poll shares 2 CPUs with the other test files running in parallel, so one slow poll can be the
  * machine's doing; a retry (with fresh adversarial strings) tells that apart from a real block,
  * which on the old code lasted seconds on every attempt.
@@ -175,7 +183,7 @@ describe('adversarial outputs do not block the event loop', () => {
   });
 
   it(
-    `an unbroken output that ends without usage is estimated within ${HEALTH_BUDGET_MS} ms`,
+    `an unbroken output that ends without usage is estimated within ${OUTPUT_BUDGET_MS} ms`,
     RETRY,
     async () => {
       const { result, slowest } = await slowestHealthzDuring(async () => {
@@ -187,12 +195,12 @@ describe('adversarial outputs do not block the event loop', () => {
       // Never below the exact count of what was produced: these runs are at most one o200k token per
       // two characters.
       expect(result.event.tokens.completion).toBeGreaterThanOrEqual(RUN / 2);
-      expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
+      expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(OUTPUT_BUDGET_MS);
     },
   );
 
   it(
-    `an unbroken non-streamed output without usage is estimated within ${HEALTH_BUDGET_MS} ms`,
+    `an unbroken non-streamed output without usage is estimated within ${OUTPUT_BUDGET_MS} ms`,
     RETRY,
     async () => {
       const { result, slowest } = await slowestHealthzDuring(async () => {
@@ -204,11 +212,11 @@ describe('adversarial outputs do not block the event loop', () => {
         return waitForEvent(r.id!);
       });
       expect(result.tokens.completion).toBeGreaterThanOrEqual(RUN / 2);
-      expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
+      expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(OUTPUT_BUDGET_MS);
     },
   );
 
-  it(`a cancelled unbroken output is estimated within ${HEALTH_BUDGET_MS} ms`, RETRY, async () => {
+  it(`a cancelled unbroken output is estimated within ${OUTPUT_BUDGET_MS} ms`, RETRY, async () => {
     const { result, slowest } = await slowestHealthzDuring(async () => {
       // The cancelled stream is drained (issue 22); without usage at its end it is estimated.
       const r = await streamGo(
@@ -219,7 +227,7 @@ describe('adversarial outputs do not block the event loop', () => {
     });
     expect(result).toMatchObject({ cancelled: true, usage_source: 'estimated' });
     expect(result.tokens.completion).toBeGreaterThanOrEqual(30_000);
-    expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(HEALTH_BUDGET_MS);
+    expect(slowest, `slowest /healthz: ${slowest.toFixed(1)} ms`).toBeLessThan(OUTPUT_BUDGET_MS);
   });
 });
 
