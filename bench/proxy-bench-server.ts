@@ -15,8 +15,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadCatalog } from '@tollgate/catalog';
 import { startTestKeysService } from '@tollgate/keys/testing';
 import { startProviderSim } from '@tollgate/provider-sim';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { createKeyCache } from '../packages/key-cache/src/index';
+import { CorkedRedis } from '../packages/redis/src/index';
 import { DEFAULT_CATALOG_PATH, loadConfig } from '../services/proxy/src/config';
 import { startProxy } from '../services/proxy/src/http/app';
 import { Upstreams } from '../services/proxy/src/upstream/upstream';
@@ -99,8 +100,7 @@ if (role === 'sim') {
   let lookup = async () => {};
   if (role === 'mini-redis') {
     // Same client options as the proxy; a real cached record under a throw-away prefix.
-    redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-      enableAutoPipelining: true,
+    redis = new CorkedRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       commandTimeout: 1_000,

@@ -1,4 +1,5 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import { CorkedRedis } from './corked-redis';
 
 /**
  * The one Redis client factory of every service (proxy, keys, billing): a single node or a Redis
@@ -31,6 +32,12 @@ export interface RedisClientOptions {
    * only: a cluster client never auto-pipelines (see createRedisClient).
    */
   enableAutoPipelining?: boolean;
+  /**
+   * Batch the commands of one event-loop turn into one write by corking the socket until the next
+   * immediate (CorkedRedis, corked-redis.ts): the batching of auto-pipelining at a fraction of its
+   * JavaScript. A single node only, and instead of `enableAutoPipelining` (never both).
+   */
+  batchWrites?: boolean;
   maxRetriesPerRequest?: number | null;
   commandTimeout?: number;
   /**
@@ -99,17 +106,20 @@ export function createRedisClient(
     retryStrategy,
     enableOfflineQueue,
     enableAutoPipelining,
+    batchWrites,
     lazyConnect,
     clusterCommandTimeout,
     ...perNode
   } = options;
   if (!c.cluster) {
+    if (batchWrites && enableAutoPipelining)
+      throw new Error('createRedisClient: batchWrites and enableAutoPipelining are exclusive');
     const o: RedisOptions = { ...perNode };
     if (retryStrategy) o.retryStrategy = retryStrategy;
     if (enableOfflineQueue !== undefined) o.enableOfflineQueue = enableOfflineQueue;
     if (enableAutoPipelining !== undefined) o.enableAutoPipelining = enableAutoPipelining;
     if (lazyConnect !== undefined) o.lazyConnect = lazyConnect;
-    return new Redis(c.url, o);
+    return batchWrites ? new CorkedRedis(c.url, o) : new Redis(c.url, o);
   }
   if (clusterCommandTimeout !== undefined) perNode.commandTimeout = clusterCommandTimeout;
   const o: ClusterOptions = {
@@ -182,4 +192,5 @@ export function whenReady(redis: RedisClient, timeoutMs: number): Promise<boolea
     redis.once('ready', ready);
   });
 }
+export { CorkedRedis } from './corked-redis';
 export { loadLua, luaDir } from './lua';

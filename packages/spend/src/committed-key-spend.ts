@@ -7,7 +7,7 @@ export type CommittedKeySpend = Map<string, bigint>;
 /**
  * Read-only: the committed spend of keys as the billing worker last wrote it to their key hashes
  * (each field is a Postgres total after a commit, raised monotonically; see COMMIT and LOAD_KEY), for
- * the given period fields. One round trip (an HMGET per key, auto-pipelined; on a cluster each to its
+ * the given period fields. One round trip (an HMGET per key, in one write on a client that batches them — auto-pipelining or `batchWrites`; on a cluster each to its
  * account's node). A key whose hash is
  * missing or was never built from Postgres (`_ok` absent: no limited request since the hash expired,
  * or a rebuild under way for a new hash) maps to null: the caller must ask billing (Postgres) instead.
@@ -23,8 +23,8 @@ export async function readCommittedKeySpend(
   const out = new Map<string, CommittedKeySpend | null>();
   if (keys.length === 0) return out;
   const fields = ['_ok', ...periods];
-  // One command per key (a pipeline may not span cluster nodes); an auto-pipelining client sends
-  // them in one write per node.
+  // One command per key (a pipeline may not span cluster nodes); a node client that batches
+  // (auto-pipelining, `batchWrites`) sends them in one write.
   const rows = await Promise.all(
     keys.map((k) => redis.hmget(spendKeyHash(prefix, k.accountId, k.keyId), ...fields)),
   );

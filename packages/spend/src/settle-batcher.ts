@@ -10,7 +10,8 @@ export interface SettleBatcher {
   flush(): Promise<void>;
   /**
    * Sends the settles waiting, if any, now: called by an admission just before its own script call,
-   * so they leave in the admission's socket write (ioredis auto-pipelining) and their replies come
+   * so they leave in the admission's socket write (a client that batches a turn's commands: the
+   * proxy's `batchWrites`, or ioredis auto-pipelining) and their replies come
    * back in its read — no timer, write or wake-up of their own (never rejects).
    */
   ride(): void;

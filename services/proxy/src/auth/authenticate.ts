@@ -95,7 +95,7 @@ export function createAuthenticator(deps: AuthDeps): Authenticator {
   const onLastUsedError = (err: unknown) => logger.warn({ err }, 'could not record key last use');
   const lastWritten = new Map<string, number>();
 
-  /** Fire-and-forget (auto-pipelined by ioredis); the keys service flushes it to last_used_at. */
+  /** Fire-and-forget (in the turn's Redis write, `batchWrites`); the keys service flushes it to last_used_at. */
   function recordLastUse(keyId: string): void {
     const t = now();
     const previous = lastWritten.get(keyId);
