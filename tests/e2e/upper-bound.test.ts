@@ -311,13 +311,13 @@ describe('images and documents at the model bounds', () => {
 });
 
 describe('1-hour cache writes', () => {
-  const cached = (ttl?: '1h') => [
+  const cached = (ttl?: '1h', repeats = 130) => [
     {
       role: 'user',
       content: [
         {
           type: 'text',
-          text: 'a long system document worth caching. '.repeat(130),
+          text: 'a long system document worth caching. '.repeat(repeats),
           cache_control: ttl ? { type: 'ephemeral', ttl } : { type: 'ephemeral' },
         },
       ],
@@ -351,11 +351,15 @@ describe('1-hour cache writes', () => {
   });
 
   it('are reserved at their price when the request asks for ttl 1h', async () => {
-    // ≈ 1,060 prompt tokens: $0.0040 at the 5-minute price, $0.0064 at the 1-hour price (+ $0.00015 output).
-    const limited = await stack.createInferenceKey(stack.account.managementKey, { name: '1h', limit: 0.005 });
+    // 975 characters, ≈ 215 prompt tokens with the margin: ≈ $0.00081 at the 5-minute price, ≈ $0.0013
+    // at the 1-hour price (+ $0.00015 output). Under 1,024 characters a prompt is always counted
+    // exactly (@tollgate/tokens ALWAYS_EXACT_CHARS): a longer one, on a loaded host, can pass the count's
+    // time budget and be counted by its bytes, ~4× the tokens, and the 5-minute request was refused
+    // (stop 35's and 36's CI runs).
+    const limited = await stack.createInferenceKey(stack.account.managementKey, { name: '1h', limit: 0.0012 });
     const ask = (ttl?: '1h') =>
       complete(
-        { model: 'test/claude', max_tokens: 10, messages: cached(ttl), sim: { completion_tokens: 2 } },
+        { model: 'test/claude', max_tokens: 10, messages: cached(ttl, 25), sim: { completion_tokens: 2 } },
         limited.key,
       );
     const oneHour = await ask('1h');

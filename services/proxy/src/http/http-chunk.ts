@@ -33,20 +33,14 @@ const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
 
 /**
  * The client socket a streamed answer's next HTTP/1.1 chunk can be written to directly, or null when
- * it must go through `res.write`: the head is already out, the answer is chunked (an HTTP/1.1 client),
- * the socket is this response's and writable, and nothing of the response waits in front of it.
- * Then one framed chunk (byte-out.ts `takeChunk`) is one `socket.write` — one `write` system call
- * instead of `res.write`'s four pieces, cork and next-tick `writev` (issue 30: the relay's per-chunk
- * cost in a burst of streams).
- */
-export function directSocket(res: ServerResponse): Socket | null {
-  return (res as unknown as OutgoingState)._headerSent ? chunkSocket(res) : null;
-}
-
-/**
- * `directSocket`, also while the head is committed (`writeHead`) but has not left: then the caller
- * puts `takeHead`'s text in front of its first chunk, in the same socket write (one write where
- * `res.write` made a cork, five pieces and a next-tick `writev`).
+ * it must go through `res.write`: the head is committed (`writeHead`), the answer is chunked (an
+ * HTTP/1.1 client), the socket is this response's and writable, and nothing of the response waits in
+ * front of it. Then one framed chunk (byte-out.ts `takeChunk`) is one `socket.write` — one `write`
+ * system call instead of `res.write`'s four pieces, cork and next-tick `writev` (issue 30: the relay's
+ * per-chunk cost in a burst of streams) — with `takeHead`'s text in front of it while the head has not
+ * left (one write where `res.write` made a cork, five pieces and a next-tick `writev`). Every door's
+ * stream writes this way: the chat relay (doors/chat/stream-relay.ts), the Messages and Responses
+ * streams (doors/chunk-write.ts).
  */
 export function chunkSocket(res: ServerResponse): Socket | null {
   const state = res as unknown as OutgoingState;
@@ -67,7 +61,7 @@ export function chunkSocket(res: ServerResponse): Socket | null {
 
 /**
  * The head of `res` if it has not left yet ('' once it has), which the caller writes in front of its
- * first chunk in the same socket write (`directSocket`): from here on `res` counts it as sent, as
+ * first chunk in the same socket write (`chunkSocket`): from here on `res` counts it as sent, as
  * `res.write` would have.
  */
 export function takeHead(res: ServerResponse): string {

@@ -1,9 +1,10 @@
-import { createServer, OutgoingMessage, type Server, ServerResponse } from 'node:http';
+import { createServer, OutgoingMessage, type Server, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { parseCatalog } from '@tollgate/catalog';
 import { type ProviderSim, startProviderSim } from '@tollgate/provider-sim';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ProxyStack, startProxyStack } from '../../../test/stack';
+import { dechunk, rawReads, relayWrites } from '../../../test/stream-writes';
 
 // When the 200 and the SSE headers of a streamed answer reach the client (issue 11: one write and one
 // client wake-up fewer per stream). The head goes out with the first chunk when the provider's first
@@ -80,74 +81,8 @@ function proxyHeadFlushes(): () => number {
   return () => count;
 }
 
-/**
- * The relay's writes to the proxy's client sockets: `res` through `res.write`, `direct` to the socket
- * itself (http/http-chunk.ts), `inEnd`: socket writes of any bytes made inside `res.end`; `last`: the
- * last direct write's bytes.
- */
-function relayWrites(): () => { res: number; direct: number; inEnd: number; last: string } {
-  const port = Number(new URL(stack.proxy.url).port);
-  const counts = { res: 0, direct: 0, inEnd: 0, last: '' };
-  let inEnd = 0;
-  let inside = 0;
-  for (const method of ['write', 'end'] as const) {
-    const original = ServerResponse.prototype[method] as (...a: unknown[]) => unknown;
-    vi.spyOn(ServerResponse.prototype, method).mockImplementation(function (
-      this: ServerResponse,
-      ...args: unknown[]
-    ) {
-      if (method === 'write' && this.socket?.localPort === port) counts.res++;
-      inside++;
-      if (method === 'end') inEnd++;
-      try {
-        return original.apply(this, args);
-      } finally {
-        inside--;
-        if (method === 'end') inEnd--;
-      }
-    } as never);
-  }
-  const socketWrite = net.Socket.prototype.write as (...a: unknown[]) => boolean;
-  vi.spyOn(net.Socket.prototype, 'write').mockImplementation(function (this: net.Socket, ...args: unknown[]) {
-    if (this.localPort === port) {
-      const data = args[0] as string | Buffer;
-      if (inside === 0) {
-        counts.direct++;
-        counts.last = Buffer.from(data).toString('latin1');
-      } else if (inEnd > 0 && data.length > 0) counts.inEnd++;
-    }
-    return socketWrite.apply(this, args);
-  } as never);
-  return () => ({ ...counts });
-}
-
-/**
- * The body of a raw HTTP/1.1 answer with `transfer-encoding: chunked`, decoded strictly (every chunk's
- * size line, its exact bytes and CRLF, the terminating `0` chunk); throws on any framing error.
- */
-function dechunk(raw: Buffer): string {
-  const headEnd = raw.indexOf('\r\n\r\n');
-  const head = raw.subarray(0, headEnd).toString('latin1');
-  if (!/\r\ntransfer-encoding: chunked/i.test(head)) throw new Error(`not chunked: ${head}`);
-  const parts: Buffer[] = [];
-  let at = headEnd + 4;
-  for (;;) {
-    const eol = raw.indexOf('\r\n', at);
-    if (eol === -1) throw new Error('no chunk size line');
-    const size = Number.parseInt(raw.subarray(at, eol).toString('latin1'), 16);
-    if (!Number.isInteger(size)) throw new Error(`bad chunk size at ${at}`);
-    const start = eol + 2;
-    if (raw.subarray(start + size, start + size + 2).toString('latin1') !== '\r\n') {
-      throw new Error(`chunk of ${size} bytes at ${start} not followed by CRLF`);
-    }
-    if (size === 0) {
-      if (start + 2 !== raw.length) throw new Error('bytes after the last chunk');
-      return Buffer.concat(parts).toString('utf8');
-    }
-    parts.push(raw.subarray(start, start + size));
-    at = start + size + 2;
-  }
-}
+/** The relay's writes to the proxy's client sockets (test/stream-writes.ts). */
+const proxyWrites = () => relayWrites(Number(new URL(stack.proxy.url).port));
 
 /** A streamed chat request on a raw HTTP/1.1 connection. */
 function streamedRequest(host: string, model: string, extra: Record<string, unknown>, close = true): string {
@@ -164,29 +99,15 @@ function streamedRequest(host: string, model: string, extra: Record<string, unkn
 }
 
 /** The raw reads of one streamed request on its own connection, with their arrival times. */
-async function rawReads(model: string, extra: Record<string, unknown> = {}) {
-  const url = new URL(stack.proxy.url);
-  const socket = net.connect(Number(url.port), url.hostname);
-  socket.setNoDelay(true);
-  const reads: Array<{ at: number; text: string; bytes: Buffer }> = [];
-  const started = performance.now();
-  socket.write(streamedRequest(url.host, model, extra));
-  socket.on('data', (b: Buffer) =>
-    reads.push({ at: performance.now() - started, text: b.toString('utf8'), bytes: b }),
-  );
-  await new Promise<void>((resolve, reject) => {
-    socket.once('end', () => resolve());
-    socket.once('error', reject);
-  });
-  return reads;
-}
+const rawChatReads = (model: string, extra: Record<string, unknown> = {}) =>
+  rawReads(stack.proxy.url, streamedRequest(new URL(stack.proxy.url).host, model, extra));
 
 describe('the head and the end of a streamed answer', () => {
   it('goes out in the same write as the first chunk when the provider sent them together', async () => {
     // The simulator writes its head with its first chunk. The proxy never sends its head on its own
     // (no flushHeaders: a separate write before the first chunk's).
     const flushes = proxyHeadFlushes();
-    const reads = await rawReads('t/sim', { sim: { completion_tokens: 3 } });
+    const reads = await rawChatReads('t/sim', { sim: { completion_tokens: 3 } });
     expect(flushes()).toBe(0);
     const first = reads[0]?.text ?? '';
     expect(first).toMatch(/^HTTP\/1\.1 200 /);
@@ -200,8 +121,8 @@ describe('the head and the end of a streamed answer', () => {
     // The simulator sends a short unpaced stream in one write: its end arrives with its first chunk,
     // so the relay holds the content and writes it with the head, the usage chunk, [DONE] and the
     // body's terminator: one socket write (http/http-chunk.ts endChunked), none by res.write or res.end.
-    const writes = relayWrites();
-    const reads = await rawReads('t/sim', { sim: { completion_tokens: 3 } });
+    const writes = proxyWrites();
+    const reads = await rawChatReads('t/sim', { sim: { completion_tokens: 3 } });
     expect(writes()).toMatchObject({ res: 0, direct: 1, inEnd: 0 });
     expect(writes().last).toMatch(/^HTTP\/1\.1 200 [\s\S]*data: \[DONE\]\n\n\r\n0\r\n\r\n$/);
     const all = reads.map((r) => r.text).join('');
@@ -223,8 +144,8 @@ describe('the head and the end of a streamed answer', () => {
     // socket directly (http/http-chunk.ts): the first with the head (unless the head was flushed
     // alone before it), the last with the body's terminator, res.end writing nothing more.
     vi.restoreAllMocks();
-    const writes2 = relayWrites();
-    const pacedReads = await rawReads('t/sim', { sim: { completion_tokens: 6, inter_token_ms: 30 } });
+    const writes2 = proxyWrites();
+    const pacedReads = await rawChatReads('t/sim', { sim: { completion_tokens: 6, inter_token_ms: 30 } });
     expect(writes2().res).toBe(0);
     expect(writes2().direct).toBeGreaterThanOrEqual(2);
     expect(writes2().inEnd).toBe(0);
@@ -282,7 +203,7 @@ describe('the head and the end of a streamed answer', () => {
 
   it('goes out on its own, at once, when the first token is slow', async () => {
     const flushes = proxyHeadFlushes();
-    const reads = await rawReads('t/slow');
+    const reads = await rawChatReads('t/slow');
     expect(flushes()).toBe(1);
     const head = reads[0];
     expect(head?.text).toMatch(/^HTTP\/1\.1 200 /);

@@ -1,5 +1,6 @@
 import type { ServerResponse as Response } from 'node:http';
-import { directSocket } from '../../http/http-chunk';
+import type { Socket } from 'node:net';
+import { chunkSocket } from '../../http/http-chunk';
 import { waitForClient } from '../../pipeline/backpressure';
 import type { Completion } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
@@ -10,8 +11,8 @@ import { finishReason } from '../../providers/anthropic/response';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
 import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
-import { ByteOut } from '../chat/byte-out';
 import { utf8 } from '../chat/chunk';
+import { writeChunk } from '../chunk-write';
 import type { AnswerStream } from '../door';
 import { KeptText } from '../kept-text';
 import { anthropicError, errorEventOf } from './errors';
@@ -44,9 +45,6 @@ function joined(before: string, held: Array<string | Buffer> | null, after: stri
   if (after.length > 0) parts.push(Buffer.from(after));
   return Buffer.concat(parts);
 }
-
-/** Frames a translated read's events as one HTTP/1.1 chunk (taken before anything awaits: shared). */
-const framer = new ByteOut();
 
 function flushPending(stream: MessagesStream): void {
   stream.flushPending();
@@ -117,12 +115,13 @@ export class MessagesStream implements AnswerStream, SseEventSink {
     setImmediate(flushPending, this);
   }
 
-  /** Sends what `commitHead` left unsent when nothing was written in its turn (a slow first token). */
+  /**
+   * Sends what `commitHead` left unsent when nothing was written in its turn (a slow first token):
+   * translated, the head and `message_start` in one socket write (`send`); native, the head alone.
+   */
   flushPending(): void {
     if (this.wrote || this.c.cancelled || this.res.writableEnded || this.res.destroyed) return;
-    const text = this.pending;
-    this.pending = '';
-    if (text.length > 0) this.write(text);
+    if (this.pending.length > 0) this.send('', chunkSocket(this.res));
     else this.res.flushHeaders();
   }
 
@@ -137,18 +136,24 @@ export class MessagesStream implements AnswerStream, SseEventSink {
       else this.held.push(out);
       return undefined;
     }
-    // Translated, once the head is out: the read's events are one HTTP/1.1 chunk written to the
-    // client's socket itself (one write system call), as the chat relay does (http-chunk.ts).
-    const socket = typeof out === 'string' && this.pending.length === 0 ? directSocket(this.res) : null;
-    if (socket !== null) {
-      this.wrote = true;
-      this.lastWriteAt = Date.now();
-      framer.text(out as string);
-      if (socket.write(framer.takeChunk())) return undefined;
-      return waitForClient(socket, this.c, this.writeTimeoutMs, this.stalled);
-    }
-    if (this.write(out)) return undefined;
-    return waitForClient(this.res, this.c, this.writeTimeoutMs, this.stalled);
+    const socket = chunkSocket(this.res);
+    if (this.send(out, socket)) return undefined;
+    return waitForClient(socket ?? this.res, this.c, this.writeTimeoutMs, this.stalled);
+  }
+
+  /**
+   * Writes what `commitHead` left unsent and `out`. Where the chat relay would (`socket`: http-chunk.ts
+   * `chunkSocket`), they are one HTTP/1.1 chunk written to the client's socket itself, the head in
+   * front if it has not left (`writeChunk`) — head, first events and first content, translated or the
+   * provider's own bytes, in one write; else through `res.write`. False: the client's buffer is full.
+   */
+  private send(out: string | Buffer, socket: Socket | null): boolean {
+    if (socket === null) return this.write(out);
+    this.wrote = true;
+    this.lastWriteAt = Date.now();
+    const pending = this.pending;
+    this.pending = '';
+    return writeChunk(this.res, socket, pending, out);
   }
 
   /** Translated: the events one read completes, as SSE text ('' when none). */

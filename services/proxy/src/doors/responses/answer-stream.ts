@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { directSocket } from '../../http/http-chunk';
+import type { Socket } from 'node:net';
+import { chunkSocket } from '../../http/http-chunk';
 import { waitForClient } from '../../pipeline/backpressure';
 import type { Completion } from '../../pipeline/completion';
 import { midStreamError, streamEndedEarly } from '../../pipeline/errors';
@@ -8,8 +9,8 @@ import { SSE_HEAD, writeSseHead } from '../../pipeline/sse-head';
 import { isProviderUsage, tokensFromUsage } from '../../providers/openai/usage';
 import { SseBytes, type SseEventSink } from '../../providers/sse';
 import type { TokenCounts } from '../../providers/wire-format';
-import { ByteOut } from '../chat/byte-out';
 import { utf8 } from '../chat/chunk';
+import { writeChunk } from '../chunk-write';
 import type { AnswerStream } from '../door';
 import { openAIError } from './errors';
 import { isResponsesUsage, tokensFromResponsesUsage } from './native';
@@ -30,9 +31,6 @@ const KEEP_ALIVE = ': keep-alive\n\n';
  * answer's last write, once the completion has ended (`finish`). Keep-alive comments, the write
  * timeout and the held last read work as in the chat door's relay.
  */
-/** Frames a read's events as one HTTP/1.1 chunk (taken before anything awaits: shared). */
-const framer = new ByteOut();
-
 function flushPending(stream: ResponsesStream): void {
   stream.flushPending();
 }
@@ -101,12 +99,15 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
     setImmediate(flushPending, this);
   }
 
-  /** Sends what `commitHead` left unsent when nothing was written in its turn (a slow first token). */
+  /**
+   * Sends what `commitHead` left unsent when nothing was written in its turn (a slow first token):
+   * translated, the head and the first events in one socket write (`#send`); native, the head alone.
+   */
   flushPending(): void {
     if (this.#wrote || this.#c.cancelled || this.#res.writableEnded || this.#res.destroyed) return;
     const text = this.#pending;
     this.#pending = '';
-    if (text.length > 0) this.#write(text);
+    if (text.length > 0) this.#send(text, chunkSocket(this.#res));
     else this.#res.flushHeaders();
   }
 
@@ -136,18 +137,22 @@ export class ResponsesStream implements AnswerStream, SseEventSink {
       this.#hold(text);
       return undefined;
     }
-    // Once the head is out, the read's events are one HTTP/1.1 chunk written to the client's socket
-    // itself (one write system call), as the chat relay does (http-chunk.ts).
-    const socket = directSocket(this.#res);
-    if (socket !== null) {
-      this.#wrote = true;
-      this.#lastWriteAt = Date.now();
-      framer.text(text);
-      if (socket.write(framer.takeChunk())) return undefined;
-      return waitForClient(socket, this.#c, this.#writeTimeoutMs, this.#stalled);
-    }
-    if (this.#write(text)) return undefined;
-    return waitForClient(this.#res, this.#c, this.#writeTimeoutMs, this.#stalled);
+    const socket = chunkSocket(this.#res);
+    if (this.#send(text, socket)) return undefined;
+    return waitForClient(socket ?? this.#res, this.#c, this.#writeTimeoutMs, this.#stalled);
+  }
+
+  /**
+   * Writes `text`. Where the chat relay would (`socket`: http-chunk.ts `chunkSocket`), it is one
+   * HTTP/1.1 chunk written to the client's socket itself, the head in front if it has not left
+   * (`writeChunk`): head, first events and first content in one write; else through `res.write`.
+   * False: the client's buffer is full.
+   */
+  #send(text: string, socket: Socket | null): boolean {
+    if (socket === null) return this.#write(text);
+    this.#wrote = true;
+    this.#lastWriteAt = Date.now();
+    return writeChunk(this.#res, socket, '', text);
   }
 
   #hold(text: string): void {
