@@ -356,7 +356,10 @@ describe('1-hour cache writes', () => {
     // exactly (@tollgate/tokens ALWAYS_EXACT_CHARS): a longer one, on a loaded host, can pass the count's
     // time budget and be counted by its bytes, ~4× the tokens, and the 5-minute request was refused
     // (stop 35's and 36's CI runs).
-    const limited = await stack.createInferenceKey(stack.account.managementKey, { name: '1h', limit: 0.0012 });
+    const limited = await stack.createInferenceKey(stack.account.managementKey, {
+      name: '1h',
+      limit: 0.0012,
+    });
     const ask = (ttl?: '1h') =>
       complete(
         { model: 'test/claude', max_tokens: 10, messages: cached(ttl, 25), sim: { completion_tokens: 2 } },
