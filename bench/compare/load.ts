@@ -60,6 +60,17 @@ interface Timing {
   chunks: number;
   maxGap: number;
   error?: string;
+  /** The start of the body of an answer that is not a 200 (its error message, for the counts). */
+  detail?: string;
+}
+
+/** What a refused answer said: its error envelope's message, or its first bytes. */
+function reason(t: Timing): string {
+  try {
+    return (JSON.parse(t.detail ?? '') as { error: { message: string } }).error.message;
+  } catch {
+    return (t.detail ?? '').slice(0, 120);
+  }
 }
 
 function send(agent: http.Agent, r: Request, start: number, onFirst?: () => void): Promise<Timing> {
@@ -88,6 +99,7 @@ function send(agent: http.Agent, r: Request, start: number, onFirst?: () => void
           last = now;
           t.chunks++;
           t.bytes += b.length;
+          if (t.status !== 200 && (t.detail?.length ?? 0) < 2048) t.detail = (t.detail ?? '') + b.toString();
         });
         res.on('end', () => {
           t.total = performance.now() - start;
@@ -302,6 +314,13 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     statuses[k] = (statuses[k] ?? 0) + 1;
   }
   const resets = done.filter((t) => t.error && /ECONNRESET|socket hang up|EPIPE/.test(t.error)).length;
+  // Why the 503s were refused (the connection cap, spend counters, the provider pool…), counted.
+  const refusedBecause: Record<string, number> = {};
+  for (const t of done) {
+    if (t.status !== 503 || t.error) continue;
+    const why = reason(t);
+    refusedBecause[why] = (refusedBecause[why] ?? 0) + 1;
+  }
   const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
   const durations = sorted(finished.map((t) => t.total));
   const gaps = sorted(finished.map((t) => t.maxGap));
@@ -315,6 +334,7 @@ async function streams(j: Extract<Job, { kind: 'streams' }>) {
     finished: finished.length,
     stalled: settled === 'deadline' ? j.streams : stalled,
     refused503: refused,
+    refusedBecause,
     resets,
     statuses,
     deadlineHit: settled === 'deadline',

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CorkedRedis } from './corked-redis';
 import { createRedisClient, isCluster, type RedisClient, whenReady } from './index';
@@ -104,5 +105,42 @@ describe('batchWrites (CorkedRedis)', () => {
     (client as unknown as { stream: { destroy(): void } }).stream.destroy();
     const settled = await Promise.allSettled(pending);
     expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected']);
+  });
+
+  it('times a command out only for time the process could have read its reply (a late loop is not a slow Redis)', async () => {
+    const client = await connected({ batchWrites: true, commandTimeout: 100 });
+    const pong = client.ping();
+    const blockedUntil = performance.now() + 400; // a turn four timeouts long, as under a burst of streams
+    while (performance.now() < blockedUntil);
+    expect(await pong).toBe('PONG');
+    // A plain client (ioredis's own timer) reports the healthy server down after the same late turn.
+    const plain = await connected({ commandTimeout: 100 });
+    const lost = plain.ping();
+    const until = performance.now() + 400;
+    while (performance.now() < until);
+    await expect(lost).rejects.toThrow(/timed out/);
+  });
+
+  it('still times out a Redis that does not answer, within a few timeouts', async () => {
+    const sockets: Socket[] = [];
+    // Answers the connection's first command (ioredis's readiness check, INFO) and then nothing.
+    const mute = createServer((s) => {
+      sockets.push(s);
+      s.once('data', () => s.write('$0\r\n\r\n'));
+    });
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    const client = createRedisClient(
+      { url: `redis://127.0.0.1:${(mute.address() as AddressInfo).port}` },
+      { batchWrites: true, commandTimeout: 100, enableOfflineQueue: true, maxRetriesPerRequest: 0 },
+    );
+    clients.push(client);
+    const started = performance.now();
+    await expect(client.ping()).rejects.toThrow(/timed out/);
+    const took = performance.now() - started;
+    expect(took).toBeGreaterThanOrEqual(95);
+    expect(took).toBeLessThan(5_000);
+    client.disconnect();
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => mute.close(r));
   });
 });
