@@ -15,9 +15,11 @@ import type { Logger } from '@tollgate/logger';
  * no answer (the client sees a reset or "socket hang up"). What must never happen is running out of
  * descriptors: at EMFILE libuv accepts and closes every queued connection at once (resets). So the
  * refusals held at once are capped too (`headroom`, inside the descriptor reserve). Node 24's libuv
- * (1.52) accepts one connection per event-loop wake-up (strace: 500 queued connections, 500 accept4
- * calls each after its own epoll_pwait), so a burst is taken in turn with the closes of the refusals
- * before it, and what is not yet accepted waits in the kernel's queue (SERVER_LISTEN_BACKLOG).
+ * (1.52) accepts one connection per listening socket per event-loop wake-up (strace: 500 queued
+ * connections, 500 accept4 calls each after its own epoll_pwait; SERVER_ACCEPT_SOCKETS sockets,
+ * http/server.ts, take up to that many per wake-up), so a burst is taken in turn with the closes of
+ * the refusals before it, and what is not yet accepted waits in the kernel's queue
+ * (SERVER_LISTEN_BACKLOG).
  */
 
 /** Descriptors kept for all but client connections (listen socket, Redis, RabbitMQ, keys, spool, logs) and refusals. */
