@@ -13,7 +13,7 @@ import type pg from 'pg';
  * executions, `plan_cache_mode = auto`), planned once per connection too. Only marked statements
  * are named, so dynamic SQL (an `in` list of varying length) never piles up prepared statements.
  */
-const MARK = /^\/\* prepared: ([a-z][a-z0-9_]{0,62}) \*\//;
+const MARK = /^\s*\/\* prepared: ([a-z][a-z0-9_]{0,62}) \*\//;
 
 /** The mark to put first in a fixed-text statement: `sql\`${prepared('name')} select …\``. */
 export function prepared(name: string): RawBuilder<unknown> {
