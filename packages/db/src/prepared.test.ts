@@ -29,15 +29,17 @@ describe('prepared(name): fixed-text statements as named prepared statements', (
     expect((await double(2)).rows).toEqual([{ v: 4 }]);
     expect((await double(21)).rows).toEqual([{ v: 42 }]);
     await sql`select ${1}::int as unmarked`.execute(db);
+    await sql`
+      ${prepared('t_indented')} select 1 as v`.execute(db);
     const statements = await preparedOnConnection();
-    expect(statements.map((s) => s.name)).toEqual(['t_double']);
+    expect(statements.map((s) => s.name)).toEqual(['t_double', 't_indented']);
     expect(statements[0]?.statement).toContain('select $1::int * 2 as v');
   });
 
   it('sends a second text under a name already prepared unnamed instead of failing', async () => {
     const other = await sql<{ v: number }>`${prepared('t_double')} select ${5}::int * 3 as v`.execute(db);
     expect(other.rows).toEqual([{ v: 15 }]);
-    expect((await preparedOnConnection()).map((s) => s.name)).toEqual(['t_double']);
+    expect((await preparedOnConnection()).map((s) => s.name)).toEqual(['t_double', 't_indented']);
   });
 
   it('a marked statement that fails leaves the connection and the statement usable', async () => {
