@@ -80,6 +80,9 @@ const tableOverflow = (p: Page) =>
 
 /** The element lies inside the viewport horizontally. */
 async function inViewport(p: Page, selector: ReturnType<Page['locator']>) {
+  // Rendered first (on a loaded machine a row can be in the page before its buttons): a missing
+  // element has no box, which would read as "off screen".
+  await selector.waitFor();
   const box = await selector.boundingBox();
   const width = p.viewportSize()!.width;
   return box !== null && box.x >= 0 && box.x + box.width <= width;

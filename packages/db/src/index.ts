@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import pg from 'pg';
+import { namePreparedStatements } from './prepared';
 
 /** The connection string each db was created with, so migrations can create a missing database. */
 const connectionStrings = new WeakMap<object, string>();
@@ -17,6 +18,7 @@ export function createDb<DB>(connectionString: string, options: { max?: number }
   // the rejection of its next query, and the pool discards the broken client on release.
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    namePreparedStatements(client);
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   connectionStrings.set(db, connectionString);
@@ -116,4 +118,5 @@ export {
   listAuditLog,
 } from './audit-log';
 export { type MigrateCommand, runMigrateCommand } from './migrate-command';
+export { prepared } from './prepared';
 export { sql };

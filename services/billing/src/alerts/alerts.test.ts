@@ -304,10 +304,20 @@ describe('delivery from the outbox (Standard Webhooks)', () => {
       ),
     ).toThrow();
 
-    const log = await api(`/internal/accounts/${accountId}/webhooks/${id}/deliveries`);
-    const { data } = (await log.json()) as {
+    // The receiver has the third attempt before the worker logs it: wait for the log, not the receipt.
+    type Attempts = {
       data: Array<{ attempt: number; status_code: number; latency_ms: number; delivery_status: string }>;
     };
+    const { data } = await vi.waitFor(
+      async () => {
+        const log = (await (
+          await api(`/internal/accounts/${accountId}/webhooks/${id}/deliveries`)
+        ).json()) as Attempts;
+        expect([log.data.length, log.data[0]?.delivery_status]).toEqual([3, 'delivered']);
+        return log;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     expect(data.map((a) => [a.attempt, a.status_code])).toEqual([
       [3, 204],
       [2, 503],

@@ -1,3 +1,4 @@
+import { prepared } from '@tollgate/db';
 import type { UsageEvent } from '@tollgate/events';
 import { type LimitReset, toDecimal, toUnits } from '@tollgate/money';
 import { sql } from 'kysely';
@@ -52,12 +53,15 @@ export function createThresholdHook(deps: { keyLimits: KeyLimitSource; clock: ()
   return {
     async prepare(db: BillingDb, events: readonly UsageEvent[]): Promise<AlertPlan | null> {
       const accountIds = [...new Set(events.map((e) => e.account_id))];
-      const rows = await db
-        .selectFrom('billing.webhook_endpoints')
-        .select(['account_id', 'thresholds', 'low_credit'])
-        .where('enabled', '=', true)
-        .where('account_id', 'in', accountIds)
-        .execute();
+      // Once per batch: one array parameter (not an `in` list of the batch's length), so the text is
+      // fixed and Postgres parses and plans it once per connection (prepared.ts in @tollgate/db).
+      const { rows } = await sql<{
+        account_id: string;
+        thresholds: number[];
+        low_credit: string | null;
+      }>`${prepared('billing_alert_endpoints')}
+        select account_id, thresholds, low_credit
+        from billing.webhook_endpoints where enabled and account_id = any(${accountIds}::uuid[])`.execute(db);
       if (rows.length === 0) return null;
       const accounts = new Map<string, AccountAlerting>();
       for (const r of rows) {

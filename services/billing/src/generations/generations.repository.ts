@@ -1,3 +1,4 @@
+import { prepared } from '@tollgate/db';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../database';
 import { requestIdSecond } from './partitions';
@@ -82,7 +83,7 @@ export async function insertGenerations(trx: Db, rows: readonly GenerationRow[])
   if (rows.length === 0) return [];
   const text = (get: (r: GenerationRow) => string | null) => arrayLiteral(rows, get);
   const plain = (get: (r: GenerationRow) => number | boolean) => plainLiteral(rows, get);
-  const { rows: inserted } = await sql<{ id: string }>`
+  const { rows: inserted } = await sql<{ id: string }>`${prepared('billing_insert_generations')}
     insert into billing.generations (
       id, account_id, key_id, model, provider_name, upstream_model, upstream_id, app, http_referer,
       api_type, session_id, end_user, withheld_tools, streamed, cancelled, finish_reason, tokens_prompt, tokens_completion, tokens_cached,

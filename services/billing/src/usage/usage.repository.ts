@@ -1,3 +1,4 @@
+import { prepared } from '@tollgate/db';
 import { sql } from 'kysely';
 import { LATENCY_UPSERT, type LatencyRollupRow } from '../analytics/latency-rollup';
 import type { RollupRow } from '../analytics/usage-rollup';
@@ -62,7 +63,12 @@ const ROLLUP_RECORD = `account_id uuid, bucket text, key_id uuid, model text, ap
  */
 export async function applyBatchSums(trx: BillingDb, s: BatchSums): Promise<BatchTotals> {
   const json = (v: unknown) => sql`${JSON.stringify(v)}::json`;
-  const { rows } = await sql<{ kind: 'k' | 'a' | 't'; id: string; period: string | null; amount: string }>`
+  const { rows } = await sql<{
+    kind: 'k' | 'a' | 't';
+    id: string;
+    period: string | null;
+    amount: string;
+  }>`${prepared('billing_apply_batch_sums')}
     with hourly as (
       insert into billing.usage_hourly as t (hour, ${sql.raw(rollupColumns)})
       select bucket::timestamptz, ${sql.raw(rollupColumns)}
