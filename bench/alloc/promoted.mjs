@@ -31,6 +31,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import v8 from 'node:v8';
+import { sampled } from './sampled.mjs';
 
 const PATH = process.env.GC_PATH ?? '/chat/completions';
 const WARMUP = Number(process.env.GC_WARMUP ?? 700);
@@ -110,7 +111,10 @@ function closeWindow() {
   open = null;
   session?.post('HeapProfiler.stopSampling', (err, res) => {
     if (err) return;
-    for (const [key, n] of sampled(res.profile)) frames.set(key, (frames.get(key) ?? 0) + n);
+    for (const [raw, n] of sampled(res.profile)) {
+      const key = readable(raw);
+      frames.set(key, (frames.get(key) ?? 0) + n);
+    }
   });
 }
 
@@ -172,38 +176,11 @@ dc.subscribe('http.server.response.finish', ({ request, response }) => {
   }
 });
 
-/** Self bytes per top frame of a sampling profile (as bench/alloc/preload.mjs). */
-function sampled(profile) {
-  const byNode = new Map();
-  const walk = (node, parent) => {
-    byNode.set(node.id, { frame: node.callFrame, parent });
-    for (const child of node.children) walk(child, node.id);
-  };
-  walk(profile.head, null);
-  const up = (n) => (n.parent === null ? null : byNode.get(n.parent));
-  const total = new Map();
-  for (const s of profile.samples) {
-    let n = byNode.get(s.nodeId);
-    let fn = n.frame.functionName || '(anonymous)';
-    if (n.frame.url === '') {
-      let caller = up(n);
-      while (caller && caller.frame.url === '') caller = up(caller);
-      if (caller) {
-        n = caller;
-        fn = `${fn} ← ${n.frame.functionName || '(anonymous)'}`;
-      }
-    }
-    const f = n.frame;
-    let via = n;
-    while (via && (via.frame.url === '' || via.frame.url.startsWith('node:'))) via = up(via);
-    const v = via && via !== n ? via.frame : null;
-    const viaKey = v
-      ? `${v.functionName || '(anonymous)'} ${v.url}:${v.lineNumber + 1}:${v.columnNumber + 1}`
-      : '';
-    const key = `${fn}\t${f.url}:${f.lineNumber + 1}:${f.columnNumber + 1}\t${viaKey}`;
-    total.set(key, (total.get(key) ?? 0) + s.size);
-  }
-  return total;
+/** bench/alloc/sampled.mjs's key (tab-separated, 0-based lines) as `fn\turl:line:col\tvia` (1-based). */
+function readable(key) {
+  const [fn, url, line, column, viaFn, viaUrl, viaLine, viaColumn] = key.split('\t');
+  const at = (u, l, c) => `${u}:${Number(l) + 1}:${Number(c) + 1}`;
+  return `${fn}\t${at(url, line, column)}\t${viaUrl ? `${viaFn} ${at(viaUrl, viaLine, viaColumn)}` : ''}`;
 }
 
 function quantiles(list) {
