@@ -4,8 +4,10 @@ import { periodKey, toUnits } from '@tollgate/money';
 import { createSpendStore, spendAccountHash, spendKeyHash } from '@tollgate/spend';
 import { createTcpProxy, hostPortOf } from '@tollgate/testkit';
 import { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestBilling, type TestBillingStack, usageEvent } from '../../test/testing';
+import { createBillingDb } from '../database';
 import { classifyBillingFailure } from './failure';
 import { createUsageRecorder } from './usage.recorder';
 
@@ -169,6 +171,35 @@ describe('usage recorder (one array parameter per column, sums per batch)', () =
     expect(ra.inserted + rb.inserted).toBe(60);
     expect(ra.duplicates + rb.duplicates).toBe(20);
     expect((await spend(keyId)).all).toBe('0.6');
+  });
+
+  it('writes a batch with named prepared statements, prepared once per connection and reused', async () => {
+    // One connection, so the statements it prepared are the ones pg_prepared_statements lists.
+    const db = createBillingDb(s.config.DATABASE_URL, { max: 1 });
+    const recorder = createUsageRecorder({
+      db,
+      spend: createSpendStore(s.redis.client, { prefix: s.config.REDIS_PREFIX }),
+      logger: createLogger({ name: 't', level: 'silent' }),
+      clock: () => new Date(),
+    });
+    try {
+      const keyId = randomUUID();
+      for (const cost of ['0.5', '0.25']) {
+        expect(await recorder.record([usageEvent({ key_id: keyId, cost })])).toEqual({
+          inserted: 1,
+          duplicates: 0,
+        });
+      }
+      expect(Object.values(await spend(keyId))).toContain('0.75');
+      const { rows } = await sql<{
+        name: string;
+      }>`select name from pg_prepared_statements order by name`.execute(db);
+      // (No alert hook here: the alert endpoints read, prepared the same way, is not run.)
+      expect(rows.map((r) => r.name)).toEqual(['billing_apply_batch_sums', 'billing_insert_generations']);
+    } finally {
+      await recorder.close();
+      await db.destroy();
+    }
   });
 
   it('a commit that cannot reach Redis is applied once Redis is back: pending costs cleared, counters raised', async () => {
