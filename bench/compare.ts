@@ -484,7 +484,8 @@ try {
   await waitHttp(`${urls.billing}/readyz`);
   const keys = spawnProcess(
     'keys',
-    ['dist/main.js'],
+    // Diagnostic only: BENCH_KEYS_NODE_OPTIONS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+    [...(process.env.BENCH_KEYS_NODE_OPTIONS ?? '').split(' ').filter(Boolean), 'dist/main.js'],
     {
       ...common,
       ...identity('keys'),
@@ -1293,7 +1294,8 @@ try {
       await quiesce();
       const r = await load<{ samples: number[]; errors: number; samplesB?: number[]; errorsB?: number }>({
         kind: 'seq',
-        count: QUICK ? 300 : 1000,
+        // Diagnostic only: BENCH_GETS=<n> requests per path (default 1000).
+        count: Number(process.env.BENCH_GETS ?? 0) || (QUICK ? 300 : 1000),
         warmup: 100,
         url: `${urls.proxy}${path}`,
         alternate: proxyB ? `${proxyBUrl}${path}` : undefined,

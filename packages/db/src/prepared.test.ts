@@ -36,10 +36,28 @@ describe('prepared(name): fixed-text statements as named prepared statements', (
     expect(statements[0]?.statement).toContain('select $1::int * 2 as v');
   });
 
+  it('takes the mark last in a query-builder statement (modifyEnd), not a mark inside the text', async () => {
+    const next = (n: number) =>
+      db.selectNoFrom(sql<number>`${n}::int + 1`.as('v')).modifyEnd(prepared('t_builder')).execute();
+    expect(await next(1)).toEqual([{ v: 2 }]);
+    expect(await next(41)).toEqual([{ v: 42 }]);
+    // A mark in the middle (a comment inside a query, say) names nothing.
+    await sql`select ${1}::int as v /* prepared: t_middle */ , 2 as w`.execute(db);
+    const statements = await preparedOnConnection();
+    expect(statements.map((s) => s.name)).toEqual(['t_builder', 't_double', 't_indented']);
+    expect(statements[0]?.statement).toMatch(
+      /^select \$1::int \+ 1 as "v" \/\* prepared: t_builder \*\/\s*$/,
+    );
+  });
+
   it('sends a second text under a name already prepared unnamed instead of failing', async () => {
     const other = await sql<{ v: number }>`${prepared('t_double')} select ${5}::int * 3 as v`.execute(db);
     expect(other.rows).toEqual([{ v: 15 }]);
-    expect((await preparedOnConnection()).map((s) => s.name)).toEqual(['t_double', 't_indented']);
+    expect((await preparedOnConnection()).map((s) => s.name)).toEqual([
+      't_builder',
+      't_double',
+      't_indented',
+    ]);
   });
 
   it('a marked statement that fails leaves the connection and the statement usable', async () => {

@@ -12,10 +12,24 @@ import type pg from 'pg';
  * once Postgres's plan cache finds its generic plan no worse than the custom ones (after five
  * executions, `plan_cache_mode = auto`), planned once per connection too. Only marked statements
  * are named, so dynamic SQL (an `in` list of varying length) never piles up prepared statements.
+ *
+ * The mark goes first in a raw statement, or last in a query-builder one (`.modifyEnd(prepared(…))`,
+ * whose text kysely renders the same way every time for the same calls).
  */
-const MARK = /^\s*\/\* prepared: ([a-z][a-z0-9_]{0,62}) \*\//;
+const FIRST = /^\s*\/\* prepared: ([a-z][a-z0-9_]{0,62}) \*\//;
+const LAST = /\/\* prepared: ([a-z][a-z0-9_]{0,62}) \*\/\s*$/;
 
-/** The mark to put first in a fixed-text statement: `sql\`${prepared('name')} select …\``. */
+/** The name a statement's text is marked with, if any (the end is searched only when it is a comment's). */
+function markOf(text: string): string | undefined {
+  const first = FIRST.exec(text)?.[1];
+  if (first !== undefined || !text.trimEnd().endsWith('*/')) return first;
+  return LAST.exec(text.slice(-100))?.[1];
+}
+
+/**
+ * The mark of a fixed-text statement: first in a raw one (`sql\`${prepared('name')} select …\``) or
+ * last in a query builder's (`db.selectFrom(…)….modifyEnd(prepared('name'))`).
+ */
 export function prepared(name: string): RawBuilder<unknown> {
   if (!/^[a-z][a-z0-9_]{0,62}$/.test(name)) throw new Error(`prepared statement name ${name}: a-z, 0-9, _`);
   return sql.raw(`/* prepared: ${name} */ `);
@@ -33,7 +47,7 @@ export function namePreparedStatements(client: pg.ClientBase): void {
   const texts = new Map<string, string>();
   const named: Query = function (this: unknown, config, values, callback) {
     if (typeof config === 'string' && Array.isArray(values)) {
-      const name = MARK.exec(config)?.[1];
+      const name = markOf(config);
       if (name !== undefined && (texts.get(name) ?? config) === config) {
         texts.set(name, config);
         return query.call(this, { name, text: config, values }, callback);

@@ -1,4 +1,4 @@
-import { sql } from '@tollgate/db';
+import { prepared, sql } from '@tollgate/db';
 import { toUnits } from '@tollgate/money';
 import type { Kysely } from 'kysely';
 import type { Database } from '../database';
@@ -29,10 +29,11 @@ export async function readAccountSettings(db: Db, accountId: string): Promise<Ac
 
 /**
  * Credits granted and spend recorded for GET /credits, in one statement (one round trip and one pooled
- * connection instead of two queries side by side; `billing.account_usage` is this service's too).
+ * connection instead of two queries side by side; `billing.account_usage` is this service's too),
+ * prepared once per connection.
  */
 export async function creditBalance(db: Db, accountId: string): Promise<{ credits: string; usage: string }> {
-  const { rows } = await sql<{ credits: string; usage: string }>`
+  const { rows } = await sql<{ credits: string; usage: string }>`${prepared('billing_credit_balance')}
     select
       coalesce((select sum(amount) from billing.credit_ledger where account_id = ${accountId}), 0)::text as credits,
       coalesce((select amount from billing.account_usage where account_id = ${accountId}), 0)::text as usage

@@ -5,7 +5,7 @@ import { parseInput } from '@tollgate/http';
 import { MoneyError, toNumber, toUnits } from '@tollgate/money';
 import { Router } from 'express';
 import type { z } from 'zod';
-import { callerOf, keyCaller, serviceCaller } from '../http/caller';
+import { keyCallerRead, serviceCaller } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
 import type { CreditsService } from './credits.service';
 
@@ -38,10 +38,17 @@ export function creditsRoutes(deps: {
   const router = Router();
 
   /** GET /credits (both scopes): the caller's account. */
-  router.get('/credits', keyCaller(deps, 'any'), async (_req, res) => {
-    const b = await deps.credits.balance(callerOf(res).accountId);
-    res.json({ data: { total_credits: toNumber(b.totalCredits), total_usage: toNumber(b.totalUsage) } });
-  });
+  router.get(
+    '/credits',
+    keyCallerRead(
+      deps,
+      'any',
+      (_req, caller) => deps.credits.balance(caller.accountId),
+      (res, b) => {
+        res.json({ data: { total_credits: toNumber(b.totalCredits), total_usage: toNumber(b.totalUsage) } });
+      },
+    ),
+  );
 
   router.post(
     '/internal/accounts/:accountId/credits',

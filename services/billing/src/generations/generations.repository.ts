@@ -132,7 +132,8 @@ const ID_CREATED_SLACK_S = 86_400;
 /**
  * One record by id. The id's second (`gen-<unix s>-…`, minted when the request arrived) bounds its
  * `created_at` (the request's start), so the first read touches only the month partitions around
- * it, not every month's index; a miss there (an id minted elsewhere) reads every month.
+ * it, not every month's index; a miss there (an id minted elsewhere) reads every month. The first
+ * read (every `GET /generation`) is prepared once per connection.
  */
 export async function findGeneration(db: Db, id: string) {
   const byId = db.selectFrom('billing.generations').selectAll().where('id', '=', id);
@@ -141,6 +142,7 @@ export async function findGeneration(db: Db, id: string) {
   const near = await byId
     .where('created_at', '>=', new Date((second - ID_CREATED_SLACK_S) * 1000))
     .where('created_at', '<', new Date((second + ID_CREATED_SLACK_S) * 1000))
+    .modifyEnd(prepared('billing_generation_near_id'))
     .executeTakeFirst();
   return near ?? byId.executeTakeFirst();
 }

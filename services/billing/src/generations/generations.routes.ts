@@ -8,7 +8,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { generatingMs, tokensPerSecond, usToMs } from '../analytics/latency';
 import type { BillingDb } from '../database';
-import { callerOf, keyCaller } from '../http/caller';
+import { keyCallerRead } from '../http/caller';
 import type { KeyOwners } from '../keys/key-owners';
 import { findGeneration, missingGenerationMessage } from './generations.repository';
 import type { Generation } from './generations.table';
@@ -99,13 +99,23 @@ export function generationsRoutes(deps: {
   retentionCutoff: () => Date | null;
 }): Router {
   const router = Router();
-  router.get('/generation', keyCaller(deps, 'inference'), async (req, res) => {
-    const { id } = parseInput(query, { id: typeof req.query.id === 'string' ? req.query.id : undefined });
-    const row = await findGeneration(deps.db, id);
-    if (!row || row.account_id !== callerOf(res).accountId) {
-      throw notFound(missingGenerationMessage(id, deps.retentionCutoff()));
-    }
-    res.json({ data: generationView(row) });
-  });
+  router.get(
+    '/generation',
+    keyCallerRead(
+      deps,
+      'inference',
+      async (req, caller) => {
+        const { id } = parseInput(query, { id: typeof req.query.id === 'string' ? req.query.id : undefined });
+        const row = await findGeneration(deps.db, id);
+        if (!row || row.account_id !== caller.accountId) {
+          throw notFound(missingGenerationMessage(id, deps.retentionCutoff()));
+        }
+        return row;
+      },
+      (res, row) => {
+        res.json({ data: generationView(row) });
+      },
+    ),
+  );
   return router;
 }

@@ -1,3 +1,4 @@
+import { prepared } from '@tollgate/db';
 import type { LimitReset } from '@tollgate/money';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../database';
@@ -11,12 +12,14 @@ export async function insertKey(db: Db, input: NewApiKey): Promise<ApiKey> {
   return db.insertInto('keys.api_keys').values(input).returningAll().executeTakeFirstOrThrow();
 }
 
+/** Prepared once per connection: every `GET /key` and key-caller route reads its key here. */
 export async function findKeyInAccount(db: Db, accountId: string, id: string): Promise<ApiKey | undefined> {
   return db
     .selectFrom('keys.api_keys')
     .selectAll()
     .where('id', '=', id)
     .where('account_id', '=', accountId)
+    .modifyEnd(prepared('keys_key_in_account'))
     .executeTakeFirst();
 }
 
@@ -35,18 +38,29 @@ export async function findKeyByDigest(db: Db, digest: string): Promise<ApiKey | 
   return db.selectFrom('keys.api_keys').selectAll().where('digest', '=', digest).executeTakeFirst();
 }
 
-/** The keys of these ids that exist (any account), with their team's budget (billing's threshold alerts: `POST /internal/keys/owners`). */
+/**
+ * The keys of these ids that exist (any account), with their team's budget (billing's caller checks
+ * and threshold alerts: `POST /internal/keys/owners`). Prepared once per connection: one id (billing's
+ * check of the caller on every `GET /credits` and `/generation`) as `k.id = $1`, whose generic plan
+ * Postgres keeps after five executions (an array parameter it keeps planning for its length), and
+ * any other number of ids as `= any($1)`, one text for all of them.
+ */
 export async function findOwnersByIds(
   db: Db,
   ids: readonly string[],
 ): Promise<Array<ApiKey & { team_limit: string | null; team_limit_reset: LimitReset | null }>> {
   if (ids.length === 0) return [];
-  return db
+  const query = db
     .selectFrom('keys.api_keys as k')
     .leftJoin('keys.teams as t', 't.id', 'k.team_id')
     .selectAll('k')
-    .select(['t.limit as team_limit', 't.limit_reset as team_limit_reset'])
-    .where('k.id', 'in', ids)
+    .select(['t.limit as team_limit', 't.limit_reset as team_limit_reset']);
+  const [one] = ids;
+  if (ids.length === 1 && one !== undefined)
+    return query.where('k.id', '=', one).modifyEnd(prepared('keys_owner_by_id')).execute();
+  return query
+    .where(sql<boolean>`k.id = any(${[...ids]}::uuid[])`)
+    .modifyEnd(prepared('keys_owners_by_ids'))
     .execute();
 }
 

@@ -40,4 +40,24 @@ describe('POST /internal/keys/owners', () => {
       teamLimitReset: 'monthly',
     });
   });
+
+  it('answers one id (its own statement) as it answers many, and nothing for an unknown id', async () => {
+    const key = await t.createKey(t.account.id, { limit: '3', limitReset: 'daily' });
+    const ask = async (ids: string[]) => {
+      const res = await api(t, 'POST', '/internal/keys/owners', {
+        token: await t.serviceToken('billing'),
+        body: { ids },
+      });
+      expectStatus(res, 200);
+      return res.body.data as Array<{ id: string }>;
+    };
+    // Past five executions Postgres may switch the statement to its generic plan: same answers.
+    for (let i = 0; i < 7; i++) {
+      expect(await ask([key.id])).toEqual([
+        expect.objectContaining({ id: key.id, accountId: t.account.id, limit: '3', limitReset: 'daily' }),
+      ]);
+      expect(await ask(['00000000-0000-4000-8000-000000000000'])).toEqual([]);
+    }
+    expect(await ask([key.id, key.id])).toHaveLength(1);
+  });
 });
