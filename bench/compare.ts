@@ -156,6 +156,28 @@ function cpuMs(pid: number): number {
     return 0;
   }
 }
+/**
+ * Time (ms) a pid's main thread spent runnable but waiting for a CPU (/proc/<pid>/schedstat, second
+ * field, ns; needs schedstats, present on every kernel this runs on: 0 when absent). On a shared
+ * machine it says how much of a latency tail is the scheduler's, not the process's own work.
+ */
+function runQueueWaitMs(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6 || 0;
+  } catch {
+    return 0;
+  }
+}
+/** The whole machine's busy and total CPU time (jiffies, all cores) from /proc/stat. */
+function machineCpu(): { busy: number; total: number } {
+  const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0); // user … steal (guest time is inside user)
+  return { busy: total - (f[3] ?? 0) - (f[4] ?? 0), total }; // minus idle and iowait
+}
 function rssMb(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -918,6 +940,10 @@ try {
   // ------------------------------------------------------------ 2. streamed TTFB at 500 req/s
   if (phase('ttfb')) {
     const ttfb: Record<string, number[]> = {};
+    const contentionOf: Record<
+      string,
+      Array<{ machineBusyPct: number; runQueueWaitMsPerS: number | null }>
+    > = {};
     const streamTargets = ['direct', 'portkey', 'tollgate', 'tollgate-b'].filter(
       (t) => streams[t] === 200 && picked(t),
     );
@@ -937,6 +963,11 @@ try {
       )) {
         await quiesce();
         const cpu0 = proxyCpu(name);
+        // How busy the two cores were, and how long the proxy's main thread waited for one of them.
+        const proxyPid = name === 'tollgate' ? proxy.pid : name === 'tollgate-b' ? proxyB?.pid : undefined;
+        const wait0 = proxyPid === undefined ? 0 : runQueueWaitMs(proxyPid);
+        const machine0 = machineCpu();
+        const t0 = performance.now();
         const r = await load<{ ttfb: number[]; errors: number; errorKinds?: Record<string, number> }>({
           kind: 'rate',
           rate: 500,
@@ -944,9 +975,18 @@ try {
           sockets: 256,
           ...(targets[name]?.('bench/fast', true) as LoadRequest),
         });
+        const seconds = (performance.now() - t0) / 1000;
+        const machine1 = machineCpu();
+        const busy = (machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total);
+        const contention = {
+          machineBusyPct: Math.round(busy * 100),
+          runQueueWaitMsPerS:
+            proxyPid === undefined ? null : Math.round((runQueueWaitMs(proxyPid) - wait0) / seconds),
+        };
         ttfb[name] = [...(ttfb[name] ?? []), ...r.ttfb];
+        contentionOf[name] = [...(contentionOf[name] ?? []), contention];
         log(
-          `round ${round + 1} stream ttfb @500 ${name}: p50 ${r2(pct(r.ttfb, 50))} p99 ${r2(pct(r.ttfb, 99))} ms (errors ${r.errors}${r.errors ? ` ${JSON.stringify(r.errorKinds)}` : ''})${cpuNote(name, cpu0, 500 * SECONDS)}`,
+          `round ${round + 1} stream ttfb @500 ${name}: p50 ${r2(pct(r.ttfb, 50))} p99 ${r2(pct(r.ttfb, 99))} ms (errors ${r.errors}${r.errors ? ` ${JSON.stringify(r.errorKinds)}` : ''})${cpuNote(name, cpu0, 500 * SECONDS)}; machine ${contention.machineBusyPct} % busy${contention.runQueueWaitMsPerS === null ? '' : `, proxy main thread waited ${contention.runQueueWaitMsPerS} ms/s for a CPU`}`,
         );
       }
     }
@@ -962,6 +1002,8 @@ try {
             p99: r3(pct(s, 99)),
             addedP50: r3(pct(s, 50) - pct(d, 50)),
             addedP99: r3(pct(s, 99) - pct(d, 99)),
+            // Per round: the machine's busy share of its cores, the proxy main thread's run-queue wait.
+            contention: contentionOf[name] ?? [],
           },
         ];
       }),
