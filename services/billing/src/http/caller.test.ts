@@ -18,7 +18,7 @@ import { keyCallerRead } from './caller';
  */
 describe('keyCallerRead: the read overlaps the key check, the answer waits for it', () => {
   const keys = new Map<string, KeyOwner>();
-  /** Owner reads in flight: the test answers them (`release`) when it chooses. */
+  /** Owner reads in flight: the test answers each (calls it) when it chooses. */
   const pending: Array<() => void> = [];
   const owners: KeyOwners = {
     accountsOf: async () => new Map(),
@@ -44,6 +44,21 @@ describe('keyCallerRead: the read overlaps the key check, the answer waits for i
           reads.push(caller.keyId);
           if (req.query.bad === '1') throw badRequest('id: not a generation id');
           return { secret: `figures of ${caller.accountId}` };
+        },
+        (res, value) => {
+          res.json({ data: value });
+        },
+      ),
+    );
+    // A read that throws before returning its promise: the same rules.
+    app.get(
+      '/sync',
+      keyCallerRead(
+        { verifier: devServiceVerifier('billing'), owners },
+        'inference',
+        (_req, caller) => {
+          reads.push(caller.keyId);
+          throw badRequest('id: thrown at once');
         },
         (res, value) => {
           res.json({ data: value });
@@ -79,7 +94,12 @@ describe('keyCallerRead: the read overlaps the key check, the answer waits for i
   };
 
   /** GET /thing as `k`; answers the owner read only once the route's read has run. */
-  async function get(k: KeyOwner, query = '', claims: Partial<{ scope: string; accountId: string }> = {}) {
+  async function get(
+    k: KeyOwner,
+    query = '',
+    claims: Partial<{ scope: string; accountId: string }> = {},
+    path = '/thing',
+  ) {
     const before = reads.length;
     const token = await devServiceSigner('proxy').sign('billing', {
       kind: 'key',
@@ -87,7 +107,7 @@ describe('keyCallerRead: the read overlaps the key check, the answer waits for i
       accountId: claims.accountId ?? k.accountId,
       scope: (claims.scope ?? k.scope) as 'inference',
     });
-    const answer = fetch(`${url}/thing${query}`, { headers: { 'x-service-token': token } });
+    const answer = fetch(`${url}${path}${query}`, { headers: { 'x-service-token': token } });
     // The read starts while the owner read is still unanswered: overlapped, not one after the other.
     await expect.poll(() => reads.length > before && pending.length > 0, { timeout: 5000 }).toBe(true);
     expect(reads.at(-1)).toBe(k.id);
@@ -121,6 +141,15 @@ describe('keyCallerRead: the read overlaps the key check, the answer waits for i
       expect(r.text).not.toContain('figures of');
       expect(r.text).not.toContain('not a generation id');
     }
+  });
+
+  it('a read that throws at once: 400 for a confirmed key, 401 for a revoked one', async () => {
+    const ok = await get(key(), '', {}, '/sync');
+    expect(ok.status, ok.text).toBe(400);
+    expect(ok.text).toContain('thrown at once');
+    const revoked = await get(key({ revoked: true }), '', {}, '/sync');
+    expect(revoked.status, revoked.text).toBe(401);
+    expect(revoked.text).not.toContain('thrown at once');
   });
 
   it('a token claiming another account or scope than the key has gets 401', async () => {

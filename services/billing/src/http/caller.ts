@@ -41,8 +41,10 @@ export function keyCallerRead<T>(
 ): RequestHandler {
   return async (req, res) => {
     const claims = await keyCallerClaims(req, deps.verifier);
-    const value = read(req, claims);
-    value.catch(() => {}); // observed here; its error is thrown below only for a confirmed key
+    // Started now (a throw inside it becomes its rejection), observed here; its error is thrown
+    // below, and only for a confirmed key.
+    const value = (async () => read(req, claims))();
+    value.catch(() => {});
     await confirmKey(deps.owners, claims, scope);
     res.locals.caller = claims;
     answer(res, await value);
