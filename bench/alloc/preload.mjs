@@ -19,12 +19,11 @@
  * Writes `<ALLOC_DIR>/alloc-<pid>.json` (default /tmp/tollgate-alloc) when SIGTERM arrives (before
  * the server's own shutdown). Diagnostics only: not loaded by anything in production.
  */
-import dc from 'node:diagnostics_channel';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import v8 from 'node:v8';
-import { sampled } from './sampled.mjs';
+import { measureRequests, sampled } from './sampled.mjs';
 
 const PATH = process.env.ALLOC_PATH ?? '/chat/completions';
 const WARMUP = Number(process.env.ALLOC_WARMUP ?? 500);
@@ -36,8 +35,6 @@ const session = new Session();
 session.connect();
 const used = () => v8.getHeapStatistics().used_heap_size;
 
-let seen = 0;
-let requests = 0;
 let bytes = 0;
 let windowMs = 0;
 let windows = 0;
@@ -73,21 +70,13 @@ function closeWindow() {
   });
 }
 
-const tail = setTimeout(closeWindow, TAIL_MS);
-tail.unref();
-const isMeasured = (req) => req.method === 'POST' && req.url?.includes(PATH);
-
-dc.subscribe('http.server.request.start', ({ request }) => {
-  if (!isMeasured(request)) return;
-  seen++;
-  if (seen <= WARMUP) return;
-  if (open === null) openWindow();
-  requests++;
-  tail.refresh();
-});
-
-dc.subscribe('http.server.response.finish', ({ request }) => {
-  if (open !== null && isMeasured(request)) tail.refresh();
+const measured = measureRequests({
+  path: PATH,
+  warmup: WARMUP,
+  tailMs: TAIL_MS,
+  isOpen: () => open !== null,
+  openWindow,
+  closeWindow,
 });
 
 function frameList() {
@@ -114,9 +103,9 @@ process.once('SIGTERM', () => {
     tailMs: TAIL_MS,
     windows,
     windowMs: Math.round(windowMs),
-    requests,
+    requests: measured.requests,
     bytes,
-    bytesPerRequest: Math.round(bytes / Math.max(1, requests)),
+    bytesPerRequest: Math.round(bytes / Math.max(1, measured.requests)),
     sampledBytes: [...frames.values()].reduce((a, n) => a + n, 0),
     frames: list,
   };

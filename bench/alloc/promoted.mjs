@@ -26,12 +26,11 @@
  *
  * Writes `<GC_DIR>/gc-<pid>.json` (default /tmp/tollgate-gc) when SIGTERM arrives.
  */
-import dc from 'node:diagnostics_channel';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import v8 from 'node:v8';
-import { sampled } from './sampled.mjs';
+import { measureRequests, sampled } from './sampled.mjs';
 
 const PATH = process.env.GC_PATH ?? '/chat/completions';
 const WARMUP = Number(process.env.GC_WARMUP ?? 700);
@@ -47,8 +46,6 @@ const CUT = ['1', '2', '3'].includes(process.env.GC_CUT ?? '');
 const session = SITES ? new Session() : null;
 session?.connect();
 
-let seen = 0;
-let requests = 0;
 let windowMs = 0;
 let windows = 0;
 const totals = {
@@ -118,10 +115,6 @@ function closeWindow() {
   });
 }
 
-const tail = setTimeout(closeWindow, TAIL_MS);
-tail.unref();
-const isMeasured = (req) => req.method === 'POST' && req.url?.includes(PATH);
-
 /** Finish → collected, ms, per kind of object (FinalizationRegistry). */
 const lifetimes = { response: [], completion: [] };
 const finishedAt = new WeakMap();
@@ -132,23 +125,15 @@ const registry = FINAL
     })
   : null;
 
-dc.subscribe('http.server.request.start', ({ request, response }) => {
-  if (!isMeasured(request)) return;
-  seen++;
-  if (seen <= WARMUP) return;
-  if (open === null) openWindow();
-  requests++;
-  tail.refresh();
+function onStart(_request, response) {
   if (registry) {
     const token = {};
     finishedAt.set(response, token);
     registry.register(response, { kind: 'response', token });
   }
-});
+}
 
-dc.subscribe('http.server.response.finish', ({ request, response }) => {
-  if (open === null || !isMeasured(request)) return;
-  tail.refresh();
+function onFinish(request, response) {
   if (CUT) {
     const completion = response.locals?.completion;
     response.once('close', () => {
@@ -174,6 +159,17 @@ dc.subscribe('http.server.response.finish', ({ request, response }) => {
     const completion = response.locals?.completion;
     if (completion) registry.register(completion, { kind: 'completion', token });
   }
+}
+
+const measured = measureRequests({
+  path: PATH,
+  warmup: WARMUP,
+  tailMs: TAIL_MS,
+  isOpen: () => open !== null,
+  openWindow,
+  closeWindow,
+  onStart,
+  onFinish,
 });
 
 /** bench/alloc/sampled.mjs's key (tab-separated, 0-based lines) as `fn\turl:line:col\tvia` (1-based). */
@@ -199,7 +195,7 @@ function quantiles(list) {
 
 process.once('SIGTERM', () => {
   closeWindow();
-  const per = (n) => Math.round(n / Math.max(1, requests));
+  const per = (n) => Math.round(n / Math.max(1, measured.requests));
   const result = {
     pid: process.pid,
     main: process.argv[1],
@@ -209,7 +205,7 @@ process.once('SIGTERM', () => {
     path: PATH,
     windows,
     windowMs: Math.round(windowMs),
-    requests,
+    requests: measured.requests,
     ...totals,
     scavengeMs: Math.round(totals.scavengeMs),
     promotedPerRequest: per(totals.promoted),

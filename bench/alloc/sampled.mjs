@@ -1,4 +1,45 @@
 // Shared by the allocation preloads (bench/alloc/preload.mjs, bench/alloc/promoted.mjs): diagnostics only.
+import dc from 'node:diagnostics_channel';
+
+/**
+ * The requests a preload measures, and its windows: `POST` requests whose URL contains `path`, counted
+ * from the `warmup`-th on (`node:diagnostics_channel`). A window opens with the first of them
+ * (`openWindow`, when `isOpen()` is false) and closes `tailMs` after the last response finished
+ * (`closeWindow`, which the preload also calls at SIGTERM). `onStart` / `onFinish(request, response)`
+ * run for each measured request inside a window. Returns the count of measured requests
+ * (`.requests`).
+ */
+export function measureRequests({
+  path,
+  warmup,
+  tailMs,
+  isOpen,
+  openWindow,
+  closeWindow,
+  onStart,
+  onFinish,
+}) {
+  let seen = 0;
+  const counted = { requests: 0 };
+  const tail = setTimeout(closeWindow, tailMs);
+  tail.unref();
+  const isMeasured = (req) => req.method === 'POST' && req.url?.includes(path);
+  dc.subscribe('http.server.request.start', ({ request, response }) => {
+    if (!isMeasured(request)) return;
+    seen++;
+    if (seen <= warmup) return;
+    if (!isOpen()) openWindow();
+    counted.requests++;
+    tail.refresh();
+    onStart?.(request, response);
+  });
+  dc.subscribe('http.server.response.finish', ({ request, response }) => {
+    if (!isOpen() || !isMeasured(request)) return;
+    tail.refresh();
+    onFinish?.(request, response);
+  });
+  return counted;
+}
 
 /**
  * Self bytes per top frame of a sampling profile (V8 names a function by where it starts, so a
